@@ -1,0 +1,202 @@
+"""One config schema: defaults, validation and environment overrides in one place.
+
+A config is a YAML file. Any key can be overridden from the environment as
+``STREAMER__SECTION__KEY=value`` (double underscores separate levels), e.g.
+``STREAMER__MYSQL__PORT=3307``. Secrets are never read from argv: the MySQL
+password comes from ``mysql.password_env`` (an environment variable name) or
+``mysql.password_file``.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config value is missing or not allowed; the message names the key and the fix."""
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+DEFAULTS: Dict[str, Any] = {
+    "namespace": "dev",
+    "source": {"name": None},
+    "mysql": {
+        "host": "127.0.0.1",
+        "port": 3306,
+        "user": "streamer",
+        "password_env": "STREAMER_MYSQL_PASSWORD",
+        "password_file": None,
+        "server_id": None,
+        "connect_timeout_s": 10,
+        "heartbeat_s": 0.2,
+        "reconnect_backoff_s": 0.5,
+        "reconnect_backoff_max_s": 30.0,
+        "reconnect_max_attempts": 0,
+        "position_mode": "file",
+    },
+    "kafka": {"bootstrap.servers": "127.0.0.1:9092"},
+    "topics": {"partitions": 1, "replication_factor": 1},
+    "tables": {"include": ["*.*"], "exclude": []},
+    "batch": {"max_messages": 5000, "linger_ms": 100, "idle_checkpoint_ms": 1000},
+    "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
+    "shutdown_timeout_s": 10.0,
+    "commit_retries": 5,
+    "log_level": "INFO",
+}
+
+# Config keys the user may not set inside `kafka:` because the streamer owns them.
+RESERVED_KAFKA_KEYS = ("transactional.id", "enable.idempotence", "acks", "isolation.level")
+
+
+def _merge(base: Dict[str, Any], over: Dict[str, Any], path: str = "") -> Dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        where = f"{path}{key}"
+        if key not in base:
+            allowed = ", ".join(sorted(base))
+            raise ConfigError(f"unknown config key '{where}'; allowed here: {allowed}")
+        if isinstance(base[key], dict) and where != "kafka":
+            if not isinstance(value, dict):
+                raise ConfigError(f"'{where}' must be a mapping, got {value!r}")
+            out[key] = _merge(base[key], value, where + ".")
+        elif where == "kafka":
+            if not isinstance(value, dict):
+                raise ConfigError(f"'kafka' must be a mapping of librdkafka settings, got {value!r}")
+            merged = dict(base[key])
+            merged.update(value)
+            out[key] = merged
+        else:
+            out[key] = value
+    return out
+
+
+def _env_overrides(environ: Dict[str, str]) -> Dict[str, Any]:
+    tree: Dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith("STREAMER__"):
+            continue
+        parts = [p.lower() for p in name[len("STREAMER__"):].split("__") if p]
+        if not parts:
+            continue
+        if parts[0] == "kafka" and len(parts) == 2:
+            # librdkafka keys use dots; env names can't, so KAFKA__LINGER_MS -> linger.ms
+            parts[1] = parts[1].replace("_", ".")
+        node = tree
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(raw) if raw != "" else None
+    return tree
+
+
+def _require(cond: bool, key: str, value: Any, allowed: str) -> None:
+    if not cond:
+        raise ConfigError(f"config key '{key}' has bad value {value!r}; allowed: {allowed}")
+
+
+def _positive_number(cfg: Dict[str, Any], key: str, allow_zero: bool = False) -> None:
+    node: Any = cfg
+    for part in key.split("."):
+        node = node[part]
+    ok = isinstance(node, (int, float)) and not isinstance(node, bool)
+    ok = ok and (node >= 0 if allow_zero else node > 0)
+    _require(ok, key, node, "a number >= 0" if allow_zero else "a number > 0")
+
+
+def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    ns = cfg["namespace"]
+    _require(isinstance(ns, str) and bool(_NAME.match(ns)), "namespace", ns,
+             "letters, digits, '_', '-', '.' (it prefixes every topic name)")
+    sid = cfg["mysql"]["server_id"]
+    _require(isinstance(sid, int) and not isinstance(sid, bool) and 1 <= sid < 2**32,
+             "mysql.server_id", sid,
+             "a fixed integer 1..4294967295, unique among the source's replicas (never random)")
+    port = cfg["mysql"]["port"]
+    _require(isinstance(port, int) and 0 < port < 65536, "mysql.port", port, "1..65535")
+    for key in ("mysql.connect_timeout_s", "mysql.heartbeat_s", "mysql.reconnect_backoff_s",
+                "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "batch.max_messages",
+                "batch.linger_ms", "batch.idle_checkpoint_ms", "topics.partitions",
+                "topics.replication_factor"):
+        _positive_number(cfg, key)
+    _positive_number(cfg, "mysql.reconnect_max_attempts", allow_zero=True)
+    _positive_number(cfg, "commit_retries", allow_zero=True)
+    mode = cfg["mysql"]["position_mode"]
+    _require(mode in ("file", "gtid"), "mysql.position_mode", mode, "'file' or 'gtid'")
+    initial = cfg["start"]["initial"]
+    _require(initial in ("end", "beginning"), "start.initial", initial, "'end' or 'beginning'")
+    start = cfg["start"]
+    if (start["file"] is None) != (start["pos"] is None):
+        raise ConfigError("config keys 'start.file' and 'start.pos' go together: set both or neither")
+    if start["pos"] is not None:
+        _require(isinstance(start["pos"], int) and start["pos"] >= 4, "start.pos", start["pos"],
+                 "an integer >= 4 (a binlog offset)")
+    for key in ("include", "exclude"):
+        pats = cfg["tables"][key]
+        _require(isinstance(pats, list) and all(isinstance(p, str) and "." in p for p in pats),
+                 f"tables.{key}", pats, "a list of 'db.table' glob patterns such as 'shop.*'")
+    for key in RESERVED_KAFKA_KEYS:
+        if key in cfg["kafka"]:
+            raise ConfigError(f"config key 'kafka.{key}' is set by the streamer itself "
+                              f"(exactly-once needs it); remove it")
+    _require(bool(cfg["kafka"].get("bootstrap.servers")), "kafka.bootstrap.servers",
+             cfg["kafka"].get("bootstrap.servers"), "host:port[,host:port...]")
+    level = str(cfg["log_level"]).upper()
+    _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log_level", cfg["log_level"],
+             "DEBUG, INFO, WARNING or ERROR")
+    cfg["log_level"] = level
+    if cfg["source"]["name"] is None:
+        cfg["source"]["name"] = f"{cfg['mysql']['host']}-{cfg['mysql']['port']}"
+    name = cfg["source"]["name"]
+    _require(isinstance(name, str) and bool(_NAME.match(name)), "source.name", name,
+             "letters, digits, '_', '-', '.'")
+    return cfg
+
+
+def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Load, merge with defaults, apply environment overrides and validate."""
+    environ = dict(os.environ if environ is None else environ)
+    raw: Dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                raw = yaml.safe_load(fh) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    cfg = _merge(DEFAULTS, raw)
+    cfg = _merge(cfg, _env_overrides(environ))
+    if path is not None:
+        base = os.path.dirname(os.path.abspath(path))
+        pf = cfg["mysql"]["password_file"]
+        if pf and not os.path.isabs(pf):
+            cfg["mysql"]["password_file"] = os.path.join(base, pf)
+    return validate(cfg)
+
+
+def mysql_password(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> str:
+    """The MySQL password from the file or the environment; never from argv."""
+    environ = os.environ if environ is None else environ
+    mysql = cfg["mysql"]
+    if mysql["password_file"]:
+        try:
+            with open(mysql["password_file"], encoding="utf-8") as fh:
+                return fh.read().strip()
+        except OSError as exc:
+            raise ConfigError(f"config key 'mysql.password_file': cannot read "
+                              f"{mysql['password_file']}: {exc.strerror}") from None
+    env_name = mysql["password_env"]
+    if env_name and env_name in environ:
+        return environ[env_name]
+    raise ConfigError(f"no MySQL password: set the environment variable {env_name} "
+                      f"or the config key 'mysql.password_file'")
+
+
+def patterns(cfg: Dict[str, Any]) -> List[str]:
+    return list(cfg["tables"]["include"]) + ["!" + p for p in cfg["tables"]["exclude"]]

@@ -1,0 +1,135 @@
+"""Turn any message the streamer wrote back into a dict, with no server but Kafka.
+
+Messages are Avro single-object encoded. The writer schema of each fingerprint is in the
+compacted topic ``{namespace}.__schemas``; the decoder reads it when it meets a fingerprint it
+doesn't know yet.
+"""
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import time
+from typing import Any, Callable, Dict, Optional
+
+import fastavro
+
+from .avro import MAGIC
+
+SchemaSource = Callable[[], Dict[str, Dict[str, Any]]]
+
+
+class UnknownSchema(LookupError):
+    pass
+
+
+def _time_micros(value: int) -> datetime.timedelta:
+    return datetime.timedelta(microseconds=value)
+
+
+def _restore(datum: Any, schema: Any) -> Any:
+    """Apply what fastavro doesn't know: TIME as timedelta and original MySQL column names."""
+    if datum is None:
+        return None
+    if isinstance(schema, list):
+        for branch in schema:
+            if branch != "null":
+                return _restore(datum, branch)
+        return datum
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        if t == "record":
+            out = {}
+            for f in schema["fields"]:
+                out[f.get("mysql.column", f["name"])] = _restore(datum[f["name"]], f["type"])
+            return out
+        if schema.get("logicalType") == "streamer.time-micros":
+            return _time_micros(datum)
+    return datum
+
+
+class Decoder:
+    """Decodes keys and values; ``schemas`` loads {fingerprint hex: schema dict} on demand."""
+
+    def __init__(self, schemas: SchemaSource):
+        self._load = schemas
+        self._parsed: Dict[bytes, Any] = {}
+        self._raw: Dict[bytes, Any] = {}
+
+    def _schema(self, fp: bytes) -> Any:
+        parsed = self._parsed.get(fp)
+        if parsed is None:
+            for hexfp, schema in self._load().items():
+                key = bytes.fromhex(hexfp)
+                self._raw[key] = schema
+                self._parsed[key] = fastavro.parse_schema(schema)
+            parsed = self._parsed.get(fp)
+            if parsed is None:
+                raise UnknownSchema(f"no writer schema with fingerprint {fp.hex()} in the schema topic")
+        return parsed
+
+    def decode(self, data: Optional[bytes]) -> Optional[Dict[str, Any]]:
+        if data is None:
+            return None
+        if data[:2] != MAGIC:
+            raise ValueError("not an Avro single-object encoded message (no C3 01 marker)")
+        fp = data[2:10]
+        parsed = self._schema(fp)
+        datum = fastavro.schemaless_reader(io.BytesIO(data[10:]), parsed)
+        return _restore(datum, self._raw[fp])
+
+    def schema_of(self, data: bytes) -> Dict[str, Any]:
+        self._schema(data[2:10])
+        return self._raw[data[2:10]]
+
+
+def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:
+    """Reads the whole schema topic, read_committed, each time it is called."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    topic = f"{namespace}.__schemas"
+
+    def load() -> Dict[str, Dict[str, Any]]:
+        c = Consumer(dict(conf, **{"group.id": f"streamer-decoder-{time.time()}",
+                                   "enable.auto.commit": False, "enable.partition.eof": True,
+                                   "isolation.level": "read_committed"}))
+        try:
+            md = c.list_topics(topic, timeout=30)
+            parts = list(md.topics[topic].partitions)
+            c.assign([TopicPartition(topic, p, 0) for p in parts])
+            pending = set(parts)
+            out: Dict[str, Dict[str, Any]] = {}
+            deadline = time.monotonic() + 60
+            while pending and time.monotonic() < deadline:
+                msg = c.poll(1.0)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition())
+                        continue
+                    raise RuntimeError(f"reading {topic}: {msg.error().str()}")
+                rec = json.loads(msg.value())
+                out[rec["fingerprint"]] = json.loads(rec["schema"])
+            return out
+        finally:
+            c.close()
+
+    return load
+
+
+def to_jsonable(value: Any) -> Any:
+    """For printing: bytes as hex-free latin-1 escapes, decimals and times as strings."""
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return str(value)
+    if hasattr(value, "as_tuple"):
+        return str(value)
+    return value

@@ -1,0 +1,238 @@
+"""The engine: read events, track transaction boundaries, publish batches, resume after failures.
+
+Shutdown is one path whether it comes from a signal, an error or the end of a bounded run: the
+open Kafka transaction is committed (or aborted when that fails) and the reader is closed.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from typing import Any, Callable, Dict, Optional
+
+import pymysql
+from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidEvent,
+                                      QueryEvent, RotateEvent, XidEvent)
+from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
+                                          WriteRowsEvent)
+
+from . import config as config_mod
+from .avro import canonical_json
+from .envelope import process_event
+from .position import Position, Tracker
+from .publisher import BatchAborted, Publisher
+from .reader import (BinlogReader, SourceError, StreamInterrupted, connect, connection_settings,
+                     binlog_files, master_status, settings_problems)
+from .tables import TableFilter, TableRegistry, TableVersion
+
+log = logging.getLogger(__name__)
+
+OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
+FL_STANDALONE = 1
+
+
+def _start_of(event: Any) -> int:
+    return event.packet.log_pos - event.packet.event_size
+
+
+class Streamer:
+    """One source, one namespace. ``run()`` blocks until stopped and returns the exit code."""
+
+    def __init__(self, cfg: Dict[str, Any], start: Optional[Position] = None,
+                 start_gtid: Optional[str] = None,
+                 on_batch: Optional[Callable[["Streamer"], None]] = None):
+        self.cfg = cfg
+        self.password = config_mod.mysql_password(cfg)
+        self.override = start
+        self.override_gtid = start_gtid
+        self.on_batch = on_batch
+        self.stop_requested = False
+        self.filter = TableFilter(cfg["tables"]["include"], cfg["tables"]["exclude"])
+        self.published = 0
+        self.batches = 0
+        self.reconnects = 0
+
+    # -- control --------------------------------------------------------------------------------
+    def request_stop(self, *_: Any) -> None:
+        # Only a flag: the loop wakes at the next event or heartbeat and shuts down in order.
+        self.stop_requested = True
+
+    def install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+
+    # -- start position -------------------------------------------------------------------------
+    def _initial_position(self, publisher: Publisher) -> Position:
+        conn = connect(connection_settings(self.cfg, self.password))
+        try:
+            problems = settings_problems(conn)
+            if problems:
+                raise SourceError("the MySQL source is not set up for row-based CDC: " +
+                                  "; ".join(problems))
+            server_id = _server_id(conn)
+            checkpoint = publisher.read_checkpoint()
+            start_cfg = self.cfg["start"]
+            if self.override is not None or self.override_gtid is not None or start_cfg["file"] \
+                    or start_cfg["gtid"]:
+                pos = self.override
+                if pos is None and start_cfg["file"]:
+                    pos = Position(start_cfg["file"], start_cfg["pos"])
+                gtid = self.override_gtid or (start_cfg["gtid"] if pos is None else None)
+                if gtid is not None:
+                    pos = Position("", 4, gtid_set=gtid)
+                    self.override_gtid = gtid
+                log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint "
+                            "%s !!!", pos.describe(),
+                            checkpoint.describe() if checkpoint else "(none)")
+                pos.server_id = server_id
+                return pos
+            if checkpoint is not None:
+                log.info("resuming from committed checkpoint %s", checkpoint.describe())
+                if self.cfg["mysql"]["position_mode"] == "gtid" and checkpoint.gtid_set:
+                    self.override_gtid = checkpoint.gtid_set
+                return checkpoint
+            if start_cfg["initial"] == "beginning":
+                pos = Position(binlog_files(conn)[0], 4)
+            else:
+                f, p = master_status(conn)
+                pos = Position(f, p)
+            pos.server_id = server_id
+            log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
+                     self.cfg["source"]["name"], start_cfg["initial"], pos.describe())
+            return pos
+        finally:
+            conn.close()
+
+    # -- main loop ------------------------------------------------------------------------------
+    def run(self) -> int:
+        with Publisher(self.cfg) as publisher:
+            position = self._initial_position(publisher)
+            gtid = self.override_gtid
+            backoff = float(self.cfg["mysql"]["reconnect_backoff_s"])
+            attempts = 0
+            while not self.stop_requested:
+                try:
+                    self._stream(publisher, position, gtid)
+                    break
+                except (StreamInterrupted, BatchAborted, pymysql.err.OperationalError) as exc:
+                    publisher.abort()
+                    attempts += 1
+                    limit = int(self.cfg["mysql"]["reconnect_max_attempts"])
+                    if limit and attempts > limit:
+                        raise SourceError(f"gave up after {attempts - 1} reconnect attempts: {exc}")
+                    self.reconnects += 1
+                    if publisher.committed is not None:
+                        position = publisher.committed
+                        gtid = position.gtid_set if self.cfg["mysql"]["position_mode"] == "gtid" \
+                            and position.gtid_set else None
+                    log.warning("%s; resuming from %s in %.1fs", exc, position.describe(), backoff)
+                    self._sleep(backoff)
+                    backoff = min(backoff * 2, float(self.cfg["mysql"]["reconnect_backoff_max_s"]))
+        log.info("stopped after %d messages in %d batches", self.published, self.batches)
+        return 0
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.stop_requested and time.monotonic() < end:
+            time.sleep(min(0.1, end - time.monotonic()))
+
+    def _stream(self, publisher: Publisher, start: Position, gtid: Optional[str]) -> None:
+        tracker = Tracker(start)
+
+        def new_version(tv: TableVersion) -> None:
+            publisher.ensure_topic(tv.topic)
+            if not publisher.in_tx:
+                publisher.begin()
+            for kind, writer in (("value", tv.value_writer), ("key", tv.key_writer)):
+                if writer is not None:
+                    publisher.produce_schema(writer.header[2:].hex(),
+                                             canonical_json(writer.schema), tv.topic, kind)
+
+        registry = TableRegistry(self.cfg["namespace"], self.filter, new_version)
+        by_id = registry.by_id
+        produce = publisher.produce
+        max_messages = int(self.cfg["batch"]["max_messages"])
+        linger = float(self.cfg["batch"]["linger_ms"]) / 1000.0
+        idle = float(self.cfg["batch"]["idle_checkpoint_ms"]) / 1000.0
+        pending = 0
+        batch_started = time.monotonic()
+        last_commit = batch_started
+        committed_at = (start.file, start.pos, start.rows)
+        with BinlogReader(self.cfg, self.password, start, gtid) as reader:
+            for event in reader:
+                cls = event.__class__
+                op = OPS.get(cls)
+                if op is not None:
+                    tv = by_id.get(event.table_id)
+                    if tv is None:
+                        tracker.tx_rows += len(event.rows)
+                    else:
+                        if not publisher.in_tx:
+                            publisher.begin()
+                            batch_started = time.monotonic()
+                        pending += process_event(event, op, tv, tracker, produce)
+                elif cls is TableMapEvent:
+                    registry.on_table_map(event)
+                else:
+                    self._boundary(event, cls, tracker)
+                if pending >= max_messages or self.stop_requested:
+                    self._commit(publisher, tracker, pending)
+                    pending = 0
+                    last_commit = time.monotonic()
+                    committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
+                    if self.stop_requested:
+                        return
+                    continue
+                now = time.monotonic()
+                if pending and now - batch_started >= linger:
+                    self._commit(publisher, tracker, pending)
+                    pending = 0
+                    last_commit = now
+                    committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
+                elif now - last_commit >= idle and not tracker.in_tx and \
+                        committed_at != (tracker.file, tracker.tx_start, tracker.tx_rows):
+                    # Tables we don't publish and DDL still move the position: checkpoint it so
+                    # a restart need not re-read them.
+                    self._commit(publisher, tracker, pending)
+                    pending = 0
+                    last_commit = now
+                    committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
+
+    def _boundary(self, event: Any, cls: Any, tracker: Tracker) -> None:
+        if cls is MariadbGtidEvent:
+            tracker.begin(_start_of(event), event.gtid)
+            tracker.explicit = not (event.flags & FL_STANDALONE)
+        elif cls is GtidEvent:
+            tracker.begin(_start_of(event), event.gtid)
+            tracker.explicit = False
+        elif cls is XidEvent:
+            tracker.end(event.packet.log_pos)
+        elif cls is QueryEvent:
+            query = event.query
+            if query == "BEGIN":
+                if not tracker.in_tx:
+                    tracker.begin(_start_of(event), None)
+                tracker.explicit = True
+            elif query == "COMMIT" or not tracker.explicit or not tracker.in_tx:
+                tracker.end(event.packet.log_pos)
+        elif cls is RotateEvent:
+            tracker.file = event.next_binlog
+            if not tracker.in_tx:
+                tracker.next_pos = event.position
+                tracker.tx_start = event.position
+        elif cls is HeartbeatLogEvent:
+            pass
+
+    def _commit(self, publisher: Publisher, tracker: Tracker, pending: int) -> None:
+        position = tracker.position()
+        publisher.commit(position)
+        self.published += pending
+        self.batches += 1
+        if self.on_batch is not None:
+            self.on_batch(self)
+
+
+def _server_id(conn: Any) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@server_id")
+        return int(cur.fetchone()[0])

@@ -1,0 +1,130 @@
+"""Where the stream is: a GTID set, the start of the current transaction and rows already published.
+
+Resume always seeks to a transaction start (never to a row event, where python-mysql-replication
+would silently drop rows until the next table map) and skips the rows of that transaction that the
+previous run already published.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional, Tuple
+
+
+@dataclass
+class Position:
+    file: str
+    pos: int
+    gtid_set: str = ""
+    rows: int = 0
+    server_id: int = 0
+    ts: float = field(default_factory=time.time)
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "Position":
+        data = json.loads(raw)
+        return cls(file=data["file"], pos=int(data["pos"]), gtid_set=data.get("gtid_set", ""),
+                   rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
+                   ts=float(data.get("ts", 0.0)))
+
+    def describe(self) -> str:
+        extra = f" +{self.rows} rows" if self.rows else ""
+        gtid = f" gtid={self.gtid_set}" if self.gtid_set else ""
+        return f"{self.file}:{self.pos}{extra}{gtid}"
+
+
+class GtidSet:
+    """Executed-GTID tracking for both flavours.
+
+    MariaDB GTIDs are ``domain-server-seq`` and a set keeps the last seq per domain. MySQL GTIDs are
+    ``uuid:n`` and a set keeps intervals per uuid.
+    """
+
+    def __init__(self, text: str = ""):
+        self.mariadb: Dict[int, Tuple[int, int]] = {}
+        self.mysql: Dict[str, list] = {}
+        for part in (p.strip() for p in text.replace("\n", "").split(",")):
+            if not part:
+                continue
+            if ":" in part:
+                uuid, *ranges = part.split(":")
+                for r in ranges:
+                    lo, _, hi = r.partition("-")
+                    self._add_mysql_range(uuid.lower(), int(lo), int(hi or lo))
+            else:
+                d, s, n = (int(x) for x in part.split("-"))
+                self.mariadb[d] = (s, n)
+
+    def _add_mysql_range(self, uuid: str, lo: int, hi: int) -> None:
+        ivs = self.mysql.setdefault(uuid, [])
+        ivs.append([lo, hi])
+        ivs.sort()
+        merged = [ivs[0]]
+        for a, b in ivs[1:]:
+            if a <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.mysql[uuid] = merged
+
+    def add(self, gtid: str) -> None:
+        if ":" in gtid:
+            uuid, n = gtid.split(":")
+            self._add_mysql_range(uuid.lower(), int(n), int(n))
+        else:
+            d, s, n = (int(x) for x in gtid.split("-"))
+            self.mariadb[d] = (s, n)
+
+    def __str__(self) -> str:
+        parts = [f"{d}-{s}-{n}" for d, (s, n) in sorted(self.mariadb.items())]
+        for uuid, ivs in sorted(self.mysql.items()):
+            parts.append(uuid + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in ivs))
+        return ",".join(parts)
+
+
+class Tracker:
+    """Follows transaction boundaries in the event stream and says what to checkpoint."""
+
+    __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
+                 "server_id", "txid", "skip", "explicit")
+
+    def __init__(self, start: Position):
+        self.file = start.file
+        self.next_pos = start.pos
+        self.gtids = GtidSet(start.gtid_set)
+        self.gtid: Optional[str] = None
+        self.tx_start = start.pos
+        self.tx_rows = 0
+        self.in_tx = False
+        self.server_id = start.server_id
+        self.txid = ""
+        # Rows of the first transaction that the previous run already published.
+        self.skip = start.rows
+        # True once the transaction has an explicit BEGIN; a statement outside one ends itself.
+        self.explicit = False
+
+    def begin(self, start_pos: int, gtid: Optional[str]) -> None:
+        self.in_tx = True
+        self.tx_start = start_pos
+        self.tx_rows = 0
+        self.gtid = gtid
+        self.txid = f"{self.file}:{start_pos}"
+
+    def end(self, next_pos: int) -> None:
+        if self.gtid is not None:
+            self.gtids.add(self.gtid)
+        self.in_tx = False
+        self.gtid = None
+        self.tx_rows = 0
+        self.skip = 0
+        self.next_pos = next_pos
+        self.tx_start = next_pos
+
+    def position(self) -> Position:
+        if self.in_tx:
+            return Position(self.file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id)
+        return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id)

@@ -1,0 +1,259 @@
+"""The Kafka edge: batches published in Kafka transactions together with their checkpoint.
+
+Every batch is one transaction holding its messages, any new schemas and the checkpoint (the
+position after the batch) in ``{namespace}.__positions``. A read_committed consumer therefore sees
+a batch and its checkpoint together or not at all, which is what makes restarts exactly-once.
+No per-message delivery callback is registered: a failed delivery fails the commit of the batch.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Dict, List, Optional
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .position import Position
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PRODUCER = {
+    "linger.ms": 5,
+    "batch.num.messages": 10000,
+    "queue.buffering.max.messages": 200000,
+    "queue.buffering.max.kbytes": 262144,
+    "message.max.bytes": 16777216,
+    "compression.type": "lz4",
+    "transaction.timeout.ms": 60000,
+}
+# Consumer-side keys that would confuse a producer and the reverse; the rest pass through.
+_PRODUCER_ONLY = set(DEFAULT_PRODUCER) | {"compression.type", "batch.size", "retries",
+                                         "delivery.timeout.ms", "request.timeout.ms"}
+
+
+class KafkaFatal(RuntimeError):
+    """Kafka refused in a way a retry won't fix; the position was not advanced."""
+
+
+class Fenced(KafkaFatal):
+    pass
+
+
+class BatchAborted(RuntimeError):
+    """The transaction was aborted; the caller resumes from the last committed checkpoint."""
+
+
+def transactional_id(namespace: str, source: str) -> str:
+    return f"streamer.{namespace}.{source}"
+
+
+def _kafka_error(exc: KafkaException) -> KafkaError:
+    err = exc.args[0] if exc.args else None
+    return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+class Publisher:
+    """Transactional producer plus the admin work it needs. Use as a context manager."""
+
+    def __init__(self, cfg: Dict[str, Any], schemas_topic_cb: Optional[Any] = None):
+        self.cfg = cfg
+        ns = cfg["namespace"]
+        self.source = cfg["source"]["name"]
+        self.positions_topic = f"{ns}.__positions"
+        self.schemas_topic = f"{ns}.__schemas"
+        self.txid = transactional_id(ns, self.source)
+        self.kafka_conf = dict(cfg["kafka"])
+        self.in_tx = False
+        self.committed: Optional[Position] = None
+        self._topics: set = set()
+        self._queue_full_logged = False
+        self.producer: Optional[Producer] = None
+        self.admin: Optional[AdminClient] = None
+        self.last_commit_s = 0.0
+
+    # -- lifetime -------------------------------------------------------------------------------
+    def __enter__(self) -> "Publisher":
+        conf = dict(DEFAULT_PRODUCER)
+        conf.update(self.kafka_conf)
+        conf.update({"transactional.id": self.txid, "enable.idempotence": True, "acks": "all"})
+        self.producer = Producer(conf)
+        self.admin = AdminClient(self._client_conf())
+        timeout = float(self.cfg["shutdown_timeout_s"]) + 30
+        try:
+            # Fences any older instance of this source and aborts what it left open, so the
+            # checkpoint read below can't be overtaken by a zombie's late commit.
+            self.producer.init_transactions(timeout)
+        except KafkaException as exc:
+            raise KafkaFatal(f"Kafka at {conf.get('bootstrap.servers')} did not accept the "
+                             f"transactional producer {self.txid}: {_kafka_error(exc).str()}. "
+                             f"Check that the brokers are reachable and support transactions") from None
+        compact = {"cleanup.policy": "compact"}
+        self.ensure_topic(self.positions_topic, partitions=1, config=compact)
+        self.ensure_topic(self.schemas_topic, partitions=1, config=compact)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.producer is not None:
+            if self.in_tx:
+                self.abort()
+            self.producer.flush(5)
+            self.producer = None
+
+    def _client_conf(self) -> Dict[str, Any]:
+        return {k: v for k, v in self.kafka_conf.items() if k not in _PRODUCER_ONLY}
+
+    # -- topics ---------------------------------------------------------------------------------
+    def ensure_topic(self, topic: str, partitions: Optional[int] = None,
+                     config: Optional[Dict[str, str]] = None) -> None:
+        if topic in self._topics:
+            return
+        assert self.admin is not None
+        tcfg = self.cfg["topics"]
+        conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
+        conf.update(config or {})
+        new = NewTopic(topic, num_partitions=partitions or tcfg["partitions"],
+                       replication_factor=tcfg["replication_factor"], config=conf)
+        fut = self.admin.create_topics([new], operation_timeout=30)[topic]
+        try:
+            fut.result(timeout=60)
+            log.info("created topic %s", topic)
+        except KafkaException as exc:
+            err = _kafka_error(exc)
+            if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
+        self._topics.add(topic)
+
+    # -- checkpoint -----------------------------------------------------------------------------
+    def read_checkpoint(self) -> Optional[Position]:
+        """The last committed position of this source, read with read_committed."""
+        conf = self._client_conf()
+        conf.update({"group.id": f"streamer-checkpoint-reader.{self.txid}",
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        consumer = Consumer(conf)
+        try:
+            md = consumer.list_topics(self.positions_topic, timeout=30)
+            parts = md.topics[self.positions_topic].partitions
+            tps = [TopicPartition(self.positions_topic, p, 0) for p in parts]
+            consumer.assign(tps)
+            pending = set(parts)
+            found: Optional[Position] = None
+            deadline = time.monotonic() + 60
+            key = self.source.encode()
+            while pending and time.monotonic() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition())
+                        continue
+                    raise KafkaFatal(f"cannot read {self.positions_topic}: {msg.error().str()}")
+                if msg.key() == key and msg.value() is not None:
+                    found = Position.from_json(msg.value())
+            if pending:
+                raise KafkaFatal(f"timed out reading the checkpoint from {self.positions_topic}")
+            self.committed = found
+            return found
+        finally:
+            consumer.close()
+
+    # -- transactions ---------------------------------------------------------------------------
+    def begin(self) -> None:
+        assert self.producer is not None
+        try:
+            self.producer.begin_transaction()
+        except KafkaException as exc:
+            self._raise(exc, "begin a transaction")
+        self.in_tx = True
+
+    def produce(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
+        """Queue one message in the open transaction; blocks (backpressure) while the queue is full."""
+        try:
+            self.producer.produce(topic, value, key)  # type: ignore[union-attr]
+        except BufferError:
+            self._wait_for_room(topic, value, key)
+        except KafkaException as exc:
+            self._raise(exc, f"produce to {topic}")
+
+    def _wait_for_room(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
+        if not self._queue_full_logged:
+            log.warning("producer queue full (Kafka slow or down): pausing binlog reads until "
+                        "it drains")
+            self._queue_full_logged = True
+        while True:
+            self.producer.poll(0.1)  # type: ignore[union-attr]
+            try:
+                self.producer.produce(topic, value, key)  # type: ignore[union-attr]
+                return
+            except BufferError:
+                continue
+            except KafkaException as exc:
+                self._raise(exc, f"produce to {topic}")
+
+    def produce_schema(self, fingerprint_hex: str, schema_json: str, topic: str, kind: str) -> None:
+        body = json.dumps({"fingerprint": fingerprint_hex, "schema": schema_json,
+                           "topic": topic, "kind": kind}, sort_keys=True).encode()
+        self.produce(self.schemas_topic, body, fingerprint_hex.encode())
+
+    def commit(self, position: Position, timeout: float = 60.0) -> None:
+        """Commit the open transaction (begun if needed) with ``position`` as its checkpoint."""
+        assert self.producer is not None
+        if not self.in_tx:
+            self.begin()
+        self.produce(self.positions_topic, position.to_json(), self.source.encode())
+        started = time.monotonic()
+        retries = int(self.cfg["commit_retries"])
+        while True:
+            try:
+                self.producer.commit_transaction(timeout)
+                break
+            except KafkaException as exc:
+                err = _kafka_error(exc)
+                if err.fatal():
+                    self.in_tx = False
+                    self._raise(exc, "commit")
+                if err.retriable() and retries > 0:
+                    retries -= 1
+                    log.warning("commit failed (%s), retrying", err.str())
+                    continue
+                self.abort()
+                raise BatchAborted(f"commit failed ({err.str()}); the batch was aborted and "
+                                   f"will be re-read from {self.committed.describe() if self.committed else 'the start'}") from None
+        self.in_tx = False
+        self.last_commit_s = time.monotonic() - started
+        self.committed = position
+        self._queue_full_logged = False
+
+    def abort(self) -> None:
+        assert self.producer is not None
+        if not self.in_tx:
+            return
+        self.in_tx = False
+        try:
+            self.producer.abort_transaction(30)
+        except KafkaException as exc:
+            err = _kafka_error(exc)
+            if err.fatal():
+                self._raise(exc, "abort")
+            log.warning("aborting the transaction failed: %s", err.str())
+
+    def _raise(self, exc: KafkaException, what: str) -> None:
+        err = _kafka_error(exc)
+        name = err.name()
+        if name in ("_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH") or "fenced" in err.str().lower():
+            raise Fenced(f"this instance was fenced: another streamer started with the same "
+                         f"transactional.id {self.txid} (same namespace and source.name). "
+                         f"Exiting without advancing the position; stop the other instance or "
+                         f"give this one its own namespace/source.name") from None
+        if err.fatal():
+            raise KafkaFatal(f"Kafka fatal error during {what}: {err.str()}") from None
+        if err.txn_requires_abort() or err.retriable():
+            self.abort()
+            raise BatchAborted(f"{what} failed ({err.str()}); the batch was aborted") from None
+        raise KafkaFatal(f"Kafka error during {what}: {err.str()}") from None
+
+    def topics_in(self, names: List[str]) -> List[str]:
+        return [n for n in names if n in self._topics]

@@ -1,0 +1,198 @@
+"""The binlog edge: a BinLogStreamReader that starts at a transaction start and never reconnects silently.
+
+python-mysql-replication reconnects by itself after a dropped connection, resuming at the last
+event it read, which can be in the middle of a transaction. We forbid that: a second stream
+connection raises ``StreamInterrupted`` and the pipeline resumes from its last committed checkpoint.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Optional, Tuple
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidEvent,
+                                      QueryEvent, RotateEvent, XidEvent)
+from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
+                                          WriteRowsEvent)
+
+from .position import Position
+
+log = logging.getLogger(__name__)
+
+EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, RotateEvent,
+          GtidEvent, MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent]
+
+ER_MASTER_FATAL_READING_BINLOG = 1236
+ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
+
+
+class SourceError(RuntimeError):
+    """A problem with the MySQL source that a retry will not fix; the message names the fix."""
+
+
+class PurgedBinlog(SourceError):
+    pass
+
+
+class StreamInterrupted(ConnectionError):
+    """The binlog connection dropped; resume from the last committed checkpoint."""
+
+
+def connection_settings(cfg: Dict[str, Any], password: str) -> Dict[str, Any]:
+    m = cfg["mysql"]
+    return {"host": m["host"], "port": m["port"], "user": m["user"], "password": password,
+            "connect_timeout": m["connect_timeout_s"]}
+
+
+def connect(settings: Dict[str, Any]) -> pymysql.connections.Connection:
+    return pymysql.connect(autocommit=True, **settings)
+
+
+def query_one(conn: Any, sql: str) -> Optional[Tuple]:
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchone()
+
+
+def variables(conn: Any, names: List[str]) -> Dict[str, str]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s)" %
+                    ",".join(["%s"] * len(names)), names)
+        return {k.lower(): v for k, v in cur.fetchall()}
+
+
+REQUIRED_SETTINGS = [
+    ("log_bin", "ON", "start the server with --log-bin (binary logging is off)"),
+    ("binlog_format", "ROW", "set binlog_format=ROW (SET GLOBAL binlog_format='ROW' and in my.cnf)"),
+    ("binlog_row_image", "FULL", "set binlog_row_image=FULL so updates and deletes carry every column"),
+    ("binlog_row_metadata", "FULL",
+     "set binlog_row_metadata=FULL (MySQL >= 8.0.14, MariaDB >= 10.5) so the binlog carries column names"),
+]
+
+
+def settings_problems(conn: Any) -> List[str]:
+    """One message per binlog setting that keeps the streamer from working, naming the fix."""
+    found = variables(conn, [n for n, _, _ in REQUIRED_SETTINGS])
+    problems = []
+    for name, want, fix in REQUIRED_SETTINGS:
+        have = found.get(name)
+        if have is None or have.upper() != want:
+            problems.append(f"{name} is {have or 'not available'}, must be {want}: {fix}")
+    return problems
+
+
+def binlog_files(conn: Any) -> List[str]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [row[0] for row in cur.fetchall()]
+
+
+def master_status(conn: Any) -> Tuple[str, int]:
+    row = query_one(conn, "SHOW MASTER STATUS")
+    if row is None:
+        raise SourceError("SHOW MASTER STATUS returned nothing: binary logging is off; "
+                          "start the server with --log-bin")
+    return row[0], int(row[1])
+
+
+def is_mariadb(conn: Any) -> bool:
+    return "mariadb" in conn.get_server_info().lower()
+
+
+class _Connector:
+    """pymysql.connect for the reader that refuses the library's silent stream reconnect."""
+
+    def __init__(self) -> None:
+        self.stream_connections = 0
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if "cursorclass" not in kwargs:
+            self.stream_connections += 1
+            if self.stream_connections > 1:
+                raise StreamInterrupted("the binlog connection dropped")
+        return pymysql.connect(**kwargs)
+
+
+class BinlogReader:
+    """Iterates binlog events from a transaction start. Use as a context manager."""
+
+    def __init__(self, cfg: Dict[str, Any], password: str, start: Position,
+                 gtid_start: Optional[str] = None):
+        self.cfg = cfg
+        self.settings = connection_settings(cfg, password)
+        self.start = start
+        self.gtid_start = gtid_start
+        self._stream: Optional[BinLogStreamReader] = None
+
+    def check_start(self) -> None:
+        """Refuse a start file the server no longer has, instead of silently skipping."""
+        if self.gtid_start is not None:
+            return
+        conn = connect(self.settings)
+        try:
+            files = binlog_files(conn)
+        finally:
+            conn.close()
+        if self.start.file not in files:
+            raise PurgedBinlog(
+                f"binlog file {self.start.file} (resume position {self.start.describe()}) is no "
+                f"longer on the server (it has {files[0] if files else 'none'} .. "
+                f"{files[-1] if files else 'none'}); changes after that position are lost to "
+                f"replication. Take a snapshot of the tables and restart from a new position "
+                f"(streamer run --start-file/--start-pos), after raising the server's "
+                f"binlog retention (expire_logs_days / binlog_expire_logs_seconds)")
+
+    def __enter__(self) -> "BinlogReader":
+        self.check_start()
+        m = self.cfg["mysql"]
+        settings = dict(self.settings)
+        # A read timeout well above the heartbeat turns a silent network cut into an error.
+        settings["read_timeout"] = max(10, int(m["heartbeat_s"] * 20))
+        kwargs: Dict[str, Any] = {}
+        if self.gtid_start is not None:
+            kwargs["auto_position"] = self.gtid_start
+            kwargs["is_mariadb"] = "-" in self.gtid_start.split(",")[0] and ":" not in self.gtid_start
+        else:
+            kwargs["log_file"] = self.start.file
+            kwargs["log_pos"] = self.start.pos
+            kwargs["resume_stream"] = True
+        self._stream = BinLogStreamReader(
+            connection_settings=settings,
+            server_id=m["server_id"],
+            blocking=True,
+            only_events=EVENTS,
+            slave_heartbeat=m["heartbeat_s"],
+            pymysql_wrapper=_Connector(),
+            enable_logging=False,
+            **kwargs,
+        )
+        return self
+
+    def __iter__(self) -> Any:
+        assert self._stream is not None
+        try:
+            for event in self._stream:
+                yield event
+        except pymysql.err.OperationalError as exc:
+            raise _classify(exc, self.start) from exc
+        except pymysql.err.InternalError as exc:
+            raise _classify(exc, self.start) from exc
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def _classify(exc: Exception, start: Position) -> Exception:
+    code = exc.args[0] if exc.args else None
+    msg = exc.args[1] if len(exc.args) > 1 else str(exc)
+    if code == ER_MASTER_FATAL_READING_BINLOG:
+        return PurgedBinlog(
+            f"the server cannot send the binlog from {start.describe()}: {msg}. If the file was "
+            f"purged, take a snapshot of the tables and restart from a new position")
+    if code in ER_ACCESS_DENIED:
+        return SourceError(f"MySQL refused the streamer's user: {msg}. Grant it SELECT, "
+                           f"REPLICATION SLAVE, REPLICATION CLIENT ON *.*")
+    return StreamInterrupted(f"binlog connection failed ({code}): {msg}")

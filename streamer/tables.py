@@ -1,0 +1,170 @@
+"""Per-table work done once per table version: filters, schemas, converters, topic, key extractor.
+
+A *table version* is a table's column list as one binlog table-map event describes it. Everything
+the hot loop needs for a row of that table is prepared here, so ``process_event`` does no schema work.
+"""
+from __future__ import annotations
+
+import copy
+import fnmatch
+import logging
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import avro, columns
+
+log = logging.getLogger(__name__)
+
+SOURCE_SCHEMA = avro.load_static("source")
+
+
+class MissingColumnNames(RuntimeError):
+    pass
+
+
+class TableFilter:
+    """`db.table` glob include/exclude patterns, answered once per table and cached."""
+
+    def __init__(self, include: Sequence[str], exclude: Sequence[str]):
+        self.include = list(include)
+        self.exclude = list(exclude)
+        self._cache: Dict[Tuple[str, str], bool] = {}
+
+    def __call__(self, db: str, table: str) -> bool:
+        key = (db, table)
+        hit = self._cache.get(key)
+        if hit is None:
+            name = f"{db}.{table}"
+            hit = any(fnmatch.fnmatchcase(name, p) for p in self.include) and not any(
+                fnmatch.fnmatchcase(name, p) for p in self.exclude)
+            self._cache[key] = hit
+        return hit
+
+
+def _nullable(bitmask: bytes, i: int) -> bool:
+    return bool(bitmask[i >> 3] & (1 << (i & 7)))
+
+
+def signature(event: Any) -> Tuple:
+    """Everything about a table-map event's columns that can change the schema or the decoding."""
+    cols = []
+    for i, c in enumerate(event.columns):
+        cols.append((c.name, c.type, c.unsigned, c.is_primary, _nullable(event.null_bitmask, i),
+                     c.character_set_name, getattr(c, "precision", None),
+                     getattr(c, "decimals", None), getattr(c, "fsp", None),
+                     getattr(c, "bits", None),
+                     tuple(c.enum_values or ()), tuple(c.set_values or ())))
+    return (event.schema, event.table, tuple(cols))
+
+
+class TableVersion:
+    """Schemas and converters for one version of one table."""
+
+    def __init__(self, namespace: str, event: Any):
+        self.db: str = event.schema
+        self.table: str = event.table
+        self.topic = f"{namespace}.{self.db}.{self.table}"
+        space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
+        fields: List[Dict[str, Any]] = []
+        self.conversions: List[Tuple[str, str, Optional[Callable[[Any], Any]], Any]] = []
+        self.empty_set_columns: List[Tuple[str, bool]] = []
+        pk: List[Tuple[str, Dict[str, Any]]] = []
+        used = set()
+        for i, col in enumerate(event.columns):
+            if not col.name or col.name.startswith("UNKNOWN_COL"):
+                raise MissingColumnNames(
+                    f"table {self.db}.{self.table}: the binlog carries no column names; set "
+                    f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
+            atype, conv, kind = columns.avro_type(col)
+            nullable = _nullable(event.null_bitmask, i) or kind in columns.ALWAYS_NULLABLE
+            name = avro.avro_name(col.name)
+            while name in used:
+                name += "_"
+            used.add(name)
+            field: Dict[str, Any] = {"name": name, "type": ["null", atype] if nullable else atype}
+            if nullable:
+                field["default"] = None
+            field["mysql.type"] = kind
+            if name != col.name:
+                field["mysql.column"] = col.name
+            fields.append(field)
+            branch = _branch(atype) if nullable else None
+            if conv is not None or branch is not None or name != col.name:
+                self.conversions.append((col.name, name, conv, branch))
+            if kind == "set":
+                self.empty_set_columns.append((name, nullable))
+            if col.is_primary:
+                pk.append((name, copy.deepcopy(field)))
+        self.row_schema = {"type": "record", "name": "Row", "namespace": space, "fields": fields}
+        self.value_schema = {
+            "type": "record", "name": "Envelope", "namespace": space,
+            "fields": [
+                {"name": "before", "type": ["null", self.row_schema], "default": None},
+                {"name": "after", "type": ["null", f"{space}.Row"], "default": None},
+                {"name": "op", "type": "string", "doc": "c, u, d"},
+                {"name": "ts_ms", "type": "long", "doc": "event time: MySQL commit, ms"},
+                {"name": "source", "type": SOURCE_SCHEMA},
+            ],
+        }
+        self.row_name = f"{space}.Row"
+        self.pk_names = [n for n, _ in pk]
+        self.value_writer = avro.Writer(self.value_schema)
+        self.key_writer: Optional[avro.Writer] = None
+        if pk:
+            self.key_schema: Optional[Dict[str, Any]] = {
+                "type": "record", "name": "Key", "namespace": space,
+                "fields": [f for _, f in pk]}
+            self.key_writer = avro.Writer(self.key_schema)
+        else:
+            self.key_schema = None
+
+    def convert(self, values: Dict[str, Any], none_sources: Optional[Dict[str, str]] = None) -> None:
+        """Turn a row dict from the reader into the Avro row datum, in place."""
+        for mysql_name, name, conv, branch in self.conversions:
+            v = values[mysql_name] if name == mysql_name else values.pop(mysql_name)
+            if v is not None:
+                if conv is not None:
+                    v = conv(v)
+                if branch is not None:
+                    v = (branch, v)
+            values[name] = v
+        if self.empty_set_columns:
+            for name, nullable in self.empty_set_columns:
+                if values[name] is None and (not nullable or (
+                        none_sources is not None and none_sources.get(name) == "empty set")):
+                    values[name] = ("string", "") if nullable else ""
+
+    def key(self, values: Dict[str, Any]) -> Optional[bytes]:
+        if self.key_writer is None:
+            return None
+        return self.key_writer.encode({n: values[n] for n in self.pk_names})
+
+
+def _branch(atype: Any) -> str:
+    return atype if isinstance(atype, str) else atype["type"]
+
+
+class TableRegistry:
+    """Maps binlog table ids to table versions, building each version once."""
+
+    def __init__(self, namespace: str, table_filter: TableFilter,
+                 on_new_version: Optional[Callable[[TableVersion], None]] = None):
+        self.namespace = namespace
+        self.filter = table_filter
+        self.by_id: Dict[int, Optional[TableVersion]] = {}
+        self._by_signature: Dict[Tuple, TableVersion] = {}
+        self._on_new_version = on_new_version
+
+    def on_table_map(self, event: Any) -> None:
+        if not self.filter(event.schema, event.table):
+            self.by_id[event.table_id] = None
+            return
+        sig = signature(event)
+        tv = self._by_signature.get(sig)
+        if tv is None:
+            tv = TableVersion(self.namespace, event)
+            self._by_signature[sig] = tv
+            log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
+                     tv.value_writer.header[2:].hex(), len(tv.row_schema["fields"]))
+            if self._on_new_version is not None:
+                self._on_new_version(tv)
+        self.by_id[event.table_id] = tv

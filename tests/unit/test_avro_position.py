@@ -1,0 +1,70 @@
+import datetime
+import decimal
+
+from streamer import avro, columns
+from streamer.position import GtidSet, Position, Tracker
+
+
+def test_crc64_avro_matches_the_spec_vector_for_null():
+    # Avro's reference implementation gives 7195948357588979594 for the schema "null".
+    assert avro.crc64_avro(b'"null"') == 7195948357588979594
+
+
+def test_single_object_header_is_marker_plus_little_endian_fingerprint():
+    schema = {"type": "record", "name": "x", "fields": [{"name": "a", "type": "long"}]}
+    h = avro.header(schema)
+    assert h[:2] == b"\xc3\x01" and len(h) == 10
+    canonical = b'{"name":"x","type":"record","fields":[{"name":"a","type":"long"}]}'
+    assert int.from_bytes(h[2:], "little") == avro.crc64_avro(canonical)
+
+
+def test_avro_names_are_made_valid_for_any_mysql_identifier():
+    assert avro.avro_name("order-id") == "order_id"
+    assert avro.avro_name("2fa") == "_2fa"
+    assert avro.avro_name("a b$c") == "a_b_c"
+
+
+def test_temporal_converters():
+    assert columns.date_to_days(datetime.date(1970, 1, 2)) == 1
+    assert columns.date_to_days(datetime.date(1969, 12, 31)) == -1
+    dt = datetime.datetime(2001, 2, 3, 4, 5, 6, 789012)
+    assert columns.datetime_to_micros(dt) == int(
+        (dt - datetime.datetime(1970, 1, 1)).total_seconds()) * 1000000 + 789012
+    assert columns.timedelta_to_micros(-datetime.timedelta(hours=838, minutes=59, seconds=59)) == \
+        -(838 * 3600 + 59 * 60 + 59) * 1000000
+    assert columns.year_value(1900) == 0 and columns.year_value(2024) == 2024
+    assert columns.unsigned_bigint(2**64 - 1) == decimal.Decimal("18446744073709551615")
+
+
+def test_mariadb_and_mysql_gtid_sets():
+    s = GtidSet("0-1-5,1-2-9")
+    s.add("0-1-6")
+    assert str(s) == "0-1-6,1-2-9"
+    m = GtidSet("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5")
+    m.add("3e11fa47-71ca-11e1-9e33-c80aa9429562:6")
+    m.add("3e11fa47-71ca-11e1-9e33-c80aa9429562:9")
+    assert str(m) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-6:9"
+
+
+def test_position_json_round_trip():
+    p = Position("mysql-bin.000003", 1234, "0-1-7", rows=12, server_id=1)
+    assert Position.from_json(p.to_json()) == p
+
+
+def test_tracker_checkpoints_the_transaction_start_and_rows_inside_it():
+    t = Tracker(Position("f.1", 100))
+    t.begin(100, "0-1-1")
+    t.tx_rows = 40
+    p = t.position()
+    assert (p.file, p.pos, p.gtid_set, p.rows) == ("f.1", 100, "", 40)
+    t.end(900)
+    p = t.position()
+    assert (p.file, p.pos, p.gtid_set, p.rows) == ("f.1", 900, "0-1-1", 0)
+
+
+def test_tracker_skips_only_within_the_first_transaction():
+    t = Tracker(Position("f.1", 100, rows=3))
+    t.begin(100, None)
+    assert t.skip == 3
+    t.end(200)
+    assert t.skip == 0

@@ -1,0 +1,69 @@
+import pytest
+
+from streamer import config
+
+
+def write(tmp_path, text):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+BASE = "mysql: {server_id: 7}\n"
+
+
+def test_defaults_fill_everything_not_given(tmp_path):
+    cfg = config.load(write(tmp_path, BASE), environ={})
+    assert cfg["batch"]["max_messages"] == 5000
+    assert cfg["kafka"]["bootstrap.servers"] == "127.0.0.1:9092"
+    assert cfg["source"]["name"] == "127.0.0.1-3306"
+
+
+def test_missing_server_id_is_refused_with_the_key_named(tmp_path):
+    with pytest.raises(config.ConfigError, match="mysql.server_id.*never random"):
+        config.load(write(tmp_path, "namespace: x\n"), environ={})
+
+
+def test_unknown_key_names_the_allowed_ones(tmp_path):
+    with pytest.raises(config.ConfigError, match="unknown config key 'mysql.hots'.*host"):
+        config.load(write(tmp_path, BASE + "mysql: {hots: a, server_id: 1}\n".replace(BASE, "")), environ={})
+
+
+def test_bad_value_names_key_value_and_what_is_allowed(tmp_path):
+    with pytest.raises(config.ConfigError) as err:
+        config.load(write(tmp_path, BASE + "batch: {max_messages: -3}\n"), environ={})
+    assert "batch.max_messages" in str(err.value) and "-3" in str(err.value)
+
+
+def test_environment_overrides_nested_and_kafka_keys(tmp_path):
+    env = {"STREAMER__MYSQL__PORT": "3310", "STREAMER__KAFKA__LINGER_MS": "20",
+           "STREAMER__NAMESPACE": "canary"}
+    cfg = config.load(write(tmp_path, BASE), environ=env)
+    assert cfg["mysql"]["port"] == 3310
+    assert cfg["kafka"]["linger.ms"] == 20
+    assert cfg["namespace"] == "canary"
+
+
+def test_streamer_owned_kafka_keys_are_refused(tmp_path):
+    with pytest.raises(config.ConfigError, match="transactional.id"):
+        config.load(write(tmp_path, BASE + "kafka: {transactional.id: x}\n"), environ={})
+
+
+def test_table_patterns_must_be_db_dot_table(tmp_path):
+    with pytest.raises(config.ConfigError, match="tables.include"):
+        config.load(write(tmp_path, BASE + "tables: {include: [orders]}\n"), environ={})
+
+
+def test_password_from_file_relative_to_config_and_never_missing_silently(tmp_path):
+    (tmp_path / "pw").write_text("s3cret\n")
+    cfg = config.load(write(tmp_path, BASE.replace("}", ", password_file: pw}")), environ={})
+    assert config.mysql_password(cfg, environ={}) == "s3cret"
+    cfg = config.load(write(tmp_path, BASE), environ={})
+    with pytest.raises(config.ConfigError, match="STREAMER_MYSQL_PASSWORD"):
+        config.mysql_password(cfg, environ={})
+    assert config.mysql_password(cfg, environ={"STREAMER_MYSQL_PASSWORD": "x"}) == "x"
+
+
+def test_start_file_and_pos_go_together(tmp_path):
+    with pytest.raises(config.ConfigError, match="start.file"):
+        config.load(write(tmp_path, BASE + "start: {file: mysql-bin.000001}\n"), environ={})
