@@ -56,10 +56,6 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def text_or_bytes(value: Any) -> Any:
-    return value
-
-
 def as_bytes(value: Any) -> bytes:
     if isinstance(value, str):
         # A column the reader could not tell is binary: keep the exact bytes MySQL stored.
@@ -85,6 +81,12 @@ class UnsupportedColumn(ValueError):
 def _bit_converter(nbytes: int) -> Callable[[str], bytes]:
     def convert(bits: str) -> bytes:
         return int(bits, 2).to_bytes(nbytes, "big")
+    return convert
+
+
+def _padded(length: int) -> Callable[[Any], bytes]:
+    def convert(value: Any) -> bytes:
+        return as_bytes(value).ljust(length, b"\0")
     return convert
 
 
@@ -121,6 +123,9 @@ def avro_type(column: Any) -> Tuple[Any, Converter, str]:
                  "scale": column.decimals}, None, "decimal")
     if t in _TEXT_TYPES:
         if _is_binary(column):
+            if t == T.STRING:
+                # The binlog drops BINARY(n)'s trailing zero bytes; a client sees all n.
+                return "bytes", _padded(column.max_length), "binary"
             return "bytes", as_bytes, "binary"
         return "string", as_text, "text"
     if t == T.JSON:

@@ -27,21 +27,37 @@ def _time_micros(value: int) -> datetime.timedelta:
     return datetime.timedelta(microseconds=value)
 
 
-def _restore(datum: Any, schema: Any) -> Any:
+def _named(schema: Any, names: Dict[str, Any], space: str = "") -> Dict[str, Any]:
+    """Full name -> definition of every named record in a schema, for references by name."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _named(branch, names, space)
+    elif isinstance(schema, dict) and schema.get("type") == "record":
+        ns = schema.get("namespace", space)
+        full = schema["name"] if "." in schema["name"] or not ns else f"{ns}.{schema['name']}"
+        names[full] = schema
+        for f in schema["fields"]:
+            _named(f["type"], names, ns)
+    return names
+
+
+def _restore(datum: Any, schema: Any, names: Dict[str, Any]) -> Any:
     """Apply what fastavro doesn't know: TIME as timedelta and original MySQL column names."""
     if datum is None:
         return None
+    if isinstance(schema, str):
+        schema = names.get(schema, schema)
     if isinstance(schema, list):
         for branch in schema:
             if branch != "null":
-                return _restore(datum, branch)
+                return _restore(datum, branch, names)
         return datum
     if isinstance(schema, dict):
         t = schema.get("type")
         if t == "record":
             out = {}
             for f in schema["fields"]:
-                out[f.get("mysql.column", f["name"])] = _restore(datum[f["name"]], f["type"])
+                out[f.get("mysql.column", f["name"])] = _restore(datum[f["name"]], f["type"], names)
             return out
         if schema.get("logicalType") == "streamer.time-micros":
             return _time_micros(datum)
@@ -55,6 +71,7 @@ class Decoder:
         self._load = schemas
         self._parsed: Dict[bytes, Any] = {}
         self._raw: Dict[bytes, Any] = {}
+        self._names: Dict[bytes, Dict[str, Any]] = {}
 
     def _schema(self, fp: bytes) -> Any:
         parsed = self._parsed.get(fp)
@@ -62,6 +79,7 @@ class Decoder:
             for hexfp, schema in self._load().items():
                 key = bytes.fromhex(hexfp)
                 self._raw[key] = schema
+                self._names[key] = _named(schema, {})
                 self._parsed[key] = fastavro.parse_schema(schema)
             parsed = self._parsed.get(fp)
             if parsed is None:
@@ -76,7 +94,7 @@ class Decoder:
         fp = data[2:10]
         parsed = self._schema(fp)
         datum = fastavro.schemaless_reader(io.BytesIO(data[10:]), parsed)
-        return _restore(datum, self._raw[fp])
+        return _restore(datum, self._raw[fp], self._names[fp])
 
     def schema_of(self, data: bytes) -> Dict[str, Any]:
         self._schema(data[2:10])

@@ -16,8 +16,10 @@ from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidE
 from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
+from . import mysql_fixes
 from .position import Position
 
+mysql_fixes.apply()
 log = logging.getLogger(__name__)
 
 EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, RotateEvent,

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Private MariaDB with a ROW binlog for the streamer: up | down | status. Idempotent.
-# State under .local/mariadb (or $STREAMER_MYSQL_DIR); passwords are generated into files under
-# secrets/ and fed to the client on stdin, never in argv.
+#
+# State lives under .local/mariadb (or $STREAMER_MYSQL_DIR). Passwords are generated once into
+# .local/secrets/{admin,streamer}.password (or $STREAMER_MYSQL_DIR/secrets/ when the dir is
+# overridden), mode 600, and reach the server only as SQL on the client's stdin over the root unix
+# socket: never in argv, never in a log, and never in the binlog (sql_log_bin=0 for account SQL).
+#
+# Env: STREAMER_MYSQL_DIR, STREAMER_MYSQL_PORT (13306), STREAMER_MYSQL_EXTRA_ARGS (appended to the
+# server's arguments, so later options win, e.g. "--binlog-format=STATEMENT").
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="${STREAMER_MYSQL_DIR:-$ROOT/.local/mariadb}"
@@ -9,81 +15,159 @@ PORT="${STREAMER_MYSQL_PORT:-13306}"
 EXTRA="${STREAMER_MYSQL_EXTRA_ARGS:-}"
 if [ -n "${STREAMER_MYSQL_DIR:-}" ]; then SECRETS="$DIR/secrets"; else SECRETS="$ROOT/.local/secrets"; fi
 SOCK="$DIR/mysqld.sock"
+PIDFILE="$DIR/mysqld.pid"
+ERRLOG="$DIR/error.log"
 USER_NAME="$(id -un)"
+TIMEOUT_S=30
 
-running() { [ -S "$SOCK" ] && mariadb-admin --no-defaults --socket="$SOCK" -uroot ping >/dev/null 2>&1; }
+log() { echo "mariadb: $*"; }
+die() { echo "mariadb: $*" >&2; exit 1; }
 
-install() {
-    if ! command -v mariadbd >/dev/null 2>&1; then
-        echo "mariadb: installing mariadb-server"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null
+running() {
+    [ -S "$SOCK" ] && mariadb-admin --no-defaults --socket="$SOCK" -uroot --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+server_pid() {
+    local p
+    p="$(cat "$PIDFILE" 2>/dev/null || true)"
+    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null && grep -qa mariadbd "/proc/$p/cmdline" 2>/dev/null; then
+        echo "$p"
     fi
 }
 
-password() {
+install_server() {
+    if command -v mariadbd >/dev/null 2>&1; then return 0; fi
+    log "installing mariadb-server (apt)"
+    apt-get update -qq || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null \
+        || die "apt-get install mariadb-server failed"
+    command -v mariadbd >/dev/null 2>&1 || die "mariadbd still missing after installing mariadb-server"
+}
+
+password_file() {
+    # Creates the password file once (mode 600); prints its path.
     local f="$SECRETS/$1.password"
+    mkdir -p "$SECRETS"
+    chmod 700 "$SECRETS"
     if [ ! -s "$f" ]; then
-        mkdir -p "$SECRETS"
-        chmod 700 "$SECRETS"
-        (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$f")
+        local pw
+        pw="$(head -c 48 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9')"
+        pw="${pw:0:24}"
+        [ "${#pw}" -eq 24 ] || die "could not generate a password"
+        (umask 077 && printf '%s\n' "$pw" > "$f.tmp") && mv "$f.tmp" "$f"
     fi
-    cat "$f"
+    chmod 600 "$f"
+    echo "$f"
+}
+
+init_datadir() {
+    if [ -d "$DIR/data/mysql" ]; then return 0; fi
+    mkdir -p "$DIR"
+    rm -rf "$DIR/data"   # a half-initialised dir from an interrupted run
+    log "initialising $DIR/data"
+    mariadb-install-db --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
+        --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+        > "$DIR/install.log" 2>&1 || { tail -n 30 "$DIR/install.log" >&2; die "mariadb-install-db failed"; }
+}
+
+provision() {
+    # Idempotent: users, grants and the demo database. Passwords are read from their files by the
+    # shell and sent inside the SQL on stdin. The files only ever hold [A-Za-z0-9].
+    local admin_pw streamer_pw
+    admin_pw="$(cat "$(password_file admin)")"
+    streamer_pw="$(cat "$(password_file streamer)")"
+    if [ -z "$admin_pw" ] || [ -z "$streamer_pw" ]; then die "empty password file under $SECRETS"; fi
+    # REPLICATION CLIENT is BINLOG MONITOR on MariaDB >= 10.5 (SHOW MASTER STATUS / SHOW BINARY LOGS);
+    # REPLICATION SLAVE allows the binlog dump. SHOW GLOBAL VARIABLES needs no privilege.
+    mariadb --no-defaults --socket="$SOCK" -uroot --batch >/dev/null 2>"$DIR/provision.err" <<SQL || {
+SET SESSION sql_log_bin = 0;
+CREATE USER IF NOT EXISTS 'admin'@'127.0.0.1';
+ALTER USER 'admin'@'127.0.0.1' IDENTIFIED BY '$admin_pw';
+GRANT ALL PRIVILEGES ON *.* TO 'admin'@'127.0.0.1' WITH GRANT OPTION;
+CREATE USER IF NOT EXISTS 'streamer'@'127.0.0.1';
+ALTER USER 'streamer'@'127.0.0.1' IDENTIFIED BY '$streamer_pw';
+GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'streamer'@'127.0.0.1';
+SET SESSION sql_log_bin = 1;
+CREATE DATABASE IF NOT EXISTS demo;
+SQL
+        # The client's error text can quote SQL; keep only the error codes in the output.
+        grep -o 'ERROR [0-9]* ([0-9A-Z]*)' "$DIR/provision.err" >&2 || true
+        rm -f "$DIR/provision.err"
+        die "provisioning users failed"
+    }
+    rm -f "$DIR/provision.err"
 }
 
 up() {
-    install
-    if running; then return 0; fi
-    mkdir -p "$DIR/binlog"
-    if [ ! -d "$DIR/data/mysql" ]; then
-        mariadb-install-db --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
-            --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
-            > "$DIR/install.log" 2>&1 || { cat "$DIR/install.log" >&2; exit 1; }
+    install_server
+    if running; then
+        log "already running on 127.0.0.1:$PORT (socket $SOCK)"
+        return 0
     fi
+    local stale
+    stale="$(server_pid)"
+    [ -z "$stale" ] || die "a mariadbd (pid $stale) holds $DIR but does not answer ping; run '$0 down' first"
+    init_datadir
+    mkdir -p "$DIR/binlog"
+    rm -f "$SOCK"
+    local start_line=0
+    if [ -f "$ERRLOG" ]; then start_line="$(wc -l < "$ERRLOG")"; fi
+    # $EXTRA is split on purpose: it carries several options.
     # shellcheck disable=SC2086
     nohup mariadbd --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
-        --bind-address=127.0.0.1 --port="$PORT" --socket="$SOCK" --pid-file="$DIR/mysqld.pid" \
-        --log-error="$DIR/error.log" --skip-name-resolve --server-id=1 \
+        --bind-address=127.0.0.1 --port="$PORT" --socket="$SOCK" --pid-file="$PIDFILE" \
+        --log-error="$ERRLOG" --skip-name-resolve --server-id=1 \
         --log-bin="$DIR/binlog/mysql-bin" --binlog-format=ROW --binlog-row-image=FULL \
         --binlog-row-metadata=FULL --log-slave-updates --max-allowed-packet=64M \
-        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
-        $EXTRA > /dev/null 2>&1 &
-    for _ in $(seq 1 150); do
-        if running; then break; fi
-        sleep 0.2
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
+        $EXTRA > "$DIR/mariadbd.out" 2>&1 < /dev/null &
+    local pid=$!
+    local deadline=$((SECONDS + TIMEOUT_S))
+    until running; do
+        if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+            echo "mariadb: did not answer ping within ${TIMEOUT_S} s (pid $pid); log tail:" >&2
+            tail -n "+$((start_line + 1))" "$ERRLOG" 2>/dev/null | tail -n 30 >&2 || true
+            tail -n 10 "$DIR/mariadbd.out" >&2 || true
+            kill -TERM "$pid" 2>/dev/null || true
+            exit 1
+        fi
+        sleep 0.1
     done
-    if ! running; then
-        echo "mariadb: did not answer ping within 30 s; error log tail:" >&2
-        tail -n 30 "$DIR/error.log" >&2 || true
-        exit 1
-    fi
-    local admin_pw streamer_pw
-    admin_pw="$(password admin)"
-    streamer_pw="$(password streamer)"
-    mariadb --no-defaults --socket="$SOCK" -uroot <<SQL
-CREATE USER IF NOT EXISTS 'admin'@'127.0.0.1' IDENTIFIED BY '$admin_pw';
-GRANT ALL PRIVILEGES ON *.* TO 'admin'@'127.0.0.1' WITH GRANT OPTION;
-CREATE USER IF NOT EXISTS 'streamer'@'127.0.0.1' IDENTIFIED BY '$streamer_pw';
-GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'streamer'@'127.0.0.1';
-CREATE DATABASE IF NOT EXISTS demo;
-SQL
-    echo "mariadb: up on 127.0.0.1:$PORT (data in $DIR)"
+    provision
+    log "up on 127.0.0.1:$PORT (socket $SOCK, data $DIR, secrets $SECRETS)"
 }
 
 down() {
-    if ! running; then return 0; fi
     local pid
-    pid="$(cat "$DIR/mysqld.pid" 2>/dev/null || true)"
-    mariadb-admin --no-defaults --socket="$SOCK" -uroot shutdown
-    if [ -n "$pid" ]; then
-        for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    pid="$(server_pid)"
+    if running; then
+        mariadb-admin --no-defaults --socket="$SOCK" -uroot shutdown >/dev/null 2>&1 \
+            || { [ -n "$pid" ] && kill -TERM "$pid"; } || die "could not stop the server"
+    elif [ -n "$pid" ]; then
+        kill -TERM "$pid" 2>/dev/null || true
+    else
+        return 0
     fi
-    echo "mariadb: stopped"
+    if [ -n "$pid" ]; then
+        local deadline=$((SECONDS + 60))
+        while kill -0 "$pid" 2>/dev/null; do
+            [ "$SECONDS" -lt "$deadline" ] || die "pid $pid still alive 60 s after shutdown"
+            sleep 0.1
+        done
+    else
+        local deadline=$((SECONDS + 60))
+        while running; do
+            [ "$SECONDS" -lt "$deadline" ] || die "still answering ping 60 s after shutdown"
+            sleep 0.1
+        done
+    fi
+    log "stopped"
 }
 
 case "${1:-}" in
     up) up ;;
     down) down ;;
-    status) running ;;
+    status)
+        if running; then log "running on 127.0.0.1:$PORT (socket $SOCK)"; else log "not running"; exit 1; fi ;;
     *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
 esac

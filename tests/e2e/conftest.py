@@ -13,7 +13,7 @@ def servers():
 def db():
     name = support.unique("t_")
     conn = support.admin()
-    support.sql(conn, f"CREATE DATABASE {name}")
+    support.sql(conn, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
     conn.select_db(name)
     yield name, conn
     support.sql(conn, f"DROP DATABASE {name}")

@@ -68,3 +68,17 @@ def test_tracker_skips_only_within_the_first_transaction():
     assert t.skip == 3
     t.end(200)
     assert t.skip == 0
+
+
+
+def test_negative_fractional_time_is_decoded_from_mysql_packed_form():
+    import datetime as dt
+
+    from streamer.mysql_fixes import time2_from_packed, time2_packed_from_binary
+
+    # TIME(6) is one 48-bit offset integer: hms << 24 | micros, plus 0x800000000000.
+    raw = (-1 + 0x800000000000).to_bytes(6, "big")
+    assert time2_from_packed(time2_packed_from_binary(raw, 6)) == -dt.timedelta(microseconds=1)
+    raw = (0x800000 + ((12 << 12) | (34 << 6) | 56)).to_bytes(3, "big")
+    assert time2_from_packed(time2_packed_from_binary(raw, 0)) == dt.timedelta(
+        hours=12, minutes=34, seconds=56)

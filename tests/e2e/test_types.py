@@ -1,0 +1,157 @@
+"""Every mapped MySQL type round-trips: a value written in SQL comes back equal after decoding."""
+import datetime
+import decimal
+import json
+
+import pytest
+
+from tests import support
+
+COLUMNS = [
+    ("ti", "TINYINT", "-128", "127"),
+    ("tiu", "TINYINT UNSIGNED", "0", "255"),
+    ("si", "SMALLINT", "-32768", "32767"),
+    ("mi", "MEDIUMINT", "-8388608", "8388607"),
+    ("miu", "MEDIUMINT UNSIGNED", "0", "16777215"),
+    ("i", "INT", "-2147483648", "2147483647"),
+    ("iu", "INT UNSIGNED", "0", "4294967295"),
+    ("bi", "BIGINT", "-9223372036854775808", "9223372036854775807"),
+    ("biu", "BIGINT UNSIGNED", "0", "18446744073709551615"),
+    ("f", "FLOAT", "-0.25", "1.5"),
+    ("d", "DOUBLE", "-1.7976931348623157e308", "2.2250738585072014e-308"),
+    ("dc", "DECIMAL(12,4)", "-12345678.9012", "0.0001"),
+    ("decbig", "DECIMAL(65,30)", "-99999999999999999999999999999999999.999999999999999999999999999999",
+     "12345678901234567890123456789012345.123456789012345678901234567890"),
+    ("c", "CHAR(5)", "''", "'héllo'"),
+    ("vc", "VARCHAR(300)", "'ünïcödé ✓ 🎉'", "REPEAT('x', 300)"),
+    ("tx", "TEXT", "''", "'multi\nline\ttext'"),
+    ("lt", "LONGTEXT", "REPEAT('a', 1048576)", "'z'"),
+    ("bin", "BINARY(4)", "X'00FF10'", "X'DEADBEEF'"),
+    ("vb", "VARBINARY(10)", "X''", "X'000102'"),
+    ("bl", "BLOB", "X'00'", "X'FFFEFD00'"),
+    ("dt", "DATE", "'1000-01-01'", "'9999-12-31'"),
+    ("dtm0", "DATETIME", "'1000-01-01 00:00:00'", "'9999-12-31 23:59:59'"),
+    ("dtm3", "DATETIME(3)", "'2020-02-29 12:34:56.789'", "'1970-01-01 00:00:00.001'"),
+    ("dtm6", "DATETIME(6)", "'2024-06-30 23:59:59.999999'", "'1969-07-20 20:17:40.000001'"),
+    ("ts0", "TIMESTAMP NULL", "'1970-01-01 00:00:01'", "'2038-01-19 03:14:07'"),
+    ("ts6", "TIMESTAMP(6) NULL", "'2001-09-09 01:46:40.123456'", "'2020-01-01 00:00:00.000001'"),
+    ("tm", "TIME", "'-838:59:59'", "'838:59:59'"),
+    ("tm6", "TIME(6)", "'-00:00:00.000001'", "'23:59:59.999999'"),
+    ("tm2", "TIME(2)", "'-01:02:03.12'", "'-00:00:00.01'"),
+    ("tm4", "TIME(4)", "'-01:02:03.1234'", "'100:00:00.0001'"),
+    ("yr", "YEAR", "1901", "2155"),
+    ("en", "ENUM('a','b','c d')", "'a'", "'c d'"),
+    ("st", "SET('x','y','z')", "''", "'x,z'"),
+    ("bt1", "BIT(1)", "b'1'", "b'0'"),
+    ("bt", "BIT(13)", "b'1010101010101'", "b'0'"),
+    ("bt64", "BIT(64)", "b'1111111111111111111111111111111111111111111111111111111111111111'", "b'1'"),
+    ("js", "JSON", "'{\"a\": [1, 2, {\"b\": null}]}'", "'[]'"),
+]
+
+
+def _normalise(sql_type: str, value):
+    """What a MySQL client returns, in the decoder's terms."""
+    if value is None:
+        return None
+    if sql_type.startswith("SET"):
+        return ",".join(sorted(value)) if isinstance(value, set) else value
+    if sql_type.startswith("TIMESTAMP"):
+        return value.replace(tzinfo=datetime.timezone.utc)
+    return value
+
+
+def _decoded(sql_type: str, value):
+    if value is None:
+        return None
+    if sql_type.startswith("SET"):
+        return ",".join(sorted(v for v in value.split(",") if v))
+    return value
+
+
+@pytest.fixture
+def typed_table(db):
+    name, conn = db
+    cols = ", ".join(f"{c} {t}" for c, t, _, _ in COLUMNS)
+    support.sql(conn, f"CREATE TABLE types (id INT PRIMARY KEY, {cols})")
+    return name, conn
+
+
+def test_every_type_round_trips_including_edges_and_nulls(typed_table, tmp_path):
+    name, conn = typed_table
+    ns = support.unique("ty")
+    f, p = support.master_pos(conn)
+    names = ", ".join(c for c, _, _, _ in COLUMNS)
+    for row_id, idx in ((1, 2), (2, 3)):
+        values = ", ".join(col[idx] for col in COLUMNS)
+        support.sql(conn, f"INSERT INTO types (id, {names}) VALUES ({row_id}, {values})")
+    support.sql(conn, "INSERT INTO types (id) VALUES (3)")  # NULL in every nullable column
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.types"], expect=3, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    assert [m["key"] for m in msgs] == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+    support.sql(conn, "SET time_zone = '+00:00'")
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, {names} FROM types ORDER BY id")
+        rows = cur.fetchall()
+    for msg, row in zip(msgs, rows):
+        after = msg["value"]["after"]
+        assert msg["value"]["op"] == "c" and msg["value"]["before"] is None
+        for (col, sql_type, _, _), expected in zip(COLUMNS, row[1:]):
+            want = _normalise(sql_type, expected)
+            got = _decoded(sql_type, after[col])
+            assert got == want, f"row {row[0]} column {col} {sql_type}: {got!r} != {want!r}"
+            if want is not None:
+                assert type(got) in (type(want), decimal.Decimal), (col, type(got), type(want))
+    assert len(msgs[0]["value"]["after"]["lt"]) == 1048576
+    assert json.loads(msgs[0]["value"]["after"]["js"]) == {"a": [1, 2, {"b": None}]}
+    assert msgs[1]["value"]["after"]["biu"] == decimal.Decimal(18446744073709551615)
+    assert msgs[0]["value"]["after"]["tm"] == -datetime.timedelta(hours=838, minutes=59, seconds=59)
+
+
+def test_zero_dates_are_published_as_null(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "SET SESSION sql_mode = ''",
+                "CREATE TABLE z (id INT PRIMARY KEY, d DATE NOT NULL, dt DATETIME(6) NOT NULL, "
+                "y YEAR NOT NULL)")
+    ns = support.unique("tz")
+    f, p = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO z VALUES (1, '0000-00-00', '0000-00-00 00:00:00', 0)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.z"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.z"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    assert msgs[0]["value"]["after"] == {"id": 1, "d": None, "dt": None, "y": 0}
+
+
+def test_published_schema_uses_the_documented_avro_types(typed_table, tmp_path):
+    name, conn = typed_table
+    ns = support.unique("ts")
+    f, p = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO types (id) VALUES (1)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.types"], expect=1)
+        assert proc.stop() == 0, proc.output()
+    schema = support.decoder(ns).schema_of(msgs[0]["raw_value"])
+    row = schema["fields"][0]["type"][1]
+    types = {f["name"]: f["type"] for f in row["fields"]}
+
+    def base(t):
+        return t[1] if isinstance(t, list) else t
+
+    assert types["id"] == "int"
+    assert base(types["bi"]) == "long" and base(types["iu"]) == "long"
+    assert base(types["biu"]) == {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 0}
+    assert base(types["decbig"]) == {"type": "bytes", "logicalType": "decimal", "precision": 65, "scale": 30}
+    assert base(types["dtm6"])["logicalType"] == "local-timestamp-micros"
+    assert base(types["ts6"])["logicalType"] == "timestamp-micros"
+    assert base(types["dt"])["logicalType"] == "date"
+    assert base(types["tm"])["logicalType"] == "streamer.time-micros"
+    assert base(types["bl"]) == "bytes" and base(types["bt"]) == "bytes"
+    assert base(types["f"]) == "float" and base(types["d"]) == "double"
+    assert base(types["js"]) == "string" and base(types["en"]) == "string"
