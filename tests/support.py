@@ -135,10 +135,24 @@ def consume(topics: List[str], expect: Optional[int] = None, idle: float = 3.0,
     dec = decoder(decode_ns) if decode_ns else None
     out: List[Dict[str, Any]] = []
     try:
-        c.subscribe(topics)
+        # assign, not subscribe: a group rebalance would re-read from the start and duplicate.
+        # Topics the streamer hasn't created yet are picked up as they appear.
         deadline = time.monotonic() + timeout
+        waiting = list(topics)
+        next_check = 0.0
+
+        def assign_new() -> None:
+            md = c.list_topics(timeout=10)
+            for t in list(waiting):
+                if t in md.topics and not md.topics[t].error and md.topics[t].partitions:
+                    c.incremental_assign([TopicPartition(t, p, 0) for p in md.topics[t].partitions])
+                    waiting.remove(t)
+
         last = time.monotonic()
         while time.monotonic() < deadline:
+            if waiting and time.monotonic() >= next_check:
+                assign_new()
+                next_check = time.monotonic() + 0.5
             msg = c.poll(0.2)
             now = time.monotonic()
             if msg is None:

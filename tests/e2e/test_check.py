@@ -1,0 +1,97 @@
+"""`streamer check` names each problem and its fix; `run` refuses a source it can't stream."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from tests import support
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _streamer(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "streamer.cli", *args], cwd=support.ROOT,
+                          capture_output=True, text=True, timeout=120, env=e)
+
+
+@pytest.fixture(scope="module")
+def statement_server(tmp_path_factory):
+    """A second, private MariaDB started without the ROW/FULL binlog settings."""
+    base = str(tmp_path_factory.mktemp("stmt-mariadb"))
+    port = _free_port()
+    env = dict(os.environ, STREAMER_MYSQL_DIR=base, STREAMER_MYSQL_PORT=str(port),
+               STREAMER_MYSQL_EXTRA_ARGS="--binlog-format=STATEMENT --binlog-row-metadata=MINIMAL")
+    script = os.path.join(support.ROOT, "deploy/local/mariadb.sh")
+    subprocess.run([script, "up"], env=env, check=True, capture_output=True)
+    yield base, port
+    subprocess.run([script, "down"], env=env, check=True, capture_output=True)
+
+
+def test_check_passes_on_the_local_setup(tmp_path):
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"])
+    out = _streamer("check", "-c", cfg)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "✗" not in out.stdout and out.stdout.count("✓") >= 8
+    assert "✓ binlog_format = ROW" in out.stdout
+
+
+def test_check_fails_on_a_server_without_row_binlog_and_full_metadata(statement_server, tmp_path):
+    base, port = statement_server
+    cfg = support.write_config(
+        str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+        mysql={"port": port, "password_file": os.path.join(base, "secrets", "streamer.password")})
+    out = _streamer("check", "-c", cfg)
+    assert out.returncode == 1
+    assert "✗ binlog_format = ROW: is STATEMENT: set binlog_format=ROW" in out.stdout
+    assert "✗ binlog_row_metadata = FULL: is MINIMAL: set binlog_row_metadata=FULL" in out.stdout
+    assert "✓ binlog_row_image = FULL" in out.stdout
+
+    run = _streamer("run", "-c", cfg)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "binlog_format is STATEMENT, must be ROW" in run.stderr
+    assert "binlog_row_metadata is MINIMAL, must be FULL" in run.stderr
+
+
+def test_check_fails_for_a_user_without_replication_slave(tmp_path):
+    user = support.unique("norepl")
+    pw_file = tmp_path / "pw"
+    pw_file.write_text("pw-" + user)
+    conn = support.admin()
+    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}'",
+                f"GRANT SELECT, REPLICATION CLIENT ON *.* TO '{user}'@'127.0.0.1'")
+    try:
+        cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                                   mysql={"user": user, "password_file": str(pw_file)})
+        out = _streamer("check", "-c", cfg)
+        assert out.returncode == 1
+        assert "✗ privilege REPLICATION SLAVE: missing (to read the binlog): GRANT REPLICATION SLAVE" in out.stdout
+        assert "✓ privilege REPLICATION CLIENT" in out.stdout
+        assert "pw-" + user not in out.stdout + out.stderr
+    finally:
+        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+
+
+def test_check_names_an_unreachable_server_and_the_fix(tmp_path):
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                               mysql={"port": _free_port()}, kafka={"bootstrap.servers": f"127.0.0.1:{_free_port()}"})
+    out = _streamer("check", "-c", cfg)
+    assert out.returncode == 1
+    assert "✗ MySQL login" in out.stdout and "check mysql.host/port/user" in out.stdout
+    assert "✗ Kafka" in out.stdout and "check kafka.bootstrap.servers" in out.stdout
+
+
+def test_bad_config_is_one_clear_error(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("mysql: {server_id: 0}\n")
+    out = _streamer("run", "-c", str(p))
+    assert out.returncode == 2
+    assert "mysql.server_id" in out.stderr and "never random" in out.stderr
+    assert "Traceback" not in out.stderr

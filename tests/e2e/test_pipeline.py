@@ -1,0 +1,115 @@
+"""Inserts, updates and deletes arrive decoded, keyed and in order; filters and restarts hold."""
+import collections
+
+from tests import support
+
+
+def _run_and_consume(tmp_path, ns, include, topics, expect, start, exclude=None):
+    extra = {"tables": {"include": include, "exclude": exclude or []}}
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, include, **extra)
+    with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        msgs = support.consume(topics, expect=expect, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    return msgs, proc.output()
+
+
+def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db, tmp_path):
+    name, conn = db
+    support.sql(conn,
+                "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20))",
+                "CREATE TABLE b (k1 INT, k2 VARCHAR(5), n INT, PRIMARY KEY (k1, k2))")
+    start = support.master_pos(conn)
+    support.sql(conn,
+                "INSERT INTO a VALUES (1, 'one'), (2, 'two')",
+                "INSERT INTO b VALUES (1, 'x', 10)",
+                "UPDATE a SET v = 'uno' WHERE id = 1",
+                "UPDATE b SET n = n + 1 WHERE k1 = 1",
+                "DELETE FROM a WHERE id = 2",
+                "BEGIN", "UPDATE a SET v = 'eins' WHERE id = 1", "INSERT INTO b VALUES (2, 'y', 0)",
+                "COMMIT")
+    ns = support.unique("pl")
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.*"],
+                               [f"{ns}.{name}.a", f"{ns}.{name}.b"], 8, start)
+    per_key = collections.defaultdict(list)
+    for m in msgs:
+        v = m["value"]
+        per_key[(m["topic"], tuple(sorted(m["key"].items())))].append(
+            (v["op"], v["before"], v["after"]))
+    a, b = f"{ns}.{name}.a", f"{ns}.{name}.b"
+    assert per_key[(a, (("id", 1),))] == [
+        ("c", None, {"id": 1, "v": "one"}),
+        ("u", {"id": 1, "v": "one"}, {"id": 1, "v": "uno"}),
+        ("u", {"id": 1, "v": "uno"}, {"id": 1, "v": "eins"}),
+    ]
+    assert per_key[(a, (("id", 2),))] == [
+        ("c", None, {"id": 2, "v": "two"}),
+        ("d", {"id": 2, "v": "two"}, None),
+    ]
+    assert per_key[(b, (("k1", 1), ("k2", "x")))] == [
+        ("c", None, {"k1": 1, "k2": "x", "n": 10}),
+        ("u", {"k1": 1, "k2": "x", "n": 10}, {"k1": 1, "k2": "x", "n": 11}),
+    ]
+    assert per_key[(b, (("k1", 2), ("k2", "y")))] == [("c", None, {"k1": 2, "k2": "y", "n": 0})]
+    assert len(msgs) == 8
+    src = next(m for m in msgs if m["topic"] == a)["value"]["source"]
+    assert src["db"] == name and src["table"] == "a" and src["row"] == 0 and src["file"] == start[0]
+    assert src["gtid"] and src["txid"].startswith(start[0] + ":")
+    # The two changes of the explicit transaction share its txid and count rows within it.
+    tx = [m["value"]["source"] for m in msgs if m["value"]["after"] in (
+        {"id": 1, "v": "eins"}, {"k1": 2, "k2": "y", "n": 0})]
+    assert len({s["txid"] for s in tx}) == 1 and sorted(s["tx_row"] for s in tx) == [0, 1]
+
+
+def test_table_without_primary_key_gets_a_null_key(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE logs (line VARCHAR(50))")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO logs VALUES ('a'), ('a')")
+    ns = support.unique("nk")
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.logs"], [f"{ns}.{name}.logs"], 2, start)
+    assert [m["raw_key"] for m in msgs] == [None, None]
+    assert [m["value"]["after"] for m in msgs] == [{"line": "a"}, {"line": "a"}]
+    assert [m["value"]["source"]["row"] for m in msgs] == [0, 1]
+
+
+def test_primary_key_change_is_a_delete_of_the_old_key_and_a_create_of_the_new(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE p (id INT PRIMARY KEY, v INT)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO p VALUES (1, 5)", "UPDATE p SET id = 2 WHERE id = 1")
+    ns = support.unique("pk")
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.p"], [f"{ns}.{name}.p"], 3, start)
+    assert [(m["key"], m["value"]["op"]) for m in msgs] == [
+        ({"id": 1}, "c"), ({"id": 1}, "d"), ({"id": 2}, "c")]
+    assert msgs[1]["value"]["before"] == {"id": 1, "v": 5}
+    assert msgs[2]["value"]["after"] == {"id": 2, "v": 5}
+
+
+def test_include_and_exclude_filters_hold(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE keep1 (id INT PRIMARY KEY)", "CREATE TABLE keep2 (id INT PRIMARY KEY)",
+                "CREATE TABLE skip_me (id INT PRIMARY KEY)", "CREATE TABLE other (id INT PRIMARY KEY)")
+    start = support.master_pos(conn)
+    for t in ("keep1", "keep2", "skip_me", "other"):
+        support.sql(conn, f"INSERT INTO {t} VALUES (1)")
+    ns = support.unique("fl")
+    topics = [f"{ns}.{name}.{t}" for t in ("keep1", "keep2", "skip_me", "other")]
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.keep*", f"{name}.skip*"], topics, 2, start,
+                               exclude=[f"{name}.skip_*"])
+    assert sorted(m["topic"] for m in msgs) == [f"{ns}.{name}.keep1", f"{ns}.{name}.keep2"]
+
+
+def test_restart_resumes_from_a_position_given_on_the_command_line(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE r (id INT PRIMARY KEY)")
+    first = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO r VALUES (1)", "INSERT INTO r VALUES (2)")
+    second = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO r VALUES (3)")
+    ns1, ns2 = support.unique("ra"), support.unique("rb")
+    msgs, _ = _run_and_consume(tmp_path, ns1, [f"{name}.r"], [f"{ns1}.{name}.r"], 3, first)
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3]
+    msgs, log = _run_and_consume(tmp_path, ns2, [f"{name}.r"], [f"{ns2}.{name}.r"], 1, second)
+    assert [m["key"]["id"] for m in msgs] == [3]
+    assert "OVERRIDES the committed checkpoint" in log
