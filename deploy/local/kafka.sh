@@ -1,27 +1,59 @@
 #!/usr/bin/env bash
-# Single-node KRaft Kafka from Maven Central jars: up | down | status. Idempotent.
+# Single-node KRaft Kafka 4.1 from Maven Central jars: up | down | status. Idempotent.
+#
+# State lives under .local/kafka (or $STREAMER_KAFKA_DIR): libs/ (jars, fetched once with mvn from
+# deploy/local/kafka-pom.xml), data/ (log.dirs, formatted once), server.properties, server.log.
+# Env: STREAMER_KAFKA_DIR, STREAMER_KAFKA_PORT (9092), STREAMER_KAFKA_CONTROLLER_PORT (9093).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="${STREAMER_KAFKA_DIR:-$ROOT/.local/kafka}"
 PORT="${STREAMER_KAFKA_PORT:-9092}"
 CPORT="${STREAMER_KAFKA_CONTROLLER_PORT:-9093}"
+PIDFILE="$DIR/kafka.pid"
+LOG="$DIR/server.log"
+TIMEOUT_S=60
 
-pid() { cat "$DIR/kafka.pid" 2>/dev/null || true; }
-running() { local p; p="$(pid)"; [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+log() { echo "kafka: $*"; }
+die() { echo "kafka: $*" >&2; exit 1; }
+
+pid() {
+    # The pid from the pid file, only if that process is still this directory's broker.
+    local p
+    p="$(cat "$PIDFILE" 2>/dev/null || true)"
+    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
+        && tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $DIR/server.properties"; then
+        echo "$p"
+    fi
+}
+running() { [ -n "$(pid)" ]; }
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+ensure_tools() {
+    if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+        log "installing java/maven (apt)"
+        apt-get update -qq || die "apt-get update failed"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null \
+            || die "apt-get install openjdk-17-jre-headless maven failed"
+    fi
+}
 
 fetch() {
     if [ -f "$DIR/libs/.complete" ]; then return 0; fi
-    command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+    log "fetching jars into $DIR/libs (mvn)"
+    rm -rf "$DIR/libs"
     mkdir -p "$DIR/libs"
-    mvn -q -B -f "$ROOT/deploy/local/kafka-pom.xml" dependency:copy-dependencies \
-        -DoutputDirectory="$DIR/libs" -DincludeScope=runtime
+    mvn -q -B -Dstyle.color=never -f "$ROOT/deploy/local/kafka-pom.xml" dependency:copy-dependencies \
+        -DoutputDirectory="$DIR/libs" -DincludeScope=runtime > "$DIR/mvn.log" 2>&1 \
+        || { tail -n 30 "$DIR/mvn.log" >&2; die "mvn dependency:copy-dependencies failed"; }
+    ls "$DIR"/libs/kafka_2.13-4.1.0.jar "$DIR"/libs/log4j-slf4j-impl-2.24.3.jar >/dev/null \
+        || die "expected jars missing in $DIR/libs"
     touch "$DIR/libs/.complete"
 }
 
 configure() {
     mkdir -p "$DIR/data"
-    cat > "$DIR/server.properties" <<PROPS
+    cat > "$DIR/server.properties.tmp" <<PROPS
+# Written by deploy/local/kafka.sh on every 'up'; edit the script, not this file.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CPORT
@@ -29,6 +61,7 @@ listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT
 advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$DIR/data
 num.partitions=1
 auto.create.topics.enable=true
@@ -41,6 +74,7 @@ group.initial.rebalance.delay.ms=0
 log.segment.bytes=67108864
 message.max.bytes=16777216
 PROPS
+    mv "$DIR/server.properties.tmp" "$DIR/server.properties"
     # Tools log WARN to stderr: INFO on stdout would end up inside the generated cluster id.
     cat > "$DIR/tools-log4j2.properties" <<'PROPS'
 rootLogger.level=WARN
@@ -56,58 +90,81 @@ rootLogger.level=INFO
 rootLogger.appenderRef.file.ref=FILE
 appender.file.type=File
 appender.file.name=FILE
-appender.file.fileName=$DIR/server.log
+appender.file.fileName=$LOG
+appender.file.append=true
 appender.file.layout.type=PatternLayout
 appender.file.layout.pattern=[%d] %p %m (%c)%n
-logger.kafka.name=kafka
-logger.kafka.level=INFO
 logger.state.name=state.change.logger
 logger.state.level=WARN
 PROPS
-    if [ ! -f "$DIR/data/meta.properties" ]; then
-        local id
-        id="$(java -Dlog4j2.configurationFile="$DIR/tools-log4j2.properties" -cp "$DIR/libs/*" kafka.tools.StorageTool random-uuid)"
-        java -Dlog4j2.configurationFile="$DIR/tools-log4j2.properties" -cp "$DIR/libs/*" \
-            kafka.tools.StorageTool format -t "$id" -c "$DIR/server.properties" >/dev/null
-    fi
+}
+
+format_storage() {
+    if [ -f "$DIR/data/meta.properties" ]; then return 0; fi
+    local tools=(java -Dlog4j2.configurationFile="$DIR/tools-log4j2.properties" -cp "$DIR/libs/*")
+    local id
+    id="$("${tools[@]}" kafka.tools.StorageTool random-uuid)" || die "StorageTool random-uuid failed"
+    [[ "$id" =~ ^[A-Za-z0-9_-]{22}$ ]] || die "unexpected cluster id from StorageTool: '$id'"
+    log "formatting $DIR/data (cluster id $id)"
+    "${tools[@]}" kafka.tools.StorageTool format -t "$id" -c "$DIR/server.properties" >"$DIR/format.log" 2>&1 \
+        || { cat "$DIR/format.log" >&2; die "StorageTool format failed"; }
+    echo "$id" > "$DIR/cluster.id"
 }
 
 up() {
-    if running; then return 0; fi
-    command -v java >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+    if running; then
+        log "already running on 127.0.0.1:$PORT (pid $(pid))"
+        return 0
+    fi
+    local p
+    for p in "$PORT" "$CPORT"; do
+        if port_open "$p"; then die "port 127.0.0.1:$p is already taken by another process"; fi
+    done
+    ensure_tools
     fetch
     configure
-    : > "$DIR/server.log"
+    format_storage
+    local offset=0
+    if [ -f "$LOG" ]; then offset="$(stat -c %s "$LOG")"; fi
     nohup java -Xms512m -Xmx512m -Dlog4j2.configurationFile="$DIR/server-log4j2.properties" \
-        -cp "$DIR/libs/*" kafka.Kafka "$DIR/server.properties" > "$DIR/stdout.log" 2>&1 &
-    echo $! > "$DIR/kafka.pid"
-    for _ in $(seq 1 300); do
-        if grep -q "Kafka Server started" "$DIR/server.log" 2>/dev/null && port_open; then
-            echo "kafka: up on 127.0.0.1:$PORT (data in $DIR)"
-            return 0
+        -cp "$DIR/libs/*" kafka.Kafka "$DIR/server.properties" > "$DIR/stdout.log" 2>&1 < /dev/null &
+    local jpid=$!
+    echo "$jpid" > "$PIDFILE"
+    local deadline=$((SECONDS + TIMEOUT_S))
+    until tail -c "+$((offset + 1))" "$LOG" 2>/dev/null | grep -q "Kafka Server started" && port_open "$PORT"; do
+        if ! kill -0 "$jpid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+            echo "kafka: not ready within ${TIMEOUT_S} s (pid $jpid); log tail:" >&2
+            tail -c "+$((offset + 1))" "$LOG" 2>/dev/null | tail -n 30 >&2 || true
+            tail -n 20 "$DIR/stdout.log" >&2 || true
+            kill -TERM "$jpid" 2>/dev/null || true
+            rm -f "$PIDFILE"
+            exit 1
         fi
-        if ! running; then break; fi
         sleep 0.2
     done
-    echo "kafka: not ready within 60 s; log tail:" >&2
-    tail -n 30 "$DIR/server.log" "$DIR/stdout.log" >&2 || true
-    exit 1
+    log "up on 127.0.0.1:$PORT (controller $CPORT, pid $jpid, data $DIR)"
 }
 
 down() {
-    if ! running; then return 0; fi
     local p
     p="$(pid)"
-    kill -TERM "$p"
-    for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    if kill -0 "$p" 2>/dev/null; then kill -KILL "$p"; fi
-    rm -f "$DIR/kafka.pid"
-    echo "kafka: stopped"
+    if [ -z "$p" ]; then rm -f "$PIDFILE"; return 0; fi
+    kill -TERM "$p" 2>/dev/null || true
+    local deadline=$((SECONDS + 30))
+    while kill -0 "$p" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    if kill -0 "$p" 2>/dev/null; then
+        echo "kafka: pid $p ignored SIGTERM for 30 s; sending SIGKILL" >&2
+        kill -KILL "$p" 2>/dev/null || true
+        while kill -0 "$p" 2>/dev/null; do sleep 0.1; done
+    fi
+    rm -f "$PIDFILE"
+    log "stopped"
 }
 
 case "${1:-}" in
     up) up ;;
     down) down ;;
-    status) running ;;
+    status)
+        if running; then log "running on 127.0.0.1:$PORT (pid $(pid))"; else log "not running"; exit 1; fi ;;
     *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
 esac

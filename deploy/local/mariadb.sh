@@ -54,7 +54,7 @@ password_file() {
         pw="$(head -c 48 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9')"
         pw="${pw:0:24}"
         [ "${#pw}" -eq 24 ] || die "could not generate a password"
-        (umask 077 && printf '%s\n' "$pw" > "$f.tmp") && mv "$f.tmp" "$f"
+        (umask 077 && printf '%s' "$pw" > "$f.tmp") && mv "$f.tmp" "$f"
     fi
     chmod 600 "$f"
     echo "$f"
@@ -77,6 +77,7 @@ provision() {
     admin_pw="$(cat "$(password_file admin)")"
     streamer_pw="$(cat "$(password_file streamer)")"
     if [ -z "$admin_pw" ] || [ -z "$streamer_pw" ]; then die "empty password file under $SECRETS"; fi
+    (umask 077 && : > "$DIR/provision.err")   # may quote SQL: owner-only, deleted below
     # REPLICATION CLIENT is BINLOG MONITOR on MariaDB >= 10.5 (SHOW MASTER STATUS / SHOW BINARY LOGS);
     # REPLICATION SLAVE allows the binlog dump. SHOW GLOBAL VARIABLES needs no privilege.
     mariadb --no-defaults --socket="$SOCK" -uroot --batch >/dev/null 2>"$DIR/provision.err" <<SQL || {
@@ -107,6 +108,9 @@ up() {
     local stale
     stale="$(server_pid)"
     [ -z "$stale" ] || die "a mariadbd (pid $stale) holds $DIR but does not answer ping; run '$0 down' first"
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+        die "port 127.0.0.1:$PORT is already taken by another process"
+    fi
     init_datadir
     mkdir -p "$DIR/binlog"
     rm -f "$SOCK"
@@ -125,7 +129,11 @@ up() {
     local deadline=$((SECONDS + TIMEOUT_S))
     until running; do
         if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
-            echo "mariadb: did not answer ping within ${TIMEOUT_S} s (pid $pid); log tail:" >&2
+            if kill -0 "$pid" 2>/dev/null; then
+                echo "mariadb: no answer to ping within ${TIMEOUT_S} s (pid $pid); error log tail:" >&2
+            else
+                echo "mariadb: mariadbd (pid $pid) exited before answering ping; error log tail:" >&2
+            fi
             tail -n "+$((start_line + 1))" "$ERRLOG" 2>/dev/null | tail -n 30 >&2 || true
             tail -n 10 "$DIR/mariadbd.out" >&2 || true
             kill -TERM "$pid" 2>/dev/null || true
