@@ -17,12 +17,17 @@ from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, Update
                                           WriteRowsEvent)
 
 from . import config as config_mod
+from . import ddl, evolution
 from .avro import canonical_json
+from .decode import read_schema_records
 from .envelope import process_event
+from .heartbeat import COLUMN as HEARTBEAT_COLUMN
+from .metrics import Metrics
 from .position import Position, Tracker
 from .publisher import BatchAborted, Publisher
 from .reader import (BinlogReader, SourceError, StreamInterrupted, connect, connection_settings,
                      binlog_files, master_status, settings_problems)
+from .registry import SchemaRegistry
 from .tables import TableFilter, TableRegistry, TableVersion
 
 log = logging.getLogger(__name__)
@@ -40,17 +45,25 @@ class Streamer:
 
     def __init__(self, cfg: Dict[str, Any], start: Optional[Position] = None,
                  start_gtid: Optional[str] = None,
-                 on_batch: Optional[Callable[["Streamer"], None]] = None):
+                 on_batch: Optional[Callable[["Streamer"], None]] = None,
+                 metrics: Optional[Metrics] = None):
         self.cfg = cfg
+        self.metrics = metrics if metrics is not None else Metrics(cfg)
         self.password = config_mod.mysql_password(cfg)
         self.override = start
         self.override_gtid = start_gtid
         self.on_batch = on_batch
         self.stop_requested = False
-        self.filter = TableFilter(cfg["tables"]["include"], cfg["tables"]["exclude"])
+        # The heartbeat database is never published, whatever the patterns say.
+        self.filter = TableFilter(cfg["tables"]["include"], list(cfg["tables"]["exclude"]) +
+                                  [cfg["heartbeat"]["database"] + ".*"])
         self.published = 0
         self.batches = 0
         self.reconnects = 0
+        # Kept across reconnects so a re-read builds the very same table versions.
+        self.tables: Optional[TableRegistry] = None
+        sr = cfg["schema_registry"]
+        self.schema_registry = SchemaRegistry(sr["url"], float(sr["timeout_s"])) if sr["url"] else None
 
     # -- control --------------------------------------------------------------------------------
     def request_stop(self, *_: Any) -> None:
@@ -80,7 +93,6 @@ class Streamer:
                 gtid = self.override_gtid or (start_cfg["gtid"] if pos is None else None)
                 if gtid is not None:
                     pos = Position("", 4, gtid_set=gtid)
-                    self.override_gtid = gtid
                 log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint "
                             "%s !!!", pos.describe(),
                             checkpoint.describe() if checkpoint else "(none)")
@@ -88,8 +100,6 @@ class Streamer:
                 return pos
             if checkpoint is not None:
                 log.info("resuming from committed checkpoint %s", checkpoint.describe())
-                if self.cfg["mysql"]["position_mode"] == "gtid" and checkpoint.gtid_set:
-                    self.override_gtid = checkpoint.gtid_set
                 return checkpoint
             if start_cfg["initial"] == "beginning":
                 pos = Position(binlog_files(conn)[0], 4)
@@ -107,7 +117,11 @@ class Streamer:
     def run(self) -> int:
         with Publisher(self.cfg) as publisher:
             position = self._initial_position(publisher)
-            gtid = self.override_gtid
+            if publisher.committed is not position:
+                # Make a new start point durable before reading: a crash before the first batch
+                # must resume here, not at a binlog end that has moved on meanwhile.
+                publisher.commit(position)
+            gtid = self._gtid_for(position)
             backoff = float(self.cfg["mysql"]["reconnect_backoff_s"])
             attempts = 0
             while not self.stop_requested:
@@ -116,6 +130,7 @@ class Streamer:
                     break
                 except (StreamInterrupted, BatchAborted, pymysql.err.OperationalError) as exc:
                     publisher.abort()
+                    self.metrics.on_error(exc, reconnect=True)
                     attempts += 1
                     limit = int(self.cfg["mysql"]["reconnect_max_attempts"])
                     if limit and attempts > limit:
@@ -123,13 +138,19 @@ class Streamer:
                     self.reconnects += 1
                     if publisher.committed is not None:
                         position = publisher.committed
-                        gtid = position.gtid_set if self.cfg["mysql"]["position_mode"] == "gtid" \
-                            and position.gtid_set else None
+                        gtid = self._gtid_for(position)
                     log.warning("%s; resuming from %s in %.1fs", exc, position.describe(), backoff)
                     self._sleep(backoff)
                     backoff = min(backoff * 2, float(self.cfg["mysql"]["reconnect_backoff_max_s"]))
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
+
+    def _gtid_for(self, position: Position) -> Optional[str]:
+        """The GTID set to resume by, or None to resume by file/offset."""
+        if position.gtid_set and (not position.file or
+                                  self.cfg["mysql"]["position_mode"] == "gtid"):
+            return position.gtid_set
+        return None
 
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -141,16 +162,30 @@ class Streamer:
 
         def new_version(tv: TableVersion) -> None:
             publisher.ensure_topic(tv.topic)
+            if self.schema_registry is not None:
+                self.schema_registry.frame(tv)
             if not publisher.in_tx:
                 publisher.begin()
             for kind, writer in (("value", tv.value_writer), ("key", tv.key_writer)):
                 if writer is not None:
-                    publisher.produce_schema(writer.header[2:].hex(),
+                    publisher.produce_schema(writer.fingerprint.hex(),
                                              canonical_json(writer.schema), tv.topic, kind)
 
-        registry = TableRegistry(self.cfg["namespace"], self.filter, new_version)
+        if self.tables is None:
+            # The schema topic's last version of each table continues its lineage (evolution).
+            records = read_schema_records(self.cfg["kafka"], self.cfg["namespace"])
+            self.tables = TableRegistry(self.cfg["namespace"], self.filter,
+                                        lineage=evolution.lineage_from_records(records))
+        registry = self.tables
+        registry.forget_current()
+        registry.on_new_version = new_version
         by_id = registry.by_id
-        produce = publisher.produce
+        metrics = self.metrics
+        produce = metrics.counting(publisher.produce)
+        on_rows = metrics.on_rows
+        beat_db = metrics.heartbeat_db
+        beat_ids: set = set()
+        beat = False
         max_messages = int(self.cfg["batch"]["max_messages"])
         linger = float(self.cfg["batch"]["linger_ms"]) / 1000.0
         idle = float(self.cfg["batch"]["idle_checkpoint_ms"]) / 1000.0
@@ -166,27 +201,47 @@ class Streamer:
                     tv = by_id.get(event.table_id)
                     if tv is None:
                         tracker.tx_rows += len(event.rows)
+                        if event.table_id in beat_ids:
+                            # Never published; committed within linger like a change, so it
+                            # measures the latency a change would see and keeps lag alive.
+                            metrics.on_heartbeat(_beat_of(event))
+                            if not publisher.in_tx:
+                                publisher.begin()
+                                batch_started = time.monotonic()
+                            beat = True
                     else:
                         if not publisher.in_tx:
                             publisher.begin()
                             batch_started = time.monotonic()
                         pending += process_event(event, op, tv, tracker, produce)
+                        on_rows(event.timestamp, len(event.rows))
                 elif cls is TableMapEvent:
                     registry.on_table_map(event)
+                    if event.schema == beat_db:
+                        beat_ids.add(event.table_id)
                 else:
+                    if cls is QueryEvent:
+                        tv = ddl.truncated_version(event, registry)
+                        if tv is not None:
+                            if not publisher.in_tx:
+                                publisher.begin()
+                                batch_started = time.monotonic()
+                            pending += ddl.publish_truncate(event, tv, tracker, produce)
                     self._boundary(event, cls, tracker)
                 if pending >= max_messages or self.stop_requested:
                     self._commit(publisher, tracker, pending)
                     pending = 0
+                    beat = False
                     last_commit = time.monotonic()
                     committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
                     if self.stop_requested:
                         return
                     continue
                 now = time.monotonic()
-                if pending and now - batch_started >= linger:
+                if (pending or beat) and now - batch_started >= linger:
                     self._commit(publisher, tracker, pending)
                     pending = 0
+                    beat = False
                     last_commit = now
                     committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
                 elif now - last_commit >= idle and not tracker.in_tx and \
@@ -221,15 +276,22 @@ class Streamer:
                 tracker.next_pos = event.position
                 tracker.tx_start = event.position
         elif cls is HeartbeatLogEvent:
-            pass
+            self.metrics.on_idle()
 
     def _commit(self, publisher: Publisher, tracker: Tracker, pending: int) -> None:
         position = tracker.position()
         publisher.commit(position)
+        self.metrics.on_commit(position, pending, publisher.last_commit_s, len(publisher.producer))
         self.published += pending
         self.batches += 1
         if self.on_batch is not None:
             self.on_batch(self)
+
+
+def _beat_of(event: Any) -> int:
+    """The µs timestamp a heartbeat rows event carries (its last row)."""
+    row = event.rows[-1]
+    return int((row.get("after_values") or row["values"])[HEARTBEAT_COLUMN])
 
 
 def _server_id(conn: Any) -> int:

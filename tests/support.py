@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pymysql
 import yaml
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from streamer.decode import Decoder, kafka_schema_source
 
@@ -182,6 +182,8 @@ def end_offsets(topic: str) -> int:
     try:
         lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         return hi
+    except KafkaException:
+        return 0  # the topic doesn't exist yet
     finally:
         c.close()
 

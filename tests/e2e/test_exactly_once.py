@@ -1,0 +1,150 @@
+"""Exactly-once for read_committed consumers, shown by killing the streamer again and again."""
+import collections
+import json
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from tests import support
+from tests.e2e.servers import binlog_rows
+
+
+class Load(threading.Thread):
+    """A steady mix of multi-row inserts, single-row updates and multi-statement transactions."""
+
+    def __init__(self, db: str, conn_factory, seed: int = 7):
+        super().__init__(daemon=True)
+        self.db = db
+        self.conn = conn_factory(db)
+        self.rng = random.Random(seed)
+        self.stop_flag = threading.Event()
+        self.error = None
+        self.statements = 0
+
+    def run(self) -> None:
+        rng = self.rng
+        try:
+            with self.conn.cursor() as cur:
+                while not self.stop_flag.is_set():
+                    r = rng.random()
+                    if r < 0.35:
+                        n = rng.randint(1, 40)
+                        cur.execute("INSERT INTO t (k, v) VALUES " +
+                                    ",".join(f"({rng.randint(1, 50)}, 'v{rng.random()}')" for _ in range(n)))
+                    elif r < 0.7:
+                        cur.execute("UPDATE t SET v = %s ORDER BY RAND() LIMIT 1", (f"u{rng.random()}",))
+                    elif r < 0.97:
+                        cur.execute("BEGIN")
+                        cur.execute("INSERT INTO t (k, v) VALUES " +
+                                    ",".join(f"({rng.randint(1, 50)}, 'tx')" for _ in range(rng.randint(1, 50))))
+                        cur.execute("UPDATE t SET v = 'tx-upd' WHERE k = %s LIMIT 3", (rng.randint(1, 50),))
+                        cur.execute("DELETE FROM t ORDER BY id LIMIT 1")
+                        cur.execute("COMMIT")
+                    else:
+                        cur.execute("INSERT INTO t (k, v) SELECT seq % 50, 'bulk' FROM seq_1_to_1000")
+                    self.statements += 1
+                    time.sleep(rng.uniform(0.005, 0.03))
+        except Exception as exc:  # noqa: BLE001 - surfaced by the test through self.error
+            self.error = exc
+
+
+def _identities(msgs):
+    return sorted((m["value"]["source"]["file"], m["value"]["source"]["pos"],
+                   m["value"]["source"]["row"], m["value"]["op"], m["key"]["id"]) for m in msgs)
+
+
+def _assert_order_per_key(msgs):
+    per_key = collections.defaultdict(list)
+    for m in sorted(msgs, key=lambda m: (m["partition"], m["offset"])):
+        s = m["value"]["source"]
+        per_key[m["key"]["id"]].append((s["file"], s["pos"], s["row"]))
+    for key, seq in per_key.items():
+        assert seq == sorted(seq), f"key {key}: Kafka order differs from binlog order"
+
+
+def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(100))",
+                "INSERT INTO t (k, v) VALUES (1, 'seed')")
+    start = support.master_pos(conn)
+    ns = support.unique("eo")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               batch={"max_messages": 300, "linger_ms": 20})
+    load = Load(name, support.admin)
+    load.start()
+    rng = random.Random(11)
+    kills = 0
+    try:
+        for _ in range(20):
+            # Until a first checkpoint is committed, an operator would restart with the same
+            # explicit position; after that, restarts resume from the checkpoint.
+            args = () if support.end_offsets(f"{ns}.__positions") else (
+                "--start-file", start[0], "--start-pos", str(start[1]))
+            with support.StreamerProcess(cfg, str(tmp_path / "log"), *args) as proc:
+                time.sleep(rng.uniform(0.3, 2.5))
+                assert proc.proc.poll() is None, proc.output()[-3000:]
+                proc.stop(signal.SIGKILL)
+                kills += 1
+    finally:
+        load.stop_flag.set()
+        load.join()
+    assert load.error is None, load.error
+    end = support.master_pos(conn)
+    truth = binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, name)
+    assert kills == 20 and load.statements > 50 and len(truth) > 3000
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        msgs = support.consume([f"{ns}.{name}.t"], expect=len(truth), decode_ns=ns, timeout=240)
+        assert proc.stop() == 0
+    log = proc.output()
+    # Kills during start-up come before any checkpoint; most restarts resume from one.
+    assert log.count("resuming from committed checkpoint") >= 10
+    got = _identities(msgs)
+    assert len(got) == len(set(got)), "duplicates in the topic"
+    assert got == sorted(truth), f"{len(got)} messages for {len(truth)} binlog row changes"
+    _assert_order_per_key(msgs)
+    # Batches were cut inside MySQL transactions, so checkpoints inside them were committed.
+    checkpoints = [json.loads(m["raw_value"]) for m in support.consume([f"{ns}.__positions"])]
+    assert any(c["rows"] > 0 for c in checkpoints), "no checkpoint inside a transaction"
+
+
+def test_restart_in_the_middle_of_a_200k_row_transaction(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(20))")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO big SELECT seq, 'row' FROM seq_1_to_200000")
+    end = support.master_pos(conn)
+    ns = support.unique("bg")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.big"],
+                               batch={"max_messages": 5000})
+    topic = f"{ns}.{name}.big"
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        # Kill once a checkpoint inside the transaction is committed.
+        support.wait_for(lambda: support.end_offsets(topic) > 40000, timeout=120,
+                         what="part of the big transaction published")
+        proc.stop(signal.SIGKILL)
+    with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+        msgs = support.consume([topic], expect=200000, timeout=300)
+        rss_kb = _peak_rss_kb(proc.proc.pid)
+        assert proc.stop() == 0
+    assert "rows" in proc.output() and "resuming from committed checkpoint" in proc.output()
+    resumed = [line for line in proc.output().splitlines() if "resuming from" in line][0]
+    assert " +" in resumed, f"resume point was not inside the transaction: {resumed}"
+    dec = support.decoder(ns)
+    ids = [dec.decode(m["raw_key"])["id"] for m in msgs]
+    assert len(ids) == 200000 and sorted(ids) == list(range(1, 200001))
+    assert ids == sorted(ids), "rows out of binlog order"
+    assert end > start
+    # Bounded memory: the whole transaction (~200k rows) is never held at once.
+    assert rss_kb < 400 * 1024, f"peak RSS {rss_kb} kB"
+
+
+def _peak_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    pytest.fail("no VmHWM for the streamer process")
