@@ -1,11 +1,13 @@
 """Avro pieces that don't depend on a table: static schemas, fingerprints, single-object framing.
 
 Single-object encoding (Avro spec): ``C3 01`` + 8-byte little-endian CRC-64-AVRO fingerprint of the
-schema's Parsing Canonical Form + the binary body.
+schema's Parsing Canonical Form + the binary body. In schema-registry mode the header is the
+Confluent wire format instead: ``00`` + 4-byte big-endian schema id.
 """
 from __future__ import annotations
 
 import io
+import logging
 import json
 import os
 import re
@@ -14,8 +16,13 @@ from typing import Any, Dict, List
 import fastavro
 from fastavro.schema import to_parsing_canonical_form
 
+from .encode import Unsupported, compile_writer
+
+log = logging.getLogger(__name__)
+
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas")
 MAGIC = b"\xc3\x01"
+CONFLUENT_MAGIC = b"\x00"
 
 _CRC_EMPTY = 0xC15D213AA4D7A795
 
@@ -50,6 +57,10 @@ def header(schema: Any) -> bytes:
     return MAGIC + fingerprint(schema)
 
 
+def confluent_header(schema_id: int) -> bytes:
+    return CONFLUENT_MAGIC + schema_id.to_bytes(4, "big")
+
+
 def load_static(name: str) -> Dict[str, Any]:
     with open(os.path.join(SCHEMA_DIR, name + ".avsc"), encoding="utf-8") as fh:
         return json.load(fh)
@@ -72,21 +83,32 @@ def canonical_json(schema: Any) -> str:
 
 
 class Writer:
-    """Encodes records of one schema into single-object-encoded bytes."""
+    """Encodes records of one schema: header (single-object by default, or Confluent) + body.
 
-    __slots__ = ("schema", "parsed", "header", "_buf", "_write")
+    The body comes from a writer generated for this schema (``encode.compile_writer``); fastavro
+    writes only schemas that the generator doesn't support.
+    """
+
+    __slots__ = ("schema", "parsed", "fingerprint", "header", "_write", "_fallback")
 
     def __init__(self, schema: Dict[str, Any]):
         self.schema = schema
         self.parsed = fastavro.parse_schema(schema)
-        self.header = header(schema)
-        self._buf = io.BytesIO()
-        self._write = fastavro.schemaless_writer
+        self.fingerprint = fingerprint(schema)
+        self.header = MAGIC + self.fingerprint
+        try:
+            self._write = compile_writer(schema)
+            self._fallback = False
+        except Unsupported:
+            log.info("schema %s: no generated writer, using fastavro", schema.get("name"))
+            self._fallback = True
 
     def encode(self, record: Any) -> bytes:
-        buf = self._buf
-        buf.seek(0)
-        buf.truncate()
-        buf.write(self.header)
-        self._write(buf, self.parsed, record)
-        return buf.getvalue()
+        if self._fallback:
+            buf = io.BytesIO()
+            buf.write(self.header)
+            fastavro.schemaless_writer(buf, self.parsed, record)
+            return buf.getvalue()
+        out = bytearray(self.header)
+        self._write(out, record)
+        return bytes(out)
