@@ -33,6 +33,10 @@ _PRODUCER_ONLY = set(DEFAULT_PRODUCER) | {"compression.type", "batch.size", "ret
                                          "delivery.timeout.ms", "request.timeout.ms"}
 
 
+# A Kafka outage makes the queue fill again and again; say so once, not once per message.
+QUEUE_FULL_LOG_EVERY_S = 300.0
+
+
 class KafkaFatal(RuntimeError):
     """Kafka refused in a way a retry won't fix; the position was not advanced."""
 
@@ -68,10 +72,13 @@ class Publisher:
         self.in_tx = False
         self.committed: Optional[Position] = None
         self._topics: set = set()
-        self._queue_full_logged = False
+        self._queue_full_logged_at = -1e9
         self.producer: Optional[Producer] = None
         self.admin: Optional[AdminClient] = None
         self.last_commit_s = 0.0
+        # Set by the pipeline's signal handler: waits on an unavailable Kafka give up early.
+        self.stopping = False
+        self._abort_pending = False
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Publisher":
@@ -96,7 +103,8 @@ class Publisher:
 
     def __exit__(self, *exc: Any) -> None:
         if self.producer is not None:
-            if self.in_tx:
+            if self.in_tx or self._abort_pending:
+                self.stopping = True
                 self.abort()
             self.producer.flush(5)
             self.producer = None
@@ -163,6 +171,8 @@ class Publisher:
     # -- transactions ---------------------------------------------------------------------------
     def begin(self) -> None:
         assert self.producer is not None
+        if self._abort_pending:
+            self.abort()
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
@@ -179,11 +189,16 @@ class Publisher:
             self._raise(exc, f"produce to {topic}")
 
     def _wait_for_room(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
-        if not self._queue_full_logged:
+        now = time.monotonic()
+        if now - self._queue_full_logged_at > QUEUE_FULL_LOG_EVERY_S:
             log.warning("producer queue full (Kafka slow or down): pausing binlog reads until "
                         "it drains")
-            self._queue_full_logged = True
+            self._queue_full_logged_at = now
         while True:
+            if self.stopping:
+                self.abort()
+                raise BatchAborted("stopping while the producer queue is full; the batch was "
+                                   "aborted and is re-read on the next start")
             self.producer.poll(0.1)  # type: ignore[union-attr]
             try:
                 self.producer.produce(topic, value, key)  # type: ignore[union-attr]
@@ -215,7 +230,7 @@ class Publisher:
                 if err.fatal():
                     self.in_tx = False
                     self._raise(exc, "commit")
-                if err.retriable() and retries > 0:
+                if err.retriable() and retries > 0 and not self.stopping:
                     retries -= 1
                     log.warning("commit failed (%s), retrying", err.str())
                     continue
@@ -225,20 +240,37 @@ class Publisher:
         self.in_tx = False
         self.last_commit_s = time.monotonic() - started
         self.committed = position
-        self._queue_full_logged = False
 
     def abort(self) -> None:
+        """Abort the open transaction; while Kafka is unreachable, keep trying (unless stopping).
+
+        librdkafka needs an abort that timed out to be called again until it completes; a new
+        transaction can't begin before that.
+        """
         assert self.producer is not None
-        if not self.in_tx:
+        if not self.in_tx and not self._abort_pending:
             return
         self.in_tx = False
-        try:
-            self.producer.abort_transaction(30)
-        except KafkaException as exc:
-            err = _kafka_error(exc)
-            if err.fatal():
-                self._raise(exc, "abort")
-            log.warning("aborting the transaction failed: %s", err.str())
+        self._abort_pending = True
+        warned = False
+        while True:
+            try:
+                self.producer.abort_transaction(float(self.cfg["shutdown_timeout_s"]))
+                self._abort_pending = False
+                return
+            except KafkaException as exc:
+                err = _kafka_error(exc)
+                if err.fatal():
+                    self._abort_pending = False
+                    self._raise(exc, "abort")
+                if self.stopping or not err.retriable():
+                    log.warning("aborting the transaction failed: %s; the broker aborts it when "
+                                "transaction.timeout.ms expires", err.str())
+                    return
+                if not warned:
+                    log.warning("Kafka unavailable (%s): retrying the abort until it completes",
+                                err.str())
+                    warned = True
 
     def _raise(self, exc: KafkaException, what: str) -> None:
         err = _kafka_error(exc)

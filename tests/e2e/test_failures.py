@@ -1,0 +1,207 @@
+"""Server restarts, a second instance and a purged binlog: no loss, no duplicate, clear errors."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from tests import support
+from tests.e2e.servers import PrivateKafka, PrivateMariaDB, binlog_rows
+
+
+def _identities(msgs):
+    return sorted((m["value"]["source"]["file"], m["value"]["source"]["pos"],
+                   m["value"]["source"]["row"], m["value"]["op"], m["key"]["id"]) for m in msgs)
+
+
+class Writer(threading.Thread):
+    """Inserts batches of rows, riding out a server restart by reconnecting."""
+
+    def __init__(self, connect, table: str):
+        super().__init__(daemon=True)
+        self.connect = connect
+        self.table = table
+        self.stop_flag = threading.Event()
+        self.done = 0
+
+    def run(self) -> None:
+        conn = None
+        while not self.stop_flag.is_set():
+            try:
+                if conn is None:
+                    conn = self.connect()
+                with conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO {self.table} (v) VALUES " + ",".join(["('x')"] * 20))
+                self.done += 1
+            except Exception:  # noqa: BLE001 - the server is restarting; reconnect and go on
+                conn = None
+                time.sleep(0.1)
+            time.sleep(0.01)
+
+
+def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
+    with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE r", "CREATE TABLE r.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
+        start = support.master_pos(conn)
+        ns = support.unique("mr")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["r.*"],
+                                   mysql={"port": mdb.port, "password_file": mdb.password_file(),
+                                          "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0})
+        writer = Writer(lambda: mdb.admin("r"), "t")
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            writer.start()
+            time.sleep(2)
+            mdb.down()
+            time.sleep(1)
+            mdb.up()
+            time.sleep(2)
+            writer.stop_flag.set()
+            writer.join()
+            conn = mdb.admin()
+            end = support.master_pos(conn)
+            truth = binlog_rows(mdb.port, support.secret("admin", mdb.base), start, end, "r")
+            msgs = support.consume([f"{ns}.r.t"], expect=len(truth), decode_ns=ns, timeout=120)
+            assert proc.proc.poll() is None, "the streamer exited instead of reconnecting"
+            assert proc.stop() == 0
+        assert writer.done > 50 and len(truth) == writer.done * 20
+        assert "resuming from" in proc.output()
+        got = _identities(msgs)
+        assert got == sorted(truth) and len(set(got)) == len(got)
+
+
+def test_kafka_restart_mid_stream_pauses_reads_and_loses_and_doubles_nothing(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
+    start = support.master_pos(conn)
+    with PrivateKafka(str(tmp_path / "kafka")) as kafka:
+        ns = support.unique("kr")
+        cfg = support.write_config(
+            str(tmp_path / "c.yaml"), ns, [f"{name}.t"], shutdown_timeout_s=5.0,
+            batch={"max_messages": 5000, "linger_ms": 30000},
+            kafka={"bootstrap.servers": kafka.bootstrap, "queue.buffering.max.messages": 2000,
+                   "transaction.timeout.ms": 15000, "message.timeout.ms": 10000})
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            support.sql(conn, "INSERT INTO t (v) SELECT 'a' FROM seq_1_to_1000")
+            support.wait_for(lambda: _committed(kafka.bootstrap, f"{ns}.{name}.t") >= 1000,
+                             timeout=60, what="first rows published")
+            kafka.down()
+            # With the broker gone, 10k rows overflow the 2000-message producer queue.
+            support.sql(conn, "INSERT INTO t (v) SELECT 'b' FROM seq_1_to_10000")
+            time.sleep(4)
+            kafka.up()
+            support.sql(conn, "INSERT INTO t (v) SELECT 'c' FROM seq_1_to_1000")
+            end = support.master_pos(conn)
+            truth = binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, name)
+            msgs = _consume(kafka.bootstrap, f"{ns}.{name}.t", len(truth))
+            assert proc.proc.poll() is None, proc.output()[-2000:]
+            assert proc.stop() == 0
+        log = proc.output()
+    assert log.count("producer queue full") == 1
+    assert len(truth) == 12000
+    # Every insert has its own key: 12000 distinct keys, each exactly once.
+    assert len(msgs) == 12000 and len(set(msgs)) == 12000
+
+
+def _committed(bootstrap, topic):
+    return len(_consume(bootstrap, topic, None, idle=1.0, timeout=5))
+
+
+def _consume(bootstrap, topic, expect, idle=3.0, timeout=180):
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": support.unique("g"),
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    out = []
+    try:
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])
+        except KafkaException:
+            return out
+        deadline = time.monotonic() + timeout
+        last = time.monotonic()
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                if (expect is None or len(out) >= expect) and time.monotonic() - last > idle:
+                    break
+                continue
+            if m.error():
+                continue
+            last = time.monotonic()
+            out.append(m.key())
+    finally:
+        c.close()
+    return out
+
+
+def test_a_second_instance_fences_the_first_and_output_stays_exactly_once(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
+    start = support.master_pos(conn)
+    ns = support.unique("fe")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"])
+    writer = Writer(lambda: support.admin(name), "t")
+    writer.start()
+    with support.StreamerProcess(cfg, str(tmp_path / "a.log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as first:
+        support.wait_for(lambda: support.end_offsets(f"{ns}.{name}.t") > 100, timeout=60,
+                         what="the first instance publishing")
+        with support.StreamerProcess(cfg, str(tmp_path / "b.log")) as second:
+            assert first.wait(60) == 4, first.output()[-3000:]
+            time.sleep(1)
+            writer.stop_flag.set()
+            writer.join()
+            end = support.master_pos(conn)
+            truth = binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, name)
+            msgs = support.consume([f"{ns}.{name}.t"], expect=len(truth), decode_ns=ns)
+            assert second.stop() == 0, second.output()[-3000:]
+    assert "fenced" in first.output() and "another streamer started with the same" in first.output()
+    got = _identities(msgs)
+    assert got == sorted(truth) and len(set(got)) == len(got)
+
+
+def test_purged_binlog_is_a_clear_error_and_a_non_zero_exit(tmp_path):
+    with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE p", "CREATE TABLE p.t (id INT PRIMARY KEY)")
+        start = support.master_pos(conn)
+        support.sql(conn, "INSERT INTO p.t VALUES (1)")
+        ns = support.unique("pu")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["p.*"],
+                                   mysql={"port": mdb.port, "password_file": mdb.password_file()})
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            support.consume([f"{ns}.p.t"], expect=1)
+            assert proc.stop() == 0
+        support.sql(conn, "FLUSH BINARY LOGS", "INSERT INTO p.t VALUES (2)", "FLUSH BINARY LOGS")
+        current = support.master_pos(conn)[0]
+        support.sql(conn, f"PURGE BINARY LOGS TO '{current}'")
+        out = subprocess.run([sys.executable, "-m", "streamer.cli", "run", "-c", cfg],
+                             cwd=support.ROOT, capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ))
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert f"binlog file {start[0]}" in out.stderr and "snapshot" in out.stderr
+    assert out.stderr.count("streamer: error:") == 1
+
+
+def test_sigterm_flushes_and_exits_zero_and_the_next_start_resumes_after_it(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    start = support.master_pos(conn)
+    ns = support.unique("st")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"], batch={"linger_ms": 60000})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        support.sql(conn, "INSERT INTO t VALUES (1), (2)")
+        time.sleep(3)  # well inside the 60 s linger: the batch is still open
+        assert proc.stop(signal.SIGTERM, timeout=15) == 0
+    support.sql(conn, "INSERT INTO t VALUES (3)")
+    with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+        time.sleep(3)
+        assert proc.stop(signal.SIGINT, timeout=15) == 0
+    msgs = support.consume([f"{ns}.{name}.t"], decode_ns=ns)
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3]
