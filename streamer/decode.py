@@ -2,7 +2,8 @@
 
 Messages are Avro single-object encoded. The writer schema of each fingerprint is in the
 compacted topic ``{namespace}.__schemas``; the decoder reads it when it meets a fingerprint it
-doesn't know yet.
+doesn't know yet. In schema-registry mode messages carry the Confluent wire format instead
+(``00`` + 4-byte schema id); the decoder then asks the registry for the schema of that id.
 """
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import datetime
 import io
 import json
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import fastavro
 
-from .avro import MAGIC
+from .avro import CONFLUENT_MAGIC, MAGIC
 
 SchemaSource = Callable[[], Dict[str, Dict[str, Any]]]
+RegistrySource = Callable[[int], Dict[str, Any]]
 
 
 class UnknownSchema(LookupError):
@@ -65,10 +67,12 @@ def _restore(datum: Any, schema: Any, names: Dict[str, Any]) -> Any:
 
 
 class Decoder:
-    """Decodes keys and values; ``schemas`` loads {fingerprint hex: schema dict} on demand."""
+    """Decodes keys and values; ``schemas`` loads {fingerprint hex: schema dict} on demand,
+    ``registry`` (schema id -> schema) serves messages in the Confluent wire format."""
 
-    def __init__(self, schemas: SchemaSource):
+    def __init__(self, schemas: SchemaSource, registry: Optional[RegistrySource] = None):
         self._load = schemas
+        self._registry = registry
         self._parsed: Dict[bytes, Any] = {}
         self._raw: Dict[bytes, Any] = {}
         self._names: Dict[bytes, Dict[str, Any]] = {}
@@ -89,49 +93,75 @@ class Decoder:
     def decode(self, data: Optional[bytes]) -> Optional[Dict[str, Any]]:
         if data is None:
             return None
-        if data[:2] != MAGIC:
-            raise ValueError("not an Avro single-object encoded message (no C3 01 marker)")
-        fp = data[2:10]
+        fp, body = self._split(data)
         parsed = self._schema(fp)
-        datum = fastavro.schemaless_reader(io.BytesIO(data[10:]), parsed)
+        datum = fastavro.schemaless_reader(io.BytesIO(data[body:]), parsed)
         return _restore(datum, self._raw[fp], self._names[fp])
 
+    def _split(self, data: bytes) -> Tuple[bytes, int]:
+        """(cache key of the writer schema, offset of the body); loads a registry schema."""
+        if data[:2] == MAGIC:
+            return data[2:10], 10
+        if data[:1] == CONFLUENT_MAGIC and len(data) >= 5:
+            if self._registry is None:
+                raise ValueError("message in the Confluent wire format (schema id "
+                                 f"{int.from_bytes(data[1:5], 'big')}): pass the schema registry")
+            key = data[:5]
+            if key not in self._parsed:
+                schema = self._registry(int.from_bytes(data[1:5], "big"))
+                self._raw[key] = schema
+                self._names[key] = _named(schema, {})
+                self._parsed[key] = fastavro.parse_schema(schema)
+            return key, 5
+        raise ValueError("not a streamer message: neither Avro single-object encoding (C3 01) "
+                         "nor the Confluent wire format (00 + schema id)")
+
     def schema_of(self, data: bytes) -> Dict[str, Any]:
-        self._schema(data[2:10])
-        return self._raw[data[2:10]]
+        fp, _ = self._split(data)
+        self._schema(fp)
+        return self._raw[fp]
+
+
+def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, Any]]:
+    """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    topic = f"{namespace}.__schemas"
+    c = Consumer(dict(conf, **{"group.id": f"streamer-decoder-{time.time()}",
+                               "enable.auto.commit": False, "enable.partition.eof": True,
+                               "isolation.level": "read_committed"}))
+    try:
+        md = c.list_topics(topic, timeout=30)
+        if md.topics[topic].error is not None:
+            return []
+        parts = list(md.topics[topic].partitions)
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        pending = set(parts)
+        out: List[Dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            msg = c.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition())
+                    continue
+                raise RuntimeError(f"reading {topic}: {msg.error().str()}")
+            out.append(json.loads(msg.value()))
+        if pending:
+            raise RuntimeError(f"timed out reading {topic}")
+        return out
+    finally:
+        c.close()
 
 
 def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:
     """Reads the whole schema topic, read_committed, each time it is called."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    topic = f"{namespace}.__schemas"
 
     def load() -> Dict[str, Dict[str, Any]]:
-        c = Consumer(dict(conf, **{"group.id": f"streamer-decoder-{time.time()}",
-                                   "enable.auto.commit": False, "enable.partition.eof": True,
-                                   "isolation.level": "read_committed"}))
-        try:
-            md = c.list_topics(topic, timeout=30)
-            parts = list(md.topics[topic].partitions)
-            c.assign([TopicPartition(topic, p, 0) for p in parts])
-            pending = set(parts)
-            out: Dict[str, Dict[str, Any]] = {}
-            deadline = time.monotonic() + 60
-            while pending and time.monotonic() < deadline:
-                msg = c.poll(1.0)
-                if msg is None:
-                    continue
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                        continue
-                    raise RuntimeError(f"reading {topic}: {msg.error().str()}")
-                rec = json.loads(msg.value())
-                out[rec["fingerprint"]] = json.loads(rec["schema"])
-            return out
-        finally:
-            c.close()
+        return {rec["fingerprint"]: json.loads(rec["schema"])
+                for rec in read_schema_records(conf, namespace)}
 
     return load
 

@@ -10,7 +10,7 @@ import fnmatch
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import avro, columns
+from . import avro, columns, evolution
 
 log = logging.getLogger(__name__)
 
@@ -51,19 +51,24 @@ def signature(event: Any) -> Tuple:
         cols.append((c.name, c.type, c.unsigned, c.is_primary, _nullable(event.null_bitmask, i),
                      c.character_set_name, getattr(c, "precision", None),
                      getattr(c, "decimals", None), getattr(c, "fsp", None),
-                     getattr(c, "bits", None),
+                     getattr(c, "bits", None), getattr(c, "max_length", None),
                      tuple(c.enum_values or ()), tuple(c.set_values or ())))
     return (event.schema, event.table, tuple(cols))
 
 
 class TableVersion:
-    """Schemas and converters for one version of one table."""
+    """Schemas and converters for one version of one table.
 
-    def __init__(self, namespace: str, event: Any):
+    ``previous`` is the table's previous version in this run (or from the schema topic): it makes
+    columns new to the table nullable (see ``evolution``).
+    """
+
+    def __init__(self, namespace: str, event: Any,
+                 previous: Optional[evolution.Previous] = None):
         self.db: str = event.schema
         self.table: str = event.table
         self.topic = f"{namespace}.{self.db}.{self.table}"
-        space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
+        table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
         fields: List[Dict[str, Any]] = []
         self.conversions: List[Tuple[str, str, Optional[Callable[[Any], Any]], Any]] = []
         self.empty_set_columns: List[Tuple[str, bool]] = []
@@ -75,10 +80,11 @@ class TableVersion:
                     f"table {self.db}.{self.table}: the binlog carries no column names; set "
                     f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
             atype, conv, kind = columns.avro_type(col)
-            nullable = _nullable(event.null_bitmask, i) or kind in columns.ALWAYS_NULLABLE
             name = avro.avro_name(col.name)
             while name in used:
                 name += "_"
+            nullable = _nullable(event.null_bitmask, i) or kind in columns.ALWAYS_NULLABLE or \
+                evolution.nullable_by_lineage(name, previous)
             used.add(name)
             field: Dict[str, Any] = {"name": name, "type": ["null", atype] if nullable else atype}
             if nullable:
@@ -94,13 +100,16 @@ class TableVersion:
                 self.empty_set_columns.append((name, nullable))
             if col.is_primary:
                 pk.append((name, copy.deepcopy(field)))
+        # The namespace carries a hash of the exact fields: distinct full schemas, distinct
+        # fingerprints (see evolution.short_hash). Readers match records by unqualified name.
+        space = f"{table_space}.v{evolution.short_hash(fields)}"
         self.row_schema = {"type": "record", "name": "Row", "namespace": space, "fields": fields}
         self.value_schema = {
             "type": "record", "name": "Envelope", "namespace": space,
             "fields": [
                 {"name": "before", "type": ["null", self.row_schema], "default": None},
                 {"name": "after", "type": ["null", f"{space}.Row"], "default": None},
-                {"name": "op", "type": "string", "doc": "c, u, d"},
+                {"name": "op", "type": "string", "doc": "c, u, d, t (truncate)"},
                 {"name": "ts_ms", "type": "long", "doc": "event time: MySQL commit, ms"},
                 {"name": "source", "type": SOURCE_SCHEMA},
             ],
@@ -110,9 +119,11 @@ class TableVersion:
         self.value_writer = avro.Writer(self.value_schema)
         self.key_writer: Optional[avro.Writer] = None
         if pk:
+            key_fields = [f for _, f in pk]
             self.key_schema: Optional[Dict[str, Any]] = {
-                "type": "record", "name": "Key", "namespace": space,
-                "fields": [f for _, f in pk]}
+                "type": "record", "name": "Key",
+                "namespace": f"{table_space}.k{evolution.short_hash(key_fields)}",
+                "fields": key_fields}
             self.key_writer = avro.Writer(self.key_schema)
         else:
             self.key_schema = None
@@ -144,15 +155,31 @@ def _branch(atype: Any) -> str:
 
 
 class TableRegistry:
-    """Maps binlog table ids to table versions, building each version once."""
+    """Maps binlog table ids to table versions, building each version once.
+
+    ``on_new_version`` is called whenever a table's current version changes (a new version, or
+    an older one again, or the first sight after ``forget_current``), so the schema topic's last
+    record per table is always the table's current version. ``lineage`` (by topic) seeds the
+    previous version of tables from an earlier run (see ``evolution``).
+    """
 
     def __init__(self, namespace: str, table_filter: TableFilter,
-                 on_new_version: Optional[Callable[[TableVersion], None]] = None):
+                 on_new_version: Optional[Callable[[TableVersion], None]] = None,
+                 lineage: Optional[Dict[str, evolution.Previous]] = None):
         self.namespace = namespace
         self.filter = table_filter
         self.by_id: Dict[int, Optional[TableVersion]] = {}
+        self.current: Dict[Tuple[str, str], TableVersion] = {}
         self._by_signature: Dict[Tuple, TableVersion] = {}
-        self._on_new_version = on_new_version
+        self.on_new_version = on_new_version
+        self._lineage = dict(lineage or {})
+
+    def forget_current(self) -> None:
+        """After a reconnect: announce each table's version again (its schema record may have
+        been in the aborted batch), keeping the versions themselves so a re-read is identical."""
+        for key, tv in self.current.items():
+            self._lineage[tv.topic] = evolution.previous_of(tv.row_schema["fields"], tv.pk_names)
+        self.current.clear()
 
     def on_table_map(self, event: Any) -> None:
         if not self.filter(event.schema, event.table):
@@ -160,11 +187,22 @@ class TableRegistry:
             return
         sig = signature(event)
         tv = self._by_signature.get(sig)
+        key = (event.schema, event.table)
+        cur = self.current.get(key)
         if tv is None:
-            tv = TableVersion(self.namespace, event)
+            previous = self._lineage.get(f"{self.namespace}.{event.schema}.{event.table}")
+            if cur is not None:
+                previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
+            tv = TableVersion(self.namespace, event, previous)
             self._by_signature[sig] = tv
             log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
-                     tv.value_writer.header[2:].hex(), len(tv.row_schema["fields"]))
-            if self._on_new_version is not None:
-                self._on_new_version(tv)
+                     tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]))
+            if previous is not None:
+                evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
+                    previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
+        if cur is not tv:
+            self.current[key] = tv
+            self._lineage.pop(tv.topic, None)
+            if self.on_new_version is not None:
+                self.on_new_version(tv)

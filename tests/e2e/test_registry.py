@@ -1,0 +1,109 @@
+"""Schema-registry mode against a real registry (Apicurio, Confluent-compatible API).
+
+Messages carry the Confluent wire format, subjects are {topic}-key / {topic}-value, and
+confluent-kafka's own AvroDeserializer decodes what the streamer wrote.
+"""
+import datetime
+import decimal
+import json
+import os
+import subprocess
+import urllib.request
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from streamer.decode import Decoder, kafka_schema_source
+from streamer.registry import SchemaRegistry
+from tests import support
+
+PORT = os.environ.get("STREAMER_REGISTRY_PORT", "8081")
+URL = f"http://127.0.0.1:{PORT}/apis/ccompat/v7"
+
+
+@pytest.fixture(scope="session")
+def registry_url():
+    """The real registry, started by the project's own script (idempotent; down.sh stops it)."""
+    subprocess.run([os.path.join(support.ROOT, "deploy/local/registry.sh"), "up"], check=True)
+    return URL
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_registry_mode_messages_decode_with_confluents_avro_deserializer(db, tmp_path, registry_url):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE acct (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, "
+                      "balance DECIMAL(12,2), opened TIMESTAMP(3) NULL)")
+    support.sql(conn, "SET time_zone = '+00:00'")
+    start = support.master_pos(conn)
+    for i in range(1, 11):
+        support.sql(conn, f"INSERT INTO acct VALUES ({i}, 'o{i}', {i}.25, '2024-05-0{i % 9 + 1} 08:00:00.5')")
+    support.sql(conn, "ALTER TABLE acct ADD COLUMN note VARCHAR(10)",
+                "INSERT INTO acct VALUES (11, 'late', NULL, NULL, 'hi')",
+                "UPDATE acct SET balance = 0 WHERE id = 1")
+    ns = support.unique("sr")
+    topic = f"{ns}.{name}.acct"
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               schema_registry={"url": registry_url})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1]), env={"TZ": "UTC"}) as proc:
+        msgs = support.consume([topic], expect=12)
+        assert proc.stop() == 0, proc.output()
+    assert len(msgs) == 12
+    assert all(m["raw_value"][:1] == b"\x00" and m["raw_key"][:1] == b"\x00" for m in msgs)
+
+    client = SchemaRegistryClient({"url": registry_url})
+    values = AvroDeserializer(client)
+    keys = AvroDeserializer(client)
+    decoded = [(keys(m["raw_key"], SerializationContext(topic, MessageField.KEY)),
+                values(m["raw_value"], SerializationContext(topic, MessageField.VALUE)))
+               for m in msgs]
+    assert [k for k, _ in decoded] == [{"id": i} for i in range(1, 12)] + [{"id": 1}]
+    first = decoded[0][1]
+    assert first["op"] == "c" and first["before"] is None
+    assert first["after"] == {"id": 1, "owner": "o1", "balance": decimal.Decimal("1.25"),
+                              "opened": datetime.datetime(2024, 5, 2, 8, 0, 0, 500000,
+                                                          tzinfo=datetime.timezone.utc)}
+    assert first["source"]["table"] == "acct" and first["source"]["db"] == name
+    assert decoded[10][1]["after"] == {"id": 11, "owner": "late", "balance": None, "opened": None,
+                                       "note": "hi"}
+    last = decoded[11][1]
+    assert (last["op"], last["before"]["balance"], last["after"]["balance"]) == (
+        "u", decimal.Decimal("1.25"), decimal.Decimal("0.00"))
+
+    # Two value versions (before and after the ALTER), one key version: three registrations in
+    # all for 12 messages, so the hot path made no registry call.
+    subjects = _get(f"{registry_url}/subjects")
+    assert f"{topic}-value" in subjects and f"{topic}-key" in subjects
+    assert len(_get(f"{registry_url}/subjects/{topic}-value/versions")) == 2
+    assert len(_get(f"{registry_url}/subjects/{topic}-key/versions")) == 1
+    assert proc.output().count("as schema id") == 3
+
+    ours = Decoder(kafka_schema_source({"bootstrap.servers": support.KAFKA}, ns),
+                   registry=SchemaRegistry(registry_url).schema)
+    assert [ours.decode(m["raw_value"])["after"] for m in msgs[:11]] == \
+        [v["after"] for _, v in decoded[:11]]
+    assert ours.decode(msgs[0]["raw_key"]) == {"id": 1}
+
+
+def test_unreachable_registry_is_one_clear_error(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO t VALUES (1)")
+    ns = support.unique("su")
+    port = 1  # nothing listens on port 1
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               schema_registry={"url": f"http://127.0.0.1:{port}"})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        code = proc.wait(60)
+    out = proc.output()
+    assert code != 0
+    assert "schema registry at http://127.0.0.1:1 is not reachable" in out
+    assert "check schema_registry.url" in out

@@ -1,0 +1,157 @@
+"""Evolution rules, distinct fingerprints for distinct full schemas, and TRUNCATE recognition."""
+import io
+import json
+from types import SimpleNamespace
+
+import fastavro
+import pytest
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer import avro, evolution
+from streamer.ddl import truncated_table
+from streamer.decode import Decoder
+from streamer.tables import TableVersion
+
+
+def _col(name, type_code, pk=False, **extra):
+    base = dict(name=name, type=type_code, unsigned=False, is_primary=pk, character_set_name=None,
+                enum_values=None, set_values=None, max_length=0)
+    base.update(extra)
+    return SimpleNamespace(**base)
+
+
+def _event(cols, nullable=()):
+    bitmask = bytearray((len(cols) + 7) // 8)
+    for i, c in enumerate(cols):
+        if c.name in nullable:
+            bitmask[i >> 3] |= 1 << (i & 7)
+    return SimpleNamespace(schema="shop", table="orders", columns=cols, null_bitmask=bytes(bitmask),
+                           table_id=1)
+
+
+def _version(cols, nullable=(), previous=None):
+    return TableVersion("ns", _event(cols, nullable), previous)
+
+
+def _prev(tv):
+    return evolution.previous_of(tv.row_schema["fields"], tv.pk_names)
+
+
+def _fields(tv):
+    return {f["name"]: f for f in tv.row_schema["fields"]}
+
+
+def test_schemas_differing_only_in_logical_type_get_distinct_fingerprints():
+    dt = _version([_col("id", T.LONG, pk=True), _col("at", T.DATETIME2, fsp=6)], nullable=("at",))
+    ts = _version([_col("id", T.LONG, pk=True), _col("at", T.TIMESTAMP2, fsp=6)], nullable=("at",))
+    assert dt.value_writer.fingerprint != ts.value_writer.fingerprint
+    # Without the hash in the namespace the canonical forms (and fingerprints) would be equal.
+    same_space = [json.loads(json.dumps(s.row_schema)) for s in (dt, ts)]
+    for s in same_space:
+        s["namespace"] = "shop.orders"
+    assert avro.fingerprint(same_space[0]) == avro.fingerprint(same_space[1])
+
+
+def test_decimal_precision_change_gets_a_distinct_fingerprint_but_the_same_key():
+    a = _version([_col("id", T.LONG, pk=True), _col("p", T.NEWDECIMAL, precision=10, decimals=2)])
+    b = _version([_col("id", T.LONG, pk=True), _col("p", T.NEWDECIMAL, precision=12, decimals=4)])
+    assert a.value_writer.fingerprint != b.value_writer.fingerprint
+    assert a.key_writer.fingerprint == b.key_writer.fingerprint
+
+
+def test_same_columns_give_byte_identical_schemas():
+    cols = [_col("id", T.LONG, pk=True), _col("name", T.VARCHAR, character_set_name="utf8mb4")]
+    one, two = _version(cols), _version(cols)
+    assert avro.canonical_json(one.value_schema) == avro.canonical_json(two.value_schema)
+    assert one.value_writer.header == two.value_writer.header
+
+
+def test_first_version_follows_mysql_nullability():
+    tv = _version([_col("id", T.LONG, pk=True), _col("n", T.LONG)])
+    assert _fields(tv)["n"]["type"] == "int"
+
+
+def test_added_not_null_column_is_nullable_with_default_null_and_stays_nullable():
+    v1 = _version([_col("id", T.LONG, pk=True)])
+    v2 = _version([_col("id", T.LONG, pk=True), _col("n", T.LONG)], previous=_prev(v1))
+    assert _fields(v2)["n"]["type"] == ["null", "int"] and _fields(v2)["n"]["default"] is None
+    assert _fields(v2)["id"]["type"] == "int"
+    v3 = _version([_col("id", T.LONG, pk=True), _col("n", T.LONG), _col("m", T.LONG)],
+                  previous=_prev(v2))
+    assert _fields(v3)["n"]["type"] == ["null", "int"]
+
+
+def test_a_new_reader_reads_old_data_after_an_added_column():
+    v1 = _version([_col("id", T.LONG, pk=True)])
+    v2 = _version([_col("id", T.LONG, pk=True), _col("n", T.LONG)], previous=_prev(v1))
+    row = v1.row_name
+    data = v1.value_writer.encode({"before": None, "after": (row, {"id": 3}), "op": "c", "ts_ms": 0,
+                                   "source": {"server_id": 1, "file": "f", "pos": 4, "gtid": None,
+                                              "db": "shop", "table": "orders", "row": 0,
+                                              "txid": "f:4", "tx_row": 0}})
+    got = fastavro.schemaless_reader(io.BytesIO(data[10:]), v1.value_writer.parsed,
+                                     v2.value_writer.parsed)
+    assert got["after"] == {"id": 3, "n": None}
+
+
+def test_changes_are_classified():
+    v1 = _version([_col("id", T.LONG, pk=True), _col("a", T.LONG), _col("w", T.DATETIME2, fsp=0)],
+                  nullable=("w",))
+    v2 = _version([_col("id", T.LONGLONG, pk=True), _col("c", T.LONG),
+                   _col("w", T.TIMESTAMP2, fsp=0)], nullable=("w",), previous=_prev(v1))
+    found = {c.text: c.breaking for c in evolution.changes(_prev(v1), v2.row_schema["fields"],
+                                                           v2.pk_names)}
+    assert found["column c added (nullable, default null)"] is False
+    assert found["column a dropped (a rename to c?: readers see a drop and an add)"] is True
+    assert found["column id type int -> long (Avro promotion: new readers read old data)"] is False
+    assert any(t.startswith("column w type") and b for t, b in found.items())
+
+
+def test_primary_key_change_is_breaking():
+    v1 = _version([_col("id", T.LONG, pk=True), _col("code", T.LONG)])
+    v2 = _version([_col("id", T.LONG), _col("code", T.LONG, pk=True)], previous=_prev(v1))
+    found = evolution.changes(_prev(v1), v2.row_schema["fields"], v2.pk_names)
+    assert [c for c in found if c.breaking] == [
+        evolution.Change("primary key (id) -> (code): message keys change", True)]
+
+
+def test_dropping_a_nullable_column_is_not_breaking():
+    v1 = _version([_col("id", T.LONG, pk=True), _col("x", T.LONG)], nullable=("x",))
+    v2 = _version([_col("id", T.LONG, pk=True)], previous=_prev(v1))
+    assert evolution.changes(_prev(v1), v2.row_schema["fields"], v2.pk_names) == [
+        evolution.Change("column x dropped", False)]
+
+
+def test_lineage_is_each_topics_last_value_schema():
+    v1 = _version([_col("id", T.LONG, pk=True)])
+    v2 = _version([_col("id", T.LONG, pk=True), _col("n", T.LONG)], previous=_prev(v1))
+    records = [{"kind": "value", "topic": "ns.shop.orders", "schema": json.dumps(tv.value_schema)}
+               for tv in (v1, v2)]
+    records.append({"kind": "key", "topic": "ns.shop.orders", "schema": json.dumps(v1.key_schema)})
+    lineage = evolution.lineage_from_records(records)
+    assert set(lineage) == {"ns.shop.orders"} and set(lineage["ns.shop.orders"].fields) == {"id", "n"}
+    again = _version([_col("id", T.LONG, pk=True), _col("n", T.LONG)],
+                     previous=lineage["ns.shop.orders"])
+    assert again.value_writer.fingerprint == v2.value_writer.fingerprint
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("TRUNCATE TABLE t", ("cur", "t")),
+    ("truncate t", ("cur", "t")),
+    ("TRUNCATE TABLE `my db`.`odd``name`;", ("my db", "odd`name")),
+    ("/* app */ TRUNCATE other.t2", ("other", "t2")),
+    ("TRUNCATE TABLE  shop . orders ", ("shop", "orders")),
+    ("DELETE FROM t", None),
+    ("INSERT INTO truncate_log VALUES (1)", None),
+    ("CREATE TABLE truncate_me (id INT)", None),
+])
+def test_truncate_statements_are_recognised(query, expected):
+    assert truncated_table(query, "cur") == expected
+
+
+def test_confluent_framed_message_without_a_registry_is_a_clear_error():
+    dec = Decoder(lambda: {})
+    with pytest.raises(ValueError, match="Confluent wire format .*pass the schema registry"):
+        dec.decode(b"\x00\x00\x00\x00\x07\x02")
+    with pytest.raises(ValueError, match="neither Avro single-object"):
+        dec.decode(b"\x05abc")
