@@ -1,0 +1,211 @@
+"""Deploys against the real MariaDB and Kafka: canary and main side by side, rollback, verdict.
+
+The tests share one deployment (module fixture) to stay lean: release A is built once and runs
+as canary and main under a private supervisord; the tests then run in order.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from streamer import release, service
+from tests import support
+from tests.e2e.servers import free_port
+
+DEPLOY = os.path.join(support.ROOT, "deploy", "deploy.sh")
+# The dependency layer is keyed by the lock file: built once per machine, shared by test runs.
+DEPS = os.path.join(support.LOCAL, "deploy-deps")
+
+
+class Site:
+    def __init__(self, base, db, admin):
+        self.prefix = os.path.join(base, "opt")
+        self.db = db
+        self.admin = admin
+        self.tag = support.unique("d")
+        self.ns = {env: f"{self.tag}-{env}" for env in ("canary", "main")}
+        self.ports = {env: free_port() for env in ("canary", "main")}
+        os.makedirs(os.path.join(self.prefix, "etc"))
+        # The canary gets its own MySQL user, so a test can lock it out without touching main.
+        self.canary_user = self.tag + "c"
+        self.canary_pw = os.path.join(base, "canary.password")
+        with open(os.open(self.canary_pw, os.O_WRONLY | os.O_CREAT, 0o600), "w") as fh:
+            fh.write(self.tag + "pw\n")
+        support.sql(admin, f"CREATE USER '{self.canary_user}'@'%' IDENTIFIED BY '{self.tag}pw'",
+                    f"GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{self.canary_user}'@'%'")
+        for env, user, pw in (("canary", self.canary_user, self.canary_pw),
+                              ("main", "streamer", os.path.join(support.LOCAL, "secrets",
+                                                                "streamer.password"))):
+            self.write_env(env, user, pw)
+
+    def write_env(self, env, user, pw):
+        lines = {"STREAMER__NAMESPACE": self.ns[env], "STREAMER__MYSQL__HOST": "127.0.0.1",
+                 "STREAMER__MYSQL__PORT": str(support.MYSQL_PORT), "STREAMER__MYSQL__USER": user,
+                 "STREAMER__MYSQL__PASSWORD_FILE": pw,
+                 "STREAMER__MYSQL__SERVER_ID": str(6000 + free_port() % 50000),
+                 "STREAMER__KAFKA__BOOTSTRAP_SERVERS": support.KAFKA,
+                 "STREAMER__TABLES__INCLUDE": f'["{self.db}.*"]',
+                 "STREAMER__BATCH__LINGER_MS": "50",
+                 "STREAMER__METRICS__HTTP_PORT": str(self.ports[env]),
+                 "STREAMER__METRICS__INTERVAL_S": "1"}
+        path = os.path.join(self.prefix, "etc", env + ".env")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as fh:
+            fh.write("".join(f"{k}={v}\n" for k, v in lines.items()))
+
+    def env(self):
+        return dict(os.environ, STREAMER_PREFIX=self.prefix, STREAMER_SUPERVISOR="supervisord",
+                    STREAMER_DEPLOY_PYTHON=sys.executable, STREAMER_DEPS_DIR=DEPS)
+
+    def deploy(self, *args):
+        return subprocess.run([DEPLOY, *args], env=self.env(), capture_output=True, text=True,
+                              timeout=600)
+
+    def current(self, env):
+        return os.path.basename(os.path.realpath(os.path.join(self.prefix, env, "current")))
+
+    def topic(self, env):
+        return f"{self.ns[env]}.{self.db}.t"
+
+
+def insert(conn, ids):
+    for i in ids:
+        support.sql(conn, f"INSERT INTO t VALUES ({i}, 'v{i}')")
+
+
+def ids_in(site, env, expect):
+    msgs = support.consume([site.topic(env)], expect=expect, idle=2.0, timeout=60,
+                           decode_ns=site.ns[env])
+    return [m["value"]["after"]["id"] for m in msgs]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    name = support.unique("t_")
+    admin = support.admin()
+    support.sql(admin, f"CREATE DATABASE {name}")
+    admin.select_db(name)
+    support.sql(admin, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+    s = Site(str(tmp_path_factory.mktemp("deploy")), name, admin)
+    try:
+        started = time.monotonic()
+        for env in ("canary", "main"):
+            proc = s.deploy(env, "A", "--health-timeout", "60")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        s.deploy_a_s = time.monotonic() - started
+        yield s
+    finally:
+        supervisor = service.Supervisord(s.prefix)
+        if supervisor.running():
+            supervisor.shutdown()
+        support.sql(admin, f"DROP USER IF EXISTS '{s.canary_user}'@'%'", f"DROP DATABASE {name}")
+        admin.close()
+
+
+def test_canary_and_main_from_one_release_both_stream_into_disjoint_topics(site):
+    assert site.current("canary") == site.current("main") == "A"
+    with open(os.path.join(site.prefix, "releases", "A", release.MARKER)) as fh:
+        print(f"deploying A to canary and main took {site.deploy_a_s:.1f}s; release: {fh.read()}")
+    insert(site.admin, range(1, 21))
+    for env in ("canary", "main"):
+        assert sorted(ids_in(site, env, 20)) == list(range(1, 21))
+    names = AdminClient({"bootstrap.servers": support.KAFKA}).list_topics(timeout=10).topics
+    canary = {t for t in names if t.startswith(site.ns["canary"] + ".")}
+    main = {t for t in names if t.startswith(site.ns["main"] + ".")}
+    assert site.topic("canary") in canary and f"{site.ns['main']}.__positions" in main
+    assert not canary & main
+
+
+def broken_source(base):
+    """A copy of this source whose console entry point does not exist: it fails on start."""
+    src = os.path.join(base, "src-broken")
+    shutil.copytree(support.ROOT, src, ignore=release._SKIP)
+    with open(os.path.join(src, "setup.py")) as fh:
+        text = fh.read()
+    assert "streamer.cli:main" in text
+    with open(os.path.join(src, "setup.py"), "w") as fh:
+        fh.write(text.replace("streamer.cli:main", "streamer.cli:no_such_entry_point"))
+    return src
+
+
+def test_broken_release_rolls_back_and_the_old_one_loses_nothing(site, tmp_path):
+    src = broken_source(str(tmp_path))
+    stop = threading.Event()
+    written = []
+    conn = support.admin(site.db)
+
+    def writer():
+        i = 1000
+        while not stop.is_set():
+            insert(conn, [i])
+            written.append(i)
+            i += 1
+            time.sleep(0.02)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        started = time.monotonic()
+        proc = site.deploy("main", "B", "--source", src, "--health-timeout", "20")
+        took = time.monotonic() - started
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        t.join()
+        conn.close()
+    print(f"broken deploy + rollback took {took:.1f}s; {len(written)} rows written meanwhile")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "B on main failed: restart failed" in proc.stderr
+    assert "rolled main back to A: healthy" in proc.stderr
+    assert site.current("main") == "A" and site.current("canary") == "A"
+    got = [i for i in ids_in(site, "main", 20 + len(written)) if i >= 1000]
+    assert len(got) == len(set(got)), "a row arrived twice"
+    assert sorted(got) == written
+
+
+def write_while(site, seconds, start):
+    conn = support.admin(site.db)
+    end = time.monotonic() + seconds
+    i = start
+    try:
+        while time.monotonic() < end:
+            insert(conn, [i])
+            i += 1
+            time.sleep(0.02)
+    finally:
+        conn.close()
+
+
+def test_healthy_canary_passes_the_verdict_against_main(site):
+    t = threading.Thread(target=write_while, args=(site, 6, 5000))
+    t.start()
+    proc = site.deploy("verify", "canary", "--main", "main", "--window", "5")
+    t.join()
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "✓ advancing" in proc.stdout and "verdict: PASS" in proc.stdout
+    assert "throughput" in proc.stdout and "vs main" in proc.stdout
+
+
+def test_canary_locked_out_of_mysql_fails_the_verdict_with_the_reason(site):
+    support.sql(site.admin, f"ALTER USER '{site.canary_user}'@'%' ACCOUNT LOCK")
+    for (pid,) in support.sql(site.admin, "SELECT id FROM information_schema.processlist "
+                                          f"WHERE user = '{site.canary_user}'"):
+        support.sql(site.admin, f"KILL {pid}")
+    t = threading.Thread(target=write_while, args=(site, 6, 9000))
+    t.start()
+    env = site.env()
+    with open(os.path.join(site.prefix, "etc", "canary.env")) as fh:
+        env.update(line.strip().split("=", 1) for line in fh)
+    cfg = os.path.join(site.prefix, "canary", "current", "env", "canary.yaml")
+    proc = subprocess.run([sys.executable, "-m", "streamer.cli", "verify", "-c", cfg, "--window", "5"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    t.join()
+    print(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "verdict: FAIL" in proc.stdout
+    assert "✗ errors_total rose from" in proc.stdout
