@@ -103,6 +103,9 @@ class Writer:
             log.info("schema %s: no generated writer, using fastavro", schema.get("name"))
             self._fallback = True
 
+    def uses_fastavro(self) -> bool:
+        return self._fallback
+
     def encode(self, record: Any) -> bytes:
         if self._fallback:
             buf = io.BytesIO()

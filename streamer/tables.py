@@ -127,6 +127,10 @@ class TableVersion:
             self.key_writer = avro.Writer(self.key_schema)
         else:
             self.key_schema = None
+        if not self.value_writer.uses_fastavro():
+            # The generated writers take [null, T] values as they are: no per-value tuple.
+            self.conversions = [(m, n, c, None) for m, n, c, _ in self.conversions
+                                if c is not None or m != n]
 
     def convert(self, values: Dict[str, Any], none_sources: Optional[Dict[str, str]] = None) -> None:
         """Turn a row dict from the reader into the Avro row datum, in place."""

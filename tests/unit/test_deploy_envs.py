@@ -67,7 +67,7 @@ def test_systemd_unit_runs_current_under_pypy_and_outwaits_the_shutdown_flush():
     assert int(svc["TimeoutStopSec"]) > longest
     assert svc["ExecStart"].startswith("/opt/streamer/%i/current/bin/streamer run -c ")
     assert svc["EnvironmentFile"] == "/opt/streamer/etc/%i.env"
-    with open(os.path.join(ROOT, "docs", "deploying.md")) as fh:
+    with open(os.path.join(ROOT, "README.md")) as fh:
         assert "systemctl kill -s USR2 streamer@canary" in fh.read()
 
 
