@@ -14,9 +14,24 @@ setup(
         "PyYAML>=6,<7",
         'confluent-kafka==2.16.1; platform_python_implementation == "CPython"',
         'confluent-kafka-pypy==1.9.2; platform_python_implementation == "PyPy"',
+        "signalfx==1.1.16",
+        # vmprof 0.6.0 needs Python >= 3.10; 0.4.18.1 is the last release for PyPy 3.9.
+        'vmprof==0.6.0; python_version >= "3.10"',
+        'vmprof==0.4.18.1; python_version < "3.10"',
     ],
     extras_require={
-        "test": ["pytest>=7,<9", "ruff==0.8.4"],
+        # supervisord stands in for systemd in the deploy tests (deploy/supervisor/).
+        "test": ["pytest>=7,<9", "ruff==0.8.4", "supervisor==4.3.0",
+                 # confluent-kafka's SchemaRegistryClient/AvroDeserializer, used by the registry
+                 # tests as the standard consumer. Listed one by one: 2.16.1's [schemaregistry]
+                 # extra pins a certifi release the package index doesn't have.
+                 'requests>=2.25; platform_python_implementation == "PyPy"',
+                 'attrs>=21.2.0; platform_python_implementation == "CPython"',
+                 'cachetools>=5.5.0; platform_python_implementation == "CPython"',
+                 'certifi; platform_python_implementation == "CPython"',
+                 'httpx2>=2.0; platform_python_implementation == "CPython" and python_version >= "3.10"',
+                 'httpx>=0.26; platform_python_implementation == "CPython" and python_version < "3.10"',
+                 'authlib>=1.0.0; platform_python_implementation == "CPython"'],
     },
     entry_points={"console_scripts": ["streamer = streamer.cli:main"]},
 )

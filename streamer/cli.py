@@ -1,4 +1,4 @@
-"""Command line: ``streamer run | check | tail``."""
+"""Command line: ``streamer run | check | tail | verify | status | profile``."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +15,7 @@ log = logging.getLogger("streamer")
 EXIT_CONFIG = 2
 EXIT_SOURCE = 3
 EXIT_KAFKA = 4
+EXIT_REGISTRY = 5
 
 
 def _setup_logging(level: str) -> None:
@@ -33,9 +34,37 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise config_mod.ConfigError("--start-file and --start-pos go together")
     if args.start_file is not None:
         start = Position(args.start_file, args.start_pos)
-    streamer = Streamer(cfg, start=start, start_gtid=args.start_gtid)
-    streamer.install_signals()
-    return streamer.run()
+    from .observe import Observability
+
+    with Observability(cfg) as obs:
+        streamer = Streamer(cfg, start=start, start_gtid=args.start_gtid, metrics=obs.metrics)
+        streamer.install_signals()
+        return streamer.run()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .httpstatus import EndpointUnavailable, fetch_status, status_text
+
+    cfg = config_mod.load(args.config)
+    try:
+        st = fetch_status(cfg)
+    except EndpointUnavailable as exc:
+        print(f"streamer: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(st, indent=2, sort_keys=True) if args.json else status_text(st))
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .flamegraph import report
+
+    try:
+        print(report(args.file, args.svg or args.file + ".svg",
+                     args.collapsed or args.file + ".collapsed", args.top))
+    except (OSError, ValueError) as exc:
+        print(f"streamer: cannot read profile: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
@@ -149,6 +178,14 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from . import verify
+
+    url = verify.base_url(config_mod.load(args.config))
+    main_url = verify.base_url(config_mod.load(args.main_config)) if args.main_config else None
+    return verify.run(url, main_url, args.window, verify.Limits(args.max_lag_s, args.max_slower_pct))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="streamer", description="MySQL binlog -> Kafka (Avro), exactly once")
     sub = p.add_subparsers(dest="command", required=True)
@@ -170,12 +207,31 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--max", type=int, help="stop after this many messages")
     tail.add_argument("--idle-exit", type=float, help="stop after this many idle seconds")
     tail.set_defaults(func=cmd_tail)
+    status = sub.add_parser("status", help="position, lag, throughput, latency of the running instance")
+    status.add_argument("-c", "--config", required=True)
+    status.add_argument("--json", action="store_true", help="the raw /status JSON")
+    status.set_defaults(func=cmd_status)
+    prof = sub.add_parser("profile", help="top functions and a flame graph SVG of a vmprof file")
+    prof.add_argument("file")
+    prof.add_argument("--svg", help="flame graph output (default FILE.svg)")
+    prof.add_argument("--collapsed", help="collapsed-stack output (default FILE.collapsed)")
+    prof.add_argument("--top", type=int, default=20, help="functions per table")
+    prof.set_defaults(func=cmd_profile)
+    ver = sub.add_parser("verify", help="canary verdict: watch its /status over a window")
+    ver.add_argument("-c", "--config", required=True, help="the canary's config")
+    ver.add_argument("--main-config", help="main's config, to compare throughput when it runs")
+    ver.add_argument("--window", type=float, default=30.0, help="seconds to watch")
+    ver.add_argument("--max-lag-s", type=float, default=60.0, help="fail above this lag")
+    ver.add_argument("--max-slower-pct", type=float, default=25.0,
+                     help="fail when this many percent below main's rows/s")
+    ver.set_defaults(func=cmd_verify)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from .publisher import Fenced, KafkaFatal
     from .reader import SourceError
+    from .registry import RegistryError
     from .tables import MissingColumnNames
 
     args = build_parser().parse_args(argv)
@@ -193,6 +249,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KafkaFatal as exc:
         print(f"streamer: Kafka error: {exc}", file=sys.stderr)
         return EXIT_KAFKA
+    except RegistryError as exc:
+        print(f"streamer: {exc}", file=sys.stderr)
+        return EXIT_REGISTRY
 
 
 if __name__ == "__main__":

@@ -44,9 +44,23 @@ DEFAULTS: Dict[str, Any] = {
     "tables": {"include": ["*.*"], "exclude": []},
     "batch": {"max_messages": 5000, "linger_ms": 100, "idle_checkpoint_ms": 1000},
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
+    # With a url (e.g. http://host:8081 or Apicurio's .../apis/ccompat/v7): Confluent wire format
+    # and subjects {topic}-key/-value. Without: single-object encoding plus {namespace}.__schemas.
+    "schema_registry": {"url": None, "timeout_s": 10.0},
     "shutdown_timeout_s": 10.0,
     "commit_retries": 5,
     "log_level": "INFO",
+    # Observability (docs/metrics.md). environment is a metric dimension; http_port 0 = no endpoint.
+    "environment": "dev",
+    "metrics": {"http_host": "127.0.0.1", "http_port": 0, "interval_s": 10.0,
+                "latency_threshold_ms": 100, "log_summary": True, "stall_after_s": 30.0},
+    "signalfx": {"enabled": False, "ingest_endpoint": "https://ingest.signalfx.com",
+                 "token_env": "SIGNALFX_TOKEN", "token_file": None},
+    "profiler": {"enabled": False, "force": False, "dir": "profiles", "auto": False,
+                 "auto_backlog_bytes": 50000000, "auto_max_s": 60.0, "keep": 5},
+    # user null: the streamer's own MySQL user and password (it needs INSERT, UPDATE on database).
+    "heartbeat": {"enabled": False, "interval_ms": 500, "database": "streamer_heartbeat",
+                  "user": None, "password_env": "STREAMER_HEARTBEAT_PASSWORD", "password_file": None},
 }
 
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
@@ -144,16 +158,46 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
                               f"(exactly-once needs it); remove it")
     _require(bool(cfg["kafka"].get("bootstrap.servers")), "kafka.bootstrap.servers",
              cfg["kafka"].get("bootstrap.servers"), "host:port[,host:port...]")
+    url = cfg["schema_registry"]["url"]
+    _require(url is None or (isinstance(url, str) and url.startswith(("http://", "https://"))),
+             "schema_registry.url", url, "unset, or the registry's base URL: http(s)://host:port[/path]")
+    _positive_number(cfg, "schema_registry.timeout_s")
     level = str(cfg["log_level"]).upper()
     _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log_level", cfg["log_level"],
              "DEBUG, INFO, WARNING or ERROR")
     cfg["log_level"] = level
+    _validate_observability(cfg)
     if cfg["source"]["name"] is None:
         cfg["source"]["name"] = f"{cfg['mysql']['host']}-{cfg['mysql']['port']}"
     name = cfg["source"]["name"]
     _require(isinstance(name, str) and bool(_NAME.match(name)), "source.name", name,
              "letters, digits, '_', '-', '.'")
     return cfg
+
+
+def _validate_observability(cfg: Dict[str, Any]) -> None:
+    env = cfg["environment"]
+    _require(isinstance(env, str) and bool(_NAME.match(env)), "environment", env,
+             "letters, digits, '_', '-', '.' (a metric dimension, e.g. prod or canary)")
+    port = cfg["metrics"]["http_port"]
+    _require(isinstance(port, int) and not isinstance(port, bool) and 0 <= port < 65536,
+             "metrics.http_port", port, "0 (endpoint off) or a port 1..65535")
+    for key in ("metrics.interval_s", "metrics.latency_threshold_ms", "metrics.stall_after_s",
+                "heartbeat.interval_ms", "profiler.auto_backlog_bytes", "profiler.auto_max_s"):
+        _positive_number(cfg, key)
+    _positive_number(cfg, "profiler.keep", allow_zero=True)
+    for key in ("metrics.log_summary", "signalfx.enabled", "profiler.enabled", "profiler.force",
+                "profiler.auto", "heartbeat.enabled"):
+        section, name = key.split(".")
+        _require(isinstance(cfg[section][name], bool), key, cfg[section][name], "true or false")
+    url = cfg["signalfx"]["ingest_endpoint"]
+    _require(isinstance(url, str) and url.startswith(("http://", "https://")),
+             "signalfx.ingest_endpoint", url, "an http(s):// URL")
+    db = cfg["heartbeat"]["database"]
+    _require(isinstance(db, str) and bool(re.match(r"^[A-Za-z0-9_]+$", db)), "heartbeat.database",
+             db, "a database name of letters, digits and '_'")
+    if cfg["profiler"]["auto"] and not cfg["profiler"]["enabled"]:
+        raise ConfigError("config key 'profiler.auto' needs 'profiler.enabled: true' as well")
 
 
 def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
@@ -174,9 +218,11 @@ def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[
     cfg = _merge(cfg, _env_overrides(environ))
     if path is not None:
         base = os.path.dirname(os.path.abspath(path))
-        pf = cfg["mysql"]["password_file"]
-        if pf and not os.path.isabs(pf):
-            cfg["mysql"]["password_file"] = os.path.join(base, pf)
+        for section, key in (("mysql", "password_file"), ("heartbeat", "password_file"),
+                             ("signalfx", "token_file"), ("profiler", "dir")):
+            pf = cfg[section][key]
+            if pf and not os.path.isabs(pf):
+                cfg[section][key] = os.path.join(base, pf)
     return validate(cfg)
 
 

@@ -60,6 +60,7 @@ class Streamer:
         self.published = 0
         self.batches = 0
         self.reconnects = 0
+        self.publisher: Optional[Publisher] = None
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableRegistry] = None
         sr = cfg["schema_registry"]
@@ -67,8 +68,10 @@ class Streamer:
 
     # -- control --------------------------------------------------------------------------------
     def request_stop(self, *_: Any) -> None:
-        # Only a flag: the loop wakes at the next event or heartbeat and shuts down in order.
+        # Only flags: the loop wakes at the next event or heartbeat and shuts down in order.
         self.stop_requested = True
+        if self.publisher is not None:
+            self.publisher.stopping = True
 
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, self.request_stop)
@@ -116,6 +119,7 @@ class Streamer:
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> int:
         with Publisher(self.cfg) as publisher:
+            self.publisher = publisher
             position = self._initial_position(publisher)
             if publisher.committed is not position:
                 # Make a new start point durable before reading: a crash before the first batch
@@ -280,7 +284,8 @@ class Streamer:
 
     def _commit(self, publisher: Publisher, tracker: Tracker, pending: int) -> None:
         position = tracker.position()
-        publisher.commit(position)
+        timeout = float(self.cfg["shutdown_timeout_s"]) if self.stop_requested else 60.0
+        publisher.commit(position, timeout)
         self.metrics.on_commit(position, pending, publisher.last_commit_s, len(publisher.producer))
         self.published += pending
         self.batches += 1

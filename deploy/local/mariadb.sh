@@ -71,7 +71,8 @@ init_datadir() {
 }
 
 provision() {
-    # Idempotent: users, grants and the demo database. Passwords are read from their files by the
+    # Idempotent: users, grants, the demo database and the heartbeat table (the streamer user may
+    # write only that database: heartbeat.user null reuses the streamer's own credentials). Passwords are read from their files by the
     # shell and sent inside the SQL on stdin. The files only ever hold [A-Za-z0-9].
     local admin_pw streamer_pw
     admin_pw="$(cat "$(password_file admin)")"
@@ -88,8 +89,11 @@ GRANT ALL PRIVILEGES ON *.* TO 'admin'@'127.0.0.1' WITH GRANT OPTION;
 CREATE USER IF NOT EXISTS 'streamer'@'127.0.0.1';
 ALTER USER 'streamer'@'127.0.0.1' IDENTIFIED BY '$streamer_pw';
 GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'streamer'@'127.0.0.1';
+GRANT INSERT, UPDATE ON streamer_heartbeat.* TO 'streamer'@'127.0.0.1';
 SET SESSION sql_log_bin = 1;
 CREATE DATABASE IF NOT EXISTS demo;
+CREATE DATABASE IF NOT EXISTS streamer_heartbeat;
+CREATE TABLE IF NOT EXISTS streamer_heartbeat.heartbeat (source VARCHAR(64) PRIMARY KEY, ts_us BIGINT UNSIGNED NOT NULL);
 SQL
         # The client's error text can quote SQL; keep only the error codes in the output.
         grep -o 'ERROR [0-9]* ([0-9A-Z]*)' "$DIR/provision.err" >&2 || true
@@ -102,6 +106,7 @@ SQL
 up() {
     install_server
     if running; then
+        provision   # idempotent; brings an older instance up to date (e.g. the heartbeat table)
         log "already running on 127.0.0.1:$PORT (socket $SOCK)"
         return 0
     fi

@@ -1,0 +1,243 @@
+"""Counters, gauges and the latency distribution that the pipeline feeds, read by the sinks.
+
+The pipeline calls in at most once per rows event (``on_rows``) and once per batch commit
+(``on_commit``); nothing here runs per message except the byte count in ``counting``. Latency is
+processing time (the batch's Kafka commit returned) minus event time (the MySQL commit), kept in a
+fixed array of log-spaced buckets: constant memory, constant cost per sample, quantiles within 5%.
+The background reporter calls ``roll`` once per interval to turn counters into rates.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+log = logging.getLogger(__name__)
+
+Produce = Callable[[str, bytes, Optional[bytes]], None]
+
+
+class LatencyWindow:
+    """Weighted latency samples in log-spaced buckets: p50, p99, max, share over a threshold."""
+
+    RATIO = 1.05
+    FLOOR_MS = 0.05
+    SIZE = 420  # 0.05 ms * 1.05**420 is about 40 hours; anything above lands in the last bucket
+
+    def __init__(self, threshold_ms: float):
+        self.threshold_ms = float(threshold_ms)
+        self._log_ratio = math.log(self.RATIO)
+        self.reset()
+
+    def reset(self) -> None:
+        self.buckets = [0] * self.SIZE
+        self.count = 0
+        self.over = 0
+        self.max_ms = 0.0
+
+    def add(self, ms: float, weight: int = 1) -> None:
+        if ms < self.FLOOR_MS:
+            i = 0
+        else:
+            i = min(self.SIZE - 1, int(math.log(ms / self.FLOOR_MS) / self._log_ratio) + 1)
+        self.buckets[i] += weight
+        self.count += weight
+        if ms > self.threshold_ms:
+            self.over += weight
+        if ms > self.max_ms:
+            self.max_ms = ms
+
+    def quantile(self, q: float) -> Optional[float]:
+        if not self.count:
+            return None
+        rank = q * self.count
+        seen = 0
+        for i, n in enumerate(self.buckets):
+            seen += n
+            if n and seen >= rank:
+                # The bucket's geometric middle, never above the true maximum.
+                mid = self.FLOOR_MS if i == 0 else self.FLOOR_MS * self.RATIO ** (i - 0.5)
+                return min(mid, self.max_ms)
+        return self.max_ms
+
+    def summary(self) -> Dict[str, Any]:
+        return {"p50": _round(self.quantile(0.5)), "p99": _round(self.quantile(0.99)),
+                "max": _round(self.max_ms) if self.count else None,
+                "over_threshold_share": (self.over / self.count) if self.count else None,
+                "threshold_ms": self.threshold_ms, "samples": self.count}
+
+
+def _round(v: Optional[float]) -> Optional[float]:
+    return None if v is None else round(v, 3)
+
+
+COUNTERS = ("messages", "rows", "bytes", "batches", "errors", "reconnects")
+
+
+class Metrics:
+    """The live numbers of one streamer. Written by the pipeline thread, read by the others."""
+
+    def __init__(self, cfg: Dict[str, Any], heartbeat: bool = False):
+        m = cfg["metrics"]
+        self.dimensions = {"environment": str(cfg["environment"]),
+                           "source": str(cfg["source"]["name"]), "namespace": str(cfg["namespace"])}
+        self.heartbeat = heartbeat
+        self.heartbeat_db: Optional[str] = cfg["heartbeat"]["database"] if heartbeat else None
+        self.idle_window_s = max(1.0, 5 * float(cfg["mysql"]["heartbeat_s"]))
+        self.stall_after_s = float(m["stall_after_s"])
+        self.messages = self.rows = self.bytes = self.batches = self.errors = self.reconnects = 0
+        self.queue_depth = 0
+        self.commit_seconds = 0.0
+        self.batch_size = 0
+        self.lag_bytes: Optional[int] = None
+        self.position: Dict[str, Any] = {"file": None, "pos": None, "gtid_set": None, "rows": 0}
+        self.last_event_ts: Optional[float] = None
+        self.started = time.time()
+        self.started_mono = time.monotonic()
+        self.last_commit_mono: Optional[float] = None
+        self.last_idle_mono: Optional[float] = None
+        self.last_error: Optional[Tuple[float, str]] = None
+        self.hooks: List[Callable[[], None]] = []
+        self.rates = {"messages_per_s": 0.0, "rows_per_s": 0.0, "bytes_per_s": 0.0}
+        self.latency = LatencyWindow(float(m["latency_threshold_ms"])).summary()
+        self._window = LatencyWindow(float(m["latency_threshold_ms"]))
+        self._lock = threading.Lock()
+        self._event_ts: Dict[int, int] = {}
+        self._beats: List[float] = []
+        self._prev = (time.monotonic(), 0, 0, 0)
+
+    # -- called by the pipeline -----------------------------------------------------------------
+    def counting(self, produce: Produce) -> Produce:
+        """``produce`` that also counts the bytes handed to Kafka (key plus value)."""
+        def produce_counted(topic: str, value: bytes, key: Optional[bytes]) -> None:
+            produce(topic, value, key)
+            self.bytes += len(value) if key is None else len(value) + len(key)
+        return produce_counted
+
+    def on_rows(self, ts: int, rows: int) -> None:
+        """One published rows event: its MySQL commit time (seconds) and row count."""
+        self.rows += rows
+        seen = self._event_ts
+        seen[ts] = seen.get(ts, 0) + rows
+
+    def on_heartbeat(self, ts_us: int) -> None:
+        """A heartbeat row came back through the binlog, written at ``ts_us`` (µs since epoch)."""
+        self._beats.append(ts_us / 1e6)
+
+    def on_commit(self, position: Any, messages: int, commit_s: float, queue_depth: int) -> None:
+        now = time.time()
+        self.messages += messages
+        self.batches += 1
+        self.batch_size = messages
+        self.commit_seconds = commit_s
+        self.queue_depth = queue_depth
+        self.position = {"file": position.file, "pos": position.pos,
+                         "gtid_set": position.gtid_set, "rows": position.rows}
+        newest = self.last_event_ts
+        with self._lock:
+            window = self._window
+            if self.heartbeat:
+                # Binlog timestamps have one-second resolution; the heartbeat's are µs.
+                for t in self._beats:
+                    window.add((now - t) * 1000.0)
+            else:
+                for ts, n in self._event_ts.items():
+                    window.add((now - ts) * 1000.0, n)
+        for t in self._beats:
+            newest = t if newest is None or t > newest else newest
+        if self._event_ts and not self.heartbeat:
+            top = float(max(self._event_ts))
+            newest = top if newest is None or top > newest else newest
+        self.last_event_ts = newest
+        self._event_ts.clear()
+        self._beats.clear()
+        self.last_commit_mono = time.monotonic()
+        self.last_error = None
+        # Lazy args: nothing is formatted unless DEBUG is on (SIGHUP toggles it).
+        log.debug("committed %d messages up to %s:%s in %.1f ms, producer queue %d", messages,
+                  position.file, position.pos, commit_s * 1000.0, queue_depth)
+        self.tick()
+
+    def on_idle(self) -> None:
+        """The server sent a binlog heartbeat: the reader is waiting on the socket, caught up."""
+        self.last_idle_mono = time.monotonic()
+        self.last_error = None  # connected again and nothing left to read: recovered
+        self.tick()
+
+    def on_error(self, exc: BaseException, reconnect: bool) -> None:
+        self.errors += 1
+        if reconnect:
+            self.reconnects += 1
+        self.last_error = (time.monotonic(), str(exc))
+        self._event_ts.clear()
+        self._beats.clear()
+
+    def tick(self) -> None:
+        # Where the main loop does what signal handlers asked for (profiler, log level).
+        for hook in self.hooks:
+            hook()
+
+    # -- read by the reporter, the HTTP endpoint and the profiler -----------------------------------
+    def caught_up(self) -> bool:
+        last = self.last_idle_mono
+        return last is not None and time.monotonic() - last < self.idle_window_s
+
+    def lag_seconds(self) -> Optional[float]:
+        if not self.heartbeat and self.caught_up():
+            return 0.0
+        if self.last_event_ts is None:
+            return None
+        return max(0.0, time.time() - self.last_event_ts)
+
+    def roll(self) -> None:
+        """Close the interval: rates since the previous roll, and the latency window's summary."""
+        now = time.monotonic()
+        t0, m0, r0, b0 = self._prev
+        dt = max(now - t0, 1e-6)
+        m, r, b = self.messages, self.rows, self.bytes
+        self.rates = {"messages_per_s": round((m - m0) / dt, 3), "rows_per_s": round((r - r0) / dt, 3),
+                      "bytes_per_s": round((b - b0) / dt, 3)}
+        self._prev = (now, m, r, b)
+        with self._lock:
+            summary = self._window.summary()
+            self._window.reset()
+        if summary["samples"]:
+            self.latency = summary
+        else:
+            # No change in this interval: keep the last distribution rather than report nothing.
+            self.latency = dict(self.latency, samples=0)
+
+    def health(self) -> Tuple[str, str]:
+        now = time.monotonic()
+        if self.last_error is not None:
+            return "error", self.last_error[1]
+        progress = [t for t in (self.last_commit_mono, self.last_idle_mono) if t is not None]
+        if not progress:
+            return "starting", "no batch committed and the binlog reader has not caught up yet"
+        quiet = now - max(progress)
+        if quiet > self.stall_after_s:
+            return "stalled", (f"no batch committed and no idle binlog heartbeat for {quiet:.1f} s "
+                               f"(metrics.stall_after_s is {self.stall_after_s:g})")
+        return "ok", "advancing" if not self.caught_up() else "caught up"
+
+    def status(self) -> Dict[str, Any]:
+        lag = self.lag_seconds()
+        latency = {k: self.latency[k] for k in ("p50", "p99", "max", "over_threshold_share",
+                                                "threshold_ms")}
+        out: Dict[str, Any] = dict(self.dimensions)
+        out.update({
+            "position": dict(self.position),
+            "lag_seconds": None if lag is None else round(lag, 3),
+            "lag_bytes": self.lag_bytes,
+            "throughput": dict(self.rates),
+            "latency_ms": latency,
+            "counters": {f"{name}_total": getattr(self, name) for name in COUNTERS},
+            "queue_depth": self.queue_depth,
+            "commit_seconds": round(self.commit_seconds, 6),
+            "batch_size": self.batch_size,
+            "heartbeat": self.heartbeat,
+            "uptime_s": round(time.monotonic() - self.started_mono, 3),
+        })
+        return out

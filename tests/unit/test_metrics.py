@@ -1,0 +1,256 @@
+"""Metrics, health, the Prometheus text and the sinks' pure parts, without servers."""
+import logging
+import os
+import re
+import time
+
+import pytest
+
+from streamer import config
+from streamer.httpstatus import prometheus, status_text
+from streamer.metrics import LatencyWindow, Metrics
+from streamer.position import Position
+from streamer.reporter import backlog_bytes, datapoints, signalfx_token, summary_line
+
+
+def cfg(**over):
+    c = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                        "namespace": "ns", "environment": "canary",
+                                                        "source": {"name": "db1"}}))
+    for section, values in over.items():
+        c[section].update(values)
+    return c
+
+
+def test_latency_quantiles_are_within_five_percent_and_the_share_over_threshold_is_exact():
+    w = LatencyWindow(threshold_ms=100)
+    for ms in range(1, 1001):  # 1..1000 ms, uniform
+        w.add(float(ms))
+    s = w.summary()
+    assert s["p50"] == pytest.approx(500, rel=0.05)
+    assert s["p99"] == pytest.approx(990, rel=0.05)
+    assert s["max"] == 1000.0
+    assert s["over_threshold_share"] == pytest.approx(900 / 1000)
+    assert s["samples"] == 1000
+
+
+def test_latency_window_memory_is_bounded_and_weights_count_as_samples():
+    w = LatencyWindow(threshold_ms=100)
+    size = len(w.buckets)
+    w.add(5.0, weight=99)
+    w.add(10 ** 12, weight=1)  # absurdly late: lands in the last bucket
+    w.add(0.0)
+    assert len(w.buckets) == size
+    s = w.summary()
+    assert s["samples"] == 101 and s["p50"] == pytest.approx(5.0, rel=0.05)
+    assert s["over_threshold_share"] == pytest.approx(1 / 101)
+
+
+def test_commit_turns_event_times_into_row_weighted_latency_and_counts():
+    m = Metrics(cfg())
+    now = int(time.time())
+    m.on_rows(now - 2, 3)
+    m.on_rows(now - 2, 1)
+    m.on_rows(now, 4)
+    m.on_commit(Position("mysql-bin.000003", 1234, "0-1-9", 0), 8, 0.02, 5)
+    m.roll()
+    st = m.status()
+    assert st["counters"]["rows_total"] == 8 and st["counters"]["messages_total"] == 8
+    assert st["counters"]["batches_total"] == 1
+    assert st["position"] == {"file": "mysql-bin.000003", "pos": 1234, "gtid_set": "0-1-9", "rows": 0}
+    assert st["queue_depth"] == 5 and st["commit_seconds"] == 0.02 and st["batch_size"] == 8
+    lat = st["latency_ms"]
+    # Half the rows are ~2 s old, half ~0 s: p99 and max near 2 s, the share over 100 ms >= half.
+    assert 1900 < lat["max"] < 3100 and lat["p99"] > 1800
+    assert lat["over_threshold_share"] >= 0.5
+    assert (st["environment"], st["source"], st["namespace"]) == ("canary", "db1", "ns")
+
+
+def test_with_heartbeat_only_the_microsecond_beats_make_the_latency():
+    m = Metrics(cfg(heartbeat={"enabled": True}), heartbeat=True)
+    m.on_rows(int(time.time()) - 30, 10)  # a coarse binlog timestamp: ignored for latency
+    m.on_heartbeat(int((time.time() - 0.040) * 1e6))
+    m.on_commit(Position("f", 4), 10, 0.01, 0)
+    m.roll()
+    lat = m.status()["latency_ms"]
+    assert 38 <= lat["max"] < 300
+    assert m.lag_seconds() < 1.0
+
+
+def test_rates_come_from_the_counters_between_two_rolls():
+    m = Metrics(cfg())
+    m.roll()
+    m.on_rows(int(time.time()), 50)
+    m.bytes += 5000
+    m.on_commit(Position("f", 4), 50, 0.01, 0)
+    time.sleep(0.1)
+    m.roll()
+    rates = m.status()["throughput"]
+    assert 50 / 0.5 < rates["messages_per_s"] <= 50 / 0.1
+    assert rates["rows_per_s"] == rates["messages_per_s"]
+    assert rates["bytes_per_s"] == pytest.approx(rates["messages_per_s"] * 100, rel=0.01)
+
+
+def test_counting_produce_counts_key_and_value_bytes():
+    m = Metrics(cfg())
+    sent = []
+    produce = m.counting(lambda t, v, k: sent.append((t, v, k)))
+    produce("t", b"12345", b"ab")
+    produce("t", b"123", None)
+    assert m.bytes == 10 and len(sent) == 2
+
+
+def test_health_is_starting_then_ok_then_stalled_and_error_names_the_reason():
+    m = Metrics(cfg(metrics={"stall_after_s": 0.2}))
+    m.stall_after_s = 0.2
+    assert m.health()[0] == "starting"
+    m.on_commit(Position("f", 4), 1, 0.01, 0)
+    assert m.health() == ("ok", "advancing")
+    m.on_idle()
+    assert m.health() == ("ok", "caught up")
+    m.last_commit_mono = m.last_idle_mono = time.monotonic() - 1.0
+    status, reason = m.health()
+    assert status == "stalled" and "no batch committed" in reason and "stall_after_s" in reason
+    m.on_error(ConnectionError("binlog connection failed (2013)"), reconnect=True)
+    assert m.health() == ("error", "binlog connection failed (2013)")
+    assert m.errors == 1 and m.reconnects == 1
+    m.on_commit(Position("f", 8), 1, 0.01, 0)
+    assert m.health()[0] == "ok"
+    m.on_error(ConnectionError("dropped"), reconnect=True)
+    m.on_idle()  # reconnected, and the source has nothing more to send
+    assert m.health() == ("ok", "caught up")
+
+
+def test_lag_is_zero_when_caught_up_without_heartbeat_and_grows_with_event_age_when_behind():
+    m = Metrics(cfg())
+    assert m.lag_seconds() is None
+    m.on_rows(int(time.time()) - 5, 1)
+    m.on_commit(Position("f", 4), 1, 0.01, 0)
+    assert 4 <= m.lag_seconds() < 7
+    m.on_idle()
+    assert m.lag_seconds() == 0.0
+
+
+def test_prometheus_text_has_every_contract_metric_with_the_three_labels():
+    m = Metrics(cfg())
+    m.on_rows(int(time.time()), 2)
+    m.on_commit(Position("f", 4), 2, 0.01, 0)
+    m.lag_bytes = 77
+    m.roll()
+    text = prometheus(m)
+    labels = '{environment="canary",source="db1",namespace="ns"'
+    for name in ("streamer_messages_total", "streamer_rows_total", "streamer_bytes_total",
+                 "streamer_batches_total", "streamer_errors_total", "streamer_reconnects_total",
+                 "streamer_lag_seconds", "streamer_lag_bytes", "streamer_queue_depth",
+                 "streamer_commit_seconds", "streamer_latency_over_threshold_ratio"):
+        assert re.search(rf"^{name}{re.escape(labels)}}} [0-9.e+-]+$", text, re.M), name
+    for q in ("0.5", "0.99", "1"):
+        assert f'streamer_latency_seconds{labels},quantile="{q}"}} ' in text
+    assert "# TYPE streamer_messages_total counter" in text
+    assert "# TYPE streamer_lag_bytes gauge" in text
+    assert re.search(r"^streamer_lag_bytes\{.*\} 77\.0$", text, re.M)
+    assert re.search(r"^streamer_messages_total\{.*\} 2\.0$", text, re.M)
+
+
+def test_backlog_counts_the_rest_of_the_current_file_and_all_later_files():
+    logs = [("mysql-bin.000001", 1000), ("mysql-bin.000002", 500), ("mysql-bin.000003", 300)]
+    assert backlog_bytes(logs, "mysql-bin.000002", 200) == 300 + 300
+    assert backlog_bytes(logs, "mysql-bin.000003", 300) == 0
+    assert backlog_bytes(logs, "mysql-bin.000000", 4) is None  # purged: unknown, not zero
+    assert backlog_bytes(logs, None, None) is None
+
+
+def test_signalfx_datapoints_carry_dimensions_and_skip_unknown_values():
+    m = Metrics(cfg())
+    m.on_rows(int(time.time()), 3)
+    m.on_commit(Position("f", 4), 3, 0.01, 0)
+    m.roll()
+    dp = datapoints(m)
+    counters = {d["metric"]: d["value"] for d in dp["cumulative_counters"]}
+    assert counters["streamer.messages"] == 3 and counters["streamer.rows"] == 3
+    gauges = {d["metric"] for d in dp["gauges"]}
+    assert {"streamer.latency_ms.p50", "streamer.throughput.messages_per_s",
+            "streamer.commit_seconds"} <= gauges
+    assert "streamer.lag_bytes" not in gauges  # never polled yet: not sent as a fake zero
+    for d in dp["gauges"] + dp["cumulative_counters"]:
+        assert d["dimensions"] == {"environment": "canary", "source": "db1", "namespace": "ns"}
+
+
+def test_signalfx_token_comes_from_env_or_file_and_its_absence_is_explained(tmp_path):
+    c = cfg(signalfx={"enabled": True})
+    assert signalfx_token(c, {"SIGNALFX_TOKEN": "t0k"}) == "t0k"
+    f = tmp_path / "tok"
+    f.write_text("fromfile\n")
+    c["signalfx"]["token_file"] = str(f)
+    assert signalfx_token(c, {}) == "fromfile"
+    c["signalfx"]["token_file"] = None
+    with pytest.raises(config.ConfigError, match="SIGNALFX_TOKEN.*token_file"):
+        signalfx_token(c, {})
+
+
+def test_status_text_and_summary_line_show_position_lag_throughput_and_percentiles():
+    m = Metrics(cfg())
+    m.on_rows(int(time.time()), 3)
+    m.on_commit(Position("mysql-bin.000007", 99), 3, 0.01, 0)
+    m.roll()
+    text = status_text(m.status())
+    assert "mysql-bin.000007:99" in text and "p50" in text and "p99" in text and "msg/s" in text
+    assert "db1" in text and "canary" in text
+    line = summary_line(m)
+    assert "\n" not in line and "msg/s" in line and "mysql-bin.000007:99" in line
+
+
+def test_debug_toggle_switches_the_root_level_only_when_the_loop_polls():
+    import signal
+
+    from streamer.observe import DebugToggle
+
+    m = Metrics(cfg())
+    root = logging.getLogger()
+    before = root.level
+    root.setLevel(logging.INFO)
+    try:
+        with DebugToggle(m):
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)
+            assert root.level == logging.INFO  # the handler only set a flag
+            m.tick()
+            assert root.level == logging.DEBUG
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)
+            m.tick()
+            assert root.level == logging.INFO
+    finally:
+        root.setLevel(before)
+
+
+def test_observability_config_defaults_and_errors_name_key_value_and_fix(tmp_path):
+    c = cfg()
+    assert c["metrics"] == {"http_host": "127.0.0.1", "http_port": 0, "interval_s": 10.0,
+                            "latency_threshold_ms": 100, "log_summary": True, "stall_after_s": 30.0}
+    assert c["signalfx"]["enabled"] is False and c["profiler"]["keep"] == 5
+    assert c["heartbeat"]["interval_ms"] == 500 and c["heartbeat"]["database"] == "streamer_heartbeat"
+    p = tmp_path / "c.yaml"
+    p.write_text("mysql: {server_id: 7}\nmetrics: {http_port: 70000}\n")
+    with pytest.raises(config.ConfigError, match=r"metrics.http_port.*70000.*0 \(endpoint off\)"):
+        config.load(str(p), environ={})
+    p.write_text("mysql: {server_id: 7}\nprofiler: {auto: true}\n")
+    with pytest.raises(config.ConfigError, match="profiler.auto.*profiler.enabled"):
+        config.load(str(p), environ={})
+    p.write_text("mysql: {server_id: 7}\nheartbeat: {database: 'x;drop'}\n")
+    with pytest.raises(config.ConfigError, match="heartbeat.database"):
+        config.load(str(p), environ={})
+    p.write_text("mysql: {server_id: 7}\nprofiler: {dir: profs}\n")
+    assert config.load(str(p), environ={})["profiler"]["dir"] == str(tmp_path / "profs")
+
+
+def test_heartbeat_credentials_reuse_the_streamer_user_or_need_their_own_password(tmp_path):
+    from streamer.heartbeat import credentials
+
+    c = cfg()
+    s = credentials(c, {"STREAMER_MYSQL_PASSWORD": "pw"})
+    assert (s["user"], s["password"]) == ("streamer", "pw")
+    c["heartbeat"]["user"] = "beat"
+    with pytest.raises(config.ConfigError, match="heartbeat.password_file.*STREAMER_HEARTBEAT_PASSWORD"):
+        credentials(c, {"STREAMER_MYSQL_PASSWORD": "pw"})
+    assert credentials(c, {"STREAMER_HEARTBEAT_PASSWORD": "b"})["password"] == "b"
