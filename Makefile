@@ -7,7 +7,8 @@ VENV_CPY := .venv-cpy
 CONFIG ?= .local/streamer.yaml
 PYTEST_ARGS ?=
 
-.PHONY: help deps venv up down config run demo-load test test-pypy test-cpython unit lint bench clean
+.PHONY: help deps venv up down config run demo-load test test-pypy test-cpython unit lint bench bench-compare clean \
+	constraints build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
 
 help:
 	@echo "make run        set everything up and stream the local MariaDB into the local Kafka"
@@ -62,8 +63,49 @@ test: lint test-pypy test-cpython
 lint: venv
 	$(VENV_CPY)/bin/ruff check streamer tests bench
 
+# The driver runs under CPython (its Kafka consumer is cheaper there); the streamer and the bare
+# read run under each --python. Results are appended to bench/results.jsonl (docs/benchmarks.md).
+BENCH_ARGS ?= --repeat 3
 bench: venv up
-	$(VENV_PYPY)/bin/python -m bench.catchup --python $(VENV_PYPY)/bin/python --python $(VENV_CPY)/bin/python
+	$(VENV_CPY)/bin/python -m bench.suite --python $(VENV_PYPY)/bin/python --python $(VENV_CPY)/bin/python $(BENCH_ARGS)
+
+bench-compare: venv
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make bench-compare A=<commit|file> B=<commit|file>" >&2; exit 2; }
+	$(VENV_CPY)/bin/python -m bench.compare $(A) $(B)
+
+# Releases and deploys (deploy/Jenkinsfile calls only these; README.md, "Deploying"). A release is
+# STREAMER_PREFIX/releases/VERSION, built with the PyPy venv's pins in deploy/constraints-pypy.txt.
+VERSION ?= $(shell git rev-parse --short=12 HEAD)
+VERIFY_WINDOW ?= 30
+GROOVY_VERSION := 4.0.22
+GROOVY_JAR := .local/groovy/groovy-$(GROOVY_VERSION).jar
+JENKINSFILE ?= deploy/Jenkinsfile
+DEPLOY := STREAMER_DEPLOY_PYTHON=$(VENV_PYPY)/bin/python deploy/deploy.sh
+
+constraints: $(VENV_PYPY)/.stamp
+	$(VENV_PYPY)/bin/pip freeze --exclude-editable > deploy/constraints-pypy.txt
+
+build: $(VENV_PYPY)/.stamp
+	$(DEPLOY) build $(VERSION)
+
+deploy-canary: $(VENV_PYPY)/.stamp
+	$(DEPLOY) canary $(VERSION)
+
+verify-canary: $(VENV_PYPY)/.stamp
+	$(DEPLOY) verify canary --main main --window $(VERIFY_WINDOW)
+
+deploy-stage: $(VENV_PYPY)/.stamp
+	$(DEPLOY) stage $(VERSION)
+
+deploy-main: $(VENV_PYPY)/.stamp
+	$(DEPLOY) main $(VERSION)
+
+$(GROOVY_JAR):
+	mvn -q dependency:copy -Dartifact=org.apache.groovy:groovy:$(GROOVY_VERSION) -DoutputDirectory=$(dir $@)
+
+# Parses the Jenkinsfile with the real Groovy compiler (syntax errors fail, names stay dynamic).
+check-jenkinsfile: $(GROOVY_JAR)
+	java -cp $(GROOVY_JAR) groovy.ui.GroovyMain -e 'new GroovyShell().parse(new File(args[0]))' $(JENKINSFILE)
 
 clean:
 	rm -rf $(VENV_PYPY) $(VENV_CPY)

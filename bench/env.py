@@ -1,0 +1,96 @@
+"""Where the bench runs: the repo, the local servers, the commit and the host.
+
+Paths derive from the repo root; the servers are the ones deploy/local/up.sh starts (ports can be
+moved with the same environment variables the deploy scripts honour). Passwords stay in their
+files: children get the file's path, never the password in argv.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import uuid
+import zlib
+from typing import Any, Dict, List, Optional, Tuple
+
+import pymysql
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOCAL = os.path.join(ROOT, ".local")
+SECRETS = os.path.join(LOCAL, "secrets")
+MYSQL_PORT = int(os.environ.get("STREAMER_MYSQL_PORT", "13306"))
+KAFKA = f"127.0.0.1:{os.environ.get('STREAMER_KAFKA_PORT', '9092')}"
+RESULTS = os.path.join(ROOT, "bench", "results.jsonl")
+
+
+def password_file(user: str) -> str:
+    return os.path.join(SECRETS, f"{user}.password")
+
+
+def read_password(user: str) -> str:
+    with open(password_file(user), encoding="utf-8") as fh:
+        return fh.read().strip()
+
+
+def admin(db: Optional[str] = None, multi: bool = False) -> Any:
+    """A connection as the local admin user; ``multi`` allows several statements per call."""
+    flags = pymysql.constants.CLIENT.MULTI_STATEMENTS if multi else 0
+    return pymysql.connect(host="127.0.0.1", port=MYSQL_PORT, user="admin",
+                           password=read_password("admin"), database=db, autocommit=True,
+                           charset="utf8mb4", client_flag=flags)
+
+
+def master_pos(conn: Any) -> Tuple[str, int]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+    return row[0], int(row[1])
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:8]}"
+
+
+def server_id(name: str) -> int:
+    """A fixed replica id per bench run (never random per connection; unique per name)."""
+    return 700000 + zlib.crc32(name.encode()) % 100000
+
+
+def write_streamer_config(path: str, namespace: str, include: List[str]) -> str:
+    """A production-like streamer config: the default batch settings, the bench's namespace."""
+    cfg: Dict[str, Any] = {
+        "namespace": namespace,
+        "source": {"name": namespace},
+        "mysql": {"host": "127.0.0.1", "port": MYSQL_PORT, "user": "streamer",
+                  "password_file": password_file("streamer"), "server_id": server_id(namespace)},
+        "kafka": {"bootstrap.servers": KAFKA},
+        "tables": {"include": include},
+        "start": {"initial": "end"},
+    }
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(cfg, fh)
+    return path
+
+
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+MEASURED = ("streamer", "setup.py")
+
+
+def commit() -> Tuple[str, bool, str]:
+    """HEAD, whether the measured code has uncommitted changes, and a digest of those changes.
+
+    The digest (of the diff and the untracked files) tells two dirty runs on the same HEAD apart.
+    """
+    head = _git("rev-parse", "HEAD")
+    digest = hashlib.sha1(_git("diff", "HEAD", "--", *MEASURED).encode())
+    untracked = _git("ls-files", "--others", "--exclude-standard", "--", *MEASURED).split()
+    for name in sorted(untracked):
+        with open(os.path.join(ROOT, name), "rb") as fh:
+            digest.update(name.encode() + b"\0" + fh.read())
+    dirty = bool(_git("status", "--porcelain", "--", *MEASURED))
+    return head, dirty, digest.hexdigest()[:12] if dirty else ""

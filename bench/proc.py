@@ -1,0 +1,81 @@
+"""The streamer under test as a child process of the interpreter being measured."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any, List, Optional
+
+from . import env
+
+
+class BenchError(RuntimeError):
+    """A bench step failed; the message says which and where its log is."""
+
+
+def peak_rss_mb(pid: int) -> Optional[float]:
+    """VmHWM (the peak resident set) of a live process, in MB."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def tail(path: str, lines: int = 15) -> str:
+    with open(path, "rb") as fh:
+        return "\n".join(fh.read().decode("utf-8", "replace").splitlines()[-lines:])
+
+
+class Streamer:
+    """``python -m streamer.cli run -c CFG [args]``; stopped with SIGTERM, which must exit 0."""
+
+    def __init__(self, python: str, config_path: str, log_path: str, args: List[str]):
+        self.log_path = log_path
+        self._log = open(log_path, "ab")
+        self.proc = subprocess.Popen([python, "-m", "streamer.cli", "run", "-c", config_path, *args],
+                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=env.ROOT)
+        self.rss_mb = 0.0
+
+    def sample(self) -> None:
+        """Fails fast when the streamer died; remembers its peak RSS."""
+        rc = self.proc.poll()
+        if rc is not None:
+            raise BenchError(f"the streamer exited with {rc} (log {self.log_path}):\n{tail(self.log_path)}")
+        rss = peak_rss_mb(self.proc.pid)
+        if rss is not None:
+            self.rss_mb = max(self.rss_mb, rss)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self.sample()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise BenchError(f"the streamer ignored SIGTERM for {timeout:.0f}s (log {self.log_path})")
+        if rc != 0:
+            raise BenchError(f"the streamer exited with {rc} on SIGTERM (log {self.log_path}):\n"
+                             f"{tail(self.log_path)}")
+
+    def __enter__(self) -> "Streamer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+def run_json(cmd: List[str], what: str) -> str:
+    """A child's stdout; a non-zero exit is an error that quotes the child's stderr."""
+    out = subprocess.run(cmd, cwd=env.ROOT, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    if out.returncode != 0:
+        raise BenchError(f"{what} failed with exit code {out.returncode}:\n{out.stderr[-3000:]}")
+    return out.stdout

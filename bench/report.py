@@ -1,0 +1,48 @@
+"""The printed tables: catch-up per shape × interpreter, and live latency per interpreter."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+
+def _num(value: Optional[float], digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if digits == 0 and abs(value) >= 1000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: List[Sequence[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    line = lambda cells: "  ".join(str(c).rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+CATCHUP: List[Tuple[str, str, int]] = [
+    ("bare cold", "bare_rows_s", 0), ("bare warm", "bare_warm_rows_s", 0),
+    ("e2e+start", "e2e_rows_s", 0), ("catch-up cold", "catchup_rows_s", 0),
+    ("warm", "warm_rows_s", 0), ("e2e/bare", "ratio", 2), ("start s", "start_s", 1),
+    ("RSS MB", "rss_mb", 0), ("PyPy/CPy", "pypy_over_cpython", 2),
+]
+LIVE: List[Tuple[str, str, int]] = [
+    ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
+    ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2),
+    ("cold p99", "cold_p99_ms", 1), ("cold max", "cold_max_ms", 1), ("RSS MB", "rss_mb", 0),
+]
+
+
+def render(records: List[Dict[str, Any]]) -> str:
+    """Both tables for one run's records (rows/s unless named otherwise)."""
+    parts = []
+    catchup = [r for r in records if r["shape"] != "live"]
+    if catchup:
+        rows = [[r["shape"], r["interpreter"], _num(r.get("rows"))] +
+                [_num(r.get(key), d) for _, key, d in CATCHUP] for r in catchup]
+        parts.append("catch-up (rows/s; cold = whole run of a fresh process, warm = its second half)\n"
+                     + _table(["shape", "python", "rows"] + [h for h, _, _ in CATCHUP], rows))
+    live = [r for r in records if r["shape"] == "live"]
+    if live:
+        rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in LIVE] for r in live]
+        parts.append("live load (latency = MySQL commit -> visible to a read_committed consumer; "
+                     "warm unless marked cold)\n" + _table(["python"] + [h for h, _, _ in LIVE], rows))
+    return "\n\n".join(parts)

@@ -1,0 +1,74 @@
+"""Results kept per commit: one JSON line per (interpreter, shape) and run, appended to a file.
+
+That file (bench/results.jsonl) is committed, so a regression can be traced to the commit that
+brought it (`python -m bench.compare A B`).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import statistics
+from typing import Any, Dict, Iterable, List, Optional
+
+from . import env
+
+# Higher is better for rates, lower for latency and memory; compare.py flags changes by this.
+HIGHER_IS_BETTER = ("bare_rows_s", "bare_warm_rows_s", "e2e_rows_s", "catchup_rows_s",
+                    "warm_rows_s", "ratio", "pypy_over_cpython", "rows_s")
+LOWER_IS_BETTER = ("start_s", "rss_mb", "p50_ms", "p99_ms", "max_ms", "over_100ms_pct",
+                   "cold_p99_ms", "cold_max_ms")
+
+
+def run_header(quick: bool, repeat: int) -> Dict[str, Any]:
+    """What every line of one bench run shares: where and on what code it ran."""
+    head, dirty, changes = env.commit()
+    return {
+        "commit": head,
+        "dirty": dirty,
+        "dirty_digest": changes,
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host_cores": os.cpu_count(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+        "quick": quick,
+        "repeat": repeat,
+    }
+
+
+def median_of(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Per key, the median of the numeric values across repeats (other values from the first)."""
+    out = dict(samples[0])
+    for key, value in samples[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values = [s[key] for s in samples if isinstance(s.get(key), (int, float))]
+            out[key] = round(statistics.median(values), 3) if values else None
+    return out
+
+
+def append(path: str, records: Iterable[Dict[str, Any]]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, sort_keys=True) + "\n")
+
+
+def load(path: str) -> List[Dict[str, Any]]:
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    raise ValueError(f"{path} line {number} is not a JSON object; fix or remove "
+                                     f"that line") from None
+    return out
+
+
+def speedup(records: List[Dict[str, Any]], key: str = "e2e_rows_s") -> None:
+    """Sets pypy_over_cpython on each PyPy line whose shape also ran under CPython."""
+    cpython = {r["shape"]: r.get(key) for r in records if r["interpreter"] == "cpython"}
+    for rec in records:
+        base: Optional[float] = cpython.get(rec["shape"])
+        value = rec.get(key)
+        if rec["interpreter"] == "pypy" and base and value:
+            rec["pypy_over_cpython"] = round(value / base, 2)

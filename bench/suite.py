@@ -1,0 +1,148 @@
+"""``python -m bench.suite``: the whole benchmark, per interpreter, appended to the results file.
+
+For each shape a backlog is loaded once (streamer stopped); then, per repeat and interpreter, the
+bare python-mysql-replication read of that binlog range and the streamer's catch-up of it are
+timed. Then the live load runs once per interpreter. One JSON line per (interpreter, shape) is
+appended (medians over the repeats) and the tables are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Dict, List
+
+import pymysql
+
+from . import catchup, env, live, report, results
+from .proc import BenchError, run_json
+from .shapes import SHAPES, Backlog, drop, load_backlog
+
+
+def _bare(python: str, backlog: Backlog) -> Dict[str, Any]:
+    out = run_json([python, "-m", "bench.bare", "--port", str(env.MYSQL_PORT),
+                    "--password-file", env.password_file("streamer"),
+                    "--server-id", str(env.server_id(backlog.db)),
+                    "--start", "%s:%d" % backlog.start, "--end", "%s:%d" % backlog.end,
+                    "--db", backlog.db, "--rows", str(backlog.rows)], f"bare read under {python}")
+    return json.loads(out)
+
+
+def _label(python: str) -> str:
+    """The interpreter path as recorded: relative to the repo when inside it."""
+    path = os.path.abspath(python)
+    return os.path.relpath(path, env.ROOT) if path.startswith(env.ROOT + os.sep) else python
+
+
+def measure_shape(shape: str, pythons: List[str], repeat: int, quick: bool,
+                  workdir: str) -> List[Dict[str, Any]]:
+    backlog = load_backlog(SHAPES[shape], quick)
+    print(f"bench: {shape}: {backlog.rows} rows loaded in {backlog.load_s:.1f}s into {backlog.db} "
+          f"({backlog.start[0]}:{backlog.start[1]} .. {backlog.end[0]}:{backlog.end[1]})", flush=True)
+    samples: Dict[str, List[Dict[str, Any]]] = {p: [] for p in pythons}
+    try:
+        for n in range(repeat):
+            # Interpreters alternate within each repeat so background noise hits both alike.
+            for python in pythons:
+                b = _bare(python, backlog)
+                c = catchup.run(python, backlog, workdir)
+                line = {"shape": shape, "python": _label(python),
+                        "interpreter": b["interpreter"], "version": b["version"],
+                        "rows": backlog.rows, "bare_rows_s": b["rows_s"],
+                        "bare_warm_rows_s": b["warm_rows_s"], "bare_rows_in_range": b["rows_in_range"],
+                        "load_s": round(backlog.load_s, 2)}
+                line.update({k: v for k, v in c.items() if k != "rows"})
+                line["ratio"] = round(c["e2e_rows_s"] / b["rows_s"], 3)
+                samples[python].append(line)
+                print(f"bench: {shape} {b['interpreter']} run {n + 1}/{repeat}: bare "
+                      f"{b['rows_s']:.0f} rows/s, e2e {c['e2e_rows_s']:.0f} rows/s, catch-up "
+                      f"{c['catchup_rows_s']} rows/s, warm {c['warm_rows_s']} rows/s, "
+                      f"RSS {c['rss_mb']} MB", flush=True)
+    finally:
+        drop(backlog.db)
+    out = []
+    for python in pythons:
+        rec = results.median_of(samples[python])
+        rec["e2e_samples"] = [s["e2e_rows_s"] for s in samples[python]]
+        out.append(rec)
+    return out
+
+
+def measure_live(python: str, args: argparse.Namespace, workdir: str) -> Dict[str, Any]:
+    out = live.run(python, workdir, args.live_rate, args.live_seconds, args.live_warmup)
+    rec = {"shape": "live", "python": _label(python), **_interpreter_of(python), **out}
+    print(f"bench: live {rec['interpreter']}: {out['rows_s']} rows/s, p50 {out['p50_ms']} ms, "
+          f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms", flush=True)
+    return rec
+
+
+def _interpreter_of(python: str) -> Dict[str, str]:
+    code = "import json; from bench.bare import interpreter; print(json.dumps(interpreter()))"
+    return json.loads(run_json([python, "-c", code], f"{python} -c interpreter()"))
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.suite", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--python", action="append", help="interpreter to measure (repeatable; "
+                   "default: this one)")
+    p.add_argument("--shape", action="append", choices=sorted(SHAPES),
+                   help="catch-up shape (repeatable; default: all)")
+    p.add_argument("--no-live", action="store_true", help="skip the live sysbench load")
+    p.add_argument("--no-catchup", action="store_true", help="only the live load")
+    p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
+    p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
+    p.add_argument("--results", default=env.RESULTS, help="JSON lines file to append to")
+    p.add_argument("--live-rate", type=int, help="sysbench transactions/s (default 500, quick 100)")
+    p.add_argument("--live-seconds", type=int, help="sysbench run time (default 40, quick 6)")
+    p.add_argument("--live-warmup", type=float, help="seconds counted as cold (default 10, quick 2)")
+    args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error(f"--repeat must be at least 1, got {args.repeat}")
+    args.python = args.python or [sys.executable]
+    for python in args.python:
+        if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            p.error(f"--python {python} is not an executable file; run 'make venv' to create "
+                    f"the project's virtualenvs")
+    args.shape = args.shape or sorted(SHAPES)
+    defaults = (100, 6, 2.0) if args.quick else (500, 40, 10.0)
+    for name, value in zip(("live_rate", "live_seconds", "live_warmup"), defaults):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
+def main(argv: List[str]) -> int:
+    args = parse_args(argv)
+    try:
+        env.admin().close()
+    except pymysql.err.MySQLError as exc:
+        print(f"bench: cannot reach the local MariaDB on 127.0.0.1:{env.MYSQL_PORT} ({exc}); "
+              f"run 'make up' first", file=sys.stderr)
+        return 2
+    header = results.run_header(args.quick, args.repeat)
+    records: List[Dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="streamer-bench-") as workdir:
+            if not args.no_catchup:
+                for shape in args.shape:
+                    records.extend(measure_shape(shape, args.python, args.repeat, args.quick, workdir))
+            if not args.no_live:
+                records.extend(measure_live(p, args, workdir) for p in args.python)
+    except BenchError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    results.speedup(records)
+    lines = [dict(header, **rec) for rec in records]
+    results.append(args.results, lines)
+    print()
+    print(report.render(lines))
+    print(f"\nappended {len(lines)} lines to {args.results} (commit {header['commit'][:12]}"
+          f"{', dirty' if header['dirty'] else ''})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

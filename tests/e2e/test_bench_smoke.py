@@ -1,0 +1,81 @@
+"""The benchmark suite runs end to end on a tiny backlog and records a sane results line.
+
+It writes to a temporary results file, never to the committed bench/results.jsonl.
+"""
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+from bench import env
+
+SHAPE_ROWS = 20000  # bench.shapes: quick bulk
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=env.ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _committed_results_state():
+    try:
+        st = os.stat(env.RESULTS)
+        return st.st_size, st.st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
+    out_file = tmp_path / "results.jsonl"
+    committed_before = _committed_results_state()
+
+    done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live",
+                "--python", sys.executable, "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert len(lines) == 1
+    rec = lines[0]
+    assert re.fullmatch(r"[0-9a-f]{40}", rec["commit"]) and isinstance(rec["dirty"], bool)
+    assert re.fullmatch(r"[0-9a-f]{12}" if rec["dirty"] else "", rec["dirty_digest"])
+    assert rec["shape"] == "bulk" and rec["rows"] == SHAPE_ROWS and rec["quick"] is True
+    assert rec["interpreter"] == platform.python_implementation().lower()
+    assert rec["host_cores"] == os.cpu_count()
+    for key in ("bare_rows_s", "e2e_rows_s", "catchup_rows_s", "warm_rows_s"):
+        assert rec[key] > 0, key
+    # End to end counts from the process spawn, so the start-up lies inside its window.
+    assert 0 < rec["start_s"] < SHAPE_ROWS / rec["e2e_rows_s"]
+    assert abs(rec["ratio"] - rec["e2e_rows_s"] / rec["bare_rows_s"]) < 0.01
+    assert 20 < rec["rss_mb"] < 4000
+    assert rec["bare_rows_in_range"] >= SHAPE_ROWS
+    assert "e2e/bare" in done.stdout and " bulk " in done.stdout
+    assert _committed_results_state() == committed_before
+
+
+def test_compare_reports_percent_change_and_flags_a_regression(tmp_path):
+    base = {"commit": "a" * 40, "shape": "bulk", "interpreter": "pypy", "quick": False,
+            "e2e_rows_s": 40000.0, "rss_mb": 150.0}
+    worse = dict(base, commit="b" * 40, e2e_rows_s=30000.0, rss_mb=150.0)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps(base) + "\n")
+    b.write_text(json.dumps(worse) + "\n")
+
+    done = _run("-m", "bench.compare", str(a), str(b))
+
+    assert done.returncode == 0, done.stderr
+    e2e = [ln for ln in done.stdout.splitlines() if "e2e_rows_s" in ln]
+    assert len(e2e) == 1 and "-25.0%" in e2e[0] and "WORSE" in e2e[0]
+    rss = [ln for ln in done.stdout.splitlines() if "rss_mb" in ln]
+    assert "+0.0%" in rss[0] and "WORSE" not in rss[0]
+
+
+def test_compare_names_the_fix_for_an_unknown_commit(tmp_path):
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"commit": "c" * 40, "shape": "bulk", "interpreter": "pypy"}) + "\n")
+
+    done = _run("-m", "bench.compare", "--results", str(results), "deadbeef", "c" * 12)
+
+    assert done.returncode == 2
+    assert "no results for 'deadbeef'" in done.stderr and "make bench" in done.stderr
