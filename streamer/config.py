@@ -33,7 +33,7 @@ DEFAULTS: Dict[str, Any] = {
         "password_file": None,
         "server_id": None,
         "connect_timeout_s": 10,
-        "heartbeat_s": 0.2,
+        "heartbeat_s": 0.02,
         "reconnect_backoff_s": 0.5,
         "reconnect_backoff_max_s": 30.0,
         "reconnect_max_attempts": 0,
@@ -42,7 +42,7 @@ DEFAULTS: Dict[str, Any] = {
     "kafka": {"bootstrap.servers": "127.0.0.1:9092"},
     "topics": {"partitions": 1, "replication_factor": 1},
     "tables": {"include": ["*.*"], "exclude": []},
-    "batch": {"max_messages": 5000, "linger_ms": 100, "idle_checkpoint_ms": 1000},
+    "batch": {"max_messages": 5000, "linger_ms": 20, "idle_checkpoint_ms": 1000},
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
     # With a url (e.g. http://host:8081 or Apicurio's .../apis/ccompat/v7): Confluent wire format
     # and subjects {topic}-key/-value. Without: single-object encoding plus {namespace}.__schemas.

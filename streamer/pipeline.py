@@ -242,7 +242,9 @@ class Streamer:
                         return
                     continue
                 now = time.monotonic()
-                if (pending or beat) and now - batch_started >= linger:
+                # A binlog heartbeat means the server had nothing more to send: the reader is caught
+                # up, so waiting out the linger would only add latency.
+                if (pending or beat) and (now - batch_started >= linger or cls is HeartbeatLogEvent):
                     self._commit(publisher, tracker, pending)
                     pending = 0
                     beat = False

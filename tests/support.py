@@ -61,7 +61,7 @@ def write_config(path: str, namespace: str, include: List[str], **over: Any) -> 
         "source": {"name": namespace},
         "mysql": {"host": "127.0.0.1", "port": MYSQL_PORT, "user": "streamer",
                   "password_file": os.path.join(LOCAL, "secrets", "streamer.password"),
-                  "server_id": 5000 + (zlib.crc32(namespace.encode()) % 100000), "heartbeat_s": 0.2},
+                  "server_id": 5000 + (zlib.crc32(namespace.encode()) % 100000)},
         "kafka": {"bootstrap.servers": KAFKA},
         "tables": {"include": include},
         "batch": {"linger_ms": 50},
