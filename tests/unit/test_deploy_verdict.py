@@ -51,7 +51,7 @@ def test_lag_over_the_limit_fails():
 
 
 def test_canary_much_slower_than_busy_main_fails():
-    canary = window(status(1000, 0), status(2000, 500))
+    canary = window(status(1000, 0), status(2000, 500, lag_s=30, lag_bytes=10 ** 6))
     main = window(status(1000, 0), status(9000, 2000))
     result = judge(canary, main, Limits(max_slower_pct=25))
     assert not result[0]
@@ -63,6 +63,14 @@ def test_canary_close_to_main_passes_and_idle_main_is_not_compared():
     assert judge(canary, window(status(1000, 0), status(2000, 2000)), Limits())[0]
     idle = judge(canary, window(status(1000, 0), status(1000, 0)), Limits())
     assert idle[0] and "main is idle" in reasons(idle)
+
+
+def test_caught_up_canary_is_not_called_slower_over_a_short_window():
+    canary = window(status(1000, 0), status(2000, 22, lag_s=0, lag_bytes=0))
+    main = window(status(1000, 0), status(9000, 37))
+    result = judge(canary, main, Limits(max_slower_pct=25, min_main_rows_per_s=1))
+    assert result[0], reasons(result)
+    assert "the canary is caught up" in reasons(result)
 
 
 def test_unanswered_status_fails_with_the_error():
