@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import platform
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -23,10 +24,23 @@ def _setup_logging(level: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+# PyPy's JIT compiles a loop after ~1000 iterations by default. The streamer's loops are few
+# and hot, so compiling them sooner shortens warm-up: a 200k-row bulk catch-up went from
+# 65k to 74k rows/s cold (medians of 2; warm unchanged at ~80k).
+JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=50"
+
+
+def _tune_jit() -> None:
+    if platform.python_implementation() == "PyPy":
+        import pypyjit  # type: ignore[import-not-found]
+        pypyjit.set_param(JIT_PARAMS)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import Streamer
     from .position import Position
 
+    _tune_jit()
     cfg = config_mod.load(args.config)
     _setup_logging(cfg["log_level"])
     start = None
