@@ -243,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from confluent_kafka import KafkaException
+
     from .publisher import Fenced, KafkaFatal
     from .reader import SourceError
     from .registry import RegistryError
@@ -260,7 +262,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Fenced as exc:
         print(f"streamer: fenced: {exc}", file=sys.stderr)
         return EXIT_KAFKA
-    except KafkaFatal as exc:
+    except (KafkaFatal, KafkaException) as exc:
         print(f"streamer: Kafka error: {exc}", file=sys.stderr)
         return EXIT_KAFKA
     except RegistryError as exc:

@@ -122,25 +122,29 @@ class Decoder:
         return self._raw[fp]
 
 
-def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, Any]]:
-    """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic)."""
+def read_topic(conf: Dict[str, Any], topic: str,
+               timeout: float = 60.0) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
+    """(key, value) of every committed record of a topic, read_committed, in offset order.
+
+    An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
+    """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    topic = f"{namespace}.__schemas"
-    c = Consumer(dict(conf, **{"group.id": f"streamer-decoder-{time.time()}",
+    c = Consumer(dict(conf, **{"group.id": f"streamer-reader-{time.time()}",
                                "enable.auto.commit": False, "enable.partition.eof": True,
                                "isolation.level": "read_committed"}))
     try:
         md = c.list_topics(topic, timeout=30)
         if md.topics[topic].error is not None:
             return []
-        parts = list(md.topics[topic].partitions)
+        parts = [p for p in md.topics[topic].partitions
+                 if c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0]
         c.assign([TopicPartition(topic, p, 0) for p in parts])
         pending = set(parts)
-        out: List[Dict[str, Any]] = []
-        deadline = time.monotonic() + 60
+        out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
+        deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:
-            msg = c.poll(1.0)
+            msg = c.poll(0.5)
             if msg is None:
                 continue
             if msg.error():
@@ -148,12 +152,18 @@ def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, 
                     pending.discard(msg.partition())
                     continue
                 raise RuntimeError(f"reading {topic}: {msg.error().str()}")
-            out.append(json.loads(msg.value()))
+            out.append((msg.key(), msg.value()))
         if pending:
             raise RuntimeError(f"timed out reading {topic}")
         return out
     finally:
         c.close()
+
+
+def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, Any]]:
+    """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic)."""
+    return [json.loads(value) for _, value in read_topic(conf, f"{namespace}.__schemas")
+            if value is not None]
 
 
 def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:

@@ -48,6 +48,18 @@ def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
         unscaled = value * 10 ** scale
         if len(str(abs(value))) > precision:
             raise ValueError("The decimal precision is bigger than allowed by schema")
+    elif getattr(value, "_is_special", True) is False:
+        # PyPy's decimal is the pure-Python one, whose as_tuple() rebuilds a tuple of digits
+        # from the digit string it keeps: reading that string is several times cheaper.
+        digits_str = value._int
+        if len(digits_str) > precision:
+            raise ValueError("The decimal precision is bigger than allowed by schema")
+        delta = value._exp + scale
+        if delta < 0:
+            raise ValueError("Scale provided in schema does not match the decimal")
+        unscaled = int(digits_str) * 10 ** delta
+        size = (unscaled.bit_length() + 8) // 8
+        return (-unscaled if value._sign else unscaled).to_bytes(size, "big", signed=True)
     else:
         sign, digits, exp = value.as_tuple()
         if len(digits) > precision:

@@ -24,7 +24,7 @@ from .envelope import process_event
 from .heartbeat import COLUMN as HEARTBEAT_COLUMN
 from .metrics import Metrics
 from .position import Position, Tracker
-from .publisher import BatchAborted, Publisher
+from .publisher import BatchAborted, ProducerBroken, Publisher
 from .reader import (BinlogReader, SourceError, StreamInterrupted, connect, connection_settings,
                      binlog_files, master_status, settings_problems)
 from .registry import SchemaRegistry
@@ -132,8 +132,9 @@ class Streamer:
                 try:
                     self._stream(publisher, position, gtid)
                     break
-                except (StreamInterrupted, BatchAborted, pymysql.err.OperationalError) as exc:
-                    publisher.abort()
+                except (StreamInterrupted, BatchAborted, ProducerBroken,
+                        pymysql.err.OperationalError) as exc:
+                    self._recover(publisher, exc)
                     self.metrics.on_error(exc, reconnect=True)
                     attempts += 1
                     limit = int(self.cfg["mysql"]["reconnect_max_attempts"])
@@ -148,6 +149,15 @@ class Streamer:
                     backoff = min(backoff * 2, float(self.cfg["mysql"]["reconnect_backoff_max_s"]))
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
+
+    def _recover(self, publisher: Publisher, exc: Exception) -> None:
+        """Drop the open batch: abort it, or replace a producer that can't abort any more."""
+        try:
+            if isinstance(exc, ProducerBroken):
+                raise exc
+            publisher.abort()
+        except ProducerBroken:
+            publisher.reset()
 
     def _gtid_for(self, position: Position) -> Optional[str]:
         """The GTID set to resume by, or None to resume by file/offset."""

@@ -12,9 +12,10 @@ import logging
 import time
 from typing import Any, Dict, List, Optional
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from .decode import read_topic
 from .position import Position
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,10 @@ class KafkaFatal(RuntimeError):
 
 class Fenced(KafkaFatal):
     pass
+
+
+class ProducerBroken(KafkaFatal):
+    """librdkafka marked the producer unusable (fatal, but not fenced): replace it and resume."""
 
 
 class BatchAborted(RuntimeError):
@@ -82,11 +87,20 @@ class Publisher:
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Publisher":
+        self.admin = AdminClient(self._client_conf())
+        self._start_producer()
+        compact = {"cleanup.policy": "compact"}
+        self.ensure_topic(self.positions_topic, partitions=1, config=compact)
+        self.ensure_topic(self.schemas_topic, partitions=1, config=compact)
+        return self
+
+    def _start_producer(self) -> None:
         conf = dict(DEFAULT_PRODUCER)
         conf.update(self.kafka_conf)
         conf.update({"transactional.id": self.txid, "enable.idempotence": True, "acks": "all"})
         self.producer = Producer(conf)
-        self.admin = AdminClient(self._client_conf())
+        self.in_tx = False
+        self._abort_pending = False
         timeout = float(self.cfg["shutdown_timeout_s"]) + 30
         try:
             # Fences any older instance of this source and aborts what it left open, so the
@@ -96,17 +110,27 @@ class Publisher:
             raise KafkaFatal(f"Kafka at {conf.get('bootstrap.servers')} did not accept the "
                              f"transactional producer {self.txid}: {_kafka_error(exc).str()}. "
                              f"Check that the brokers are reachable and support transactions") from None
-        compact = {"cleanup.policy": "compact"}
-        self.ensure_topic(self.positions_topic, partitions=1, config=compact)
-        self.ensure_topic(self.schemas_topic, partitions=1, config=compact)
-        return self
+
+    def reset(self) -> None:
+        """Replace a producer that hit a fatal error other than fencing (e.g. INVALID_TXN_STATE
+        after aborting while a new topic's partitions were being added). The new producer's
+        init_transactions aborts whatever the old one left open; the caller then resumes from
+        the last committed checkpoint."""
+        log.warning("replacing the Kafka producer after a fatal error; resuming from %s",
+                    self.committed.describe() if self.committed else "the start position")
+        self.producer = None
+        self._start_producer()
 
     def __exit__(self, *exc: Any) -> None:
         if self.producer is not None:
-            if self.in_tx or self._abort_pending:
-                self.stopping = True
-                self.abort()
-            self.producer.flush(5)
+            try:
+                if self.in_tx or self._abort_pending:
+                    self.stopping = True
+                    self.abort()
+                self.producer.flush(5)
+            except (KafkaException, KafkaFatal) as exc:
+                # Nothing uncommitted is lost: the next start resumes from the checkpoint.
+                log.warning("closing the Kafka producer: %s", exc)
             self.producer = None
 
     def _client_conf(self) -> Dict[str, Any]:
@@ -136,37 +160,17 @@ class Publisher:
     # -- checkpoint -----------------------------------------------------------------------------
     def read_checkpoint(self) -> Optional[Position]:
         """The last committed position of this source, read with read_committed."""
-        conf = self._client_conf()
-        conf.update({"group.id": f"streamer-checkpoint-reader.{self.txid}",
-                     "enable.auto.commit": False, "enable.partition.eof": True,
-                     "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
-        consumer = Consumer(conf)
         try:
-            md = consumer.list_topics(self.positions_topic, timeout=30)
-            parts = md.topics[self.positions_topic].partitions
-            tps = [TopicPartition(self.positions_topic, p, 0) for p in parts]
-            consumer.assign(tps)
-            pending = set(parts)
-            found: Optional[Position] = None
-            deadline = time.monotonic() + 60
-            key = self.source.encode()
-            while pending and time.monotonic() < deadline:
-                msg = consumer.poll(1.0)
-                if msg is None:
-                    continue
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                        continue
-                    raise KafkaFatal(f"cannot read {self.positions_topic}: {msg.error().str()}")
-                if msg.key() == key and msg.value() is not None:
-                    found = Position.from_json(msg.value())
-            if pending:
-                raise KafkaFatal(f"timed out reading the checkpoint from {self.positions_topic}")
-            self.committed = found
-            return found
-        finally:
-            consumer.close()
+            records = read_topic(self._client_conf(), self.positions_topic)
+        except (RuntimeError, KafkaException) as exc:
+            raise KafkaFatal(f"cannot read the checkpoint from {self.positions_topic}: {exc}") from None
+        key = self.source.encode()
+        found: Optional[Position] = None
+        for k, value in records:
+            if k == key and value is not None:
+                found = Position.from_json(value)
+        self.committed = found
+        return found
 
     # -- transactions ---------------------------------------------------------------------------
     def begin(self) -> None:
@@ -281,8 +285,10 @@ class Publisher:
                          f"Exiting without advancing the position; stop the other instance or "
                          f"give this one its own namespace/source.name") from None
         if err.fatal():
-            raise KafkaFatal(f"Kafka fatal error during {what}: {err.str()}") from None
-        if err.txn_requires_abort() or err.retriable():
+            raise ProducerBroken(f"Kafka fatal error during {what}: {err.str()}") from None
+        # _STATE: the transaction already failed (e.g. messages timed out while the broker was
+        # down) and only accepts an abort; the batch is re-read after it.
+        if err.txn_requires_abort() or err.retriable() or err.code() == KafkaError._STATE:
             self.abort()
             raise BatchAborted(f"{what} failed ({err.str()}); the batch was aborted") from None
         raise KafkaFatal(f"Kafka error during {what}: {err.str()}") from None
