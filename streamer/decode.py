@@ -122,10 +122,11 @@ class Decoder:
         return self._raw[fp]
 
 
-def read_topic(conf: Dict[str, Any], topic: str,
-               timeout: float = 60.0) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
+def read_topic(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
+               tail: Optional[int] = None) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
     """(key, value) of every committed record of a topic, read_committed, in offset order.
 
+    With ``tail``, only the records among each partition's last ``tail`` offsets are read.
     An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -137,10 +138,13 @@ def read_topic(conf: Dict[str, Any], topic: str,
         md = c.list_topics(topic, timeout=30)
         if md.topics[topic].error is not None:
             return []
-        parts = [p for p in md.topics[topic].partitions
-                 if c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0]
-        c.assign([TopicPartition(topic, p, 0) for p in parts])
-        pending = set(parts)
+        starts = {}
+        for p in md.topics[topic].partitions:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            if high > low:
+                starts[p] = low if tail is None else max(low, high - tail)
+        c.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
+        pending = set(starts)
         out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
         deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:

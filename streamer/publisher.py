@@ -34,6 +34,11 @@ _PRODUCER_ONLY = set(DEFAULT_PRODUCER) | {"compression.type", "batch.size", "ret
                                          "delivery.timeout.ms", "request.timeout.ms"}
 
 
+# The checkpoint is looked for among the positions topic's last offsets first (see read_checkpoint).
+CHECKPOINT_TAIL = 1000
+# Roll the compacted internal topics hourly so that compaction can drop superseded checkpoints.
+COMPACTED_SEGMENT_MS = 3600 * 1000
+
 # A Kafka outage makes the queue fill again and again; say so once, not once per message.
 QUEUE_FULL_LOG_EVERY_S = 300.0
 
@@ -84,12 +89,15 @@ class Publisher:
         # Set by the pipeline's signal handler: waits on an unavailable Kafka give up early.
         self.stopping = False
         self._abort_pending = False
+        self.checkpoint_records_read = 0
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Publisher":
         self.admin = AdminClient(self._client_conf())
         self._start_producer()
-        compact = {"cleanup.policy": "compact"}
+        # Kafka compacts only closed segments: without a time-based roll, a checkpoint per batch
+        # would pile up for days (the 1 GB default segment) and every start would read them all.
+        compact = {"cleanup.policy": "compact", "segment.ms": str(COMPACTED_SEGMENT_MS)}
         self.ensure_topic(self.positions_topic, partitions=1, config=compact)
         self.ensure_topic(self.schemas_topic, partitions=1, config=compact)
         return self
@@ -174,15 +182,23 @@ class Publisher:
     # -- checkpoint -----------------------------------------------------------------------------
     def read_checkpoint(self) -> Optional[Position]:
         """The last committed position of this source, read with read_committed."""
-        try:
-            records = read_topic(self._client_conf(), self.positions_topic)
-        except (RuntimeError, KafkaException) as exc:
-            raise KafkaFatal(f"cannot read the checkpoint from {self.positions_topic}: {exc}") from None
         key = self.source.encode()
         found: Optional[Position] = None
-        for k, value in records:
-            if k == key and value is not None:
-                found = Position.from_json(value)
+        # The newest checkpoint is the last record with this source's key. It is almost always
+        # among the last few offsets; only when other sources of the namespace wrote many since
+        # is the whole topic read.
+        for tail in (CHECKPOINT_TAIL, None):
+            try:
+                records = read_topic(self._client_conf(), self.positions_topic, tail=tail)
+            except (RuntimeError, KafkaException) as exc:
+                raise KafkaFatal(f"cannot read the checkpoint from {self.positions_topic}: "
+                                 f"{exc}") from None
+            self.checkpoint_records_read = len(records)
+            for k, value in records:
+                if k == key and value is not None:
+                    found = Position.from_json(value)
+            if found is not None:
+                break
         self.committed = found
         return found
 

@@ -1,0 +1,62 @@
+"""Reading the committed checkpoint back from a real Kafka, the way a start does."""
+import os
+
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from streamer import config as config_mod
+from streamer import publisher as publisher_mod
+from streamer.position import Position
+from streamer.publisher import Publisher
+from tests import support
+
+
+def _cfg(tmp_path, namespace: str, source: str):
+    path = support.write_config(os.path.join(str(tmp_path), f"{source}.yaml"), namespace, ["x.*"],
+                                source={"name": source})
+    return config_mod.load(path, {})
+
+
+def _commit_many(cfg, count: int, start_pos: int) -> Position:
+    last = None
+    with Publisher(cfg) as pub:
+        for i in range(count):
+            last = Position("mysql-bin.000001", start_pos + i)
+            pub.commit(last)
+    return last
+
+
+def test_checkpoint_is_found_in_the_tail_and_behind_other_sources(tmp_path, monkeypatch):
+    monkeypatch.setattr(publisher_mod, "CHECKPOINT_TAIL", 40)
+    ns = support.unique("ckpt")
+    a, b = _cfg(tmp_path, ns, "alpha"), _cfg(tmp_path, ns, "beta")
+    a_last = _commit_many(a, 5, 100)
+    # beta's checkpoints push alpha's far out of the last 40 offsets (a record and a commit
+    # marker per transaction).
+    b_last = _commit_many(b, 60, 1000)
+
+    with Publisher(b) as pub:
+        found = pub.read_checkpoint()
+        assert (found.file, found.pos) == (b_last.file, b_last.pos)
+        assert 0 < pub.checkpoint_records_read <= 40
+
+    with Publisher(a) as pub:
+        found = pub.read_checkpoint()
+        assert (found.file, found.pos) == (a_last.file, a_last.pos)
+        # Not in the tail: the whole topic was read.
+        assert pub.checkpoint_records_read == 65
+
+    with Publisher(_cfg(tmp_path, ns, "gamma")) as pub:
+        assert pub.read_checkpoint() is None
+
+
+def test_positions_topic_rolls_segments_so_compaction_can_run(tmp_path):
+    ns = support.unique("ckpt")
+    cfg = _cfg(tmp_path, ns, "alpha")
+    with Publisher(cfg):
+        pass
+    admin = AdminClient({"bootstrap.servers": support.KAFKA})
+    for topic in (f"{ns}.__positions", f"{ns}.__schemas"):
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        conf = admin.describe_configs([res])[res].result(timeout=30)
+        assert conf["cleanup.policy"].value == "compact"
+        assert int(conf["segment.ms"].value) == publisher_mod.COMPACTED_SEGMENT_MS
