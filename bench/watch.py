@@ -43,7 +43,8 @@ class Watcher:
         now = time.monotonic()
         if now >= self._next_scan:
             self._scan()
-            self._next_scan = now + self.rescan_s
+            # Until a topic shows up, look often: the first batch's visible time is start_s.
+            self._next_scan = now + (self.rescan_s if self.assigned else 0.05)
         if not self.assigned:
             time.sleep(timeout)
             return []
