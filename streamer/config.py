@@ -42,7 +42,8 @@ DEFAULTS: Dict[str, Any] = {
     "kafka": {"bootstrap.servers": "127.0.0.1:9092"},
     "topics": {"partitions": 1, "replication_factor": 1},
     "tables": {"include": ["*.*"], "exclude": []},
-    "batch": {"max_messages": 5000, "linger_ms": 20, "idle_checkpoint_ms": 1000},
+    "batch": {"max_messages": 5000, "linger_ms": 20, "catchup_linger_ms": 500,
+              "idle_checkpoint_ms": 1000},
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
     # With a url (e.g. http://host:8081 or Apicurio's .../apis/ccompat/v7): Confluent wire format
     # and subjects {topic}-key/-value. Without: single-object encoding plus {namespace}.__schemas.
@@ -133,7 +134,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _require(isinstance(port, int) and 0 < port < 65536, "mysql.port", port, "1..65535")
     for key in ("mysql.connect_timeout_s", "mysql.heartbeat_s", "mysql.reconnect_backoff_s",
                 "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "batch.max_messages",
-                "batch.linger_ms", "batch.idle_checkpoint_ms", "topics.partitions",
+                "batch.linger_ms", "batch.catchup_linger_ms", "batch.idle_checkpoint_ms", "topics.partitions",
                 "topics.replication_factor"):
         _positive_number(cfg, key)
     _positive_number(cfg, "mysql.reconnect_max_attempts", allow_zero=True)

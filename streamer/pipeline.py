@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
 FL_STANDALONE = 1
+# Changes at least this old (by the server's event time, whole seconds) mean the reader is
+# catching up; batches then wait catchup_linger_ms instead of linger_ms.
+CATCHUP_LAG_S = 2
 
 
 def _start_of(event: Any) -> int:
@@ -202,6 +205,10 @@ class Streamer:
         beat = False
         max_messages = int(self.cfg["batch"]["max_messages"])
         linger = float(self.cfg["batch"]["linger_ms"]) / 1000.0
+        # Catching up, changes are old anyway: a commit every linger would stall reading for a
+        # synchronous commit every few hundred rows.
+        catchup_linger = max(linger, float(self.cfg["batch"]["catchup_linger_ms"]) / 1000.0)
+        last_ts = 0
         idle = float(self.cfg["batch"]["idle_checkpoint_ms"]) / 1000.0
         pending = 0
         batch_started = time.monotonic()
@@ -212,6 +219,7 @@ class Streamer:
                 cls = event.__class__
                 op = OPS.get(cls)
                 if op is not None:
+                    last_ts = event.timestamp
                     tv = by_id.get(event.table_id)
                     if tv is None:
                         tracker.tx_rows += len(event.rows)
@@ -254,7 +262,10 @@ class Streamer:
                 now = time.monotonic()
                 # A binlog heartbeat means the server had nothing more to send: the reader is caught
                 # up, so waiting out the linger would only add latency.
-                if (pending or beat) and (now - batch_started >= linger or cls is HeartbeatLogEvent):
+                if (pending or beat) and (cls is HeartbeatLogEvent or (
+                        now - batch_started >= linger and (
+                            now - batch_started >= catchup_linger
+                            or time.time() - last_ts < CATCHUP_LAG_S))):
                     self._commit(publisher, tracker, pending)
                     pending = 0
                     beat = False

@@ -1,5 +1,7 @@
 """Inserts, updates and deletes arrive decoded, keyed and in order; filters and restarts hold."""
 import collections
+import re
+import time
 
 from tests import support
 
@@ -113,3 +115,25 @@ def test_restart_resumes_from_a_position_given_on_the_command_line(db, tmp_path)
     msgs, log = _run_and_consume(tmp_path, ns2, [f"{name}.r"], [f"{ns2}.{name}.r"], 1, second)
     assert [m["key"]["id"] for m in msgs] == [3]
     assert "OVERRIDES the committed checkpoint" in log
+
+
+def test_catching_up_commits_by_batch_size_not_by_linger(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+    start = support.master_pos(conn)
+    for chunk in range(20):
+        values = ", ".join(f"({chunk * 1000 + i}, 'v')" for i in range(1000))
+        support.sql(conn, f"INSERT INTO t VALUES {values}")
+    time.sleep(2.5)  # the backlog is now older than CATCHUP_LAG_S
+    ns = support.unique("pl")
+    batch = {"max_messages": 5000, "linger_ms": 1, "catchup_linger_ms": 60000}
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"], batch=batch)
+    with support.StreamerProcess(cfg, str(tmp_path / "s.log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        msgs = support.consume([f"{ns}.{name}.t"], expect=20000, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    assert sorted(m["key"]["id"] for m in msgs) == list(range(20000))
+    batches = int(re.search(r"stopped after \d+ messages in (\d+) batches", proc.output()).group(1))
+    # A 1 ms linger would have cut a batch after (almost) every 1000-row event; catching up, only
+    # max_messages cuts (4 batches), plus the start position's commit and any caught-up commit.
+    assert batches <= 8, proc.output()
