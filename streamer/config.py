@@ -227,17 +227,21 @@ def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[
     return validate(cfg)
 
 
+def read_secret_file(key: str, path: str) -> str:
+    """A secret from the file named by config key ``key``, stripped; a clear error if unreadable."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except OSError as exc:
+        raise ConfigError(f"config key '{key}': cannot read {path}: {exc.strerror}") from None
+
+
 def mysql_password(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> str:
     """The MySQL password from the file or the environment; never from argv."""
     environ = os.environ if environ is None else environ
     mysql = cfg["mysql"]
     if mysql["password_file"]:
-        try:
-            with open(mysql["password_file"], encoding="utf-8") as fh:
-                return fh.read().strip()
-        except OSError as exc:
-            raise ConfigError(f"config key 'mysql.password_file': cannot read "
-                              f"{mysql['password_file']}: {exc.strerror}") from None
+        return read_secret_file("mysql.password_file", mysql["password_file"])
     env_name = mysql["password_env"]
     if env_name and env_name in environ:
         return environ[env_name]

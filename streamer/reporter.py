@@ -37,12 +37,7 @@ def signalfx_token(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None
     environ = os.environ if environ is None else environ
     s = cfg["signalfx"]
     if s["token_file"]:
-        try:
-            with open(s["token_file"], encoding="utf-8") as fh:
-                return fh.read().strip()
-        except OSError as exc:
-            raise config_mod.ConfigError(f"config key 'signalfx.token_file': cannot read "
-                                         f"{s['token_file']}: {exc.strerror}") from None
+        return config_mod.read_secret_file("signalfx.token_file", s["token_file"])
     if s["token_env"] and environ.get(s["token_env"]):
         return environ[s["token_env"]]
     raise config_mod.ConfigError(
