@@ -14,6 +14,8 @@ setup(
         "PyYAML>=6,<7",
         'confluent-kafka==2.16.1; platform_python_implementation == "CPython"',
         'confluent-kafka-pypy==1.9.2; platform_python_implementation == "PyPy"',
+        # The producer calls Debian's librdkafka through cffi (streamer/rdkafka.py); PyPy has it built in.
+        'cffi>=1.15; platform_python_implementation == "CPython"',
         "signalfx==1.1.16",
         # vmprof 0.6.0 needs Python >= 3.10; 0.4.18.1 is the last release for PyPy 3.9.
         'vmprof==0.6.0; python_version >= "3.10"',

@@ -12,11 +12,12 @@ import logging
 import time
 from typing import Any, Dict, List, Optional
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .decode import read_topic
 from .position import Position
+from .rdkafka import Producer
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ class Publisher:
             # checkpoint read below can't be overtaken by a zombie's late commit.
             self.producer.init_transactions(timeout)
         except KafkaException as exc:
+            self.producer.close()
+            self.producer = None
             raise KafkaFatal(f"Kafka at {conf.get('bootstrap.servers')} did not accept the "
                              f"transactional producer {self.txid}: {_kafka_error(exc).str()}. "
                              f"Check that the brokers are reachable and support transactions") from None
@@ -126,7 +129,9 @@ class Publisher:
         the last committed checkpoint."""
         log.warning("replacing the Kafka producer after a fatal error; resuming from %s",
                     self.committed.describe() if self.committed else "the start position")
-        self.producer = None
+        old, self.producer = self.producer, None
+        if old is not None:
+            old.close()
         self._start_producer()
         for topic in self._topics:
             self._learn(topic)
@@ -141,6 +146,7 @@ class Publisher:
             except (KafkaException, KafkaFatal) as exc:
                 # Nothing uncommitted is lost: the next start resumes from the checkpoint.
                 log.warning("closing the Kafka producer: %s", exc)
+            self.producer.close()
             self.producer = None
 
     def _client_conf(self) -> Dict[str, Any]:

@@ -1,0 +1,59 @@
+"""The cffi producer against a real Kafka: what a read_committed consumer sees, and fencing."""
+import pytest
+from confluent_kafka import KafkaException
+
+from streamer.rdkafka import Producer
+from tests import support
+
+
+def _producer(txid: str) -> Producer:
+    p = Producer({"bootstrap.servers": support.KAFKA, "transactional.id": txid,
+                  "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+    p.init_transactions(30)
+    return p
+
+
+def test_committed_messages_arrive_with_keys_and_aborted_ones_never():
+    topic = support.unique("rdk")
+    p = _producer(support.unique("rdk-tx"))
+    try:
+        p.list_topics(topic, 10)  # auto-created by the broker; fetched ahead like the publisher does
+        p.begin_transaction()
+        p.produce(topic, b"kept-1", b"a")
+        p.produce(topic, b"kept-2", None)
+        p.commit_transaction(30)
+        p.begin_transaction()
+        p.produce(topic, b"dropped", b"a")
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.produce(topic, b"kept-3", b"b")
+        p.commit_transaction(30)
+        assert p.flush(10) == 0
+    finally:
+        p.close()
+    got = support.consume([topic], expect=3, idle=2.0)
+    assert [(m["raw_key"], m["raw_value"]) for m in got] == [
+        (b"a", b"kept-1"), (None, b"kept-2"), (b"b", b"kept-3")]
+
+
+def test_a_fenced_producer_gets_a_fatal_error_naming_the_fence():
+    txid = support.unique("rdk-fence")
+    topic = support.unique("rdk")
+    old = _producer(txid)
+    try:
+        old.list_topics(topic, 10)
+        old.begin_transaction()
+        old.produce(topic, b"zombie", b"z")
+        new = _producer(txid)  # fences the old one and aborts its open transaction
+        try:
+            with pytest.raises(KafkaException) as caught:
+                old.produce(topic, b"zombie-2", b"z")
+                old.commit_transaction(30)
+            err = caught.value.args[0]
+            assert err.fatal()
+            assert "fenc" in (err.name() + err.str()).lower()
+        finally:
+            new.close()
+    finally:
+        old.close()
+    assert support.consume([topic], idle=2.0) == []

@@ -1,0 +1,49 @@
+"""The cffi producer's edges that need no broker: config errors and the full-queue signal."""
+import pytest
+from confluent_kafka import KafkaException
+
+from streamer import rdkafka
+
+# Nothing listens here: the producer only tries to connect in the background.
+NOWHERE = "127.0.0.1:1"
+
+
+def test_config_values_are_passed_the_way_librdkafka_spells_them():
+    assert rdkafka._conf_value(True) == "true"
+    assert rdkafka._conf_value(False) == "false"
+    assert rdkafka._conf_value(5) == "5"
+    assert rdkafka._conf_value("lz4") == "lz4"
+
+
+def test_an_unknown_setting_is_refused_with_its_name():
+    with pytest.raises(KafkaException, match="lingr.ms"):
+        rdkafka.Producer({"bootstrap.servers": NOWHERE, "lingr.ms": 5})
+
+
+def test_a_bad_value_is_refused_with_the_setting_named():
+    with pytest.raises(KafkaException, match="compression.type"):
+        rdkafka.Producer({"bootstrap.servers": NOWHERE, "compression.type": "zip"})
+
+
+def test_a_full_queue_raises_buffer_error():
+    p = rdkafka.Producer({"bootstrap.servers": NOWHERE, "queue.buffering.max.messages": 2})
+    try:
+        p.produce("t", b"v1", b"k")
+        p.produce("t", b"v2", None)
+        with pytest.raises(BufferError):
+            p.produce("t", b"v3", b"k")
+    finally:
+        p.close()
+    p.close()  # a second close is harmless
+
+
+def test_a_transactional_call_that_times_out_raises_a_retriable_kafka_error():
+    p = rdkafka.Producer({"bootstrap.servers": NOWHERE, "transactional.id": "unit-nowhere"})
+    try:
+        with pytest.raises(KafkaException) as caught:
+            p.init_transactions(0.5)
+        err = caught.value.args[0]
+        assert err.name() == "_TIMED_OUT"
+        assert err.retriable() and not err.fatal()
+    finally:
+        p.close()
