@@ -13,11 +13,16 @@ And two speed fixes for the hot path (same results, measured with vmprof under P
 - Strings in latin1 (MySQL's latin1 is cp1252) went through Python's charmap codec, slow on
   PyPy: ~9%. Text that is pure ASCII decodes the same in every ASCII-compatible charset, so it
   takes the ASCII path.
+- DECIMAL columns were decoded into a digit string, read by ``Decimal(str)``: ~13% of a bulk
+  catch-up with one DECIMAL column under PyPy, whose decimal module is pure Python and parses
+  the string with a regular expression. We read the packed groups into the unscaled integer and
+  build the Decimal from (sign, digits, exponent), with the same value and exponent.
 """
 from __future__ import annotations
 
 import datetime
-from typing import Any
+import decimal
+from typing import Any, Callable, Dict, List, Tuple
 
 from pymysqlreplication.row_event import RowsEvent
 from pymysqlreplication.table import Table
@@ -93,7 +98,74 @@ def _table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
                           "column_name_flag": column_name_flag})
 
 
+# MySQL packs a DECIMAL as groups of 9 digits in 4 bytes; a shorter leading integral group and
+# trailing fractional group take the fewest bytes that hold their digits (the server's decimal.cc).
+_DIG_PER_INT = 9
+_BYTES_FOR_DIGITS = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+Layout = Tuple[int, List[Tuple[int, int, int]]]
+_layouts: Dict[Tuple[int, int], Layout] = {}
+
+
+def decimal_layout(precision: int, scale: int) -> Layout:
+    """(bytes, [(bit shift, bit mask, 10 ** digits) per group, most significant first]) of a
+    DECIMAL(precision, scale), computed once per column type."""
+    key = (precision, scale)
+    found = _layouts.get(key)
+    if found is None:
+        integral = precision - scale
+        sizes = []  # (bytes, digits)
+        if integral % _DIG_PER_INT:
+            sizes.append((_BYTES_FOR_DIGITS[integral % _DIG_PER_INT], integral % _DIG_PER_INT))
+        sizes += [(4, _DIG_PER_INT)] * (integral // _DIG_PER_INT + scale // _DIG_PER_INT)
+        if scale % _DIG_PER_INT:
+            sizes.append((_BYTES_FOR_DIGITS[scale % _DIG_PER_INT], scale % _DIG_PER_INT))
+        total = sum(n for n, _ in sizes)
+        groups = []
+        shift = total * 8
+        for nbytes, digits in sizes:
+            shift -= nbytes * 8
+            groups.append((shift, (1 << nbytes * 8) - 1, 10 ** digits))
+        found = _layouts[key] = (total, groups)
+    return found
+
+
+def decimal_unscaled(raw: bytes, groups: List[Tuple[int, int, int]]) -> Tuple[int, int]:
+    """(sign, unscaled magnitude) of a packed DECIMAL: the top bit is set for a non-negative
+    value, and a negative one is stored with every bit inverted."""
+    bits = len(raw) * 8
+    packed = int.from_bytes(raw, "big") ^ (1 << bits - 1)
+    negative = not raw[0] & 0x80
+    if negative:
+        packed ^= (1 << bits) - 1
+    unscaled = 0
+    for shift, mask, scale in groups:
+        unscaled = unscaled * scale + ((packed >> shift) & mask)
+    return (1 if negative else 0), unscaled
+
+
+def _decimal_factory() -> Callable[[int, int, int], decimal.Decimal]:
+    """Decimal from (sign, unscaled, scale), with exponent -scale as Decimal('1.2300') has.
+    PyPy's pure-Python decimal builds one from its parts directly; CPython's C decimal parses
+    a string fast."""
+    triple = getattr(decimal, "_dec_from_triple", None)
+    if triple is not None:
+        return lambda sign, unscaled, scale: triple(sign, str(unscaled), -scale)
+    return lambda sign, unscaled, scale: decimal.Decimal(
+        f"{'-' if sign else ''}{unscaled}E-{scale}")
+
+
+make_decimal = _decimal_factory()
+
+
+def _read_new_decimal(self: Any, column: Any) -> decimal.Decimal:
+    scale = column.decimals
+    size, groups = decimal_layout(column.precision, scale)
+    sign, unscaled = decimal_unscaled(self.packet.read(size), groups)
+    return make_decimal(sign, unscaled, scale)
+
+
 def apply() -> None:
+    RowsEvent._RowsEvent__read_new_decimal = _read_new_decimal  # type: ignore[attr-defined]
     RowsEvent._RowsEvent__read_time2 = _read_time2  # type: ignore[attr-defined]
     RowsEvent._RowsEvent__read_string = _read_string  # type: ignore[attr-defined]
     Table.__init__ = _table_init  # type: ignore[method-assign]
