@@ -25,6 +25,17 @@ def peak_rss_mb(pid: int) -> Optional[float]:
     return None
 
 
+def cpu_seconds(pid: int) -> Optional[float]:
+    """User plus system CPU time of a live process and all its threads (librdkafka's too)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+    except FileNotFoundError:
+        return None
+    # After the command name: state is field 3 of stat(5), utime 14 and stime 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tail(path: str, lines: int = 15) -> str:
     with open(path, "rb") as fh:
         return "\n".join(fh.read().decode("utf-8", "replace").splitlines()[-lines:])
@@ -39,6 +50,7 @@ class Streamer:
         self.proc = subprocess.Popen([python, "-m", "streamer.cli", "run", "-c", config_path, *args],
                                      stdout=self._log, stderr=subprocess.STDOUT, cwd=env.ROOT)
         self.rss_mb = 0.0
+        self.cpu_s: Optional[float] = None
 
     def sample(self) -> None:
         """Fails fast when the streamer died; remembers its peak RSS."""
@@ -51,6 +63,7 @@ class Streamer:
 
     def stop(self, timeout: float = 60.0) -> None:
         self.sample()
+        self.cpu_s = cpu_seconds(self.proc.pid)
         self.proc.send_signal(signal.SIGTERM)
         try:
             rc = self.proc.wait(timeout)
