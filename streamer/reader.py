@@ -16,10 +16,11 @@ from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidE
 from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
-from . import mysql_fixes
+from . import mysql_fixes, rowplan
 from .position import Position
 
 mysql_fixes.apply()
+rowplan.apply()
 log = logging.getLogger(__name__)
 
 EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, RotateEvent,

@@ -10,7 +10,7 @@ import fnmatch
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import avro, columns, evolution
+from . import avro, columns, evolution, rowplan
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,7 @@ class TableVersion:
             ],
         }
         self.row_name = f"{space}.Row"
+        self.read_plan = rowplan.plan_for(event.columns)
         self.pk_names = [n for n, _ in pk]
         self.value_writer = avro.Writer(self.value_schema)
         self.key_writer: Optional[avro.Writer] = None
@@ -205,6 +206,7 @@ class TableRegistry:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
+        rowplan.attach(event, tv.read_plan)
         if cur is not tv:
             self.current[key] = tv
             self._lineage.pop(tv.topic, None)
