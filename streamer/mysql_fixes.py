@@ -147,8 +147,11 @@ def _decimal_factory() -> Callable[[int, int, int], decimal.Decimal]:
     """Decimal from (sign, unscaled, scale), with exponent -scale as Decimal('1.2300') has.
     PyPy's pure-Python decimal builds one from its parts directly; CPython's C decimal parses
     a string fast."""
-    triple = getattr(decimal, "_dec_from_triple", None)
-    if triple is not None:
+    import _pydecimal
+
+    # CPython ships _pydecimal too, but its Decimal is not decimal.Decimal there.
+    if decimal.Decimal is _pydecimal.Decimal:
+        triple = _pydecimal._dec_from_triple
         return lambda sign, unscaled, scale: triple(sign, str(unscaled), -scale)
     return lambda sign, unscaled, scale: decimal.Decimal(
         f"{'-' if sign else ''}{unscaled}E-{scale}")

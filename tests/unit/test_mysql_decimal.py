@@ -68,3 +68,7 @@ def test_random_values_round_trip_with_the_columns_exponent():
             got = decode(mysql_pack(text, precision, scale), precision, scale)
             want = decimal.Decimal(text)
             assert got == want and got.as_tuple().exponent == -scale, (precision, scale, text, got)
+
+
+def test_the_decimals_built_are_the_decimal_modules_own_type():
+    assert type(make_decimal(1, 5, 2)) is decimal.Decimal
