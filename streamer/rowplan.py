@@ -26,6 +26,7 @@ Reader = Callable[[Any, Any], Any]
 Plan = List[Tuple[str, Optional[Reader]]]
 
 _library_read_column_data = RowsEvent._read_column_data
+_library_get_none_sources = RowsEvent._get_none_sources
 _FLOAT = struct.Struct("<f").unpack
 _DOUBLE = struct.Struct("<d").unpack
 
@@ -92,9 +93,19 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
     return plan
 
 
-def attach(table_map_event: Any, plan: Optional[Plan]) -> None:
-    """Use ``plan`` for the rows that follow this table map (the library's Table object)."""
-    table_map_event.get_table().streamer_plan = plan
+def attach(table_map_event: Any, plan: Optional[Plan], none_sources: bool) -> None:
+    """Use ``plan`` for the rows that follow this table map (the library's Table object).
+    Without ``none_sources`` the rows skip the library's per-row list of why each None is None
+    (only an empty SET needs it, to tell it from NULL)."""
+    table = table_map_event.get_table()
+    table.streamer_plan = plan
+    table.streamer_skip_none_sources = not none_sources
+
+
+def _get_none_sources(self: Any, column_data: Any) -> Any:
+    if getattr(self.table_map[self.table_id], "streamer_skip_none_sources", False):
+        return {}
+    return _library_get_none_sources(self, column_data)
 
 
 def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None) -> Any:
@@ -126,3 +137,4 @@ def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None)
 
 def apply() -> None:
     RowsEvent._read_column_data = _read_column_data  # type: ignore[method-assign]
+    RowsEvent._get_none_sources = _get_none_sources  # type: ignore[method-assign]

@@ -206,7 +206,7 @@ class TableRegistry:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
-        rowplan.attach(event, tv.read_plan)
+        rowplan.attach(event, tv.read_plan, bool(tv.empty_set_columns))
         if cur is not tv:
             self.current[key] = tv
             self._lineage.pop(tv.topic, None)

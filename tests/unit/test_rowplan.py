@@ -115,3 +115,12 @@ def test_every_type_gets_a_reader_or_the_librarys_and_a_nameless_table_gets_no_p
     assert readers["y"] is None  # YEAR: the library's reader
     assert all(readers[n] is not None for n in ("id", "name", "body", "amount", "created", "d"))
     assert rowplan.plan_for([col("", FIELD_TYPE.LONG)]) is None
+
+
+def test_none_sources_are_listed_only_for_tables_that_need_them():
+    ev = event(row_bytes(), rowplan.plan_for(COLUMNS))
+    values = rowplan._read_column_data(ev, bytes([0xFF, 0x1F]))
+    ev.table_map[7].streamer_skip_none_sources = False
+    assert rowplan._get_none_sources(ev, values) == {"note": "null", "zero": "out of datetime2 range"}
+    ev.table_map[7].streamer_skip_none_sources = True
+    assert rowplan._get_none_sources(ev, values) == {}
