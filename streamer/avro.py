@@ -11,12 +11,12 @@ import logging
 import json
 import os
 import re
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import fastavro
 from fastavro.schema import to_parsing_canonical_form
 
-from .encode import Unsupported, compile_writer
+from .encode import Unsupported, compile_writer, write_long, write_string
 
 log = logging.getLogger(__name__)
 
@@ -115,3 +115,72 @@ class Writer:
         out = bytearray(self.header)
         self._write(out, record)
         return bytes(out)
+
+
+# An op as its Avro string encoding: length (zig-zag) and the letter.
+OP_BYTES = {op: bytes([2]) + op.encode() for op in ("c", "u", "d", "t")}
+
+
+class EnvelopeWriter:
+    """The bytes of a table's Envelope (``tables.TableVersion.value_schema``), assembled from parts.
+
+    Of the fields, only before/after, op, source.row and source.tx_row change between the rows of
+    one binlog event; the rest (ts_ms and most of the source) are encoded once per event by
+    ``event_parts``. The result is byte-identical to ``value_writer.encode`` of the whole envelope
+    (tests/unit/test_encode.py), whose header it uses, so a registry frame applies here too.
+    """
+
+    __slots__ = ("value_writer", "_row")
+
+    def __init__(self, value_writer: Writer, row_schema: Dict[str, Any]):
+        self.value_writer = value_writer
+        try:
+            self._row: Callable[[bytearray, Any], None] = compile_writer(row_schema)
+        except Unsupported:
+            parsed = fastavro.parse_schema(row_schema)
+
+            def write_row(buf: bytearray, datum: Any) -> None:
+                out = io.BytesIO()
+                fastavro.schemaless_writer(out, parsed, datum)
+                buf += out.getvalue()
+            self._row = write_row
+
+    @staticmethod
+    def event_parts(ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],
+                    db: str, table: str, txid: str) -> Tuple[bytes, bytes]:
+        """(ts_ms through source.table, source.txid) encoded: the same for a whole event."""
+        mid = bytearray()
+        write_long(mid, ts_ms)
+        write_long(mid, server_id)
+        write_string(mid, file)
+        write_long(mid, pos)
+        if gtid is None:
+            mid.append(0)
+        else:
+            mid.append(2)
+            write_string(mid, gtid)
+        write_string(mid, db)
+        write_string(mid, table)
+        tx = bytearray()
+        write_string(tx, txid)
+        return bytes(mid), bytes(tx)
+
+    def encode(self, before: Any, after: Any, op: bytes, mid: bytes, row: int, txid: bytes,
+               tx_row: int) -> bytes:
+        buf = bytearray(self.value_writer.header)
+        if before is None:
+            buf.append(0)
+        else:
+            buf.append(2)
+            self._row(buf, before)
+        if after is None:
+            buf.append(0)
+        else:
+            buf.append(2)
+            self._row(buf, after)
+        buf += op
+        buf += mid
+        write_long(buf, row)
+        buf += txid
+        write_long(buf, tx_row)
+        return bytes(buf)

@@ -23,7 +23,7 @@ class Unsupported(ValueError):
     pass
 
 
-def _long(buf: bytearray, n: int) -> None:
+def write_long(buf: bytearray, n: int) -> None:
     n = (n << 1) ^ (n >> 63)
     while n & ~0x7F:
         buf.append((n & 0x7F) | 0x80)
@@ -31,14 +31,14 @@ def _long(buf: bytearray, n: int) -> None:
     buf.append(n)
 
 
-def _string(buf: bytearray, s: str) -> None:
+def write_string(buf: bytearray, s: str) -> None:
     b = s.encode("utf-8")
-    _long(buf, len(b))
+    write_long(buf, len(b))
     buf += b
 
 
 def _bytes(buf: bytearray, b: bytes) -> None:
-    _long(buf, len(b))
+    write_long(buf, len(b))
     buf += b
 
 
@@ -77,7 +77,7 @@ def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
     return unscaled.to_bytes(size, "big", signed=True)
 
 
-_HELPERS = {"_long": _long, "_string": _string, "_bytes": _bytes, "_FLOAT": _FLOAT,
+_HELPERS = {"write_long": write_long, "write_string": write_string, "_bytes": _bytes, "_FLOAT": _FLOAT,
             "_DOUBLE": _DOUBLE, "_decimal_bytes": _decimal_bytes}
 
 
@@ -125,9 +125,9 @@ class _Gen:
         if desc == "null":
             return
         if desc in ("int", "long"):
-            out.append(f"{indent}_long(buf, {var})")
+            out.append(f"{indent}write_long(buf, {var})")
         elif desc == "string":
-            out.append(f"{indent}_string(buf, {var})")
+            out.append(f"{indent}write_string(buf, {var})")
         elif desc == "bytes":
             out.append(f"{indent}_bytes(buf, {var})")
         elif desc == "float":

@@ -118,6 +118,7 @@ class TableVersion:
         self.read_plan = rowplan.plan_for(event.columns)
         self.pk_names = [n for n, _ in pk]
         self.value_writer = avro.Writer(self.value_schema)
+        self.envelope = avro.EnvelopeWriter(self.value_writer, self.row_schema)
         self.key_writer: Optional[avro.Writer] = None
         if pk:
             key_fields = [f for _, f in pk]

@@ -101,3 +101,42 @@ def test_unsupported_types_are_reported_so_the_caller_can_fall_back():
     with pytest.raises(Unsupported):
         compile_writer({"type": "record", "name": "x", "fields": [
             {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["a"]}}]})
+
+
+def test_envelopes_assembled_from_parts_are_the_whole_envelopes_bytes():
+    from streamer.avro import OP_BYTES, EnvelopeWriter, Writer
+    rng = random.Random(5)
+    writer = Writer(ENVELOPE)
+    parts = EnvelopeWriter(writer, ROW)
+    for gtid in (None, "0-1-2", "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"):
+        for op in ("c", "u", "d"):
+            before = None if op == "c" else _row(rng)
+            after = None if op == "d" else _row(rng)
+            row, tx_row, pos = rng.randint(0, 5000), rng.randint(0, 10 ** 7), rng.randint(4, 2 ** 40)
+            source = {"server_id": 2 ** 32 - 1, "file": "mysql-bin.000042", "pos": pos,
+                      "gtid": gtid, "db": "db", "table": "tä", "row": row,
+                      "txid": f"mysql-bin.000042:{pos}", "tx_row": tx_row}
+            whole = writer.encode({"before": before, "after": after, "op": op,
+                                   "ts_ms": 1700000000123, "source": source})
+            mid, txid = EnvelopeWriter.event_parts(1700000000123, 2 ** 32 - 1, "mysql-bin.000042",
+                                                   pos, gtid, "db", "tä", f"mysql-bin.000042:{pos}")
+            assert parts.encode(before, after, OP_BYTES[op], mid, row, txid, tx_row) == whole
+
+
+def test_envelope_parts_fall_back_to_fastavro_for_rows_the_generator_cannot_write():
+    from streamer.avro import OP_BYTES, EnvelopeWriter, Writer
+    row_schema = {"type": "record", "name": "Row", "namespace": "db.e", "fields": [
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["a", "b"]}}]}
+    envelope = dict(ENVELOPE, namespace="db.e", fields=[
+        {"name": "before", "type": ["null", row_schema], "default": None},
+        {"name": "after", "type": ["null", "db.e.Row"], "default": None}] + ENVELOPE["fields"][2:])
+    writer = Writer(envelope)
+    assert writer.uses_fastavro()
+    source = {"server_id": 1, "file": "f", "pos": 4, "gtid": None, "db": "db", "table": "e",
+              "row": 3, "txid": "f:4", "tx_row": 9}
+    whole = writer.encode({"before": {"e": "a"}, "after": {"e": "b"}, "op": "u", "ts_ms": 5,
+                           "source": source})
+    mid, txid = EnvelopeWriter.event_parts(5, 1, "f", 4, None, "db", "e", "f:4")
+    got = EnvelopeWriter(writer, row_schema).encode({"e": "a"}, {"e": "b"}, OP_BYTES["u"], mid, 3,
+                                                    txid, 9)
+    assert got == whole
