@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System packages the two virtualenvs need: Debian's PyPy 3.9 and librdkafka headers for
-# confluent-kafka-pypy (see shared runtime notes). Idempotent: installs only what is missing.
+# System packages the two virtualenvs need: Debian's PyPy 3.9, and librdkafka (headers for
+# confluent-kafka-pypy's build; the library itself for the producer, which loads it through cffi).
+# Idempotent: installs only what is missing.
 set -euo pipefail
 
 need=()
