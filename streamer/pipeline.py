@@ -17,7 +17,7 @@ from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, Update
                                           WriteRowsEvent)
 
 from . import config as config_mod
-from . import ddl, evolution
+from . import ddl, evolution, heap
 from .avro import canonical_json
 from .decode import read_schema_records
 from .envelope import process_event
@@ -64,6 +64,7 @@ class Streamer:
         self.batches = 0
         self.reconnects = 0
         self.publisher: Optional[Publisher] = None
+        self.heap = heap.OldGenerationLimit()
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableRegistry] = None
         sr = cfg["schema_registry"]
@@ -312,6 +313,7 @@ class Streamer:
         self.metrics.on_commit(position, pending, publisher.last_commit_s, len(publisher.producer))
         self.published += pending
         self.batches += 1
+        self.heap.after_commit()
         if self.on_batch is not None:
             self.on_batch(self)
 
