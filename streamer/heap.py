@@ -7,7 +7,7 @@ heap reaches PYPY_GC_MIN, eight nurseries by default. On a machine with a 105 MB
 confluent-kafka's C extension, cpyext's memory pressure used to start major collections early.)
 
 After each commit, once the old generation has grown past twice what was live after the last
-major collection (and past a floor), the incremental major collection runs one step per commit,
+major collection (and past a 32 MB floor), the incremental major collection runs one step per commit,
 so no batch waits for a whole collection. Nothing is done off PyPy, or when PYPY_GC_MIN is set
 (the operator chose).
 """
@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 log = logging.getLogger(__name__)
 
-FLOOR_BYTES = 64 * 1024 * 1024
+FLOOR_BYTES = 32 * 1024 * 1024
 GROWTH = 2.0
 
 
