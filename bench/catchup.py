@@ -7,6 +7,9 @@ Three rates, all over the same rows (commit-visible, read_committed):
   start-up (producer init, checkpoint read, topic creation) is left out.
 - warm: the second half of the rows / the time it took; PyPy's JIT has warmed up by then.
 
+RSS is read at the half and at the end too: ``rss_growth_mb`` is how much it grew over the second
+half (flat is near 0 on the long shape).
+
 And the streamer's CPU time per row, start-up included (all its threads): on a machine shared
 with noisy neighbours, wall-clock rates of the same commit vary by 20 %, CPU time far less.
 """
@@ -34,6 +37,8 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
     seen = 0
     first: Optional[tuple] = None
     half: Optional[tuple] = None
+    rss_half: Optional[float] = None
+    rss_end: Optional[float] = None
     try:
         with Watcher(f"{ns}.{backlog.db}.") as watcher:
             began = time.monotonic()
@@ -49,6 +54,7 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
                         seen += got
                         if half is None and seen >= rows // 2:
                             half = (now, seen)
+                            rss_half = streamer.rss_now_mb()
                     if now >= next_sample:
                         streamer.sample()
                         next_sample = now + 0.5
@@ -56,6 +62,7 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
                         raise BenchError(f"{seen} of {rows} rows arrived within {timeout:.0f}s "
                                          f"(streamer log {streamer.log_path})")
                 done = time.monotonic()
+                rss_end = streamer.rss_now_mb()
                 streamer.stop()
                 rss = streamer.rss_mb
                 cpu = streamer.cpu_s
@@ -71,4 +78,5 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
         "warm_rows_s": _rate(rows - half[1], done - half[0]),
         "rss_mb": round(rss, 1) if rss else None,
         "cpu_us_per_row": round(cpu / rows * 1e6, 2) if cpu else None,
+        "rss_growth_mb": round(rss_end - rss_half, 1) if rss_end and rss_half else None,
     }

@@ -13,12 +13,12 @@ class BenchError(RuntimeError):
     """A bench step failed; the message says which and where its log is."""
 
 
-def peak_rss_mb(pid: int) -> Optional[float]:
-    """VmHWM (the peak resident set) of a live process, in MB."""
+def peak_rss_mb(pid: int, field: str = "VmHWM") -> Optional[float]:
+    """VmHWM (the peak resident set) of a live process in MB, or another field such as VmRSS."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024.0
     except FileNotFoundError:
         return None
@@ -60,6 +60,9 @@ class Streamer:
         rss = peak_rss_mb(self.proc.pid)
         if rss is not None:
             self.rss_mb = max(self.rss_mb, rss)
+
+    def rss_now_mb(self) -> Optional[float]:
+        return peak_rss_mb(self.proc.pid, "VmRSS")
 
     def stop(self, timeout: float = 60.0) -> None:
         self.sample()

@@ -22,7 +22,8 @@ CATCHUP: List[Tuple[str, str, int]] = [
     ("bare cold", "bare_rows_s", 0), ("bare warm", "bare_warm_rows_s", 0),
     ("e2e+start", "e2e_rows_s", 0), ("catch-up cold", "catchup_rows_s", 0),
     ("warm", "warm_rows_s", 0), ("e2e/bare", "ratio", 2), ("start s", "start_s", 1),
-    ("RSS MB", "rss_mb", 0), ("CPU us/row", "cpu_us_per_row", 1),
+    ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
+    ("CPU us/row", "cpu_us_per_row", 1),
     ("PyPy/CPy", "pypy_over_cpython", 2),
 ]
 LIVE: List[Tuple[str, str, int]] = [

@@ -115,6 +115,9 @@ SHAPES: Dict[str, Shape] = {s.name: s for s in (
     Shape("oltp", "single-row UPDATE transactions", 50000, 5000, _oltp_setup, _oltp),
     Shape("wide", f"{WIDE_COLUMNS + 1} columns of mixed types, 1000-row INSERTs", 50000, 5000,
           _wide_setup, _wide),
+    # The bulk rows, five times over: is RSS flat once the JIT and the GC have settled?
+    Shape("long", "the bulk shape over 1M rows, for RSS growth in the second half", 1000000,
+          40000, _bulk_setup, _bulk),
 )}
 
 
