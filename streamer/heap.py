@@ -35,6 +35,8 @@ def _stats_reader() -> Optional[Any]:
 
 
 class OldGenerationLimit:
+    """Call ``after_commit()`` after each commit; ``active`` says whether it does anything."""
+
     def __init__(self, floor: int = FLOOR_BYTES):
         self._stats = _stats_reader()
         self.floor = floor

@@ -6,7 +6,7 @@ Each fix names the wrong behaviour it replaces and is covered by the type round-
   separately, so '-00:00:00.000001' came back as -0.999999 s. MySQL packs both parts into
   one offset integer (see the server's my_time.cc); we decode it as such.
 
-And two speed fixes for the hot path (same results, measured with vmprof under PyPy):
+And speed fixes for the hot path (same results, measured with vmprof under PyPy):
 
 - Every table-map event built a ``Table`` whose primary key was found through each column's
   ``data`` property, a dict of all its attributes built per call: ~17% of a bulk catch-up.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import sys
 from typing import Any, Callable, Dict, List, Tuple
 
 from pymysqlreplication.row_event import RowsEvent
@@ -147,11 +148,11 @@ def _decimal_factory() -> Callable[[int, int, int], decimal.Decimal]:
     """Decimal from (sign, unscaled, scale), with exponent -scale as Decimal('1.2300') has.
     PyPy's pure-Python decimal builds one from its parts directly; CPython's C decimal parses
     a string fast."""
-    import _pydecimal
-
-    # CPython ships _pydecimal too, but its Decimal is not decimal.Decimal there.
-    if decimal.Decimal is _pydecimal.Decimal:
-        triple = _pydecimal._dec_from_triple
+    # PyPy's decimal star-imports _pydecimal, which keeps the helper to itself; CPython loads
+    # its C decimal and not _pydecimal at all.
+    pure = sys.modules.get("_pydecimal")
+    if pure is not None and decimal.Decimal is pure.Decimal:
+        triple = pure._dec_from_triple
         return lambda sign, unscaled, scale: triple(sign, str(unscaled), -scale)
     return lambda sign, unscaled, scale: decimal.Decimal(
         f"{'-' if sign else ''}{unscaled}E-{scale}")
