@@ -117,6 +117,21 @@ class Writer:
         return bytes(out)
 
 
+# The envelope's field order that EnvelopeWriter's parts are written in (schemas/source.avsc).
+ENVELOPE_LAYOUT = ["before", "after", "op", "ts_ms",
+                   ("source", ["server_id", "file", "pos", "gtid", "db", "table", "row", "txid",
+                               "tx_row"])]
+
+
+def _field_names(record: Dict[str, Any]) -> List[Any]:
+    out: List[Any] = []
+    for field in record["fields"]:
+        t = field["type"]
+        out.append((field["name"], _field_names(t)) if field["name"] == "source" and
+                   isinstance(t, dict) else field["name"])
+    return out
+
+
 # An op as its Avro string encoding: length (zig-zag) and the letter.
 OP_BYTES = {op: bytes([2]) + op.encode() for op in ("c", "u", "d", "t")}
 
@@ -133,6 +148,11 @@ class EnvelopeWriter:
     __slots__ = ("value_writer", "_row")
 
     def __init__(self, value_writer: Writer, row_schema: Dict[str, Any]):
+        layout = _field_names(value_writer.schema)
+        if layout != ENVELOPE_LAYOUT:
+            # The parts below follow this field order; a changed envelope or source schema
+            # must change them too, not be written wrongly.
+            raise ValueError(f"EnvelopeWriter encodes {ENVELOPE_LAYOUT}, the schema has {layout}")
         self.value_writer = value_writer
         try:
             self._row: Callable[[bytearray, Any], None] = compile_writer(row_schema)

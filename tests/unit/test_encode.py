@@ -140,3 +140,13 @@ def test_envelope_parts_fall_back_to_fastavro_for_rows_the_generator_cannot_writ
     got = EnvelopeWriter(writer, row_schema).encode({"e": "a"}, {"e": "b"}, OP_BYTES["u"], mid, 3,
                                                     txid, 9)
     assert got == whole
+
+
+def test_an_envelope_schema_in_another_field_order_is_refused_not_miswritten():
+    from streamer.avro import EnvelopeWriter, Writer
+    fields = list(ENVELOPE["fields"])
+    swapped = dict(ENVELOPE, fields=[fields[1], fields[0]] + fields[2:])
+    swapped["fields"][0] = {"name": "after", "type": ["null", ROW], "default": None}
+    swapped["fields"][1] = {"name": "before", "type": ["null", "db.t.Row"], "default": None}
+    with pytest.raises(ValueError, match="field order|encodes"):
+        EnvelopeWriter(Writer(swapped), ROW)
