@@ -13,7 +13,7 @@ class BenchError(RuntimeError):
     """A bench step failed; the message says which and where its log is."""
 
 
-def peak_rss_mb(pid: int, field: str = "VmHWM") -> Optional[float]:
+def status_mb(pid: int, field: str = "VmHWM") -> Optional[float]:
     """VmHWM (the peak resident set) of a live process in MB, or another field such as VmRSS."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as fh:
@@ -57,12 +57,12 @@ class Streamer:
         rc = self.proc.poll()
         if rc is not None:
             raise BenchError(f"the streamer exited with {rc} (log {self.log_path}):\n{tail(self.log_path)}")
-        rss = peak_rss_mb(self.proc.pid)
+        rss = status_mb(self.proc.pid)
         if rss is not None:
             self.rss_mb = max(self.rss_mb, rss)
 
     def rss_now_mb(self) -> Optional[float]:
-        return peak_rss_mb(self.proc.pid, "VmRSS")
+        return status_mb(self.proc.pid, "VmRSS")
 
     def stop(self, timeout: float = 60.0) -> None:
         self.sample()
