@@ -66,7 +66,9 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
             msgs = support.consume([f"{ns}.r.t"], expect=len(truth), decode_ns=ns, timeout=120)
             assert proc.proc.poll() is None, "the streamer exited instead of reconnecting"
             assert proc.stop() == 0
-        assert writer.done > 50 and len(truth) == writer.done * 20
+        # An INSERT in flight as the server stopped may have committed even though the writer
+        # saw the connection drop: the binlog then holds one statement more than it counted.
+        assert writer.done > 50 and len(truth) in (writer.done * 20, (writer.done + 1) * 20)
         assert "resuming from" in proc.output()
         got = _identities(msgs)
         assert got == sorted(truth) and len(set(got)) == len(got)
