@@ -261,9 +261,13 @@ class Streamer:
                         return
                     continue
                 now = time.monotonic()
-                # A binlog heartbeat means the server had nothing more to send: the reader is caught
-                # up, so waiting out the linger would only add latency.
-                if (pending or beat) and (cls is HeartbeatLogEvent or (
+                # A binlog heartbeat with nothing queued behind it means the server had nothing
+                # more to send: the reader is caught up, so waiting out the linger would only add
+                # latency. A heartbeat queued before newer changes says nothing of the sort.
+                idle_beat = cls is HeartbeatLogEvent and not reader.more_arrived()
+                if idle_beat:
+                    self.metrics.on_idle()
+                if (pending or beat) and (idle_beat or (
                         now - batch_started >= linger and (
                             now - batch_started >= catchup_linger
                             or time.time() - last_ts < CATCHUP_LAG_S))):
@@ -303,8 +307,6 @@ class Streamer:
             if not tracker.in_tx:
                 tracker.next_pos = event.position
                 tracker.tx_start = event.position
-        elif cls is HeartbeatLogEvent:
-            self.metrics.on_idle()
 
     def _commit(self, publisher: Publisher, tracker: Tracker, pending: int) -> None:
         position = tracker.position()

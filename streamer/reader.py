@@ -182,6 +182,27 @@ class BinlogReader:
         except pymysql.err.InternalError as exc:
             raise _classify(exc, self.start) from exc
 
+    def more_arrived(self) -> bool:
+        """Whether more of the stream has already arrived, in the kernel or in pymysql's buffer.
+
+        The server sends a heartbeat when it has nothing newer to send, but a reader that is
+        behind finds that heartbeat queued before changes written since: it is not caught up.
+        """
+        conn = self._stream._stream_connection if self._stream is not None else None
+        sock = getattr(conn, "_sock", None)
+        rfile = getattr(conn, "_rfile", None)
+        if sock is None or rfile is None:
+            return False
+        timeout = sock.gettimeout()
+        sock.setblocking(False)
+        try:
+            # Returns what is buffered without a syscall, else reads what the kernel has, else b"".
+            return bool(rfile.peek(1))
+        except OSError:
+            return True  # the next read will raise it where errors are handled
+        finally:
+            sock.settimeout(timeout)
+
     def __exit__(self, *exc: Any) -> None:
         if self._stream is not None:
             self._stream.close()

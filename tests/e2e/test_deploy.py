@@ -14,7 +14,7 @@ import pymysql
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamer import release, service
+from streamer import release, service, verify
 from tests import support
 from tests.e2e.servers import free_port
 
@@ -168,24 +168,48 @@ def test_broken_release_rolls_back_and_the_old_one_loses_nothing(site, tmp_path)
     assert sorted(got) == written
 
 
-def write_while(site, seconds, start):
-    conn = support.admin(site.db)
-    end = time.monotonic() + seconds
-    i = start
-    try:
-        while time.monotonic() < end:
-            insert(conn, [i])
-            i += 1
-            time.sleep(0.02)
-    finally:
-        conn.close()
+class Writer(threading.Thread):
+    """Single-row inserts every 20 ms until stopped: a steady load over a whole verify window."""
+
+    def __init__(self, site, start):
+        super().__init__()
+        self.site, self.next = site, start
+        self.done = threading.Event()
+
+    def run(self):
+        conn = support.admin(self.site.db)
+        try:
+            while not self.done.is_set():
+                insert(conn, [self.next])
+                self.next += 1
+                time.sleep(0.02)
+        finally:
+            conn.close()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join()
+
+
+def caught_up(site, env, timeout=60):
+    """Wait until ENV has committed all the binlog written so far, so what it does next is about now."""
+    url = f"http://127.0.0.1:{site.ports[env]}/status"
+    end = support.master_pos(site.admin)
+
+    def there():
+        pos = verify.fetch(url)[1]["position"]
+        return pos.get("file") is not None and (pos["file"], pos["pos"]) >= end
+
+    support.wait_for(there, timeout=timeout, what=f"{env} to commit up to {end}")
 
 
 def test_healthy_canary_passes_the_verdict_against_main(site):
-    t = threading.Thread(target=write_while, args=(site, 6, 5000))
-    t.start()
-    proc = site.deploy("verify", "canary", "--main", "main", "--window", "5")
-    t.join()
+    with Writer(site, 5000):
+        proc = site.deploy("verify", "canary", "--main", "main", "--window", "5")
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "✓ advancing" in proc.stdout and "verdict: PASS" in proc.stdout
@@ -193,6 +217,9 @@ def test_healthy_canary_passes_the_verdict_against_main(site):
 
 
 def test_canary_locked_out_of_mysql_fails_the_verdict_with_the_reason(site):
+    # A canary still behind would go on advancing through changes it had been sent before the
+    # lock, for longer than the window on a busy machine.
+    caught_up(site, "canary")
     support.sql(site.admin, f"ALTER USER '{site.canary_user}'@'%' ACCOUNT LOCK")
     # Kill until none is left: a connection being opened as the lock came in would be missed
     # by a single pass, and the canary would go on streaming through it.
@@ -209,15 +236,13 @@ def test_canary_locked_out_of_mysql_fails_the_verdict_with_the_reason(site):
         time.sleep(0.2)
     else:
         raise AssertionError(f"the locked-out canary still has connections: {pids}")
-    t = threading.Thread(target=write_while, args=(site, 6, 9000))
-    t.start()
     env = site.env()
     with open(os.path.join(site.prefix, "etc", "canary.env")) as fh:
         env.update(line.strip().split("=", 1) for line in fh)
     cfg = os.path.join(site.prefix, "canary", "current", "env", "canary.yaml")
-    proc = subprocess.run([sys.executable, "-m", "streamer.cli", "verify", "-c", cfg, "--window", "5"],
-                          env=env, capture_output=True, text=True, timeout=60)
-    t.join()
+    with Writer(site, 9000):
+        proc = subprocess.run([sys.executable, "-m", "streamer.cli", "verify", "-c", cfg,
+                               "--window", "5"], env=env, capture_output=True, text=True, timeout=60)
     print(proc.stdout)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "verdict: FAIL" in proc.stdout

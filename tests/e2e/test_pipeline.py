@@ -1,6 +1,7 @@
 """Inserts, updates and deletes arrive decoded, keyed and in order; filters and restarts hold."""
 import collections
 import re
+import signal
 import time
 
 from tests import support
@@ -137,3 +138,38 @@ def test_catching_up_commits_by_batch_size_not_by_linger(db, tmp_path):
     # A 1 ms linger would have cut a batch after (almost) every 1000-row event; catching up, only
     # max_messages cuts (4 batches), plus the start position's commit and any caught-up commit.
     assert batches <= 8, proc.output()
+
+
+def test_heartbeats_queued_behind_a_backlog_do_not_cut_a_batch_per_transaction(db, tmp_path):
+    """A reader that fell behind finds the server's idle heartbeats queued between changes.
+
+    Each one used to be taken as "caught up" and cost a synchronous commit: a streamer behind
+    single-row transactions spaced over the heartbeat period committed one Kafka transaction
+    per row and could not catch up (~35 rows/s on a busy machine).
+    """
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    ns = support.unique("hb")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               mysql={"heartbeat_s": 0.02}, batch={"linger_ms": 3000})
+    topic = f"{ns}.{name}.t"
+    with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
+        support.wait_for(lambda: "starting at the end" in proc.output() or proc.proc.poll() is not None,
+                         what="the streamer to start reading")
+        support.sql(conn, "INSERT INTO t VALUES (0)")
+        assert len(support.consume([topic], expect=1, decode_ns=ns)) == 1
+        proc.proc.send_signal(signal.SIGSTOP)
+        try:
+            for i in range(1, 41):
+                support.sql(conn, f"INSERT INTO t VALUES ({i})")
+                time.sleep(0.06)  # > heartbeat_s: the server sends a heartbeat in every gap
+        finally:
+            proc.proc.send_signal(signal.SIGCONT)
+        msgs = support.consume([topic], expect=41, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    assert sorted(m["key"]["id"] for m in msgs) == list(range(41))
+    batches = int(re.search(r"stopped after \d+ messages in (\d+) batches", proc.output()).group(1))
+    # The linger is longer than the whole test, so only an idle heartbeat cuts a batch: one for
+    # the start position, one for the first row, one for the 40 queued rows, and at most one
+    # idle checkpoint. Taking each queued heartbeat for idle would make 40 or more.
+    assert batches <= 5, proc.output()
