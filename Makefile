@@ -8,7 +8,7 @@ CONFIG ?= .local/streamer.yaml
 PYTEST_ARGS ?=
 
 .PHONY: help deps venv up down config run demo-load test test-pypy test-cpython unit lint bench bench-compare clean \
-	constraints build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
+	constraints ffi build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
 
 help:
 	@echo "make run        set everything up and stream the local MariaDB into the local Kafka"
@@ -81,6 +81,10 @@ GROOVY_VERSION := 4.0.22
 GROOVY_JAR := .local/groovy/groovy-$(GROOVY_VERSION).jar
 JENKINSFILE ?= deploy/Jenkinsfile
 DEPLOY := STREAMER_DEPLOY_PYTHON=$(VENV_PYPY)/bin/python deploy/deploy.sh
+
+# streamer/_rdkafka_ffi.py: rdkafka's cffi declarations, parsed ahead (a unit test keeps it current).
+ffi: $(VENV_PYPY)/.stamp
+	$(VENV_PYPY)/bin/python -c 'from streamer import rdkafka; rdkafka.generate("streamer/_rdkafka_ffi.py")'
 
 constraints: $(VENV_PYPY)/.stamp
 	$(VENV_PYPY)/bin/pip freeze --exclude-editable > deploy/constraints-pypy.txt

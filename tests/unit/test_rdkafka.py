@@ -1,4 +1,6 @@
-"""The cffi producer's edges that need no broker: config errors and the full-queue signal."""
+"""The cffi producer's edges that need no broker: config errors, the full-queue signal, the ffi."""
+import os
+
 import pytest
 from confluent_kafka import KafkaException
 
@@ -47,3 +49,20 @@ def test_a_transactional_call_that_times_out_raises_a_retriable_kafka_error():
         assert err.retriable() and not err.fatal()
     finally:
         p.close()
+
+
+def test_the_prebuilt_declarations_are_current_and_used(tmp_path):
+    fresh = tmp_path / "ffi.py"
+    rdkafka.generate(str(fresh))
+    with open(os.path.join(os.path.dirname(rdkafka.__file__), rdkafka.PREBUILT + ".py")) as fh:
+        committed = fh.read()
+    assert committed == fresh.read_text(), "streamer/_rdkafka_ffi.py is stale: run `make ffi`"
+    assert rdkafka.FFI_SOURCE == "prebuilt"
+
+
+def test_stale_prebuilt_declarations_are_parsed_instead(monkeypatch):
+    monkeypatch.setattr(rdkafka, "_CDEF", rdkafka._CDEF + "int rd_kafka_brokers_add(void *, const char *);\n")
+    ffi, source = rdkafka._load_ffi()
+    assert source == "parsed"
+    lib = ffi.dlopen("librdkafka.so.1")
+    assert lib.rd_kafka_version() >= rdkafka.MIN_VERSION and hasattr(lib, "rd_kafka_brokers_add")
