@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import platform
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -31,7 +30,7 @@ JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=50"
 
 
 def _tune_jit() -> None:
-    if platform.python_implementation() == "PyPy":
+    if sys.implementation.name == "pypy":
         import pypyjit  # type: ignore[import-not-found]
         pypyjit.set_param(JIT_PARAMS)
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Dict, Tuple
 
 from . import avro
@@ -37,6 +35,10 @@ class SchemaRegistry:
         self._schemas: Dict[int, Dict[str, Any]] = {}
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
+        # Imported here: http.client costs ~30 ms of every PyPy start, most of which have no registry.
+        import urllib.error
+        import urllib.request
+
         data = None if body is None else json.dumps(body).encode("utf-8")
         req = urllib.request.Request(self.url + path, data=data, method=method,
                                      headers={"Content-Type": CONTENT_TYPE,
