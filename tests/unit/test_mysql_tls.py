@@ -1,0 +1,37 @@
+"""pymysql's preferred-TLS context is built once per process, and nothing else about TLS changes."""
+import ssl
+
+import pymysql
+
+from streamer import mysql_fixes
+
+mysql_fixes.apply()
+
+
+def deferred(**kw):
+    return pymysql.connect(host="127.0.0.1", port=1, user="u", password="p", defer_connect=True, **kw)
+
+
+def test_connections_without_tls_options_share_one_unverified_context():
+    a, b = deferred(), deferred()
+    assert a.ssl and not a._ssl_required  # still preferred: used if the server offers TLS
+    assert a.ctx is b.ctx
+    assert a.ctx.verify_mode == ssl.CERT_NONE and not a.ctx.check_hostname
+
+
+def test_explicit_tls_options_still_get_their_own_context():
+    a = deferred(ssl={"check_hostname": False, "verify_mode": "optional"})
+    b = deferred(ssl={"check_hostname": False, "verify_mode": "optional"})
+    assert a._ssl_required and a.ctx is not b.ctx and a.ctx is not deferred().ctx
+    assert a.ctx.verify_mode == ssl.CERT_OPTIONAL
+
+
+def test_disabled_tls_builds_no_context():
+    c = deferred(ssl_disabled=True)
+    assert not c.ssl and getattr(c, "ctx", None) is None
+
+
+def test_applying_twice_wraps_once():
+    before = pymysql.connections.Connection._create_ssl_ctx
+    mysql_fixes.apply()
+    assert pymysql.connections.Connection._create_ssl_ctx is before
