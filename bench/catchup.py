@@ -10,6 +10,9 @@ Three rates, all over the same rows (commit-visible, read_committed):
 RSS is read at the half and at the end too: ``rss_growth_mb`` is how much it grew over the second
 half (flat is near 0 on the long shape).
 
+The CPU steal over the run is recorded too (``cpu_steal_pct``): on a shared virtual machine it
+explains most swings between runs of the same commit.
+
 And the streamer's CPU time per row, start-up included (all its threads): on a machine shared
 with noisy neighbours, wall-clock rates of the same commit vary by 20 %, CPU time far less.
 """
@@ -42,6 +45,7 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
     try:
         with Watcher(f"{ns}.{backlog.db}.") as watcher:
             began = time.monotonic()
+            steal = env.Steal()
             args = ["--start-file", backlog.start[0], "--start-pos", str(backlog.start[1])]
             with Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), args) as streamer:
                 next_sample = began
@@ -62,6 +66,7 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
                         raise BenchError(f"{seen} of {rows} rows arrived within {timeout:.0f}s "
                                          f"(streamer log {streamer.log_path})")
                 done = time.monotonic()
+                steal.stop()
                 rss_end = streamer.rss_now_mb()
                 streamer.stop()
                 rss = streamer.rss_mb
@@ -79,4 +84,5 @@ def run(python: str, backlog: Backlog, workdir: str) -> Dict[str, Any]:
         "rss_mb": round(rss, 1) if rss else None,
         "cpu_us_per_row": round(cpu / rows * 1e6, 2) if cpu else None,
         "rss_growth_mb": round(rss_end - rss_half, 1) if rss_end and rss_half else None,
+        "cpu_steal_pct": steal.pct,
     }

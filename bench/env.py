@@ -94,3 +94,32 @@ def commit() -> Tuple[str, bool, str]:
             digest.update(name.encode() + b"\0" + fh.read())
     dirty = bool(_git("status", "--porcelain", "--", *MEASURED))
     return head, dirty, digest.hexdigest()[:12] if dirty else ""
+
+
+class Steal:
+    """The share of CPU time the hypervisor gave to other guests while this was open (%).
+
+    On a shared virtual machine, rates of the same commit swing with it: a run measured while
+    the host took a third of the CPU is not a regression. Read from /proc/stat (all CPUs).
+    """
+
+    def __init__(self, path: str = "/proc/stat") -> None:
+        self.path = path
+        self.pct: Optional[float] = None
+        self._start = self._read()
+
+    def _read(self) -> Optional[Tuple[int, int]]:
+        try:
+            with open(self.path, encoding="ascii") as fh:
+                fields = [int(v) for v in fh.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        # user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice]
+        return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+    def stop(self) -> Optional[float]:
+        end = self._read()
+        if self._start is not None and end is not None and end[1] > self._start[1]:
+            self.pct = round(100.0 * (end[0] - self._start[0]) / (end[1] - self._start[1]), 1)
+        return self.pct
+

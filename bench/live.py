@@ -172,6 +172,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
             began_us = time.time() * 1e6
             warm_from_us = began_us + warmup_s * 1e6
             began = time.monotonic()
+            steal = env.Steal()
             beat = Heartbeat(db, heartbeat_rate)
             beat.start()
             load = bench.start(rate, seconds)
@@ -194,6 +195,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                 streamer.sample()
                 if written is None and load.poll() is not None:
                     written = beat.stop()
+                    steal.stop()
                     loaded_s = time.monotonic() - began
                     load_tps = sysbench_tps(load)
                     rows_s = rows / loaded_s
@@ -212,7 +214,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
     out: Dict[str, Any] = {"rows": rows, "seconds": seconds, "warmup_s": warmup_s,
                            "offered_rows_s": rate + heartbeat_rate, "sysbench_tps": load_tps,
                            "rows_s": round(rows_s, 1), "heartbeats": len(cold),
-                           "rss_mb": round(rss, 1)}
+                           "rss_mb": round(rss, 1), "cpu_steal_pct": steal.pct}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})

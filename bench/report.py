@@ -23,13 +23,14 @@ CATCHUP: List[Tuple[str, str, int]] = [
     ("e2e+start", "e2e_rows_s", 0), ("catch-up cold", "catchup_rows_s", 0),
     ("warm", "warm_rows_s", 0), ("e2e/bare", "ratio", 2), ("start s", "start_s", 1),
     ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
-    ("CPU us/row", "cpu_us_per_row", 1),
+    ("CPU us/row", "cpu_us_per_row", 1), ("steal %", "cpu_steal_pct", 0),
     ("PyPy/CPy", "pypy_over_cpython", 2),
 ]
 LIVE: List[Tuple[str, str, int]] = [
     ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
     ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2),
     ("cold p99", "cold_p99_ms", 1), ("cold max", "cold_max_ms", 1), ("RSS MB", "rss_mb", 0),
+    ("steal %", "cpu_steal_pct", 0),
 ]
 
 

@@ -59,7 +59,7 @@ def measure_shape(shape: str, pythons: List[str], repeat: int, quick: bool,
                 print(f"bench: {shape} {b['interpreter']} run {n + 1}/{repeat}: bare "
                       f"{b['rows_s']:.0f} rows/s, e2e {c['e2e_rows_s']:.0f} rows/s, catch-up "
                       f"{c['catchup_rows_s']} rows/s, warm {c['warm_rows_s']} rows/s, "
-                      f"RSS {c['rss_mb']} MB", flush=True)
+                      f"RSS {c['rss_mb']} MB, CPU steal {c['cpu_steal_pct']}%", flush=True)
     finally:
         drop(backlog.db)
     out = []
