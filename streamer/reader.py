@@ -7,6 +7,7 @@ connection raises ``StreamInterrupted`` and the pipeline resumes from its last c
 from __future__ import annotations
 
 import logging
+import ssl
 from typing import Any, Dict, List, Optional, Tuple
 
 import pymysql
@@ -188,7 +189,7 @@ class BinlogReader:
         The server sends a heartbeat when it has nothing newer to send, but a reader that is
         behind finds that heartbeat queued before changes written since: it is not caught up.
         """
-        conn = self._stream._stream_connection if self._stream is not None else None
+        conn = getattr(self._stream, "_stream_connection", None)
         sock = getattr(conn, "_sock", None)
         rfile = getattr(conn, "_rfile", None)
         if sock is None or rfile is None:
@@ -198,6 +199,8 @@ class BinlogReader:
         try:
             # Returns what is buffered without a syscall, else reads what the kernel has, else b"".
             return bool(rfile.peek(1))
+        except ssl.SSLWantReadError:
+            return False  # TLS: no whole record has arrived yet
         except OSError:
             return True  # the next read will raise it where errors are handled
         finally:
