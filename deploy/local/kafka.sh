@@ -11,7 +11,8 @@ PORT="${STREAMER_KAFKA_PORT:-9092}"
 CPORT="${STREAMER_KAFKA_CONTROLLER_PORT:-9093}"
 PIDFILE="$DIR/kafka.pid"
 LOG="$DIR/server.log"
-TIMEOUT_S=60
+# Generous: a first start on a busy shared host took over a minute (the JVM starved of CPU).
+TIMEOUT_S=${STREAMER_KAFKA_START_TIMEOUT_S:-180}
 
 log() { echo "kafka: $*"; }
 die() { echo "kafka: $*" >&2; exit 1; }

@@ -18,7 +18,7 @@ SOCK="$DIR/mysqld.sock"
 PIDFILE="$DIR/mysqld.pid"
 ERRLOG="$DIR/error.log"
 USER_NAME="$(id -un)"
-TIMEOUT_S=30
+TIMEOUT_S=${STREAMER_MARIADB_START_TIMEOUT_S:-90}
 
 log() { echo "mariadb: $*"; }
 die() { echo "mariadb: $*" >&2; exit 1; }

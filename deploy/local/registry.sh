@@ -17,7 +17,7 @@ APP="$DIR/app"
 PIDFILE="$DIR/registry.pid"
 LOG="$DIR/registry.log"
 URL="http://127.0.0.1:$PORT/apis/ccompat/v7/subjects"
-TIMEOUT_S=90
+TIMEOUT_S=${STREAMER_REGISTRY_START_TIMEOUT_S:-180}
 
 log() { echo "registry: $*"; }
 die() { echo "registry: $*" >&2; exit 1; }
