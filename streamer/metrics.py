@@ -240,4 +240,6 @@ class Metrics:
             "heartbeat": self.heartbeat,
             "uptime_s": round(time.monotonic() - self.started_mono, 3),
         })
+        state, reason = self.health()
+        out["health"] = {"status": state, "reason": reason}
         return out

@@ -89,6 +89,11 @@ def judge(canary: List[Sample], main: Optional[List[Sample]], limits: Limits
     e0, e1 = first["counters"]["errors_total"], last["counters"]["errors_total"]
     out.append((e1 == e0, f"errors_total unchanged at {e1}" if e1 == e0
                 else f"errors_total rose from {e0} to {e1}"))
+    health = last.get("health") or {}
+    if health.get("status") == "error":
+        # Between two retries of a long backoff the counter can stand still for the whole window;
+        # the error the canary is retrying stays named.
+        out.append((False, f"last error, still unrecovered: {health.get('reason')}"))
     lag_s = last.get("lag_seconds")
     if lag_s is None:
         out.append((lag_b == 0, "lag: caught up (no event to measure)" if lag_b == 0

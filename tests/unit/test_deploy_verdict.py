@@ -77,3 +77,20 @@ def test_unanswered_status_fails_with_the_error():
     result = judge([(0.0, status(), ""), (1.0, None, "Connection refused")], None, Limits())
     assert not result[0]
     assert "did not answer 1 of 2 times (Connection refused)" in reasons(result)
+
+
+def test_an_unrecovered_error_fails_and_is_named_even_with_a_steady_error_count():
+    # Between two reconnect attempts of a long backoff, errors_total stands still.
+    down = dict(status(1000, errors=4, lag_bytes=3000, lag_s=None),
+                health={"status": "error", "reason": "(4151, 'Access denied, this account is locked')"})
+    result = judge(window(down, down), None, Limits())
+    assert not result[0]
+    assert "last error, still unrecovered: (4151, 'Access denied, this account is locked')" \
+        in reasons(result)
+
+
+def test_a_healthy_status_adds_no_error_line():
+    ok = dict(status(1000), health={"status": "ok", "reason": "caught up"})
+    result = judge(window(ok, dict(ok, position={"file": "mysql-bin.000001", "pos": 2000})),
+                   None, Limits())
+    assert result[0] and "last error" not in reasons(result), reasons(result)
