@@ -25,8 +25,8 @@ from .heartbeat import COLUMN as HEARTBEAT_COLUMN
 from .metrics import Metrics
 from .position import Position, Tracker
 from .publisher import BatchAborted, ProducerBroken, Publisher
-from .reader import (BinlogReader, SourceError, StreamInterrupted, connect, connection_settings,
-                     binlog_files, master_status, settings_problems)
+from .reader import (ER_ACCESS_DENIED, BinlogReader, SourceError, StreamInterrupted, binlog_files,
+                     connect, connection_settings, master_status, settings_problems)
 from .registry import SchemaRegistry
 from .tables import TableFilter, TableRegistry, TableVersion
 
@@ -124,7 +124,10 @@ class Streamer:
     def run(self) -> int:
         with Publisher(self.cfg) as publisher:
             self.publisher = publisher
-            position = self._initial_position(publisher)
+            position = self._first_position(publisher)
+            if position is None:  # stopped while MySQL was unreachable
+                log.info("stopped before streaming")
+                return 0
             if publisher.committed is not position:
                 # Make a new start point durable before reading: a crash before the first batch
                 # must resume here, not at a binlog end that has moved on meanwhile.
@@ -153,6 +156,35 @@ class Streamer:
                     backoff = min(backoff * 2, float(self.cfg["mysql"]["reconnect_backoff_max_s"]))
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
+
+    def _first_position(self, publisher: Publisher) -> Optional[Position]:
+        """The start position. While MySQL can't be reached (down, restarting, not up yet), retry
+        with the reconnect backoff, as a dropped stream does; a refused login fails at once."""
+        m = self.cfg["mysql"]
+        backoff = float(m["reconnect_backoff_s"])
+        limit = int(m["reconnect_max_attempts"])
+        attempts = 0
+        while not self.stop_requested:
+            try:
+                return self._initial_position(publisher)
+            except pymysql.err.OperationalError as exc:
+                code = exc.args[0] if exc.args else None
+                where = f"MySQL at {m['host']}:{m['port']}"
+                if code in ER_ACCESS_DENIED:
+                    raise SourceError(f"{where} refused the streamer's user {m['user']!r}: "
+                                      f"{exc.args[-1]}. Check mysql.user and mysql.password_file, "
+                                      f"and that the account exists and is not locked") from exc
+                attempts += 1
+                if limit and attempts > limit:
+                    raise SourceError(f"{where} unreachable, gave up after {attempts - 1} "
+                                      f"reconnect attempts ({exc}). Check mysql.host/mysql.port "
+                                      f"and that the server is running") from exc
+                self.metrics.on_error(exc, reconnect=False)
+                log.warning("%s unreachable (%s): retrying in %.1fs. Check mysql.host/mysql.port "
+                            "and that the server is running", where, exc, backoff)
+                self._sleep(backoff)
+                backoff = min(backoff * 2, float(m["reconnect_backoff_max_s"]))
+        return None
 
     def _recover(self, publisher: Publisher, exc: Exception) -> None:
         """Drop the open batch: abort it, or replace a producer that can't abort any more."""

@@ -95,3 +95,30 @@ def test_bad_config_is_one_clear_error(tmp_path):
     assert out.returncode == 2
     assert "mysql.server_id" in out.stderr and "never random" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_run_with_a_refused_login_is_one_clear_error(tmp_path):
+    pw_file = tmp_path / "pw"
+    pw_file.write_text("not-the-password")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                               mysql={"password_file": str(pw_file)})
+    out = _streamer("run", "-c", cfg)
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert "refused the streamer's user 'streamer'" in out.stderr
+    assert "Check mysql.user and mysql.password_file" in out.stderr
+    assert "Traceback" not in out.stderr and "not-the-password" not in out.stdout + out.stderr
+
+
+def test_run_gives_up_on_an_unreachable_server_after_the_set_attempts(tmp_path):
+    port = _free_port()
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                               mysql={"port": port, "reconnect_backoff_s": 0.1,
+                                      "reconnect_max_attempts": 2})
+    out = _streamer("run", "-c", cfg)
+    assert out.returncode == 3, out.stderr[-2000:]
+    # Each retry is a warning naming the server and the fix; the last word is one clear error.
+    assert out.stderr.count(f"MySQL at 127.0.0.1:{port} unreachable") == 3
+    assert f"streamer: error: MySQL at 127.0.0.1:{port} unreachable, gave up after 2 reconnect " \
+           f"attempts" in out.stderr
+    assert "Check mysql.host/mysql.port and that the server is running" in out.stderr
+    assert "Traceback" not in out.stderr

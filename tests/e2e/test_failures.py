@@ -64,7 +64,8 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
             end = support.master_pos(conn)
             truth = binlog_rows(mdb.port, support.secret("admin", mdb.base), start, end, "r")
             msgs = support.consume([f"{ns}.r.t"], expect=len(truth), decode_ns=ns, timeout=120)
-            assert proc.proc.poll() is None, "the streamer exited instead of reconnecting"
+            assert proc.proc.poll() is None, "the streamer exited instead of reconnecting:\n" + \
+                proc.output()[-3000:]
             assert proc.stop() == 0
         # An INSERT in flight as the server stopped may have committed even though the writer
         # saw the connection drop: the binlog then holds one statement more than it counted.
@@ -72,6 +73,34 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
         assert "resuming from" in proc.output()
         got = _identities(msgs)
         assert got == sorted(truth) and len(set(got)) == len(got)
+
+
+def test_a_streamer_started_while_mariadb_is_down_waits_for_it_then_streams(tmp_path):
+    with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE w", "CREATE TABLE w.t (id INT PRIMARY KEY)")
+        start = support.master_pos(conn)
+        conn.close()
+        mdb.down()
+        ns = support.unique("md")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["w.*"],
+                                   mysql={"port": mdb.port, "password_file": mdb.password_file(),
+                                          "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0})
+        unreachable = f"MySQL at 127.0.0.1:{mdb.port} unreachable"
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            support.wait_for(lambda: proc.output().count(unreachable) >= 2 or proc.proc.poll() is not None,
+                             timeout=90, what="two retries")
+            assert proc.proc.poll() is None, proc.output()[-3000:]
+            mdb.up()
+            support.sql(mdb.admin(), "INSERT INTO w.t VALUES (1), (2)")
+            msgs = support.consume([f"{ns}.w.t"], expect=2, decode_ns=ns, timeout=120)
+            assert proc.proc.poll() is None, proc.output()[-3000:]
+            assert proc.stop() == 0
+    assert sorted(m["key"]["id"] for m in msgs) == [1, 2]
+    log = proc.output()
+    assert "Check mysql.host/mysql.port and that the server is running" in log
+    assert "Traceback" not in log
 
 
 def test_kafka_restart_mid_stream_pauses_reads_and_loses_and_doubles_nothing(db, tmp_path):
