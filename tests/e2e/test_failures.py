@@ -117,8 +117,12 @@ def test_kafka_restart_mid_stream_pauses_reads_and_loses_and_doubles_nothing(db,
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
             support.sql(conn, "INSERT INTO t (v) SELECT 'a' FROM seq_1_to_1000")
-            support.wait_for(lambda: _committed(kafka.bootstrap, f"{ns}.{name}.t") >= 1000,
-                             timeout=60, what="first rows published")
+            try:
+                # A fresh broker creates its transaction-state topic on first use: slow on a busy host.
+                support.wait_for(lambda: _committed(kafka.bootstrap, f"{ns}.{name}.t") >= 1000,
+                                 timeout=180, what="first rows published")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{proc.output()[-3000:]}") from None
             kafka.down()
             # With the broker gone, 10k rows overflow the 2000-message producer queue.
             support.sql(conn, "INSERT INTO t (v) SELECT 'b' FROM seq_1_to_10000")
