@@ -248,6 +248,7 @@ class Streamer:
         last_commit = batch_started
         committed_at = (start.file, start.pos, start.rows)
         with BinlogReader(self.cfg, self.password, start, gtid) as reader:
+            log.info("reading the binlog from %s", start.describe())
             for event in reader:
                 cls = event.__class__
                 op = OPS.get(cls)
