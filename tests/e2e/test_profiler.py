@@ -47,18 +47,18 @@ def test_sigusr2_profiles_a_busy_streamer_and_profile_names_its_functions_in_an_
     start = support.master_pos(conn)
     with support.StreamerProcess(cfg, str(tmp_path / "s.log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
-        support.wait_for(lambda: "profiler ready" in proc.output(), timeout=30)
+        support.wait_for(lambda: "profiler ready" in proc.output(), timeout=90)
         bulk_rows(conn, 10, 0)
         support.consume([topic], expect=10, idle=0.2)
         proc.proc.send_signal(signal.SIGUSR2)
-        support.wait_for(lambda: "profiling started (signal)" in proc.output(), timeout=10)
+        support.wait_for(lambda: "profiling started (signal)" in proc.output(), timeout=60)
         bulk_rows(conn, 30000, 100)
         support.consume([topic], expect=30010, idle=0.5)
         proc.proc.send_signal(signal.SIGUSR2)
-        support.wait_for(lambda: "profiling stopped (SIGUSR2)" in proc.output(), timeout=10)
+        support.wait_for(lambda: "profiling stopped (SIGUSR2)" in proc.output(), timeout=60)
         # A profile still running at shutdown is stopped and closed by the shutdown path.
         proc.proc.send_signal(signal.SIGUSR2)
-        support.wait_for(lambda: proc.output().count("profiling started (signal)") == 2, timeout=10)
+        support.wait_for(lambda: proc.output().count("profiling started (signal)") == 2, timeout=60)
         assert proc.stop() == 0, proc.output()
     out = proc.output()
     assert "profiling stopped (shutdown)" in out
@@ -133,9 +133,9 @@ def test_cpython_refuses_the_profiler_with_the_reason_and_starts_it_with_force(d
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
                                profiler={"enabled": True, "force": True, "dir": str(pdir)})
     with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
-        support.wait_for(lambda: "profiler ready" in proc.output(), timeout=30)
+        support.wait_for(lambda: "profiler ready" in proc.output(), timeout=90)
         proc.proc.send_signal(signal.SIGUSR2)
-        support.wait_for(lambda: "profiling started (signal)" in proc.output(), timeout=10)
+        support.wait_for(lambda: "profiling started (signal)" in proc.output(), timeout=60)
         # Only check that it starts: sampling CPython for long can crash (RUNTIME.md).
         assert proc.stop() == 0, proc.output()
     assert "profiling stopped (shutdown)" in proc.output()
