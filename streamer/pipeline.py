@@ -25,8 +25,8 @@ from .heartbeat import COLUMN as HEARTBEAT_COLUMN
 from .metrics import Metrics
 from .position import Position, Tracker
 from .publisher import BatchAborted, ProducerBroken, Publisher
-from .reader import (ER_ACCESS_DENIED, BinlogReader, SourceError, StreamInterrupted, binlog_files,
-                     connect, connection_settings, master_status, settings_problems)
+from .reader import (ER_ACCESS_DENIED, ER_LOGIN_REFUSED, BinlogReader, SourceError, StreamInterrupted,
+                     binlog_files, connect, connection_settings, master_status, settings_problems)
 from .registry import SchemaRegistry
 from .tables import TableFilter, TableRegistry, TableVersion
 
@@ -170,10 +170,14 @@ class Streamer:
             except pymysql.err.OperationalError as exc:
                 code = exc.args[0] if exc.args else None
                 where = f"MySQL at {m['host']}:{m['port']}"
-                if code in ER_ACCESS_DENIED:
+                if code in ER_LOGIN_REFUSED:
                     raise SourceError(f"{where} refused the streamer's user {m['user']!r}: "
                                       f"{exc.args[-1]}. Check mysql.user and mysql.password_file, "
                                       f"and that the account exists and is not locked") from exc
+                if code in ER_ACCESS_DENIED:
+                    raise SourceError(f"{where}: the streamer's user {m['user']!r} lacks a "
+                                      f"privilege: {exc.args[-1]}. Grant it SELECT, REPLICATION "
+                                      f"SLAVE, REPLICATION CLIENT ON *.*") from exc
                 attempts += 1
                 if limit and attempts > limit:
                     raise SourceError(f"{where} unreachable, gave up after {attempts - 1} "

@@ -29,6 +29,7 @@ EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, Rotat
 
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
+ER_LOGIN_REFUSED = (1045, 4151)  # wrong user or password; account locked
 
 
 class SourceError(RuntimeError):

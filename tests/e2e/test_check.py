@@ -109,6 +109,23 @@ def test_run_with_a_refused_login_is_one_clear_error(tmp_path):
     assert "Traceback" not in out.stderr and "not-the-password" not in out.stdout + out.stderr
 
 
+def test_run_as_a_locked_account_is_one_clear_error_not_a_wait(tmp_path):
+    user = support.unique("locked")
+    pw_file = tmp_path / "pw"
+    pw_file.write_text("pw-" + user)
+    conn = support.admin()
+    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}' ACCOUNT LOCK")
+    try:
+        cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                                   mysql={"user": user, "password_file": str(pw_file)})
+        out = _streamer("run", "-c", cfg)
+        assert out.returncode == 3, out.stderr[-2000:]
+        assert f"refused the streamer's user '{user}'" in out.stderr and "locked" in out.stderr
+        assert "unreachable" not in out.stderr and "Traceback" not in out.stderr
+    finally:
+        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+
+
 def test_run_gives_up_on_an_unreachable_server_after_the_set_attempts(tmp_path):
     port = _free_port()
     cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
