@@ -43,6 +43,26 @@ def _start_of(event: Any) -> int:
     return event.packet.log_pos - event.packet.event_size
 
 
+class Backoff:
+    """Reconnect delays: doubling from mysql.reconnect_backoff_s up to reconnect_backoff_max_s,
+    for at most mysql.reconnect_max_attempts attempts (0: no limit)."""
+
+    def __init__(self, mysql: Dict[str, Any]) -> None:
+        self.delay = float(mysql["reconnect_backoff_s"])
+        self.max_s = float(mysql["reconnect_backoff_max_s"])
+        self.limit = int(mysql["reconnect_max_attempts"])
+        self.attempts = 0
+
+    def next(self) -> Optional[float]:
+        """Seconds to wait before the next attempt, or None when the attempts are used up."""
+        self.attempts += 1
+        if self.limit and self.attempts > self.limit:
+            return None
+        delay = self.delay
+        self.delay = min(delay * 2, self.max_s)
+        return delay
+
+
 class Streamer:
     """One source, one namespace. ``run()`` blocks until stopped and returns the exit code."""
 
@@ -133,8 +153,7 @@ class Streamer:
                 # must resume here, not at a binlog end that has moved on meanwhile.
                 publisher.commit(position)
             gtid = self._gtid_for(position)
-            backoff = float(self.cfg["mysql"]["reconnect_backoff_s"])
-            attempts = 0
+            retry = Backoff(self.cfg["mysql"])
             while not self.stop_requested:
                 try:
                     self._stream(publisher, position, gtid)
@@ -143,17 +162,15 @@ class Streamer:
                         pymysql.err.OperationalError) as exc:
                     self._recover(publisher, exc)
                     self.metrics.on_error(exc, reconnect=True)
-                    attempts += 1
-                    limit = int(self.cfg["mysql"]["reconnect_max_attempts"])
-                    if limit and attempts > limit:
-                        raise SourceError(f"gave up after {attempts - 1} reconnect attempts: {exc}")
+                    backoff = retry.next()
+                    if backoff is None:
+                        raise SourceError(f"gave up after {retry.attempts - 1} reconnect attempts: {exc}")
                     self.reconnects += 1
                     if publisher.committed is not None:
                         position = publisher.committed
                         gtid = self._gtid_for(position)
                     log.warning("%s; resuming from %s in %.1fs", exc, position.describe(), backoff)
                     self._sleep(backoff)
-                    backoff = min(backoff * 2, float(self.cfg["mysql"]["reconnect_backoff_max_s"]))
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
 
@@ -161,9 +178,7 @@ class Streamer:
         """The start position. While MySQL can't be reached (down, restarting, not up yet), retry
         with the reconnect backoff, as a dropped stream does; a refused login fails at once."""
         m = self.cfg["mysql"]
-        backoff = float(m["reconnect_backoff_s"])
-        limit = int(m["reconnect_max_attempts"])
-        attempts = 0
+        retry = Backoff(m)
         while not self.stop_requested:
             try:
                 return self._initial_position(publisher)
@@ -178,16 +193,15 @@ class Streamer:
                     raise SourceError(f"{where}: the streamer's user {m['user']!r} lacks a "
                                       f"privilege: {exc.args[-1]}. Grant it SELECT, REPLICATION "
                                       f"SLAVE, REPLICATION CLIENT ON *.*") from exc
-                attempts += 1
-                if limit and attempts > limit:
-                    raise SourceError(f"{where} unreachable, gave up after {attempts - 1} "
+                backoff = retry.next()
+                if backoff is None:
+                    raise SourceError(f"{where} unreachable, gave up after {retry.attempts - 1} "
                                       f"reconnect attempts ({exc}). Check mysql.host/mysql.port "
                                       f"and that the server is running") from exc
                 self.metrics.on_error(exc, reconnect=False)
                 log.warning("%s unreachable (%s): retrying in %.1fs. Check mysql.host/mysql.port "
                             "and that the server is running", where, exc, backoff)
                 self._sleep(backoff)
-                backoff = min(backoff * 2, float(m["reconnect_backoff_max_s"]))
         return None
 
     def _recover(self, publisher: Publisher, exc: Exception) -> None:

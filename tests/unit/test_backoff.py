@@ -1,0 +1,13 @@
+"""The reconnect delays shared by start-up and a dropped stream."""
+from streamer.pipeline import Backoff
+
+
+def test_delays_double_up_to_the_cap_without_a_limit():
+    b = Backoff({"reconnect_backoff_s": 0.5, "reconnect_backoff_max_s": 3.0, "reconnect_max_attempts": 0})
+    assert [b.next() for _ in range(6)] == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
+
+
+def test_attempts_beyond_the_limit_get_no_delay():
+    b = Backoff({"reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0, "reconnect_max_attempts": 2})
+    assert [b.next(), b.next(), b.next()] == [0.2, 0.4, None]
+    assert b.attempts - 1 == 2  # what the "gave up after N reconnect attempts" error says
