@@ -327,10 +327,13 @@ class Streamer:
                     beat = False
                     last_commit = now
                     committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
-                elif now - last_commit >= idle and not tracker.in_tx and \
+                elif not pending and not beat and now - last_commit >= idle and \
+                        not tracker.in_tx and \
                         committed_at != (tracker.file, tracker.tx_start, tracker.tx_rows):
                     # Tables we don't publish and DDL still move the position: checkpoint it so
-                    # a restart need not re-read them.
+                    # a restart need not re-read them. Pending changes are left to the linger:
+                    # a reader slower than idle_checkpoint_ms would otherwise commit after every
+                    # transaction and ignore catchup_linger_ms.
                     self._commit(publisher, tracker, pending)
                     pending = 0
                     last_commit = now
