@@ -4,6 +4,7 @@ The tests share one deployment (module fixture) to stay lean: release A is built
 as canary and main under a private supervisord; the tests then run in order.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,7 +161,10 @@ def test_broken_release_rolls_back_and_the_old_one_loses_nothing(site, tmp_path)
         conn.close()
     print(f"broken deploy + rollback took {took:.1f}s; {len(written)} rows written meanwhile")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "B on main failed: restart failed" in proc.stderr
+    # The broken release exits at start. Supervisord reports that as a failed restart, unless the
+    # exit came after its startsecs (a starved host): then the health wait is what fails.
+    assert re.search(r"B on main failed: (restart failed|not healthy within)", proc.stderr), \
+        proc.stderr
     assert "rolled main back to A: healthy" in proc.stderr
     assert site.current("main") == "A" and site.current("canary") == "A"
     got = [i for i in ids_in(site, "main", 20 + len(written)) if i >= 1000]
@@ -208,10 +212,17 @@ def caught_up(site, env, timeout=60):
 
 
 def test_healthy_canary_passes_the_verdict_against_main(site):
+    # On a starved host a healthy canary can stall for a whole window; a failing verify fails
+    # every one of three.
+    outputs = []
     with Writer(site, 5000):
-        proc = site.deploy("verify", "canary", "--main", "main", "--window", "5")
+        for _ in range(3):
+            proc = site.deploy("verify", "canary", "--main", "main", "--window", "8")
+            outputs.append(proc.stdout + proc.stderr)
+            if proc.returncode == 0:
+                break
     print(proc.stdout)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 0, "\n".join(outputs)
     assert "✓ advancing" in proc.stdout and "verdict: PASS" in proc.stdout
     assert "throughput" in proc.stdout and "vs main" in proc.stdout
 
