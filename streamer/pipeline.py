@@ -334,8 +334,7 @@ class Streamer:
                     # a restart need not re-read them. Pending changes are left to the linger:
                     # a reader slower than idle_checkpoint_ms would otherwise commit after every
                     # transaction and ignore catchup_linger_ms.
-                    self._commit(publisher, tracker, pending)
-                    pending = 0
+                    self._commit(publisher, tracker, 0)
                     last_commit = now
                     committed_at = (tracker.file, tracker.tx_start, tracker.tx_rows)
 

@@ -21,6 +21,7 @@ from .rdkafka import Producer
 
 log = logging.getLogger(__name__)
 
+SAFE_IN_FLIGHT = 1
 DEFAULT_PRODUCER = {
     "linger.ms": 5,
     "batch.num.messages": 10000,
@@ -34,9 +35,8 @@ DEFAULT_PRODUCER = {
     # leader is new, e.g. a topic just created) followed by an accepted later request of the same
     # partition makes it count the refused messages as delivered ("implicitly acked"), and the
     # transaction commits without them. Seen for 4 of 100 new topics; none of 300 with this.
-    "max.in.flight.requests.per.connection": 1,
+    "max.in.flight.requests.per.connection": SAFE_IN_FLIGHT,
 }
-SAFE_IN_FLIGHT = 1
 # Consumer-side keys that would confuse a producer and the reverse; the rest pass through.
 _PRODUCER_ONLY = set(DEFAULT_PRODUCER) | {"compression.type", "batch.size", "retries",
                                          "delivery.timeout.ms", "request.timeout.ms"}
