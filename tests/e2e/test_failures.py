@@ -52,6 +52,8 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
         writer = Writer(lambda: mdb.admin("r"), "t")
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
+            # Mid-stream: on a starved host the restart otherwise came during start-up.
+            _reading(proc)
             writer.start()
             time.sleep(2)
             mdb.down()
