@@ -13,6 +13,7 @@ import urllib.request
 import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
 from tests import support
@@ -136,6 +137,30 @@ def test_signalfx_endpoint_receives_counts_throughput_latency_and_dimensions(db,
     assert re.search(r"INFO streamer.reporter: \d+ msg/s .* latency p50 .* lag ", out)
 
 
+class StallWatch:
+    """The longest time this process went unscheduled, seen from a thread that wakes every 10 ms."""
+
+    def __init__(self):
+        self.worst_ms = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self):
+        last = time.monotonic()
+        while not self._stop.wait(0.01):
+            now = time.monotonic()
+            self.worst_ms = max(self.worst_ms, (now - last - 0.01) * 1000)
+            last = now
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def test_heartbeat_latency_is_sub_second_and_matches_what_a_consumer_measures(db, tmp_path):
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, ts_us BIGINT UNSIGNED)")
@@ -167,19 +192,21 @@ def test_heartbeat_latency_is_sub_second_and_matches_what_a_consumer_measures(db
         windows = []
         try:
             receive([], time.time() + 0.5)  # the assignment settles
-            # A starved host can stall everything for seconds: up to 4 windows, until one where
-            # the consumer itself sees sub-second latency.
-            for attempt in range(4):
+            # A starved host can stall every process for seconds. A window counts only if this
+            # process saw no stall and the consumer itself got every change within a second; the
+            # streamer's own figures for that window are then judged. Up to 6 windows.
+            for attempt in range(6):
                 seen = []
-                for i in range(25):  # 3 s: the last full reporting interval lies inside it
-                    support.sql(conn, insert, args=(attempt * 100 + i,))
-                    receive(seen, time.time() + 0.12)
-                status = json.loads(get(port, "/status")[1])
-                receive(seen, time.time() + 1.0)
-                consumer_ms = statistics.median(
-                    [(recv - float(ts) / 1e6) * 1000 for recv, ts in seen] or [float("inf")])
-                windows.append((len(seen), consumer_ms, status))
-                if len(seen) >= 20 and consumer_ms < 1000:
+                with StallWatch() as stalls:
+                    for i in range(25):  # 3 s: the last full reporting interval lies inside it
+                        support.sql(conn, insert, args=(attempt * 100 + i,))
+                        receive(seen, time.time() + 0.12)
+                    status = json.loads(get(port, "/status")[1])
+                    receive(seen, time.time() + 1.0)
+                consumer = [(recv - float(ts) / 1e6) * 1000 for recv, ts in seen] or [float("inf")]
+                windows.append((len(seen), statistics.median(consumer), max(consumer),
+                                stalls.worst_ms, status))
+                if len(seen) >= 20 and max(consumer) < 1000 and stalls.worst_ms < 250:
                     break
         finally:
             c.close()
@@ -187,10 +214,17 @@ def test_heartbeat_latency_is_sub_second_and_matches_what_a_consumer_measures(db
                                                "WHERE source = %s", args=(ns,))
         assert proc.stop() == 0, proc.output()
     assert hb_rows  # the heartbeat row exists on the source
-    received, consumer_ms, status = windows[-1]
+    received, consumer_ms, consumer_max, stall_ms, status = windows[-1]
     lat = status["latency_ms"]
-    assert received >= 20 and consumer_ms < 1000, \
-        f"no window where the consumer got the changes within a second: {windows}"
+    summary = [w[:4] for w in windows]
+    if all(w[3] >= 250 for w in windows):
+        # Nothing here can judge latency when the test process itself went unscheduled for
+        # a quarter second or more in every window; a window without such a stall is judged.
+        pytest.skip(f"the host stalled this process in every window (received, median ms, "
+                    f"max ms, worst stall ms): {summary}")
+    assert received >= 20 and consumer_max < 1000 and stall_ms < 250, \
+        ("no window without a stall where the consumer got every change within a second "
+         f"(received, median ms, max ms, worst stall ms): {summary}; last status {status}")
     # µs precision: binlog timestamps alone could not give a sub-second p50 that is not a whole second.
     assert 0 < lat["p50"] < 1000 and 0 < lat["max"] < 1000, lat
     # The consumer sees a change a little after the streamer's commit returns: the two agree.
