@@ -42,8 +42,8 @@ DEFAULTS: Dict[str, Any] = {
     "kafka": {"bootstrap.servers": "127.0.0.1:9092"},
     "topics": {"partitions": 1, "replication_factor": 1},
     "tables": {"include": ["*.*"], "exclude": []},
-    "batch": {"max_messages": 5000, "linger_ms": 20, "catchup_linger_ms": 500,
-              "idle_checkpoint_ms": 1000},
+    "batch": {"max_messages": 5000, "linger_ms": 20, "min_linger_ms": 0,
+              "catchup_linger_ms": 500, "idle_checkpoint_ms": 1000},
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
     # With a url (e.g. http://host:8081 or Apicurio's .../apis/ccompat/v7): Confluent wire format
     # and subjects {topic}-key/-value. Without: single-object encoding plus {namespace}.__schemas.
@@ -139,6 +139,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
         _positive_number(cfg, key)
     _positive_number(cfg, "mysql.reconnect_max_attempts", allow_zero=True)
     _positive_number(cfg, "commit_retries", allow_zero=True)
+    _positive_number(cfg, "batch.min_linger_ms", allow_zero=True)
     mode = cfg["mysql"]["position_mode"]
     _require(mode in ("file", "gtid"), "mysql.position_mode", mode, "'file' or 'gtid'")
     initial = cfg["start"]["initial"]

@@ -259,6 +259,11 @@ class Streamer:
         # Catching up, changes are old anyway: a commit every linger would stall reading for a
         # synchronous commit every few hundred rows.
         catchup_linger = max(linger, float(self.cfg["batch"]["catchup_linger_ms"]) / 1000.0)
+        # Live, a batch commits as soon as the reader has read all the server has sent (at a
+        # transaction's end, or at an idle heartbeat) and is min_linger old: a change then waits
+        # for one commit, not for the linger. Changes that arrive during the commit queue up and
+        # make the next batch, so batches grow with the load (group commit).
+        min_linger = min(linger, float(self.cfg["batch"]["min_linger_ms"]) / 1000.0)
         last_ts = 0
         idle = float(self.cfg["batch"]["idle_checkpoint_ms"]) / 1000.0
         pending = 0
@@ -269,6 +274,7 @@ class Streamer:
             log.info("reading the binlog from %s", start.describe())
             for event in reader:
                 cls = event.__class__
+                tx_end = False
                 op = OPS.get(cls)
                 if op is not None:
                     last_ts = event.timestamp
@@ -302,6 +308,7 @@ class Streamer:
                                 batch_started = time.monotonic()
                             pending += ddl.publish_truncate(event, tv, tracker, produce)
                     self._boundary(event, cls, tracker)
+                    tx_end = not tracker.in_tx and (cls is XidEvent or cls is QueryEvent)
                 if pending >= max_messages or self.stop_requested:
                     self._commit(publisher, tracker, pending)
                     pending = 0
@@ -315,10 +322,13 @@ class Streamer:
                 # A binlog heartbeat with nothing queued behind it means the server had nothing
                 # more to send: the reader is caught up, so waiting out the linger would only add
                 # latency. A heartbeat queued before newer changes says nothing of the sort.
-                idle_beat = cls is HeartbeatLogEvent and not reader.more_arrived()
-                if idle_beat:
+                caught_up = cls is HeartbeatLogEvent and not reader.more_arrived()
+                if caught_up:
                     self.metrics.on_idle()
-                if (pending or beat) and (idle_beat or (
+                elif tx_end and (pending or beat) and now - batch_started >= min_linger and \
+                        time.time() - last_ts < CATCHUP_LAG_S:
+                    caught_up = not reader.more_arrived()  # at a transaction's end
+                if (pending or beat) and ((caught_up and now - batch_started >= min_linger) or (
                         now - batch_started >= linger and (
                             now - batch_started >= catchup_linger
                             or time.time() - last_ts < CATCHUP_LAG_S))):

@@ -176,3 +176,43 @@ def test_heartbeats_queued_behind_a_backlog_do_not_cut_a_batch_per_transaction(d
     # the start position, one for the first row, one for the 40 queued rows, and at most one
     # idle checkpoint. Taking each queued heartbeat for idle would make 40 or more.
     assert batches <= 5, proc.output()
+
+
+def test_live_changes_commit_when_the_reader_is_caught_up_not_after_the_linger(db, tmp_path):
+    """Live, a batch commits at a transaction's end once the reader has read all there is.
+
+    The linger (10 min) and the server's idle heartbeat (2 min) are both longer than the test:
+    only the caught-up commit can make these rows visible. A min_linger as long as the linger
+    then holds a caught-up batch back.
+    """
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    for min_linger, rows in ((0, list(range(5))), (600000, [100])):
+        ns = support.unique("cu")
+        topic = f"{ns}.{name}.t"
+        cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.t"],
+                                   mysql={"heartbeat_s": 120},
+                                   batch={"linger_ms": 600000, "min_linger_ms": min_linger})
+        with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log")) as proc:
+            support.wait_for(lambda: "reading the binlog from" in proc.output()
+                             or proc.proc.poll() is not None, what="the streamer to start reading")
+            for i in rows:
+                support.sql(conn, f"INSERT INTO t VALUES ({i})")
+                time.sleep(0.3)
+            deadline = time.monotonic() + 60
+            while True:  # patient on a stalled host, without a long idle read after the last row
+                seen = support.consume([topic], expect=len(rows), idle=2.0, timeout=30,
+                                       decode_ns=ns)
+                if min_linger or len(seen) >= len(rows) or time.monotonic() > deadline:
+                    break
+            proc.proc.send_signal(signal.SIGTERM)
+            support.sql(conn, "INSERT INTO t VALUES (1000)")  # wakes the reader to stop
+            assert proc.wait() == 0, proc.output()
+            support.sql(conn, "DELETE FROM t WHERE id = 1000")
+        if min_linger:
+            assert seen == [], proc.output()
+        else:
+            assert sorted(m["key"]["id"] for m in seen) == rows, proc.output()
+        # Nothing held back is lost: the stop commits it.
+        final = support.consume([topic], expect=len(rows), idle=1.0, decode_ns=ns)
+        assert sorted(m["key"]["id"] for m in final if m["key"]["id"] < 1000) == rows

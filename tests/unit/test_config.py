@@ -35,6 +35,13 @@ def test_bad_value_names_key_value_and_what_is_allowed(tmp_path):
     assert "batch.max_messages" in str(err.value) and "-3" in str(err.value)
 
 
+def test_min_linger_may_be_zero_but_not_negative(tmp_path):
+    cfg = config.load(write(tmp_path, BASE), environ={})
+    assert cfg["batch"]["min_linger_ms"] == 0
+    with pytest.raises(config.ConfigError, match=r"batch.min_linger_ms.*-1.*>= 0"):
+        config.load(write(tmp_path, BASE + "batch: {min_linger_ms: -1}\n"), environ={})
+
+
 def test_environment_overrides_nested_and_kafka_keys(tmp_path):
     env = {"STREAMER__MYSQL__PORT": "3310", "STREAMER__KAFKA__LINGER_MS": "20",
            "STREAMER__NAMESPACE": "canary"}
