@@ -39,6 +39,18 @@ def test_a_full_queue_raises_buffer_error():
     p.close()  # a second close is harmless
 
 
+def test_a_failed_message_does_not_stay_outstanding_and_close_stops_the_drain_thread():
+    # A failed message counts as outstanding until its delivery event is destroyed; without the
+    # drain thread, this flush would wait its whole 20 s and leave the message counted.
+    p = rdkafka.Producer({"bootstrap.servers": NOWHERE, "message.timeout.ms": 200})
+    try:
+        p.produce("t", b"v", b"k")
+        assert p.flush(20) == 0
+    finally:
+        p.close()
+    assert not p._drainer.is_alive()
+
+
 def test_a_transactional_call_that_times_out_raises_a_retriable_kafka_error():
     p = rdkafka.Producer({"bootstrap.servers": NOWHERE, "transactional.id": "unit-nowhere"})
     try:
