@@ -325,8 +325,7 @@ class Streamer:
                 caught_up = cls is HeartbeatLogEvent and not reader.more_arrived()
                 if caught_up:
                     self.metrics.on_idle()
-                elif tx_end and (pending or beat) and now - batch_started >= min_linger and \
-                        time.time() - last_ts < CATCHUP_LAG_S:
+                elif tx_end and (pending or beat) and time.time() - last_ts < CATCHUP_LAG_S:
                     caught_up = not reader.more_arrived()  # at a transaction's end
                 if (pending or beat) and ((caught_up and now - batch_started >= min_linger) or (
                         now - batch_started >= linger and (

@@ -68,7 +68,7 @@ RD_KAFKA_PRODUCER = 0
 PARTITION_UA = -1  # let the partitioner pick by key, as confluent-kafka's produce does
 MSG_F_COPY = 2  # librdkafka copies the payload; cffi's pointer lives only during the call
 EVENT_DR = 0x1
-DRAIN_WAIT_MS = 100  # the drain thread's poll: how long close() may wait for it
+DRAIN_WAIT_S = 0.1  # the drain thread's poll: how long close() may wait for it
 ERR_QUEUE_FULL = -184
 ERR_FATAL = -150
 ERR_INVALID_ARG = -186
@@ -196,11 +196,8 @@ class Producer:
         self._lib.rd_kafka_destroy(rk)
 
     def _drain(self) -> None:
-        lib, events = self._lib, self._events
         while not self._closing:
-            ev = lib.rd_kafka_queue_poll(events, DRAIN_WAIT_MS)  # releases the GIL while waiting
-            if ev != _ffi.NULL:
-                lib.rd_kafka_event_destroy(ev)
+            self.poll(DRAIN_WAIT_S)  # cffi releases the GIL while librdkafka waits
 
     def _topic(self, topic: str) -> Any:
         rkt = self._topics.get(topic)

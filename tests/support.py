@@ -97,6 +97,12 @@ class StreamerProcess:
         finally:
             self.log.close()
 
+    def wait_reading(self, timeout: float = 120) -> None:
+        """Wait out start-up: a signal before the stream opens stops a streamer that read nothing."""
+        wait_for(lambda: "reading the binlog from" in self.output() or self.proc.poll() is not None,
+                 timeout=timeout, what="the binlog stream to open")
+        assert self.proc.poll() is None, self.output()[-3000:]
+
     def wait(self, timeout: float = 60) -> int:
         try:
             return self.proc.wait(timeout)

@@ -194,8 +194,7 @@ def test_live_changes_commit_when_the_reader_is_caught_up_not_after_the_linger(d
                                    mysql={"heartbeat_s": 120},
                                    batch={"linger_ms": 600000, "min_linger_ms": min_linger})
         with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log")) as proc:
-            support.wait_for(lambda: "reading the binlog from" in proc.output()
-                             or proc.proc.poll() is not None, what="the streamer to start reading")
+            proc.wait_reading()
             for i in rows:
                 support.sql(conn, f"INSERT INTO t VALUES ({i})")
                 time.sleep(0.3)
