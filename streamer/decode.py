@@ -129,24 +129,33 @@ def read_topic(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
     With ``tail``, only the records among each partition's last ``tail`` offsets are read.
     An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
     """
+    return read_topic_tail(conf, topic, timeout, tail)[0]
+
+
+def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
+                    tail: Optional[int] = None
+                    ) -> Tuple[List[Tuple[Optional[bytes], Optional[bytes]]], bool]:
+    """``read_topic``, and whether what was read is the whole topic (the tail reached back to
+    each partition's first offset), so a caller needs no second, full read."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     c = Consumer(dict(conf, **{"group.id": f"streamer-reader-{time.time()}",
                                "enable.auto.commit": False, "enable.partition.eof": True,
                                "isolation.level": "read_committed"}))
     try:
-        md = c.list_topics(topic, timeout=30)
-        if md.topics[topic].error is not None:
-            return []
+        deadline = time.monotonic() + timeout
+        offsets = _offsets(c, topic, deadline)
+        if offsets is None:
+            return [], True
         starts = {}
-        for p in md.topics[topic].partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+        whole = True
+        for p, (low, high) in offsets.items():
             if high > low:
                 starts[p] = low if tail is None else max(low, high - tail)
+                whole = whole and starts[p] == low
         c.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
         pending = set(starts)
         out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
-        deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:
             msg = c.poll(0.5)
             if msg is None:
@@ -159,9 +168,34 @@ def read_topic(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
             out.append((msg.key(), msg.value()))
         if pending:
             raise RuntimeError(f"timed out reading {topic}")
-        return out
+        return out, whole
     finally:
         c.close()
+
+
+def _offsets(c: Any, topic: str, deadline: float) -> Optional[Dict[int, Tuple[int, int]]]:
+    """Each partition's (low, high) offsets, or None when the topic doesn't exist. A partition
+    whose leader is moving, or not yet known for a topic created a moment ago, is asked again
+    until the deadline: taking it for an empty topic would lose the checkpoint."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    moving = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+              KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION)
+    while True:
+        try:
+            md = c.list_topics(topic, timeout=30)
+            err = md.topics[topic].error
+            if err is not None:
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    return None
+                raise KafkaException(err)
+            return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+                    for p in md.topics[topic].partitions}
+        except KafkaException as exc:
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code not in moving or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, Any]]:

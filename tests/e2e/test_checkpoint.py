@@ -60,3 +60,29 @@ def test_positions_topic_rolls_segments_so_compaction_can_run(tmp_path):
         conf = admin.describe_configs([res])[res].result(timeout=30)
         assert conf["cleanup.policy"].value == "compact"
         assert int(conf["segment.ms"].value) == publisher_mod.COMPACTED_SEGMENT_MS
+
+
+def test_a_tail_that_reaches_back_to_the_first_offset_is_read_once(tmp_path, monkeypatch):
+    ns = support.unique("ckpt")
+    _commit_many(_cfg(tmp_path, ns, "alpha"), 3, 100)
+    reads = []
+    real = publisher_mod.read_topic_tail
+
+    def counting(*args, **kwargs):
+        records, whole = real(*args, **kwargs)
+        reads.append((kwargs.get("tail"), len(records), whole))
+        return records, whole
+
+    monkeypatch.setattr(publisher_mod, "read_topic_tail", counting)
+    # beta has no checkpoint, and alpha's three are all the topic holds: one read settles it.
+    with Publisher(_cfg(tmp_path, ns, "beta")) as pub:
+        assert pub.read_checkpoint() is None
+    assert reads == [(publisher_mod.CHECKPOINT_TAIL, 3, True)]
+
+    # A tail shorter than the topic is not the whole of it: the full read follows.
+    reads.clear()
+    monkeypatch.setattr(publisher_mod, "CHECKPOINT_TAIL", 2)
+    with Publisher(_cfg(tmp_path, ns, "beta")) as pub:
+        assert pub.read_checkpoint() is None
+    assert [(tail, whole) for tail, _, whole in reads] == [(2, False), (None, True)]
+    assert reads[1][1] == 3
