@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tuple, TypeVar
 
 import pymysql
 from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidEvent,
@@ -41,6 +42,40 @@ CATCHUP_LAG_S = 2
 
 def _start_of(event: Any) -> int:
     return event.packet.log_pos - event.packet.event_size
+
+
+T = TypeVar("T")
+
+
+class _Ahead(Generic[T]):
+    """``fn()`` run in a thread started now; ``result()`` waits for it and returns its value or
+    raises its exception. Start-up waits on MySQL and Kafka round trips that don't depend on
+    each other; side by side they cost the longer of the two, not the sum."""
+
+    def __init__(self, fn: Callable[[], T], name: str) -> None:
+        self._value: Optional[T] = None
+        self._exc: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], T]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            self._exc = exc
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._exc is not None:
+            raise self._exc
+        return self._value  # type: ignore[return-value]
+
+
+class _Source(NamedTuple):
+    """What the start position needs from MySQL, read once the settings are known to be right."""
+    server_id: int
+    end: Optional[Tuple[str, int]]  # SHOW MASTER STATUS, for start.initial: end
+    first_file: Optional[str]  # the oldest binlog, for start.initial: beginning
 
 
 class Backoff:
@@ -87,6 +122,7 @@ class Streamer:
         self.heap = heap.OldGenerationLimit()
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableRegistry] = None
+        self._schema_records: Optional[_Ahead[List[Dict[str, Any]]]] = None
         sr = cfg["schema_registry"]
         self.schema_registry = SchemaRegistry(sr["url"], float(sr["timeout_s"])) if sr["url"] else None
 
@@ -102,49 +138,59 @@ class Streamer:
         signal.signal(signal.SIGINT, self.request_stop)
 
     # -- start position -------------------------------------------------------------------------
-    def _initial_position(self, publisher: Publisher) -> Position:
+    def _probe_source(self) -> _Source:
+        """Check that MySQL is set up for row-based CDC and read what a start position needs."""
         conn = connect(connection_settings(self.cfg, self.password))
         try:
             problems = settings_problems(conn)
             if problems:
                 raise SourceError("the MySQL source is not set up for row-based CDC: " +
                                   "; ".join(problems))
-            server_id = _server_id(conn)
-            checkpoint = publisher.read_checkpoint()
-            start_cfg = self.cfg["start"]
-            if self.override is not None or self.override_gtid is not None or start_cfg["file"] \
-                    or start_cfg["gtid"]:
-                pos = self.override
-                if pos is None and start_cfg["file"]:
-                    pos = Position(start_cfg["file"], start_cfg["pos"])
-                gtid = self.override_gtid or (start_cfg["gtid"] if pos is None else None)
-                if gtid is not None:
-                    pos = Position("", 4, gtid_set=gtid)
-                log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint "
-                            "%s !!!", pos.describe(),
-                            checkpoint.describe() if checkpoint else "(none)")
-                pos.server_id = server_id
-                return pos
-            if checkpoint is not None:
-                log.info("resuming from committed checkpoint %s", checkpoint.describe())
-                return checkpoint
-            if start_cfg["initial"] == "beginning":
-                pos = Position(binlog_files(conn)[0], 4)
-            else:
-                f, p = master_status(conn)
-                pos = Position(f, p)
-            pos.server_id = server_id
-            log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
-                     self.cfg["source"]["name"], start_cfg["initial"], pos.describe())
-            return pos
+            beginning = self.cfg["start"]["initial"] == "beginning"
+            return _Source(_server_id(conn), None if beginning else master_status(conn),
+                           binlog_files(conn)[0] if beginning else None)
         finally:
             conn.close()
 
+    def _initial_position(self, publisher: Publisher, source: _Source) -> Position:
+        checkpoint = publisher.read_checkpoint()
+        start_cfg = self.cfg["start"]
+        if self.override is not None or self.override_gtid is not None or start_cfg["file"] \
+                or start_cfg["gtid"]:
+            pos = self.override
+            if pos is None and start_cfg["file"]:
+                pos = Position(start_cfg["file"], start_cfg["pos"])
+            gtid = self.override_gtid or (start_cfg["gtid"] if pos is None else None)
+            if gtid is not None:
+                pos = Position("", 4, gtid_set=gtid)
+            log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint "
+                        "%s !!!", pos.describe(),
+                        checkpoint.describe() if checkpoint else "(none)")
+            pos.server_id = source.server_id
+            return pos
+        if checkpoint is not None:
+            log.info("resuming from committed checkpoint %s", checkpoint.describe())
+            return checkpoint
+        if source.first_file is not None:
+            pos = Position(source.first_file, 4)
+        else:
+            assert source.end is not None
+            pos = Position(*source.end)
+        pos.server_id = source.server_id
+        log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
+                 self.cfg["source"]["name"], start_cfg["initial"], pos.describe())
+        return pos
+
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> int:
+        # MySQL's checks run while the producer starts; the schema topic is read while the
+        # checkpoint is (measured: see docs/benchmarks.md, "Start-up").
+        probe = _Ahead(self._probe_source, "streamer-mysql-probe")
         with Publisher(self.cfg) as publisher:
             self.publisher = publisher
-            position = self._first_position(publisher)
+            if self.tables is None:
+                self._schema_records = _Ahead(self._read_schema_records, "streamer-schemas-read")
+            position = self._first_position(publisher, probe)
             if position is None:  # stopped while MySQL was unreachable
                 log.info("stopped before streaming")
                 return 0
@@ -174,14 +220,18 @@ class Streamer:
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
 
-    def _first_position(self, publisher: Publisher) -> Optional[Position]:
+    def _first_position(self, publisher: Publisher,
+                        probe: Optional[_Ahead[_Source]]) -> Optional[Position]:
         """The start position. While MySQL can't be reached (down, restarting, not up yet), retry
-        with the reconnect backoff, as a dropped stream does; a refused login fails at once."""
+        with the reconnect backoff, as a dropped stream does; a refused login fails at once.
+        ``probe`` is the first attempt's MySQL check, already under way."""
         m = self.cfg["mysql"]
         retry = Backoff(m)
         while not self.stop_requested:
             try:
-                return self._initial_position(publisher)
+                ahead, probe = probe, None  # a retry probes again
+                source = ahead.result() if ahead is not None else self._probe_source()
+                return self._initial_position(publisher, source)
             except pymysql.err.OperationalError as exc:
                 code = exc.args[0] if exc.args else None
                 where = f"MySQL at {m['host']}:{m['port']}"
@@ -213,6 +263,9 @@ class Streamer:
         except ProducerBroken:
             publisher.reset()
 
+    def _read_schema_records(self) -> List[Dict[str, Any]]:
+        return read_schema_records(self.cfg["kafka"], self.cfg["namespace"])
+
     def _gtid_for(self, position: Position) -> Optional[str]:
         """The GTID set to resume by, or None to resume by file/offset."""
         if position.gtid_set and (not position.file or
@@ -241,7 +294,8 @@ class Streamer:
 
         if self.tables is None:
             # The schema topic's last version of each table continues its lineage (evolution).
-            records = read_schema_records(self.cfg["kafka"], self.cfg["namespace"])
+            ahead, self._schema_records = self._schema_records, None
+            records = ahead.result() if ahead is not None else self._read_schema_records()
             self.tables = TableRegistry(self.cfg["namespace"], self.filter,
                                         lineage=evolution.lineage_from_records(records))
         registry = self.tables
