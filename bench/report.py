@@ -33,16 +33,25 @@ LIVE: List[Tuple[str, str, int]] = [
     ("steal %", "cpu_steal_pct", 0),
 ]
 
+STARTUP: List[Tuple[str, str, int]] = [
+    ("first start", "fresh_start_s", 2), ("restart", "restart_s", 2), ("runs", "runs", 0),
+]
+
 
 def render(records: List[Dict[str, Any]]) -> str:
     """Both tables for one run's records (rows/s unless named otherwise)."""
     parts = []
-    catchup = [r for r in records if r["shape"] != "live"]
+    catchup = [r for r in records if r["shape"] not in ("live", "startup")]
     if catchup:
         rows = [[r["shape"], r["interpreter"], _num(r.get("rows"))] +
                 [_num(r.get(key), d) for _, key, d in CATCHUP] for r in catchup]
         parts.append("catch-up (rows/s; cold = whole run of a fresh process, warm = its second half)\n"
                      + _table(["shape", "python", "rows"] + [h for h, _, _ in CATCHUP], rows))
+    starts = [r for r in records if r["shape"] == "startup"]
+    if starts:
+        rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in STARTUP] for r in starts]
+        parts.append("start-up (s from spawn to reading the binlog; medians)\n" +
+                     _table(["python"] + [h for h, _, _ in STARTUP], rows))
     live = [r for r in records if r["shape"] == "live"]
     if live:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in LIVE] for r in live]

@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 
 import pymysql
 
-from . import catchup, env, live, report, results
+from . import catchup, env, live, report, results, startup
 from .proc import BenchError, run_json
 from .shapes import SHAPES, Backlog, drop, load_backlog
 
@@ -78,6 +78,14 @@ def measure_live(python: str, args: argparse.Namespace, workdir: str) -> Dict[st
     return rec
 
 
+def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
+    out = startup.run(python, workdir, runs)
+    rec = {"shape": "startup", "python": _label(python), **_interpreter_of(python), **out}
+    print(f"bench: start-up {rec['interpreter']}: first start {out['fresh_start_s']} s, restart "
+          f"{out['restart_s']} s (medians of {runs})", flush=True)
+    return rec
+
+
 def _interpreter_of(python: str) -> Dict[str, str]:
     code = "import json; from bench.bare import interpreter; print(json.dumps(interpreter()))"
     return json.loads(run_json([python, "-c", code], f"{python} -c interpreter()"))
@@ -91,7 +99,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--shape", action="append", choices=sorted(SHAPES),
                    help="catch-up shape (repeatable; default: all)")
     p.add_argument("--no-live", action="store_true", help="skip the live sysbench load")
-    p.add_argument("--no-catchup", action="store_true", help="only the live load")
+    p.add_argument("--no-catchup", action="store_true", help="skip the catch-up shapes")
+    p.add_argument("--no-startup", action="store_true",
+                   help="skip timing start-up (spawn to reading the binlog)")
     p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
     p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
     p.add_argument("--results", default=env.RESULTS, help="JSON lines file to append to")
@@ -129,6 +139,9 @@ def main(argv: List[str]) -> int:
             if not args.no_catchup:
                 for shape in args.shape:
                     records.extend(measure_shape(shape, args.python, args.repeat, args.quick, workdir))
+            if not args.no_startup:
+                runs = 1 if args.quick else max(5, args.repeat)
+                records.extend(measure_startup(p, runs, workdir) for p in args.python)
             if not args.no_live:
                 records.extend(measure_live(p, args, workdir) for p in args.python)
     except BenchError as exc:

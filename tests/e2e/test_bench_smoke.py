@@ -31,7 +31,7 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     out_file = tmp_path / "results.jsonl"
     committed_before = _committed_results_state()
 
-    done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live",
+    done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live", "--no-startup",
                 "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -53,6 +53,24 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     assert 0 <= rec["cpu_steal_pct"] <= 100  # recorded with each run, to explain noisy ones
     assert "e2e/bare" in done.stdout and " bulk " in done.stdout
     assert _committed_results_state() == committed_before
+
+
+def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
+    out_file = tmp_path / "results.jsonl"
+
+    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-live",
+                "--python", sys.executable, "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert [rec["shape"] for rec in lines] == ["startup"]
+    rec = lines[0]
+    assert rec["interpreter"] == platform.python_implementation().lower() and rec["runs"] == 1
+    # Spawn to reading: at least the interpreter's own start, and well under a minute.
+    assert 0.05 < rec["fresh_start_s"] < 60 and 0.05 < rec["restart_s"] < 60
+    assert rec["fresh_start_samples"] == [rec["fresh_start_s"]]
+    assert rec["restart_samples"] == [rec["restart_s"]]
+    assert "first start" in done.stdout and "restart" in done.stdout
 
 
 def test_compare_reports_percent_change_and_flags_a_regression(tmp_path):
