@@ -17,6 +17,9 @@ import fastavro
 
 from .avro import CONFLUENT_MAGIC, MAGIC
 
+# How long the broker may hold an empty fetch while a topic is read to its end (read_topic).
+READ_FETCH_WAIT_MS = 10
+
 SchemaSource = Callable[[], Dict[str, Dict[str, Any]]]
 RegistrySource = Callable[[int], Dict[str, Any]]
 
@@ -139,9 +142,12 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
     each partition's first offset), so a caller needs no second, full read."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+    # The end of a partition shows as an empty fetch, which the broker holds for up to
+    # fetch.wait.max.ms (500 ms by default): every start waited that long for its checkpoint.
     c = Consumer(dict(conf, **{"group.id": f"streamer-reader-{time.time()}",
                                "enable.auto.commit": False, "enable.partition.eof": True,
-                               "isolation.level": "read_committed"}))
+                               "isolation.level": "read_committed",
+                               "fetch.wait.max.ms": READ_FETCH_WAIT_MS}))
     try:
         deadline = time.monotonic() + timeout
         offsets = _offsets(c, topic, deadline)
