@@ -35,3 +35,14 @@ def test_applying_twice_wraps_once():
     before = pymysql.connections.Connection._create_ssl_ctx
     mysql_fixes.apply()
     assert pymysql.connections.Connection._create_ssl_ctx is before
+
+
+def test_the_shared_context_is_pymysqls_less_the_ca_bundle():
+    ours = deferred().ctx
+    theirs = pymysql.connections.Connection._create_ssl_ctx.__wrapped__(deferred(), {})
+    for attr in ("protocol", "verify_mode", "check_hostname", "options", "verify_flags",
+                 "minimum_version", "maximum_version"):
+        assert getattr(ours, attr) == getattr(theirs, attr), attr
+    # The bundle pymysql loads goes unread with verification off; ours doesn't load it.
+    assert theirs.cert_store_stats()["x509_ca"] > 0
+    assert ours.cert_store_stats()["x509_ca"] == 0
