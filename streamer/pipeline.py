@@ -249,6 +249,9 @@ class Streamer:
                                       f"reconnect attempts ({exc}). Check mysql.host/mysql.port "
                                       f"and that the server is running") from exc
                 self.metrics.on_error(exc, reconnect=False)
+                # Read the schema topic again when streaming starts: the read made ahead may
+                # be stale by then (other sources of the namespace write to it too).
+                self._schema_records = None
                 log.warning("%s unreachable (%s): retrying in %.1fs. Check mysql.host/mysql.port "
                             "and that the server is running", where, exc, backoff)
                 self._sleep(backoff)
