@@ -125,21 +125,21 @@ class Decoder:
         return self._raw[fp]
 
 
-def read_topic(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
-               tail: Optional[int] = None) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
-    """(key, value) of every committed record of a topic, read_committed, in offset order.
-
-    With ``tail``, only the records among each partition's last ``tail`` offsets are read.
-    An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
-    """
-    return read_topic_tail(conf, topic, timeout, tail)[0]
+def read_topic(conf: Dict[str, Any], topic: str,
+               timeout: float = 60.0) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
+    """(key, value) of every committed record of a topic, read_committed, in offset order."""
+    return read_topic_tail(conf, topic, timeout)[0]
 
 
 def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
                     tail: Optional[int] = None
                     ) -> Tuple[List[Tuple[Optional[bytes], Optional[bytes]]], bool]:
-    """``read_topic``, and whether what was read is the whole topic (the tail reached back to
-    each partition's first offset), so a caller needs no second, full read."""
+    """``read_topic``, but with ``tail`` only the records among each partition's last ``tail``
+    offsets; and whether what was read is the whole topic (the tail reached back to each
+    partition's first offset), so a caller needs no second, full read.
+
+    An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
+    """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     # The end of a partition shows as an empty fetch, which the broker holds for up to

@@ -50,7 +50,9 @@ T = TypeVar("T")
 class _Ahead(Generic[T]):
     """``fn()`` run in a thread started now; ``result()`` waits for it and returns its value or
     raises its exception. Start-up waits on MySQL and Kafka round trips that don't depend on
-    each other; side by side they cost the longer of the two, not the sum."""
+    each other; side by side they cost the longer of the two, not the sum. (Not a
+    concurrent.futures executor: its threads are joined at exit, so a probe stuck connecting to
+    an unreachable MySQL would hold up a streamer that is exiting on a Kafka error.)"""
 
     def __init__(self, fn: Callable[[], T], name: str) -> None:
         self._value: Optional[T] = None
