@@ -45,6 +45,7 @@ const char *rd_kafka_err2str(int err);
 int rd_kafka_fatal_error(rd_kafka_t *rk, char *errstr, size_t errstr_size);
 rd_kafka_queue_t *rd_kafka_queue_get_main(rd_kafka_t *rk);
 void rd_kafka_queue_destroy(rd_kafka_queue_t *rkqu);
+size_t rd_kafka_queue_length(rd_kafka_queue_t *rkqu);
 rd_kafka_event_t *rd_kafka_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms);
 void rd_kafka_event_destroy(rd_kafka_event_t *rkev);
 int rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
@@ -247,12 +248,21 @@ class Producer:
         return n
 
     def flush(self, timeout: float = 60.0) -> int:
-        """Wait for queued messages to be sent; returns how many are still queued."""
-        self._lib.rd_kafka_flush(self._rk, _ms(timeout))
-        return len(self)
+        """Wait until every message is acknowledged or its failure discarded; returns how many
+        are still outstanding (0 once librdkafka's own wait succeeded)."""
+        if self._lib.rd_kafka_flush(self._rk, _ms(timeout)) == 0:
+            return 0
+        return max(1, len(self))
 
     def __len__(self) -> int:
-        return int(self._lib.rd_kafka_outq_len(self._rk))
+        """Messages not yet acknowledged, or failed with their event not yet discarded.
+
+        rd_kafka_outq_len also counts every op on the main queue, and a broker's connection
+        failure puts an error op there as well as logging it. Only the drain thread sees those
+        ops, so they are taken off: they are not messages.
+        """
+        lib = self._lib
+        return max(0, int(lib.rd_kafka_outq_len(self._rk)) - int(lib.rd_kafka_queue_length(self._events)))
 
     def list_topics(self, topic: str, timeout: float = 10.0) -> None:
         """Fetch ``topic``'s metadata into the producer (the result itself is not needed)."""

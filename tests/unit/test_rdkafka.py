@@ -1,5 +1,6 @@
 """The cffi producer's edges that need no broker: config errors, the full-queue signal, the ffi."""
 import os
+import time
 
 import pytest
 from confluent_kafka import KafkaException
@@ -49,6 +50,24 @@ def test_a_failed_message_does_not_stay_outstanding_and_close_stops_the_drain_th
     finally:
         p.close()
     assert not p._drainer.is_alive()
+
+
+def test_a_broker_error_on_the_event_queue_is_not_counted_as_a_message():
+    # A refused connection puts an error op on the main queue, which rd_kafka_outq_len counts.
+    # CI once saw flush() report that op as a message still queued.
+    p = rdkafka.Producer({"bootstrap.servers": NOWHERE})
+    try:
+        p._closing = True
+        p._drainer.join()  # keep the ops where librdkafka puts them
+        deadline = time.monotonic() + 30
+        while p._lib.rd_kafka_queue_length(p._events) == 0:
+            assert time.monotonic() < deadline, "no connection error reached the event queue"
+            time.sleep(0.02)
+        assert len(p) == 0
+        p.produce("t", b"v", b"k")
+        assert len(p) == 1
+    finally:
+        p.close()
 
 
 def test_a_transactional_call_that_times_out_raises_a_retriable_kafka_error():
