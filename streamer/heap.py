@@ -10,6 +10,12 @@ After each commit, once the old generation has grown past twice what was live af
 major collection (and past a 32 MB floor), the incremental major collection runs one step per commit,
 so no batch waits for a whole collection. Nothing is done off PyPy, or when PYPY_GC_MIN is set
 (the operator chose).
+
+A collection started here is also advanced by PyPy itself, a step at each minor collection, so
+it usually completes between two commits, not in a step taken here. Completions are therefore
+learnt from PyPy's ``on_gc_collect`` hook, whoever drove them. (Waiting for a step of our own to
+report the end missed those: every commit then started a new major collection, 84 in 81 commits
+of a 400k-row catch-up, which ran at 117k rows/s against 167k with the hook.)
 """
 from __future__ import annotations
 
@@ -24,13 +30,30 @@ FLOOR_BYTES = 32 * 1024 * 1024
 GROWTH = 2.0
 
 
+class _Majors:
+    """Major collections completed in this process, and the old generation each left behind."""
+    count = 0
+    live_after = 0
+    hooked = False
+
+
+def _on_gc_collect(stats: Any) -> None:
+    # Called by PyPy's GC after major collections (several may come in one call: ``count``).
+    _Majors.count += stats.count
+    _Majors.live_after = stats.arenas_bytes + stats.rawmalloc_bytes_after
+
+
 def _stats_reader() -> Optional[Any]:
     """PyPy's raw GC statistics (``gc.get_stats`` formats the same numbers as text)."""
     if os.environ.get("PYPY_GC_MIN"):
         return None
     get = getattr(gc, "_get_stats", None)
-    if get is None or not hasattr(gc, "collect_step"):
+    hooks = getattr(gc, "hooks", None)
+    if get is None or hooks is None or not hasattr(gc, "collect_step"):
         return None
+    if not _Majors.hooked:
+        hooks.on_gc_collect = _on_gc_collect
+        _Majors.hooked = True
     return get
 
 
@@ -42,7 +65,8 @@ class OldGenerationLimit:
         self.floor = floor
         self.limit = floor
         self.collecting = False
-        self.collections = 0
+        self.collections = 0  # major collections completed since this limit was made
+        self._majors_seen = _Majors.count
 
     @property
     def active(self) -> bool:
@@ -55,14 +79,16 @@ class OldGenerationLimit:
     def after_commit(self) -> None:
         if self._stats is None:
             return
+        if _Majors.count != self._majors_seen:
+            self.collections += _Majors.count - self._majors_seen
+            self._majors_seen = _Majors.count
+            self.collecting = False
+            self.limit = max(self.floor, int(_Majors.live_after * GROWTH))
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("major GC %d done: old generation %d bytes, next at %d",
+                          self.collections, _Majors.live_after, self.limit)
         if not self.collecting:
             if self.old_generation() < self.limit:
                 return
             self.collecting = True
-        if gc.collect_step().major_is_done:  # type: ignore[attr-defined]
-            self.collecting = False
-            self.collections += 1
-            self.limit = max(self.floor, int(self.old_generation() * GROWTH))
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("major GC %d done: old generation %d bytes, next at %d",
-                          self.collections, self.old_generation(), self.limit)
+        gc.collect_step()  # a minor collection and a step of the major one, started if idle
