@@ -1,8 +1,11 @@
 """Inserts, updates and deletes arrive decoded, keyed and in order; filters and restarts hold."""
 import collections
+import platform
 import re
 import signal
 import time
+
+import pytest
 
 from tests import support
 
@@ -215,3 +218,20 @@ def test_live_changes_commit_when_the_reader_is_caught_up_not_after_the_linger(d
         # Nothing held back is lost: the stop commits it.
         final = support.consume([topic], expect=len(rows), idle=1.0, decode_ns=ns)
         assert sorted(m["key"]["id"] for m in final if m["key"]["id"] < 1000) == rows
+
+
+@pytest.mark.skipif(platform.python_implementation() != "PyPy", reason="PyPy's GC only")
+def test_run_under_pypy_fixes_the_gc_nursery_in_the_same_process_unless_one_is_set(db, tmp_path):
+    name, _ = db
+    # "" is unset for PyPy as for the streamer: the machine's cache size would decide.
+    for given, nursery, shown in (("", "8MB", "8.0 MiB"), ("4MB", "4MB", "4.0 MiB")):
+        ns = support.unique("gc")
+        cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.*"])
+        with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"),
+                                     env={"PYPY_GC_NURSERY": given}) as proc:
+            proc.wait_reading()
+            assert f"PyPy GC nursery {shown}" in proc.output()
+            # The child started here is the one streaming: run exec'd itself, it did not fork.
+            with open(f"/proc/{proc.proc.pid}/environ", "rb") as fh:
+                assert f"PYPY_GC_NURSERY={nursery}".encode() in fh.read().split(b"\0")
+            assert proc.stop() == 0
