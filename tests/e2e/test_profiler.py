@@ -95,21 +95,25 @@ def test_auto_profile_starts_when_saturated_stops_before_caught_up_and_keeps_k(d
     for i in range(2):  # older profiles beyond profiler.keep are removed
         (pdir / f"streamer-20200101-00000{i}-000-auto.vmprof").write_bytes(b"old")
     start = support.master_pos(conn)
-    bulk_rows(conn, 120000, 0, chunk=2000)
+    # The profile must stop in the stretch below half its threshold, which the streamer only sees
+    # at each backlog poll (every metrics.interval_s): with the threshold at 3/4 of the backlog
+    # that stretch is its last 3/8, ~0.5 s at 220k rows/s, against a poll every 0.1 s.
+    rows = 300000
+    bulk_rows(conn, rows, 0, chunk=2000)
     backlog = support.master_pos(conn)[1] - start[1]
     ns = support.unique("auto")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
-                               metrics={"interval_s": 0.3, "log_summary": False},
+                               metrics={"interval_s": 0.1, "log_summary": False},
                                batch={"max_messages": 2000, "linger_ms": 50},
                                profiler={"enabled": True, "auto": True, "dir": str(pdir),
-                                         "auto_backlog_bytes": backlog // 2, "auto_max_s": 150.0,
+                                         "auto_backlog_bytes": backlog * 3 // 4, "auto_max_s": 150.0,
                                          "keep": 1})
     with support.StreamerProcess(cfg, str(tmp_path / "s.log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
         # auto_max_s is only a safety net here: a starved host took 55 s for this catch-up.
         support.wait_for(lambda: "profiling stopped (auto" in proc.output(), timeout=180,
                          what="an auto profile to stop")
-        support.consume([f"{ns}.{name}.t"], expect=120000, idle=0.5, timeout=120)
+        support.consume([f"{ns}.{name}.t"], expect=rows, idle=0.5, timeout=180)
         assert proc.stop() == 0, proc.output()
     out = proc.output()
     assert "profiling started (auto)" in out
