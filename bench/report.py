@@ -24,7 +24,7 @@ CATCHUP: List[Tuple[str, str, int]] = [
     ("warm", "warm_rows_s", 0), ("e2e/bare", "ratio", 2), ("start s", "start_s", 1),
     ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
     ("CPU us/row", "cpu_us_per_row", 1), ("steal %", "cpu_steal_pct", 0),
-    ("PyPy/CPy", "pypy_over_cpython", 2),
+    ("PyPy/CPy cold", "pypy_over_cpython", 2), ("PyPy/CPy warm", "pypy_over_cpython_warm", 2),
 ]
 LIVE: List[Tuple[str, str, int]] = [
     ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
