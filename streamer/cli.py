@@ -267,9 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.func is cmd_run and argv is None:  # a command line, not a caller's own process
+    if argv is None and sys.argv[1:2] == ["run"]:  # a command line, not a caller's own process
+        # Before argparse and before anything else is imported: all of it would be again.
         _restart_with_gc_settings()
+    args = build_parser().parse_args(argv)
 
     from confluent_kafka import KafkaException
 
