@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from streamer import cli
 from streamer import config as config_mod
 from streamer.publisher import transactional_id
 
@@ -67,6 +68,10 @@ def test_systemd_unit_runs_current_under_pypy_and_outwaits_the_shutdown_flush():
     assert int(svc["TimeoutStopSec"]) > longest
     assert svc["ExecStart"].startswith("/opt/streamer/%i/current/bin/streamer run -c ")
     assert svc["EnvironmentFile"] == "/opt/streamer/etc/%i.env"
+    with open(path) as fh:  # configparser keeps only the last of several Environment= lines
+        environment = dict(line.strip().split("=", 2)[1:] for line in fh
+                           if line.startswith("Environment="))
+    assert environment["PYPY_GC_NURSERY"] == cli.GC_NURSERY
     with open(os.path.join(ROOT, "README.md")) as fh:
         assert "systemctl kill -s USR2 streamer@canary" in fh.read()
 

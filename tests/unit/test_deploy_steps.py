@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from streamer import deploy, service
+from streamer import cli, deploy, service
 
 
 def write(path, text, mode=0o600):
@@ -103,3 +103,11 @@ def test_profiles_stay_with_the_environment_unless_the_site_says_otherwise(tmp_p
         str(tmp_path / "canary" / "profiles")
     write(tmp_path / "etc" / "main.env", "STREAMER__PROFILER__DIR=/srv/prof\n")
     assert deploy.service_environment(layout, "main")["STREAMER__PROFILER__DIR"] == "/srv/prof"
+
+
+def test_the_service_gets_pypys_gc_nursery_unless_the_site_sets_one(tmp_path):
+    layout = deploy.Layout(str(tmp_path))
+    (tmp_path / "etc").mkdir()
+    assert deploy.service_environment(layout, "canary")["PYPY_GC_NURSERY"] == cli.GC_NURSERY
+    write(tmp_path / "etc" / "main.env", "PYPY_GC_NURSERY=16MB\n")
+    assert deploy.service_environment(layout, "main")["PYPY_GC_NURSERY"] == "16MB"
