@@ -86,6 +86,13 @@ def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     return rec
 
 
+def compile_streamer(python: str) -> None:
+    """Bytecode for the streamer package under PYTHON, as `pip install` writes it for a release.
+    Without it, where PYTHONDONTWRITEBYTECODE is set (as in CI), every start compiles the
+    package again: ~80 ms of a PyPy start (0.41 -> 0.33 s), ~20 ms of a CPython one."""
+    run_json([python, "-m", "compileall", "-q", "streamer"], f"compiling the streamer under {python}")
+
+
 def _interpreter_of(python: str) -> Dict[str, str]:
     code = "import json; from bench.bare import interpreter; print(json.dumps(interpreter()))"
     return json.loads(run_json([python, "-c", code], f"{python} -c interpreter()"))
@@ -135,6 +142,8 @@ def main(argv: List[str]) -> int:
     header = results.run_header(args.quick, args.repeat)
     records: List[Dict[str, Any]] = []
     try:
+        for python in args.python:
+            compile_streamer(python)
         with tempfile.TemporaryDirectory(prefix="streamer-bench-") as workdir:
             if not args.no_catchup:
                 for shape in args.shape:
