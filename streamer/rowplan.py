@@ -20,7 +20,7 @@ from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent
 
-from .mysql_fixes import _read_new_decimal, _read_string
+from .mysql_fixes import _read_string, decimal_layout, decimal_unscaled, make_decimal
 
 Reader = Callable[[Any, Any], Any]
 Plan = List[Tuple[str, Optional[Reader]]]
@@ -34,6 +34,17 @@ _DOUBLE = struct.Struct("<d").unpack
 def _int_reader(size: int, signed: bool) -> Reader:
     def read(event: Any, column: Any) -> int:
         return int.from_bytes(event.packet.read(size), "little", signed=signed)
+    return read
+
+
+def _decimal_reader(precision: int, scale: int) -> Reader:
+    """A DECIMAL(precision, scale) reader with its byte layout found once, for the table: looked
+    up per value, the layout was ~2 % of a bulk catch-up's main thread (vmprof)."""
+    size, groups = decimal_layout(precision, scale)
+
+    def read(event: Any, column: Any) -> Any:
+        sign, unscaled = decimal_unscaled(event.packet.read(size), groups)
+        return make_decimal(sign, unscaled, scale)
     return read
 
 
@@ -76,7 +87,7 @@ def _datetime2(event: Any, column: Any) -> Optional[datetime.datetime]:
 _INTS = {FIELD_TYPE.TINY: 1, FIELD_TYPE.SHORT: 2, FIELD_TYPE.INT24: 3, FIELD_TYPE.LONG: 4,
          FIELD_TYPE.LONGLONG: 8}
 _BY_TYPE = {FIELD_TYPE.VARCHAR: _varchar, FIELD_TYPE.STRING: _varchar, FIELD_TYPE.BLOB: _blob,
-            FIELD_TYPE.NEWDECIMAL: _read_new_decimal, FIELD_TYPE.FLOAT: _float,
+            FIELD_TYPE.FLOAT: _float,
             FIELD_TYPE.DOUBLE: _double, FIELD_TYPE.DATETIME2: _datetime2}
 
 
@@ -88,6 +99,8 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             return None
         if column.type in _INTS:
             plan.append((column.name, _int_reader(_INTS[column.type], not column.unsigned)))
+        elif column.type == FIELD_TYPE.NEWDECIMAL:
+            plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
         else:
             plan.append((column.name, _BY_TYPE.get(column.type)))
     return plan
