@@ -20,7 +20,7 @@ from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent
 
-from .mysql_fixes import _read_string, decimal_layout, decimal_unscaled, make_decimal
+from .mysql_fixes import _read_string, _read_time2, decimal_layout, decimal_unscaled, make_decimal
 
 Reader = Callable[[Any, Any], Any]
 Plan = List[Tuple[str, Optional[Reader]]]
@@ -45,6 +45,48 @@ def _decimal_reader(precision: int, scale: int) -> Reader:
     def read(event: Any, column: Any) -> Any:
         sign, unscaled = decimal_unscaled(event.packet.read(size), groups)
         return make_decimal(sign, unscaled, scale)
+    return read
+
+
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+_from_ordinal = datetime.date.fromordinal
+
+
+def _timestamp2_reader(fsp: int) -> Reader:
+    """TIMESTAMP(fsp): what the library's utcfromtimestamp(seconds).replace(microsecond=...)
+    gives, from calendar arithmetic. Under PyPy utcfromtimestamp goes through time.gmtime and
+    its struct: 216 ns a value against 21 ns (CPython: 933 and 414 ns)."""
+    frac = (fsp + 1) // 2
+    odd = fsp % 2
+    scale = 10 ** (6 - fsp)
+
+    def read(event: Any, column: Any) -> datetime.datetime:
+        packet = event.packet
+        days, secs = divmod(int.from_bytes(packet.read(4), "big", signed=True), 86400)
+        micro = 0
+        if frac:
+            micro = int.from_bytes(packet.read(frac), "big", signed=True)
+            if odd:
+                micro = int(micro / 10)
+            micro *= scale
+        day = _from_ordinal(_EPOCH_ORDINAL + days)
+        return datetime.datetime(day.year, day.month, day.day, secs // 3600, secs // 60 % 60,
+                                 secs % 60, micro)
+    return read
+
+
+def _date(event: Any, column: Any) -> Optional[datetime.date]:
+    packed = int.from_bytes(event.packet.read(3), "little")
+    year, month, day = packed >> 9, (packed >> 5) & 0xF, packed & 0x1F
+    if not (year and month and day):  # zero dates: None, and why, as the library reports them
+        event._RowsEvent__none_sources[column.name] = NONE_SOURCE.OUT_OF_DATE_RANGE
+        return None
+    return datetime.date(year, month, day)
+
+
+def _enum_reader(size: int, values: List[str]) -> Reader:
+    def read(event: Any, column: Any) -> str:
+        return values[int.from_bytes(event.packet.read(size), "little")]
     return read
 
 
@@ -87,7 +129,7 @@ def _datetime2(event: Any, column: Any) -> Optional[datetime.datetime]:
 _INTS = {FIELD_TYPE.TINY: 1, FIELD_TYPE.SHORT: 2, FIELD_TYPE.INT24: 3, FIELD_TYPE.LONG: 4,
          FIELD_TYPE.LONGLONG: 8}
 _BY_TYPE = {FIELD_TYPE.VARCHAR: _varchar, FIELD_TYPE.STRING: _varchar, FIELD_TYPE.BLOB: _blob,
-            FIELD_TYPE.FLOAT: _float,
+            FIELD_TYPE.FLOAT: _float, FIELD_TYPE.DATE: _date, FIELD_TYPE.TIME2: _read_time2,
             FIELD_TYPE.DOUBLE: _double, FIELD_TYPE.DATETIME2: _datetime2}
 
 
@@ -101,6 +143,10 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             plan.append((column.name, _int_reader(_INTS[column.type], not column.unsigned)))
         elif column.type == FIELD_TYPE.NEWDECIMAL:
             plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
+        elif column.type == FIELD_TYPE.TIMESTAMP2:
+            plan.append((column.name, _timestamp2_reader(column.fsp or 0)))
+        elif column.type == FIELD_TYPE.ENUM and column.enum_values:
+            plan.append((column.name, _enum_reader(column.size, list(column.enum_values))))
         else:
             plan.append((column.name, _BY_TYPE.get(column.type)))
     return plan
