@@ -19,18 +19,28 @@ _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _ZERO_YEAR_AS_READ = 1900  # the reader adds 1900 to the stored byte; YEAR '0000' is byte 0
 
 
-def date_to_days(value: datetime.date) -> int:
+# The temporal converters take an int as already converted: the streamer's own row reader
+# (rowplan) reads these types straight into days or microseconds. The library's reader, which
+# still reads some rows, hands back date, datetime and timedelta objects.
+
+def date_to_days(value: Any) -> int:
+    if value.__class__ is int:
+        return value
     return value.toordinal() - _EPOCH_ORDINAL
 
 
-def datetime_to_micros(value: datetime.datetime) -> int:
+def datetime_to_micros(value: Any) -> int:
     """Wall-clock (or naive UTC) datetime -> microseconds since 1970-01-01 00:00."""
+    if value.__class__ is int:
+        return value
     days = value.toordinal() - _EPOCH_ORDINAL
     secs = days * 86400 + value.hour * 3600 + value.minute * 60 + value.second
     return secs * 1000000 + value.microsecond
 
 
-def timedelta_to_micros(value: datetime.timedelta) -> int:
+def timedelta_to_micros(value: Any) -> int:
+    if value.__class__ is int:
+        return value
     return (value.days * 86400 + value.seconds) * 1000000 + value.microseconds
 
 

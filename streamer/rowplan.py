@@ -7,8 +7,10 @@ samples under PyPy. A table version (tables.TableVersion) builds a plan, one rea
 chosen by its type, and the streamer hangs it on the library's Table object of each matching
 table map. Rows of planned tables are read column by column through it. Types without a
 reader here, partial JSON updates, and tables without a plan (not published) take the library's
-path. Values and "none sources" are the same as the library's; the type round-trip tests hold it
-to that.
+path. Values and "none sources" are the same as the library's, but for DATE, TIME, DATETIME
+and TIMESTAMP: those are read straight into the days or microseconds their Avro types carry,
+the numbers columns.py's converters make of the library's date, timedelta and datetime values.
+test_rowplan and the type round-trip tests hold it to that.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent
 
-from .mysql_fixes import _read_string, _read_time2, decimal_layout, decimal_unscaled, make_decimal
+from .mysql_fixes import (_read_string, decimal_layout, decimal_unscaled, make_decimal,
+                          time2_packed_from_binary)
 
 Reader = Callable[[Any, Any], Any]
 Plan = List[Tuple[str, Optional[Reader]]]
@@ -48,40 +51,70 @@ def _decimal_reader(precision: int, scale: int) -> Reader:
     return read
 
 
-_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
-_from_ordinal = datetime.date.fromordinal
+# Temporal columns are read straight into the numbers their Avro types carry (columns.py):
+# microseconds or days since 1970-01-01. Building a datetime only to take it apart again cost
+# PyPy ~300 ns a DATETIME value (its datetime is pure Python), against ~12 ns for the arithmetic.
+# The converters pass these ints through; a value the library read (a datetime) they convert.
+_EPOCH_DAYS = datetime.date(1970, 1, 1).toordinal() - 1  # proleptic days before 1970-01-01
+_DAYS_BEFORE_MONTH = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
+_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
-def _timestamp2_reader(fsp: int) -> Reader:
-    """TIMESTAMP(fsp): what the library's utcfromtimestamp(seconds).replace(microsecond=...)
-    gives, from calendar arithmetic. Under PyPy utcfromtimestamp goes through time.gmtime and
-    its struct: 216 ns a value against 21 ns (CPython: 933 and 414 ns)."""
-    frac = (fsp + 1) // 2
-    odd = fsp % 2
-    scale = 10 ** (6 - fsp)
-
-    def read(event: Any, column: Any) -> datetime.datetime:
-        packet = event.packet
-        days, secs = divmod(int.from_bytes(packet.read(4), "big", signed=True), 86400)
-        micro = 0
-        if frac:
-            micro = int.from_bytes(packet.read(frac), "big", signed=True)
-            if odd:
-                micro = int(micro / 10)
-            micro *= scale
-        day = _from_ordinal(_EPOCH_ORDINAL + days)
-        return datetime.datetime(day.year, day.month, day.day, secs // 3600, secs // 60 % 60,
-                                 secs % 60, micro)
-    return read
+def _days(year: int, month: int, day: int) -> Optional[int]:
+    """Days from 1970-01-01 to a date, or None where datetime.date would refuse it."""
+    if not (1 <= year <= 9999 and 1 <= month <= 12 and day >= 1):
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day > _DAYS_IN_MONTH[month] + (month == 2 and leap):
+        return None
+    y = year - 1
+    return (y * 365 + y // 4 - y // 100 + y // 400 + _DAYS_BEFORE_MONTH[month]
+            + (month > 2 and leap) + day - _EPOCH_DAYS - 1)
 
 
-def _date(event: Any, column: Any) -> Optional[datetime.date]:
+def _fraction(packet: Any, fsp: int) -> int:
+    """The microseconds of a DATETIME/TIMESTAMP(fsp) value, as the library adds them to the
+    value: a fraction of 0 or less adds nothing, and one above 999999 is refused."""
+    micro = int.from_bytes(packet.read((fsp + 1) // 2), "big", signed=True)
+    if fsp % 2:
+        micro = int(micro / 10)
+    micro *= 10 ** (6 - fsp)
+    if micro <= 0:
+        return 0
+    if micro > 999999:
+        raise ValueError("microsecond must be in 0..999999")
+    return micro
+
+
+def _timestamp2(event: Any, column: Any) -> int:
+    """TIMESTAMP(fsp) as UTC microseconds: the library's utcfromtimestamp(seconds) and fraction."""
+    packet = event.packet
+    micros = int.from_bytes(packet.read(4), "big", signed=True) * 1000000
+    fsp = column.fsp
+    return micros + _fraction(packet, fsp) if fsp else micros
+
+
+def _date(event: Any, column: Any) -> Optional[int]:
     packed = int.from_bytes(event.packet.read(3), "little")
     year, month, day = packed >> 9, (packed >> 5) & 0xF, packed & 0x1F
     if not (year and month and day):  # zero dates: None, and why, as the library reports them
         event._RowsEvent__none_sources[column.name] = NONE_SOURCE.OUT_OF_DATE_RANGE
         return None
-    return datetime.date(year, month, day)
+    days = _days(year, month, day)
+    if days is None:
+        datetime.date(year, month, day)  # raises the library's error for, e.g., 2023-02-30
+    return days
+
+
+def _time2(event: Any, column: Any) -> int:
+    """TIME(fsp) as signed microseconds (mysql_fixes reads the same bytes into a timedelta)."""
+    fsp = column.fsp or 0
+    packed = time2_packed_from_binary(event.packet.read(3 + (fsp + 1) // 2), fsp)
+    magnitude = -packed if packed < 0 else packed
+    hms = magnitude >> 24
+    micros = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 0x3F) * 60 + (hms & 0x3F)) * 1000000 \
+        + (magnitude & 0xFFFFFF)
+    return -micros if packed < 0 else micros
 
 
 def _enum_reader(size: int, values: List[str]) -> Reader:
@@ -106,31 +139,30 @@ def _double(event: Any, column: Any) -> float:
     return _DOUBLE(event.packet.read(8))[0]
 
 
-def _datetime2(event: Any, column: Any) -> Optional[datetime.datetime]:
+def _datetime2(event: Any, column: Any) -> Optional[int]:
+    """DATETIME(fsp) as wall-clock microseconds since 1970-01-01 00:00; None (with the reason)
+    where the library's datetime() refuses the date or time of day: zero dates and the like."""
     # 1 sign bit, 17 bits year*13+month, 5 day, 5 hour, 6 minute, 6 second; then the fraction.
     packed = int.from_bytes(event.packet.read(5), "big")
-    fsp = column.fsp or 0
-    micro = 0
-    if fsp:
-        micro = int.from_bytes(event.packet.read((fsp + 1) // 2), "big", signed=True)
-        if fsp % 2:
-            micro = int(micro / 10)
-        micro *= 10 ** (6 - fsp)
+    fsp = column.fsp
     year_month = (packed >> 22) & 0x1FFFF
-    try:
-        return datetime.datetime(year_month // 13, year_month % 13, (packed >> 17) & 0x1F,
-                                 (packed >> 12) & 0x1F, (packed >> 6) & 0x3F, packed & 0x3F, micro)
-    except ValueError:
-        # Zero dates and the like: None, and why, as the library reports them.
+    hour, minute, second = (packed >> 12) & 0x1F, (packed >> 6) & 0x3F, packed & 0x3F
+    days = _days(year_month // 13, year_month % 13, (packed >> 17) & 0x1F)
+    if days is None or hour > 23 or minute > 59 or second > 59:
+        if fsp:
+            event.packet.read((fsp + 1) // 2)
         event._RowsEvent__none_sources[column.name] = NONE_SOURCE.OUT_OF_DATETIME2_RANGE
         return None
+    micros = (days * 86400 + hour * 3600 + minute * 60 + second) * 1000000
+    return micros + _fraction(event.packet, fsp) if fsp else micros
 
 
 _INTS = {FIELD_TYPE.TINY: 1, FIELD_TYPE.SHORT: 2, FIELD_TYPE.INT24: 3, FIELD_TYPE.LONG: 4,
          FIELD_TYPE.LONGLONG: 8}
 _BY_TYPE = {FIELD_TYPE.VARCHAR: _varchar, FIELD_TYPE.STRING: _varchar, FIELD_TYPE.BLOB: _blob,
-            FIELD_TYPE.FLOAT: _float, FIELD_TYPE.DATE: _date, FIELD_TYPE.TIME2: _read_time2,
-            FIELD_TYPE.DOUBLE: _double, FIELD_TYPE.DATETIME2: _datetime2}
+            FIELD_TYPE.FLOAT: _float, FIELD_TYPE.DATE: _date, FIELD_TYPE.TIME2: _time2,
+            FIELD_TYPE.DOUBLE: _double, FIELD_TYPE.DATETIME2: _datetime2,
+            FIELD_TYPE.TIMESTAMP2: _timestamp2}
 
 
 def plan_for(columns: List[Any]) -> Optional[Plan]:
@@ -143,8 +175,6 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             plan.append((column.name, _int_reader(_INTS[column.type], not column.unsigned)))
         elif column.type == FIELD_TYPE.NEWDECIMAL:
             plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
-        elif column.type == FIELD_TYPE.TIMESTAMP2:
-            plan.append((column.name, _timestamp2_reader(column.fsp or 0)))
         elif column.type == FIELD_TYPE.ENUM and column.enum_values:
             plan.append((column.name, _enum_reader(column.size, list(column.enum_values))))
         else:

@@ -1,6 +1,7 @@
 """The planned row reader gives what python-mysql-replication gives, value for value."""
 import datetime
 import decimal
+import random
 import struct
 from types import SimpleNamespace
 
@@ -8,7 +9,7 @@ from pymysqlreplication.constants import BINLOG, FIELD_TYPE
 from pymysqlreplication.row_event import WriteRowsEvent
 
 from streamer import reader  # noqa: F401  (applies the library fixes, as the streamer does)
-from streamer import rowplan
+from streamer import columns, rowplan
 from tests.unit.test_mysql_decimal import mysql_pack
 
 
@@ -104,13 +105,32 @@ def event(data: bytes, plan):
     return ev
 
 
+TEMPORAL = {FIELD_TYPE.DATETIME2: columns.datetime_to_micros,
+            FIELD_TYPE.TIMESTAMP2: columns.datetime_to_micros,
+            FIELD_TYPE.DATE: columns.date_to_days, FIELD_TYPE.TIME2: columns.timedelta_to_micros}
+
+
+def micros(value: datetime.datetime) -> int:
+    return (value - datetime.datetime(1970, 1, 1)) // datetime.timedelta(microseconds=1)
+
+
+def avro_values(library_row):
+    """The library's row with temporal values as the converters make them: the planned reader
+    reads those types straight into these numbers."""
+    out = dict(library_row)
+    for c in COLUMNS:
+        if c.type in TEMPORAL and out[c.name] is not None:
+            out[c.name] = TEMPORAL[c.type](out[c.name])
+    return out
+
+
 def test_planned_reads_equal_the_librarys_and_consume_the_same_bytes():
     data = row_bytes()
     present = bytes([0xFF, 0xFF, 0x0F])
     planned = event(data, rowplan.plan_for(COLUMNS))
     library = event(data, None)
     got = rowplan._read_column_data(planned, present)
-    want = rowplan._read_column_data(library, present)
+    want = avro_values(rowplan._read_column_data(library, present))
     assert got == want
     assert planned.packet.at == library.packet.at == len(data)
     assert planned._RowsEvent__none_sources == library._RowsEvent__none_sources == {
@@ -118,14 +138,13 @@ def test_planned_reads_equal_the_librarys_and_consume_the_same_bytes():
     assert got["id"] == -5 and got["u"] == 4000000000 and got["big"] == -(2 ** 63)
     assert got["tiny"] == -128 and got["name"] == "héllo" and got["body"] == "x" * 300
     assert got["amount"] == decimal.Decimal("-1234.5678")
-    assert got["created"] == datetime.datetime(2026, 11, 21, 12, 34, 56, 123456)
-    assert got["odd"] == datetime.datetime(1999, 1, 2, 3, 4, 5, 123000)
+    assert got["created"] == micros(datetime.datetime(2026, 11, 21, 12, 34, 56, 123456))
+    assert got["odd"] == micros(datetime.datetime(1999, 1, 2, 3, 4, 5, 123000))
     assert got["y"] == 2026 and got["d"] == 2.5
-    assert got["ts3"] == datetime.datetime(2023, 11, 14, 22, 13, 20, 123000)
-    assert got["ts0"] == datetime.datetime(2038, 1, 19, 3, 14, 7)
-    assert got["ts5"] == datetime.datetime(1970, 1, 1, 0, 0, 0, 123450)
-    assert got["day"] == datetime.date(2024, 2, 29) and got["zday"] is None
-    assert got["t6"] == -datetime.timedelta(hours=1, minutes=2, seconds=3, microseconds=4)
+    assert got["ts3"] == 1700000000123000  # 2023-11-14 22:13:20.123 UTC
+    assert got["ts0"] == 2147483647000000 and got["ts5"] == 123450
+    assert got["day"] == 19782 and got["zday"] is None  # 2024-02-29
+    assert got["t6"] == -3723000004  # -01:02:03.000004
     assert got["e"] == "c"
 
 
@@ -146,3 +165,60 @@ def test_none_sources_are_listed_only_for_tables_that_need_them():
                                                      "zday": "out of date range"}
     ev.table_map[7].streamer_skip_none_sources = True
     assert rowplan._get_none_sources(ev, values) == {}
+
+
+def _one_column(column, data, plan):
+    ev = event(data, plan)
+    ev.columns = ev.table_map[7].columns = [column]
+    return ev
+
+
+def _read_both(column, data):
+    """(planned, library converted) values of a one-column row, or the exception each raised."""
+    out = []
+    for plan in (rowplan.plan_for([column]), None):
+        ev = _one_column(column, bytes([0]) + data, plan)
+        try:
+            value = rowplan._read_column_data(ev, bytes([1]))[column.name]
+            if plan is None and value is not None:
+                value = TEMPORAL[column.type](value)
+            out.append((value, ev._RowsEvent__none_sources, ev.packet.at))
+        except ValueError:  # the same refusal; its wording differs between interpreters
+            out.append("ValueError")
+    return out
+
+
+def test_temporal_values_read_straight_to_numbers_match_the_library_on_odd_and_invalid_input():
+    rng = random.Random(7)
+    fields = [(rng.choice([0, 1, 2, 9999, rng.randint(1, 9999)]), rng.randint(0, 15),
+               rng.choice([0, 1, 28, 29, 30, 31, rng.randint(0, 31)]), rng.randint(0, 31),
+               rng.randint(0, 63), rng.randint(0, 63)) for _ in range(3000)]
+    fields += [(2024, 2, 29, 23, 59, 59), (2023, 2, 29, 0, 0, 0), (1, 1, 1, 0, 0, 0),
+               (9999, 12, 31, 23, 59, 59), (1970, 1, 1, 0, 0, 0), (2000, 13, 1, 0, 0, 0)]
+    for fsp in (0, 1, 3, 5, 6):
+        dt = col("v", FIELD_TYPE.DATETIME2, fsp=fsp)
+        ts = col("v", FIELD_TYPE.TIMESTAMP2, fsp=fsp)
+        tm = col("v", FIELD_TYPE.TIME2, fsp=fsp)
+        frac = (fsp + 1) // 2
+        for n, (year, month, day, hour, minute, second) in enumerate(fields):
+            fraction = rng.randint(0, 10 ** fsp - 1) * (10 if fsp % 2 else 1)
+            tail = fraction.to_bytes(frac, "big")
+            planned, library = _read_both(dt, datetime2(year, month, day, hour, minute, second) + tail)
+            assert planned == library, (fsp, year, month, day, hour, minute, second)
+            if n % 10 == 0:
+                secs = rng.choice([0, 1, 2 ** 31 - 1, rng.randint(0, 2 ** 31 - 1)])
+                planned, library = _read_both(ts, secs.to_bytes(4, "big") + tail)
+                assert planned == library, (fsp, secs)
+                # TIME: any bytes at all, negative values and stray fractions included.
+                raw = rng.getrandbits(8 * (3 + frac)).to_bytes(3 + frac, "big")
+                planned, library = _read_both(tm, raw)
+                assert planned == library, (fsp, raw)
+            if n % 50 == 0:  # a fraction out of range: a negative one, or one above 999999
+                wild = rng.getrandbits(8 * frac).to_bytes(frac, "big")
+                head = datetime2(year, month, day, hour, minute, second)
+                assert _read_both(dt, head + wild)[0] == _read_both(dt, head + wild)[1]
+                assert _read_both(ts, head[:4] + wild)[0] == _read_both(ts, head[:4] + wild)[1]
+    day_col = col("v", FIELD_TYPE.DATE)
+    for year, month, day, *_ in fields:
+        planned, library = _read_both(day_col, (year << 9 | month << 5 | day).to_bytes(3, "little"))
+        assert planned == library, (year, month, day)
