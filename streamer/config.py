@@ -202,7 +202,7 @@ def _validate_observability(cfg: Dict[str, Any]) -> None:
 
 def _yaml() -> Any:
     """The yaml module, imported when a config is read rather than with this module: `streamer run`
-    under PyPy execs itself once (cli.restart_with_gc_settings), and the process it replaces should
+    under PyPy execs itself once (cli._restart_with_gc_settings), and the process it replaces should
     import as little as it can. yaml is ~20 ms of a PyPy start."""
     import yaml
     return yaml

@@ -21,8 +21,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import config as config_mod
 from . import release as release_mod
-from .cli import GC_NURSERY
 from . import verify as verify_mod
+from .cli import GC_NURSERY
 from .service import Service, ServiceError, service_for
 
 log = logging.getLogger(__name__)
