@@ -33,11 +33,12 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     committed_before = _committed_results_state()
 
     done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live", "--no-startup",
-                "--python", sys.executable, "--results", str(out_file))
+                "--warmup", "1", "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert len(lines) == 1
+    assert len(lines) == 1  # the warm-up run is printed, not recorded
+    assert "warm-up 1/1" in done.stdout and "(not recorded)" in done.stdout
     rec = lines[0]
     assert re.fullmatch(r"[0-9a-f]{40}", rec["commit"]) and isinstance(rec["dirty"], bool)
     assert re.fullmatch(r"[0-9a-f]{12}" if rec["dirty"] else "", rec["dirty_digest"])
