@@ -41,17 +41,18 @@ _TIMEF_INT_OFS = 0x800000
 _TIMEF_OFS = 0x800000000000
 
 
+def time2_micros(packed: int) -> int:
+    """A MySQL 'packed' TIME (hms << 24 | microseconds, signed) as signed microseconds."""
+    magnitude = -packed if packed < 0 else packed
+    hms = magnitude >> 24
+    micros = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 0x3F) * 60 + (hms & 0x3F)) * 1000000 \
+        + (magnitude & 0xFFFFFF)
+    return -micros if packed < 0 else micros
+
+
 def time2_from_packed(packed: int) -> datetime.timedelta:
-    """A MySQL 'packed' TIME (hms << 24 | microseconds, signed) as a timedelta."""
-    sign = -1 if packed < 0 else 1
-    packed = abs(packed)
-    hms = packed >> 24
-    micro = packed & 0xFFFFFF
-    hours = (hms >> 12) & 0x3FF
-    minutes = (hms >> 6) & 0x3F
-    seconds = hms & 0x3F
-    return sign * datetime.timedelta(hours=hours, minutes=minutes, seconds=seconds,
-                                     microseconds=micro)
+    """A MySQL 'packed' TIME as a timedelta."""
+    return datetime.timedelta(microseconds=time2_micros(packed))
 
 
 def time2_packed_from_binary(raw: bytes, fsp: int) -> int:
