@@ -17,7 +17,7 @@ BASE = "mysql: {server_id: 7}\n"
 
 def test_defaults_fill_everything_not_given(tmp_path):
     cfg = config.load(write(tmp_path, BASE), environ={})
-    assert cfg["batch"]["max_messages"] == 5000
+    assert cfg["batch"]["max_messages"] == 20000
     assert cfg["kafka"]["bootstrap.servers"] == "127.0.0.1:9092"
     assert cfg["source"]["name"] == "127.0.0.1-3306"
 
