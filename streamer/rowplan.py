@@ -22,6 +22,7 @@ from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent
 
+from .columns import _EPOCH_ORDINAL
 from .mysql_fixes import (_read_string, decimal_layout, decimal_unscaled, make_decimal,
                           time2_micros, time2_packed_from_binary)
 
@@ -55,7 +56,6 @@ def _decimal_reader(precision: int, scale: int) -> Reader:
 # microseconds or days since 1970-01-01. Building a datetime only to take it apart again cost
 # PyPy ~300 ns a DATETIME value (its datetime is pure Python), against ~12 ns for the arithmetic.
 # The converters pass these ints through; a value the library read (a datetime) they convert.
-_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _DAYS_BEFORE_MONTH = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 _DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
