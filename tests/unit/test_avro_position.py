@@ -1,5 +1,7 @@
 import datetime
 import decimal
+import json
+import time
 
 from streamer import avro, columns
 from streamer.position import GtidSet, Position, Tracker
@@ -49,6 +51,21 @@ def test_mariadb_and_mysql_gtid_sets():
 def test_position_json_round_trip():
     p = Position("mysql-bin.000003", 1234, "0-1-7", rows=12, server_id=1)
     assert Position.from_json(p.to_json()) == p
+
+
+def test_position_compares_every_field_and_stamps_its_creation_time():
+    before = time.time()
+    p = Position("mysql-bin.000003", 1234, "0-1-7", rows=12, server_id=1, ts=5.0)
+    assert json.loads(p.to_json()) == {"file": "mysql-bin.000003", "pos": 1234, "gtid_set": "0-1-7",
+                                       "rows": 12, "server_id": 1, "ts": 5.0}
+    for field, other in (("file", "mysql-bin.000004"), ("pos", 1235), ("gtid_set", "0-1-8"),
+                         ("rows", 13), ("server_id", 2), ("ts", 6.0)):
+        q = Position.from_json(p.to_json())
+        setattr(q, field, other)
+        assert q != p, field
+    assert before <= Position("f", 4).ts <= time.time()
+    assert repr(Position("f", 4, ts=1.0)) == ("Position(file='f', pos=4, gtid_set='', rows=0, "
+                                              "server_id=0, ts=1.0)")
 
 
 def test_tracker_checkpoints_the_transaction_start_and_rows_inside_it():
