@@ -1,0 +1,28 @@
+"""`streamer run` leaves out imports its start doesn't use: each is paid for on every (re)start,
+and PyPy imports more slowly than CPython (docs/benchmarks.md, "Start-up")."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+RUN_MODULES = "import streamer.cli, streamer.pipeline, streamer.observe"
+
+
+def _imported(*names):
+    code = f"import json, sys; {RUN_MODULES}; print(json.dumps([n for n in {list(names)!r} if n in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_status_endpoint_is_imported_only_when_it_is_on():
+    # http.server and what it pulls in cost ~25 ms of a PyPy start; metrics.http_port is 0 by default.
+    assert _imported("http.server", "streamer.httpstatus") == []
+
+
+@pytest.mark.skipif(sys.implementation.name != "pypy",
+                    reason="CPython imports dataclasses anyway, from the cryptography package "
+                           "pymysql uses there")
+def test_run_imports_no_dataclasses_under_pypy():
+    # dataclasses imports inspect: ~10 ms of a PyPy start.
+    assert _imported("dataclasses", "inspect") == []
