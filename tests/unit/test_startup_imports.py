@@ -15,7 +15,7 @@ def _imported(*names):
     return json.loads(out.stdout)
 
 
-def test_the_status_endpoint_is_imported_only_when_it_is_on():
+def test_the_status_endpoint_is_not_imported_while_it_is_off():
     # http.server and what it pulls in cost ~25 ms of a PyPy start; metrics.http_port is 0 by default.
     assert _imported("http.server", "streamer.httpstatus") == []
 
