@@ -95,7 +95,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class StatusServer:
-    """The endpoint's server thread. A context manager; a no-op when the port is 0."""
+    """The endpoint's server thread, as a context manager. Observability makes one only when
+    metrics.http_port is set (0 turns the endpoint off, and this module is then not imported)."""
 
     def __init__(self, cfg: Dict[str, Any], metrics: Metrics):
         self.host = cfg["metrics"]["http_host"]
@@ -105,8 +106,6 @@ class StatusServer:
         self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> "StatusServer":
-        if not self.port:
-            return self
         handler = type("Handler", (_Handler,), {"metrics": self.metrics})
         try:
             self._server = ThreadingHTTPServer((self.host, self.port), handler)
