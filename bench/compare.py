@@ -2,8 +2,8 @@
 
 A and B are each a results file (JSON lines as bench.suite writes) or a commit (any unique prefix
 of a commit recorded in bench/results.jsonl, or a ref git can resolve such as HEAD~3). Per shape
-and interpreter, the median over all of that side's lines is compared, with the % change; changes
-beyond ``--threshold`` in the bad direction are marked.
+and interpreter, and for live runs per offered rate, the median over all of that side's lines is
+compared, with the % change; changes beyond ``--threshold`` in the bad direction are marked.
 """
 from __future__ import annotations
 
@@ -49,12 +49,24 @@ def select(side: str, results_path: str) -> Tuple[str, List[Dict[str, Any]]]:
     return commits[0][:12], chosen
 
 
+def group_of(rec: Dict[str, Any]) -> Group:
+    """Lines of one group measured the same thing, so their median means something."""
+    shape = rec["shape"]
+    offered = rec.get("offered_rows_s")
+    if isinstance(offered, (int, float)):
+        # A live run at another offered rate is another experiment: its latency is not a sample
+        # of the same distribution (e.g. 550 rows/s, the suite's default, against 12k).
+        shape += f"@{offered:g}/s"
+    # Quick runs have other row counts: never mixed with full runs of the same shape.
+    if rec.get("quick"):
+        shape += "/quick"
+    return shape, rec["interpreter"]
+
+
 def medians(lines: List[Dict[str, Any]]) -> Dict[Group, Dict[str, float]]:
     groups: Dict[Group, List[Dict[str, Any]]] = {}
     for rec in lines:
-        # Quick runs have other row counts: never mixed with full runs of the same shape.
-        shape = rec["shape"] + ("/quick" if rec.get("quick") else "")
-        groups.setdefault((shape, rec["interpreter"]), []).append(rec)
+        groups.setdefault(group_of(rec), []).append(rec)
     out: Dict[Group, Dict[str, float]] = {}
     for group, recs in groups.items():
         out[group] = {}
