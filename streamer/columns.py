@@ -15,7 +15,8 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 Converter = Optional[Callable[[Any], Any]]
 
-_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+# Proleptic ordinal of 1970-01-01: Avro dates and timestamps count from it (rowplan shares it).
+EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _ZERO_YEAR_AS_READ = 1900  # the reader adds 1900 to the stored byte; YEAR '0000' is byte 0
 
 
@@ -26,14 +27,14 @@ _ZERO_YEAR_AS_READ = 1900  # the reader adds 1900 to the stored byte; YEAR '0000
 def date_to_days(value: Any) -> int:
     if value.__class__ is int:
         return value
-    return value.toordinal() - _EPOCH_ORDINAL
+    return value.toordinal() - EPOCH_ORDINAL
 
 
 def datetime_to_micros(value: Any) -> int:
     """Wall-clock (or naive UTC) datetime -> microseconds since 1970-01-01 00:00."""
     if value.__class__ is int:
         return value
-    days = value.toordinal() - _EPOCH_ORDINAL
+    days = value.toordinal() - EPOCH_ORDINAL
     secs = days * 86400 + value.hour * 3600 + value.minute * 60 + value.second
     return secs * 1000000 + value.microsecond
 

@@ -22,7 +22,7 @@ from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent
 
-from .columns import _EPOCH_ORDINAL
+from .columns import EPOCH_ORDINAL
 from .mysql_fixes import (_read_string, decimal_layout, decimal_unscaled, make_decimal,
                           time2_micros, time2_packed_from_binary)
 
@@ -69,7 +69,7 @@ def _days(year: int, month: int, day: int) -> Optional[int]:
         return None
     y = year - 1
     return (y * 365 + y // 4 - y // 100 + y // 400 + _DAYS_BEFORE_MONTH[month]
-            + (month > 2 and leap) + day - _EPOCH_ORDINAL)  # date.toordinal()'s arithmetic
+            + (month > 2 and leap) + day - EPOCH_ORDINAL)  # date.toordinal()'s arithmetic
 
 
 def _fraction(packet: Any, fsp: int) -> int:
