@@ -90,7 +90,9 @@ def measure_shape(shape: str, pythons: List[str], repeat: int, quick: bool,
 
 def measure_live(python: str, args: argparse.Namespace, workdir: str) -> Dict[str, Any]:
     out = live.run(python, workdir, args.live_rate, args.live_seconds, args.live_warmup)
-    rec = {"shape": "live", "python": _label(python), **_interpreter_of(python), **out}
+    # One load per interpreter, whatever --repeat says: the line's `repeat` says so.
+    rec = {"shape": "live", "python": _label(python), **_interpreter_of(python), **out,
+           "repeat": 1}
     print(f"bench: live {rec['interpreter']}: {out['rows_s']} rows/s, p50 {out['p50_ms']} ms, "
           f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms", flush=True)
     return rec
@@ -98,7 +100,8 @@ def measure_live(python: str, args: argparse.Namespace, workdir: str) -> Dict[st
 
 def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     out = startup.run(python, workdir, runs)
-    rec = {"shape": "startup", "python": _label(python), **_interpreter_of(python), **out}
+    rec = {"shape": "startup", "python": _label(python), **_interpreter_of(python), **out,
+           "repeat": runs}
     print(f"bench: start-up {rec['interpreter']}: first start {out['fresh_start_s']} s, restart "
           f"{out['restart_s']} s (medians of {runs})", flush=True)
     return rec
@@ -182,7 +185,7 @@ def main(argv: List[str]) -> int:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
     results.speedup(records)
-    lines = [dict(header, **rec) for rec in records]
+    lines = [dict(header, **rec) for rec in records]  # a record's own `repeat` wins
     results.append(args.results, lines)
     print()
     print(report.render(lines))
