@@ -32,3 +32,29 @@ def test_the_status_endpoint_is_not_imported_while_it_is_off():
 def test_run_imports_no_dataclasses_under_pypy():
     # dataclasses imports inspect: ~10 ms of a PyPy start.
     assert _imported("dataclasses", "inspect") == []
+
+
+def test_run_sets_the_eager_jit_thresholds_only_after_reading_the_config(monkeypatch, tmp_path):
+    # The eager thresholds are for the binlog loop; set before the config was read, they had PyPy
+    # compile yaml's one-off parse of it too (docs/benchmarks.md, "Start-up").
+    from streamer import cli
+
+    order = []
+
+    class Stop(Exception):
+        pass
+
+    def load(path):
+        order.append("config")
+        return {"log_level": "INFO"}
+
+    def setup_logging(level):
+        raise Stop
+
+    monkeypatch.setattr(cli.config_mod, "load", load)
+    monkeypatch.setattr(cli, "_tune_jit", lambda: order.append("jit"))
+    monkeypatch.setattr(cli, "_setup_logging", setup_logging)
+    args = cli.build_parser().parse_args(["run", "-c", str(tmp_path / "streamer.yaml")])
+    with pytest.raises(Stop):
+        args.func(args)
+    assert order == ["config", "jit"]
