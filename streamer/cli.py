@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = config_mod.load(args.config)
     # After the config, not before: with the eager thresholds, PyPy also compiled yaml's one-off
-    # parse of it, and reading the config took 52-90 ms instead of 23-40 (7 cold starts each).
+    # parse of it, and reading the config took 52-90 ms instead of 26-40 (7 cold starts each).
     _tune_jit()
     _setup_logging(cfg["log_level"])
     if sys.implementation.name == "pypy":

@@ -1,5 +1,6 @@
-"""`streamer run` leaves out imports its start doesn't use: each is paid for on every (re)start,
-and PyPy imports more slowly than CPython (docs/benchmarks.md, "Start-up")."""
+"""`streamer run` leaves out start-up work it doesn't need (imports its start doesn't use, JIT
+compiling of one-off code): each is paid for on every (re)start, and PyPy imports more slowly than
+CPython (docs/benchmarks.md, "Start-up")."""
 import json
 import subprocess
 import sys
@@ -36,7 +37,8 @@ def test_run_imports_no_dataclasses_under_pypy():
 
 def test_run_sets_the_eager_jit_thresholds_only_after_reading_the_config(monkeypatch, tmp_path):
     # The eager thresholds are for the binlog loop; set before the config was read, they had PyPy
-    # compile yaml's one-off parse of it too (docs/benchmarks.md, "Start-up").
+    # compile yaml's one-off parse of it too (docs/benchmarks.md, "The eager JIT thresholds
+    # after the config").
     from streamer import cli
 
     order = []
