@@ -89,12 +89,19 @@ def build(prefix: str, version: str, source: str, python: str, deps_dir: str) ->
     shutil.rmtree(release, ignore_errors=True)
     run([python, "-m", "venv", "--without-pip", release], "creating the release virtualenv")
     release_py = os.path.join(release, "bin", "python")
-    with open(os.path.join(_purelib(release_py), "_streamer_deps.pth"), "w") as fh:
+    release_site = _purelib(release_py)
+    with open(os.path.join(release_site, "_streamer_deps.pth"), "w") as fh:
         fh.write(layer_site + "\n")
     src = os.path.join(release, "src")
     shutil.copytree(source, src, ignore=_SKIP, symlinks=True)
     run([release_py, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
          "--no-build-isolation", src], f"installing the project from {source}")
+    # The project's bytecode, written here whatever the environment: pip's install of it skips
+    # that where PYTHONDONTWRITEBYTECODE is set (as in CI), and the service's user can't write
+    # into the release. Without it every start compiled the package again, ~50-65 ms of a PyPy
+    # start (docs/benchmarks.md, "A release's bytecode").
+    run([release_py, "-m", "compileall", "-q", os.path.join(release_site, "streamer")],
+        "compiling the project's bytecode")
     run([release_py, "-m", "pip", "check"], "checking the release's dependencies against the lock")
     shutil.copytree(os.path.join(source, "deploy", "env"), os.path.join(release, "env"))
     shutil.rmtree(src)
