@@ -97,9 +97,9 @@ def build(prefix: str, version: str, source: str, python: str, deps_dir: str) ->
     run([release_py, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
          "--no-build-isolation", src], f"installing the project from {source}")
     # The project's bytecode, written here whatever the environment: pip's install of it skips
-    # that where PYTHONDONTWRITEBYTECODE is set (as in CI), and the service's user can't write
-    # into the release. Without it every start compiled the package again, ~50-65 ms of a PyPy
-    # start (docs/benchmarks.md, "A release's bytecode").
+    # that where PYTHONDONTWRITEBYTECODE is set (as in CI), and the service's user can't, as a
+    # rule, write into the release. Without it every start compiled the package again: 45-66 ms
+    # of a PyPy start (docs/benchmarks.md, "A release's bytecode").
     run([release_py, "-m", "compileall", "-q", os.path.join(release_site, "streamer")],
         "compiling the project's bytecode")
     run([release_py, "-m", "pip", "check"], "checking the release's dependencies against the lock")

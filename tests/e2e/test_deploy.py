@@ -127,8 +127,8 @@ def test_canary_and_main_from_one_release_both_stream_into_disjoint_topics(site)
 
 
 def test_the_release_holds_the_projects_bytecode(site):
-    # Without it, every start of the service compiles the package again (~50-65 ms of a PyPy
-    # start): its user can't write into the release.
+    # Without it, every start of the service compiles the package again (45-66 ms of a PyPy
+    # start): its user can't, as a rule, write into the release.
     release_dir = os.path.join(site.prefix, "releases", "A")
     code = ("import importlib.util, json, os, pathlib, streamer; "
             "pkg = pathlib.Path(streamer.__file__).parent; "
