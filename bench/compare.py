@@ -53,7 +53,12 @@ def group_of(rec: Dict[str, Any]) -> Group:
     """Lines of one group measured the same thing, so their median means something."""
     shape = rec["shape"]
     offered = rec.get("offered_rows_s")
-    if isinstance(offered, (int, float)):
+    share = rec.get("saturation_share")
+    if isinstance(share, (int, float)):
+        # Offered at a share of that run's own catch-up rate: the rate moves with the host and
+        # the code, the experiment does not.
+        shape += f"@{share:g}sat"
+    elif isinstance(offered, (int, float)):
         # A live run at another offered rate is another experiment: its latency is not a sample
         # of the same distribution (e.g. 550 rows/s, the suite's default, against 12k).
         shape += f"@{offered:g}/s"

@@ -97,29 +97,36 @@ def commit() -> Tuple[str, bool, str]:
 
 
 class Steal:
-    """The share of CPU time the hypervisor gave to other guests while this was open (%).
+    """The share of CPU time the hypervisor gave to other guests while this was open (%), and
+    the share this machine's own processes used (``busy_pct``).
 
-    On a shared virtual machine, rates of the same commit swing with it: a run measured while
-    the host took a third of the CPU is not a regression. Read from /proc/stat (all CPUs).
+    On a shared virtual machine, rates of the same commit swing with steal: a run measured while
+    the host took a third of the CPU is not a regression. On two cores shared by the load, the
+    servers and the streamer, ``busy_pct`` says how close the machine itself was to its limit.
+    Read from /proc/stat (all CPUs).
     """
 
     def __init__(self, path: str = "/proc/stat") -> None:
         self.path = path
         self.pct: Optional[float] = None
+        self.busy_pct: Optional[float] = None
         self._start = self._read()
 
-    def _read(self) -> Optional[Tuple[int, int]]:
+    def _read(self) -> Optional[Tuple[int, int, int]]:
         try:
             with open(self.path, encoding="ascii") as fh:
                 fields = [int(v) for v in fh.readline().split()[1:]]
         except (OSError, ValueError):
             return None
         # user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice]
-        return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+        fields += [0] * (8 - len(fields))
+        busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6]
+        return fields[7], busy, sum(fields[:8])
 
     def stop(self) -> Optional[float]:
         end = self._read()
-        if self._start is not None and end is not None and end[1] > self._start[1]:
-            self.pct = round(100.0 * (end[0] - self._start[0]) / (end[1] - self._start[1]), 1)
+        if self._start is not None and end is not None and end[2] > self._start[2]:
+            total = end[2] - self._start[2]
+            self.pct = round(100.0 * (end[0] - self._start[0]) / total, 1)
+            self.busy_pct = round(100.0 * (end[1] - self._start[1]) / total, 1)
         return self.pct
-

@@ -13,12 +13,12 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .proc import BenchError, Streamer
+from .proc import BenchError, Streamer, cpu_seconds
 from .watch import Watcher, delete_namespace
 
 HEARTBEAT_DDL = "CREATE TABLE heartbeat (id BIGINT AUTO_INCREMENT PRIMARY KEY, ts_us BIGINT NOT NULL)"
@@ -42,20 +42,26 @@ def ensure_sysbench() -> str:
 
 
 class Sysbench:
-    """sysbench oltp_insert against one database; options in a 0600 file, not in argv."""
+    """sysbench against one database: ``oltp_insert``, or a script with its own options (which
+    may not hold secrets: they go in argv). The connection's options, password included, are in
+    a 0600 file."""
 
-    def __init__(self, workdir: str, db: str, table_size: int = 1000):
+    def __init__(self, workdir: str, db: str, test: str = "oltp_insert",
+                 test_options: Sequence[str] = ("tables=1", "table-size=1000"),
+                 script_args: Sequence[str] = ()):
         self.binary = ensure_sysbench()
+        self.test = test
+        self.script_args = list(script_args)
         self.options = os.path.join(workdir, f"sysbench-{db}.cfg")
         lines = ["db-driver=mysql", "mysql-host=127.0.0.1", f"mysql-port={env.MYSQL_PORT}",
                  "mysql-user=admin", f"mysql-password={env.read_password('admin')}",
-                 f"mysql-db={db}", "tables=1", f"table-size={table_size}"]
+                 f"mysql-db={db}", *test_options]
         fd = os.open(self.options, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write("\n".join(lines) + "\n")
 
     def _cmd(self, *args: str) -> List[str]:
-        return [self.binary, f"--config-file={self.options}", "oltp_insert", *args]
+        return [self.binary, f"--config-file={self.options}", self.test, *self.script_args, *args]
 
     def prepare(self) -> None:
         out = subprocess.run(self._cmd("prepare"), capture_output=True, text=True)
@@ -130,7 +136,14 @@ def latency_stats(latencies_ms: List[float]) -> Dict[str, Any]:
             "over_100ms_pct": round(100.0 * over / len(latencies_ms), 3) if latencies_ms else None}
 
 
-def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: str) -> None:
+def cores(began: Optional[float], ended: Optional[float], seconds: float) -> Optional[float]:
+    """The streamer's CPU (all its threads) over a window, in cores."""
+    if began is None or ended is None or seconds <= 0:
+        return None
+    return round((ended - began) / seconds, 3)
+
+
+def wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: str) -> None:
     """Writes a heartbeat every 0.2 s until one is visible: the streamer is up, topics exist."""
     conn = env.admin(db)
     deadline = time.monotonic() + 120
@@ -168,11 +181,12 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
         bench.prepare()
         with Watcher(f"{ns}.{db}.") as watcher, \
                 Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
-            _wait_until_streaming(watcher, streamer, db, topic)
+            wait_until_streaming(watcher, streamer, db, topic)
             began_us = time.time() * 1e6
             warm_from_us = began_us + warmup_s * 1e6
             began = time.monotonic()
             steal = env.Steal()
+            cpu_began = cpu_seconds(streamer.proc.pid)
             beat = Heartbeat(db, heartbeat_rate)
             beat.start()
             load = bench.start(rate, seconds)
@@ -196,6 +210,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                 if written is None and load.poll() is not None:
                     written = beat.stop()
                     steal.stop()
+                    cpu_end = cpu_seconds(streamer.proc.pid)
                     loaded_s = time.monotonic() - began
                     load_tps = sysbench_tps(load)
                     rows_s = rows / loaded_s
@@ -214,7 +229,9 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
     out: Dict[str, Any] = {"rows": rows, "seconds": seconds, "warmup_s": warmup_s,
                            "offered_rows_s": rate + heartbeat_rate, "sysbench_tps": load_tps,
                            "rows_s": round(rows_s, 1), "heartbeats": len(cold),
-                           "rss_mb": round(rss, 1), "cpu_steal_pct": steal.pct}
+                           "rss_mb": round(rss, 1), "cpu_steal_pct": steal.pct,
+                           "busy_pct": steal.busy_pct,
+                           "streamer_cores": cores(cpu_began, cpu_end, loaded_s)}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})

@@ -29,8 +29,16 @@ CATCHUP: List[Tuple[str, str, int]] = [
 LIVE: List[Tuple[str, str, int]] = [
     ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
     ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2),
-    ("cold p99", "cold_p99_ms", 1), ("cold max", "cold_max_ms", 1), ("RSS MB", "rss_mb", 0),
-    ("steal %", "cpu_steal_pct", 0),
+    ("cold p99", "cold_p99_ms", 1), ("cold max", "cold_max_ms", 1),
+    ("streamer cores", "streamer_cores", 2), ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
+]
+
+SHARE_LIVE: List[Tuple[str, str, int]] = [
+    ("saturation/s", "saturation_rows_s", 0), ("share", "saturation_share", 2),
+    ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
+    ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2),
+    ("host busy %", "busy_pct", 0), ("streamer cores", "streamer_cores", 2),
+    ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
 ]
 
 STARTUP: List[Tuple[str, str, int]] = [
@@ -39,9 +47,10 @@ STARTUP: List[Tuple[str, str, int]] = [
 
 
 def render(records: List[Dict[str, Any]]) -> str:
-    """Both tables for one run's records (rows/s unless named otherwise)."""
+    """The tables for one run's records (rows/s unless named otherwise)."""
     parts = []
-    catchup = [r for r in records if r["shape"] not in ("live", "startup")]
+    catchup = [r for r in records if r["shape"] not in ("live", "startup")
+               and "saturation_share" not in r]
     if catchup:
         rows = [[r["shape"], r["interpreter"], _num(r.get("rows"))] +
                 [_num(r.get(key), d) for _, key, d in CATCHUP] for r in catchup]
@@ -57,4 +66,11 @@ def render(records: List[Dict[str, Any]]) -> str:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in LIVE] for r in live]
         parts.append("live load (latency = MySQL commit -> visible to a read_committed consumer; "
                      "warm unless marked cold)\n" + _table(["python"] + [h for h, _, _ in LIVE], rows))
+    shared = [r for r in records if "saturation_share" in r]
+    if shared:
+        rows = [[r["shape"], r["interpreter"], "yes" if r.get("load_held") else "NO"] +
+                [_num(r.get(key), d) for _, key, d in SHARE_LIVE] for r in shared]
+        parts.append("live load at a share of the warm catch-up rate (the shape's own rows; "
+                     "latency as above; 'held' = sysbench kept the offered rate)\n" +
+                     _table(["shape", "python", "held"] + [h for h, _, _ in SHARE_LIVE], rows))
     return "\n\n".join(parts)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import env
 
@@ -23,10 +23,11 @@ BULK_INSERT = ("INSERT INTO bulk SELECT seq, CONCAT('customer-', seq),"
 OLTP_DDL = ("CREATE TABLE oltp (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL,"
             " pad CHAR(60) NOT NULL, updated DATETIME(6) NOT NULL)")
 OLTP_ROWS = 10000
-# Each UPDATE in a procedure under autocommit is its own transaction in the binlog.
-OLTP_PROC = ("CREATE PROCEDURE churn(n INT, m INT) BEGIN DECLARE i INT DEFAULT 0;"
-             " WHILE i < n DO UPDATE oltp SET k = k + 1, updated = NOW(6) WHERE id = 1 + (i MOD m);"
-             " SET i = i + 1; END WHILE; END")
+# Each UPDATE in a procedure under autocommit is its own transaction in the binlog. The n updates
+# go to rows base+1, base+2, ... (mod m), so concurrent calls with other bases touch other rows.
+OLTP_PROC = ("CREATE PROCEDURE churn(n INT, m INT, base INT) BEGIN DECLARE i INT DEFAULT 0;"
+             " WHILE i < n DO UPDATE oltp SET k = k + 1, updated = NOW(6)"
+             " WHERE id = 1 + ((base + i) MOD m); SET i = i + 1; END WHILE; END")
 
 # (column type, value expression over `seq`): cycled to 39 columns after the key.
 WIDE_TYPES: List[Tuple[str, str]] = [
@@ -75,7 +76,7 @@ def _oltp_setup(cur: Any, rows: int) -> None:
 
 
 def _oltp(cur: Any, rows: int) -> None:
-    cur.execute("CALL churn(%s, %s)", (rows, min(OLTP_ROWS, rows)))
+    cur.execute("CALL churn(%s, %s, 0)", (rows, min(OLTP_ROWS, rows)))
 
 
 def _wide_ddl() -> str:
@@ -97,6 +98,14 @@ def _wide(cur: Any, rows: int) -> None:
 
 
 @dataclass(frozen=True)
+class LiveStatement:
+    """The shape's row changes as one statement per sysbench event (bench/shape_load.lua):
+    ``{lo}`` and ``{hi}`` become the event's own range of ``rows`` ids."""
+    sql: str
+    rows: int
+
+
+@dataclass(frozen=True)
 class Shape:
     name: str
     description: str
@@ -104,6 +113,7 @@ class Shape:
     quick_rows: int
     setup: Callable[[Any, int], None]
     load: Callable[[Any, int], None]
+    live: Optional[LiveStatement] = None
 
     def rows(self, quick: bool) -> int:
         return self.quick_rows if quick else self.full_rows
@@ -113,8 +123,10 @@ class Shape:
 # 3 commits made the rows visible in chunks too coarse for a warm (second-half) rate.
 SHAPES: Dict[str, Shape] = {s.name: s for s in (
     Shape("bulk", "1000-row INSERTs: int pk, varchar, nullable varchar, datetime(6), "
-          "decimal(12,4), text", 200000, 20000, _bulk_setup, _bulk),
-    Shape("oltp", "single-row UPDATE transactions", 200000, 5000, _oltp_setup, _oltp),
+          "decimal(12,4), text", 200000, 20000, _bulk_setup, _bulk,
+          LiveStatement(BULK_INSERT, 1000)),
+    Shape("oltp", "single-row UPDATE transactions", 200000, 5000, _oltp_setup, _oltp,
+          LiveStatement(f"CALL churn(100, {OLTP_ROWS}, {{lo}})", 100)),
     Shape("wide", f"{WIDE_COLUMNS + 1} columns of mixed types, 1000-row INSERTs", 200000, 5000,
           _wide_setup, _wide),
     # The bulk rows, five times over: is RSS flat once the JIT and the GC have settled?

@@ -2,8 +2,10 @@
 
 For each shape a backlog is loaded once (streamer stopped); then, per repeat and interpreter, the
 bare python-mysql-replication read of that binlog range and the streamer's catch-up of it are
-timed. Then the live load runs once per interpreter. One JSON line per (interpreter, shape) is
-appended (medians over the repeats) and the tables are printed.
+timed. Then the live loads run once per interpreter: sysbench oltp_insert at a fixed rate, and
+each shape's own rows at a share of the warm catch-up rate just measured (bench/loaded.py). One
+JSON line per (interpreter, shape) is appended (medians over the repeats) and the tables are
+printed.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Any, Dict, List
 
 import pymysql
 
-from . import catchup, env, live, report, results, startup
+from . import catchup, env, live, loaded, report, results, startup
 from .proc import BenchError, run_json
 from .shapes import SHAPES, Backlog, drop, load_backlog
 
@@ -98,6 +100,27 @@ def measure_live(python: str, args: argparse.Namespace, workdir: str) -> Dict[st
     return rec
 
 
+def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
+                       args: argparse.Namespace, workdir: str) -> Dict[str, Any]:
+    """The shape's own load at ``args.share`` of the catch-up rate this run measured: the warm
+    one, the streamer's steady rate when saturated. A quick backlog commits in a batch or two,
+    so its second half times the bench's consumer, not the streamer: quick runs take the cold
+    catch-up rate (start-up excluded) instead."""
+    label = _label(python)
+    of = "catchup_rows_s" if args.quick else "warm_rows_s"
+    saturation = next(r[of] for r in records if r["shape"] == shape and r["python"] == label)
+    out = loaded.run(python, workdir, SHAPES[shape], saturation, args.share, args.live_seconds,
+                     args.live_warmup)
+    rec = {"shape": f"{shape}-live", "python": label, **_interpreter_of(python), **out,
+           "saturation_of": of, "repeat": 1}
+    held = "" if out["load_held"] else " (sysbench could not hold the rate)"
+    print(f"bench: {shape} live at {args.share:g} of {saturation:.0f} rows/s "
+          f"{rec['interpreter']}: {out['rows_s']:.0f} rows/s{held}, p50 {out['p50_ms']} ms, "
+          f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms, host busy {out['busy_pct']}%",
+          flush=True)
+    return rec
+
+
 def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     out = startup.run(python, workdir, runs)
     rec = {"shape": "startup", "python": _label(python), **_interpreter_of(python), **out,
@@ -126,7 +149,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    "default: this one)")
     p.add_argument("--shape", action="append", choices=sorted(SHAPES),
                    help="catch-up shape (repeatable; default: all)")
-    p.add_argument("--no-live", action="store_true", help="skip the live sysbench load")
+    p.add_argument("--no-live", action="store_true",
+                   help="skip the live sysbench loads (at --live-rate and at --share)")
+    p.add_argument("--no-rate-live", action="store_true", help="skip the load at --live-rate")
     p.add_argument("--no-catchup", action="store_true", help="skip the catch-up shapes")
     p.add_argument("--no-startup", action="store_true",
                    help="skip timing start-up (spawn to reading the binlog)")
@@ -138,6 +163,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--live-rate", type=int, help="sysbench transactions/s (default 500, quick 100)")
     p.add_argument("--live-seconds", type=int, help="sysbench run time (default 40, quick 6)")
     p.add_argument("--live-warmup", type=float, help="seconds counted as cold (default 10, quick 2)")
+    p.add_argument("--share-live", action="append", metavar="SHAPE",
+                   choices=sorted(n for n, s in SHAPES.items() if s.live),
+                   help="a live load of the shape's own rows at --share of the warm catch-up rate "
+                   "this run measured (repeatable; default: each measured shape that has one)")
+    p.add_argument("--no-share-live", action="store_true", help="skip the loads at --share")
+    p.add_argument("--share", type=float, default=0.5,
+                   help="the share of saturation offered by --share-live (default 0.5)")
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
@@ -151,6 +183,17 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     if args.warmup < 0:
         p.error(f"--warmup must be 0 or more, got {args.warmup}")
     args.shape = args.shape or sorted(SHAPES)
+    if not 0 < args.share <= 1:
+        p.error(f"--share must be above 0 and at most 1, got {args.share}")
+    measured = [] if args.no_catchup else args.shape
+    if args.no_live or args.no_share_live:
+        args.share_live = []
+    elif args.share_live is None:
+        args.share_live = [s for s in measured if SHAPES[s].live]
+    for shape in args.share_live:
+        if shape not in measured:
+            p.error(f"--share-live {shape} needs the {shape} catch-up in the same run, for its "
+                    f"saturation rate: add --shape {shape} (and drop --no-catchup)")
     defaults = (100, 6, 2.0) if args.quick else (500, 40, 10.0)
     for name, value in zip(("live_rate", "live_seconds", "live_warmup"), defaults):
         if getattr(args, name) is None:
@@ -179,8 +222,11 @@ def main(argv: List[str]) -> int:
             if not args.no_startup:
                 runs = 1 if args.quick else max(5, args.repeat)
                 records.extend(measure_startup(p, runs, workdir) for p in args.python)
-            if not args.no_live:
+            if not (args.no_live or args.no_rate_live):
                 records.extend(measure_live(p, args, workdir) for p in args.python)
+            for shape in args.share_live:
+                records.extend([measure_share_live(p, shape, records, args, workdir)
+                                for p in args.python])
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1

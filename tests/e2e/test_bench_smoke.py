@@ -107,3 +107,25 @@ def test_compare_names_the_fix_for_an_unknown_commit(tmp_path):
 
     assert done.returncode == 2
     assert "no results for 'deadbeef'" in done.stderr and "make bench" in done.stderr
+
+
+def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tmp_path):
+    out_file = tmp_path / "results.jsonl"
+
+    done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-startup", "--warmup", "0",
+                "--no-rate-live", "--share-live", "bulk", "--python", sys.executable,
+                "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    catchup, share = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert catchup["shape"] == "bulk" and share["shape"] == "bulk-live"
+    # Quick backlogs commit in a batch or two, so the cold catch-up rate is the saturation.
+    assert share["saturation_of"] == "catchup_rows_s"
+    assert share["saturation_rows_s"] == catchup["catchup_rows_s"] and share["saturation_share"] == 0.5
+    # Whole 1000-row statements per second, the nearest to half the saturation (at least one).
+    statements = max(1, round(catchup["catchup_rows_s"] * 0.5 / 1000))
+    assert share["rows_per_event"] == 1000 and share["offered_rows_s"] == statements * 1000
+    assert share["rows_s"] > 0 and isinstance(share["load_held"], bool)
+    assert share["heartbeats"] > 0 and 0 < share["p50_ms"] <= share["p99_ms"] <= share["max_ms"]
+    assert 0 < share["busy_pct"] <= 100 and share["streamer_cores"] > 0
+    assert "live load at a share" in done.stdout and "bulk-live" in done.stdout

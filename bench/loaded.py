@@ -1,0 +1,148 @@
+"""Live load at a share of saturation: a shape's own row changes, offered at (by default) half the
+rate the streamer reached catching up on that shape, while heartbeats measure the latency.
+
+The saturation rate is the same run's warm catch-up rate (``warm_rows_s``) of the same shape and
+interpreter, so the load follows both the code and the host's speed that day. sysbench paces one
+statement per event (bench/shape_load.lua) and the server generates the statement's rows, as the
+backlog loader does: a 1000-row INSERT for bulk, a CALL of 100 single-row UPDATE transactions for
+oltp. Client round trips per row would cap the load far below the streamer's saturation.
+
+Only the heartbeat topic is consumed during the load: on two cores, a consumer of every row
+would take CPU from the streamer and the servers, which a real consumer on another machine does
+not. The rows offered are sysbench's events times the statement's rows; a load that sysbench
+could not hold (below 97 % of the offered events) is reported as such (``load_held``), and then
+says what the machine can offer, not how the streamer behaves at that share.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from streamer.decode import Decoder, kafka_schema_source
+
+from . import env
+from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, cores, wait_until_streaming,
+                   latency_stats, sysbench_tps)
+from .proc import BenchError, Streamer, cpu_seconds
+from .shapes import LiveStatement, Shape
+from .watch import Watcher, delete_namespace
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_load.lua")
+HELD = 0.97  # of the offered events per second
+
+
+def events_per_second(saturation_rows_s: float, share: float, stmt: LiveStatement) -> int:
+    """sysbench's --rate (whole events per second) closest to the share of the saturation."""
+    return max(1, round(saturation_rows_s * share / stmt.rows))
+
+
+def _setup(shape: Shape) -> str:
+    db = env.unique(f"bench_{shape.name}_live_")
+    conn = env.admin()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+            cur.execute(f"USE {db}")
+            cur.execute(HEARTBEAT_DDL)
+            # The full row count: oltp's live statement updates ids across all OLTP_ROWS rows.
+            shape.setup(cur, shape.full_rows)
+    finally:
+        conn.close()
+    return db
+
+
+def _drop(db: str) -> None:
+    conn = env.admin()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {db}")
+    finally:
+        conn.close()
+
+
+def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, load: Any,
+             seconds: int, warmup_s: float) -> Tuple[List[float], List[float], Dict[str, Any]]:
+    """Heartbeat latencies (cold, warm) while ``load`` runs, and what the load and host did."""
+    began_us = time.time() * 1e6
+    warm_from_us = began_us + warmup_s * 1e6
+    began = time.monotonic()
+    beat = Heartbeat(db, 50.0)
+    beat.start()
+    cold: List[float] = []
+    warm: List[float] = []
+    written: Optional[int] = None
+    host: Optional[env.Steal] = None
+    cpu_warm: Optional[Tuple[float, Optional[float]]] = None
+    facts: Dict[str, Any] = {}
+    while written is None or len(cold) < written:
+        msgs = watcher.poll(0.05)
+        seen_us = time.time() * 1e6
+        for msg in msgs:
+            ts_us = decoder.decode(msg.value())["after"]["ts_us"]
+            if ts_us >= began_us:
+                cold.append((seen_us - ts_us) / 1000.0)
+                if ts_us >= warm_from_us:
+                    warm.append(cold[-1])
+        streamer.sample()
+        if host is None and seen_us >= warm_from_us:
+            # The host's busy share and the streamer's cores over the warm part only.
+            host = env.Steal()
+            cpu_warm = (time.monotonic(), cpu_seconds(streamer.proc.pid))
+        if written is None and load.poll() is not None:
+            written = beat.stop()
+            ended = time.monotonic()
+            facts["load_s"] = ended - began
+            facts["sysbench_tps"] = sysbench_tps(load)
+            if host is not None and cpu_warm is not None:
+                host.stop()
+                cpu_end = cpu_seconds(streamer.proc.pid)
+                facts["busy_pct"] = host.busy_pct
+                facts["cpu_steal_pct"] = host.pct
+                facts["streamer_cores"] = cores(cpu_warm[1], cpu_end, ended - cpu_warm[0])
+        if written is None and time.monotonic() > began + seconds + 60:
+            raise BenchError(f"sysbench ran {seconds + 60}s past its --time={seconds}")
+        if written is not None and time.monotonic() > began + facts["load_s"] + 60:
+            raise BenchError(f"only {len(cold)} of {written} heartbeats arrived within 60 s of the "
+                             f"load's end (streamer log {streamer.log_path})")
+    return cold, warm, facts
+
+
+def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share: float,
+        seconds: int, warmup_s: float) -> Dict[str, Any]:
+    stmt = shape.live
+    if stmt is None:
+        raise BenchError(f"shape {shape.name} has no live statement")
+    rate = events_per_second(saturation_rows_s, share, stmt)
+    db = _setup(shape)
+    ns = env.unique("bench")
+    cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
+    topic = f"{ns}.{db}.heartbeat"
+    load = Sysbench(workdir, db, SCRIPT, test_options=(),
+                    script_args=[f"--statement={stmt.sql}", f"--rows_per_event={stmt.rows}"])
+    try:
+        with Watcher(topic) as watcher, \
+                Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
+            wait_until_streaming(watcher, streamer, db, topic)
+            decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
+            cold, warm, facts = _measure(watcher, streamer, decoder, db,
+                                         load.start(rate, seconds), seconds, warmup_s)
+            streamer.stop()
+            rss = streamer.rss_mb
+    finally:
+        load.close()
+        delete_namespace(ns)
+        _drop(db)
+    offered = rate * stmt.rows
+    through = facts["sysbench_tps"] * stmt.rows
+    out: Dict[str, Any] = {
+        "seconds": seconds, "warmup_s": warmup_s, "saturation_rows_s": saturation_rows_s,
+        "saturation_share": share, "rows_per_event": stmt.rows,
+        "offered_rows_s": offered, "rows_s": round(through, 1),
+        "load_held": facts["sysbench_tps"] >= HELD * rate, "heartbeats": len(cold),
+        "busy_pct": facts.get("busy_pct"), "streamer_cores": facts.get("streamer_cores"),
+        "cpu_steal_pct": facts.get("cpu_steal_pct"), "rss_mb": round(rss, 1)}
+    out.update(latency_stats(warm))
+    cold_stats = latency_stats(cold)
+    out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}

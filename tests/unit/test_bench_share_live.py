@@ -1,0 +1,43 @@
+"""The live load at a share of saturation: its rate, its group in bench-compare, its table."""
+from bench import compare, loaded, report
+from bench.shapes import SHAPES, LiveStatement
+
+
+def _line(shape: str, share: float, offered: float, p99: float, held: bool = True) -> dict:
+    return {"shape": shape, "interpreter": "pypy", "python": ".venv-pypy/bin/python",
+            "saturation_share": share, "saturation_rows_s": offered / share,
+            "offered_rows_s": offered, "rows_s": offered if held else offered / 2,
+            "load_held": held, "p50_ms": 10.0, "p99_ms": p99, "max_ms": p99 + 1}
+
+
+def test_the_rate_is_whole_statements_per_second_closest_to_the_share():
+    bulk = LiveStatement("INSERT ... FROM seq_{lo}_to_{hi}", 1000)
+    assert loaded.events_per_second(217100.0, 0.5, bulk) == 109  # 108.55 statements/s
+    assert loaded.events_per_second(4400.0, 0.5, LiveStatement("CALL churn(100, 10000, {lo})", 100)) == 22
+    # A saturation too small for one statement a second still offers one, not zero.
+    assert loaded.events_per_second(300.0, 0.5, bulk) == 1
+
+
+def test_the_catchup_shapes_the_issue_names_have_a_live_statement_over_their_own_rows():
+    assert SHAPES["bulk"].live.rows == 1000 and "{lo}" in SHAPES["bulk"].live.sql
+    assert "{hi}" in SHAPES["bulk"].live.sql
+    assert SHAPES["oltp"].live.sql.startswith("CALL churn(100,") and SHAPES["oltp"].live.rows == 100
+
+
+def test_share_runs_group_by_share_not_by_the_rate_the_host_gave_that_day():
+    slow, fast = _line("bulk-live", 0.5, 73000.0, 80.0), _line("bulk-live", 0.5, 109000.0, 120.0)
+    assert compare.group_of(slow) == compare.group_of(fast) == ("bulk-live@0.5sat", "pypy")
+    assert compare.group_of(_line("bulk-live", 0.25, 50000.0, 1.0))[0] == "bulk-live@0.25sat"
+    medians = compare.medians([slow, fast])
+    assert medians[("bulk-live@0.5sat", "pypy")]["p99_ms"] == 100.0
+
+
+def test_the_report_says_when_sysbench_could_not_hold_the_offered_rate():
+    text = report.render([_line("bulk-live", 0.5, 109000.0, 90.0),
+                          _line("oltp-live", 0.5, 27500.0, 300.0, held=False)])
+    table = text.split("live load at a share", 1)[1].splitlines()
+    bulk = next(r for r in table if r.strip().startswith("bulk-live"))
+    oltp = next(r for r in table if r.strip().startswith("oltp-live"))
+    assert " yes " in bulk and " NO " in oltp
+    assert "109.0k" in bulk and "218.0k" in bulk  # offered, and the saturation it halves
+    assert "catch-up (rows/s" not in text  # share lines are not catch-up lines
