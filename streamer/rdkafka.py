@@ -9,11 +9,20 @@ catch-up's profile. cffi ships with PyPy; CPython takes it from PyPI.
 Only what the publisher needs is wrapped, with confluent-kafka's names and its exceptions
 (``KafkaException`` carrying a ``KafkaError``, ``BufferError`` for a full queue), so the
 publisher's error handling reads the same. AdminClient and Consumer stay confluent-kafka's.
+
+Which librdkafka: the project's build beside the interpreter (``lib/streamer/librdkafka.so.1``
+under ``sys.prefix``, put there by ``make venv`` and by a release build from
+deploy/librdkafka.sh), else the system's. Debian 12's 2.0.2 spins its main thread for ~1 ms per
+Kafka transaction (upstream #4684, fixed in 2.4.0); the project's build is that version with the
+spin fixed. ``STREAMER_LIBRDKAFKA`` names another file, or ``system``.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
+import os
+import sys
 import threading
 from typing import Any, Dict, Optional, Tuple
 
@@ -77,6 +86,14 @@ MIN_VERSION = 0x01060000  # error objects and the transactional API as used here
 _ERRSTR = 512
 
 PREBUILT = "_rdkafka_ffi"  # streamer/_rdkafka_ffi.py, written by `make ffi` from _CDEF
+SYSTEM = "librdkafka.so.1"  # found by the dynamic linker
+# The project's build, under the prefix of the interpreter running the streamer (a release or a
+# development venv); release.py and the Makefile install it there.
+BUNDLED_RELPATH = os.path.join("lib", "streamer", SYSTEM)
+BUNDLED = os.path.join(sys.prefix, BUNDLED_RELPATH)
+NO_SPIN = 0x02040000  # 2.4.0: the main thread no longer polls out waits shorter than 1 ms
+
+log = logging.getLogger(__name__)
 
 
 def cdef_digest() -> str:
@@ -114,20 +131,43 @@ def _load_ffi() -> Tuple[Any, str]:
 
 _ffi, FFI_SOURCE = _load_ffi()
 _lib: Any = None
+LIBRARY: Optional[str] = None  # the file loaded, once a producer was made
+
+
+def library_path(setting: Optional[str], bundled: str = BUNDLED) -> str:
+    """The file to load: ``STREAMER_LIBRDKAFKA``'s (``system``: the linker's choice), else the
+    project's build when it is there, else the system's."""
+    if setting:
+        return SYSTEM if setting == "system" else setting
+    return bundled if os.path.isfile(bundled) else SYSTEM
+
+
+def version_text(version: int) -> str:
+    return f"{version >> 24}.{(version >> 16) & 0xff}.{(version >> 8) & 0xff}"
 
 
 def _library() -> Any:
-    global _lib
+    global _lib, LIBRARY
     if _lib is None:
+        path = library_path(os.environ.get("STREAMER_LIBRDKAFKA"))
         try:
-            lib = _ffi.dlopen("librdkafka.so.1")
+            lib = _ffi.dlopen(path)
         except OSError as exc:
             raise KafkaException(KafkaError(ERR_INVALID_ARG, (
-                f"cannot load librdkafka ({exc}); install it: apt-get install librdkafka1"))) from None
-        if lib.rd_kafka_version() < MIN_VERSION:
+                f"cannot load librdkafka from {path} ({exc}); run 'make venv' (development) or "
+                f"install it: apt-get install librdkafka1"))) from None
+        version = lib.rd_kafka_version()
+        if version < MIN_VERSION:
             raise KafkaException(KafkaError(ERR_INVALID_ARG, (
-                f"librdkafka {lib.rd_kafka_version():#x} is too old; 1.6 or newer is needed")))
-        _lib = lib
+                f"librdkafka {version_text(version)} ({path}) is too old; 1.6 or newer is needed")))
+        if path == SYSTEM and version < NO_SPIN:
+            log.warning("librdkafka %s (the system's) spins a core for ~1 ms per Kafka "
+                        "transaction; a release build (or 'make venv') installs the fixed copy "
+                        "as %s (deploy/librdkafka.sh), or install librdkafka 2.4 or newer",
+                        version_text(version), BUNDLED)
+        else:
+            log.info("librdkafka %s from %s", version_text(version), path)
+        _lib, LIBRARY = lib, path
     return _lib
 
 

@@ -16,7 +16,7 @@ import pymysql
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamer import release, service, verify
+from streamer import rdkafka, release, service, verify
 from tests import support
 from tests.e2e.servers import free_port
 
@@ -139,6 +139,17 @@ def test_the_release_holds_the_projects_bytecode(site):
     package, missing = json.loads(out.stdout)
     assert os.path.realpath(package).startswith(os.path.realpath(release_dir) + os.sep)
     assert missing == []
+
+
+def test_the_service_runs_on_the_releases_own_librdkafka(site):
+    # The release carries deploy/librdkafka.sh's build (Debian's 2.0.2 without its 1 ms spin
+    # per transaction), and the running service's producer loaded it, not the system's.
+    bundled = os.path.join(site.prefix, "releases", "A", rdkafka.BUNDLED_RELPATH)
+    assert os.path.isfile(bundled)
+    pid = service.Supervisord(site.prefix).ctl("pid", "streamer-main").stdout.strip()
+    with open(f"/proc/{int(pid)}/maps") as fh:
+        mapped = {line.split()[-1] for line in fh if "librdkafka" in line}
+    assert os.path.realpath(bundled) in mapped
 
 
 def broken_source(base):

@@ -1,11 +1,15 @@
 """The cffi producer's edges that need no broker: config errors, the full-queue signal, the ffi."""
 import os
+import subprocess
+import sys
 import time
 
 import pytest
 from confluent_kafka import KafkaException
 
 from streamer import rdkafka
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Nothing listens here: the producer only tries to connect in the background.
 NOWHERE = "127.0.0.1:1"
@@ -97,3 +101,73 @@ def test_stale_prebuilt_declarations_are_parsed_instead(monkeypatch):
     assert source == "parsed"
     lib = ffi.dlopen("librdkafka.so.1")
     assert lib.rd_kafka_version() >= rdkafka.MIN_VERSION and hasattr(lib, "rd_kafka_brokers_add")
+
+
+def test_the_project_s_build_is_loaded_when_it_is_there_else_the_system_s(tmp_path):
+    bundled = tmp_path / "librdkafka.so.1"
+    assert rdkafka.library_path(None, str(bundled)) == rdkafka.SYSTEM
+    bundled.write_bytes(b"")
+    assert rdkafka.library_path(None, str(bundled)) == str(bundled)
+    # STREAMER_LIBRDKAFKA wins: another file, or the system's by name.
+    assert rdkafka.library_path("/opt/other/librdkafka.so.1", str(bundled)) == "/opt/other/librdkafka.so.1"
+    assert rdkafka.library_path("system", str(bundled)) == rdkafka.SYSTEM
+
+
+def test_make_venv_installs_the_build_where_the_loader_looks():
+    with open(os.path.join(ROOT, "Makefile")) as fh:
+        makefile = fh.read()
+    assert f"BUNDLED_LIB := {rdkafka.BUNDLED_RELPATH}\n" in makefile
+    assert os.path.isfile(rdkafka.BUNDLED), "run 'make venv': it builds deploy/librdkafka.sh"
+
+
+def _producer_log(setting: str) -> subprocess.CompletedProcess:
+    code = ("import logging; logging.basicConfig(level=logging.INFO, format='%(levelname)s %(message)s')\n"
+            "from streamer import rdkafka\n"
+            f"p = rdkafka.Producer({{'bootstrap.servers': '{NOWHERE}'}}); print(rdkafka.LIBRARY); p.close()\n"
+            "print(rdkafka.LIBRARY in {l.split()[-1] for l in open('/proc/self/maps')})\n")
+    env = dict(os.environ, STREAMER_LIBRDKAFKA=setting) if setting else \
+        {k: v for k, v in os.environ.items() if k != "STREAMER_LIBRDKAFKA"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=60)
+
+
+def test_a_producer_runs_on_the_project_s_build_and_says_so():
+    done = _producer_log("")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [rdkafka.BUNDLED, "True"]  # mapped into the process
+    assert f"INFO librdkafka 2.0.2 from {rdkafka.BUNDLED}" in done.stderr
+    assert "WARNING" not in done.stderr
+
+
+def test_the_system_s_2_0_library_is_used_when_asked_with_a_warning_naming_the_spin_and_the_fix():
+    done = _producer_log("system")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == rdkafka.SYSTEM
+    warning = [ln for ln in done.stderr.splitlines() if ln.startswith("WARNING")]
+    assert len(warning) == 1 and "2.0.2 (the system's) spins a core for ~1 ms per Kafka transaction" in warning[0]
+    assert rdkafka.BUNDLED in warning[0] and "2.4 or newer" in warning[0]
+
+
+def test_the_project_s_build_has_every_feature_of_the_system_s():
+    # SSL, SASL and the codecs: a site's Kafka settings that work with Debian's build must work
+    # with the project's (deploy/librdkafka.sh builds with the same features, or fails).
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef("void *rd_kafka_conf_new(void); void rd_kafka_conf_destroy(void *conf);"
+             "int rd_kafka_conf_get(const void *conf, const char *name, char *dest, size_t *size);"
+             "int rd_kafka_version(void);")
+
+    def features(path):
+        lib = ffi.dlopen(path)
+        conf, size = lib.rd_kafka_conf_new(), ffi.new("size_t *", 512)
+        dest = ffi.new("char[]", 512)
+        try:
+            assert lib.rd_kafka_conf_get(conf, b"builtin.features", dest, size) == 0
+        finally:
+            lib.rd_kafka_conf_destroy(conf)
+        return lib.rd_kafka_version(), set(ffi.string(dest).decode().split(","))
+
+    system_version, system = features(rdkafka.SYSTEM)
+    bundled_version, bundled = features(rdkafka.BUNDLED)
+    assert bundled_version == system_version
+    assert {"ssl", "sasl_plain", "sasl_scram", "zstd", "lz4"} <= system <= bundled
