@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from streamer.cli import GC_NURSERY
 
@@ -94,10 +94,10 @@ class Streamer:
         self._log.close()
 
 
-def run_json(cmd: List[str], what: str) -> str:
+def run_json(cmd: List[str], what: str, environ: Optional[Dict[str, str]] = None) -> str:
     """A child's stdout; a non-zero exit is an error that quotes the child's stderr."""
     out = subprocess.run(cmd, cwd=env.ROOT, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **(environ or {})))
     if out.returncode != 0:
         raise BenchError(f"{what} failed with exit code {out.returncode}:\n{out.stderr[-3000:]}")
     return out.stdout

@@ -41,6 +41,12 @@ SHARE_LIVE: List[Tuple[str, str, int]] = [
     ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
 ]
 
+TXN: List[Tuple[str, str, int]] = [
+    ("commits/s", "commits_s", 0), ("CPU ms/commit", "cpu_ms_per_commit", 2),
+    ("rdk:main ms/commit", "rdk_main_ms_per_commit", 2), ("commit p50 ms", "commit_p50_ms", 1),
+    ("commit p99 ms", "commit_p99_ms", 1),
+]
+
 STARTUP: List[Tuple[str, str, int]] = [
     ("first start", "fresh_start_s", 2), ("restart", "restart_s", 2), ("runs", "runs", 0),
 ]
@@ -49,8 +55,7 @@ STARTUP: List[Tuple[str, str, int]] = [
 def render(records: List[Dict[str, Any]]) -> str:
     """The tables for one run's records (rows/s unless named otherwise)."""
     parts = []
-    catchup = [r for r in records if r["shape"] not in ("live", "startup")
-               and "saturation_share" not in r]
+    catchup = [r for r in records if "e2e_rows_s" in r]
     if catchup:
         rows = [[r["shape"], r["interpreter"], _num(r.get("rows"))] +
                 [_num(r.get(key), d) for _, key, d in CATCHUP] for r in catchup]
@@ -61,6 +66,13 @@ def render(records: List[Dict[str, Any]]) -> str:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in STARTUP] for r in starts]
         parts.append("start-up (s from spawn to reading the binlog; medians)\n" +
                      _table(["python"] + [h for h, _, _ in STARTUP], rows))
+    txns = [r for r in records if r["shape"] in ("txn", "txn-system")]
+    if txns:
+        rows = [[r["shape"], r["interpreter"], f"{r.get('librdkafka', '?')} {r.get('library', '?')}"] +
+                [_num(r.get(key), d) for _, key, d in TXN] for r in txns]
+        parts.append("Kafka transactions back to back, one message and the checkpoint each "
+                     "(txn: the library the streamer loads; txn-system: the system's)\n" +
+                     _table(["shape", "python", "librdkafka"] + [h for h, _, _ in TXN], rows))
     live = [r for r in records if r["shape"] == "live"]
     if live:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in LIVE] for r in live]

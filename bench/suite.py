@@ -20,6 +20,7 @@ import pymysql
 
 from . import catchup, env, live, loaded, report, results, startup
 from .proc import BenchError, run_json
+from .watch import delete_namespace
 from .shapes import SHAPES, Backlog, drop, load_backlog
 
 
@@ -33,7 +34,7 @@ def _bare(python: str, backlog: Backlog) -> Dict[str, Any]:
 
 
 def _label(python: str) -> str:
-    """The interpreter path as recorded: relative to the repo when inside it."""
+    """A path as recorded (an interpreter, a library): relative to the repo when inside it."""
     path = os.path.abspath(python)
     return os.path.relpath(path, env.ROOT) if path.startswith(env.ROOT + os.sep) else python
 
@@ -130,6 +131,26 @@ def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     return rec
 
 
+def measure_txn(python: str, system: bool, seconds: float, workdir: str) -> Dict[str, Any]:
+    """One Kafka transaction's cost (bench/txn.py), on the project's librdkafka or the system's."""
+    ns = env.unique("bench")
+    cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, ["none.none"])
+    environ = {"STREAMER_LIBRDKAFKA": "system"} if system else {}
+    try:
+        out = json.loads(run_json([python, "-m", "bench.txn", "-c", cfg, "--seconds", str(seconds)],
+                                  f"bench.txn under {python}", environ))
+    finally:
+        delete_namespace(ns)
+    out["library"] = _label(out["library"])  # a path inside the repo is kept relative to it
+    rec = {"shape": "txn-system" if system else "txn", "python": _label(python), **out,
+           "seconds": seconds, "repeat": 1}
+    print(f"bench: {rec['shape']} {out['interpreter']} ({out['library']}): {out['commits_s']:.0f} "
+          f"commits/s, {out['cpu_ms_per_commit']} ms CPU per commit, of which librdkafka's main "
+          f"thread {out['rdk_main_ms_per_commit']} ms; commit p50 {out['commit_p50_ms']} ms, "
+          f"p99 {out['commit_p99_ms']} ms", flush=True)
+    return rec
+
+
 def compile_streamer(python: str) -> None:
     """Bytecode for the streamer package under PYTHON, as `pip install` writes it for a release.
     Without it, where PYTHONDONTWRITEBYTECODE is set (as in CI), every start compiles the
@@ -155,6 +176,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--no-catchup", action="store_true", help="skip the catch-up shapes")
     p.add_argument("--no-startup", action="store_true",
                    help="skip timing start-up (spawn to reading the binlog)")
+    p.add_argument("--no-txn", action="store_true",
+                   help="skip timing Kafka transactions on the project's and the system's librdkafka")
     p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
     p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
     p.add_argument("--warmup", type=int, help="unrecorded bulk catch-ups per interpreter first, "
@@ -222,6 +245,10 @@ def main(argv: List[str]) -> int:
             if not args.no_startup:
                 runs = 1 if args.quick else max(5, args.repeat)
                 records.extend(measure_startup(p, runs, workdir) for p in args.python)
+            if not args.no_txn:
+                seconds = 2.0 if args.quick else 8.0
+                records.extend(measure_txn(p, system, seconds, workdir)
+                               for p in args.python for system in (False, True))
             if not (args.no_live or args.no_rate_live):
                 records.extend(measure_live(p, args, workdir) for p in args.python)
             for shape in args.share_live:

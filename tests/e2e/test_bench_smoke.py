@@ -33,7 +33,7 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     committed_before = _committed_results_state()
 
     done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live", "--no-startup",
-                "--warmup", "1", "--python", sys.executable, "--results", str(out_file))
+                "--no-txn", "--warmup", "1", "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
@@ -63,7 +63,7 @@ def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
     if os.path.exists(pyc):
         os.remove(pyc)
 
-    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-live",
+    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-live", "--no-txn",
                 "--python", sys.executable, "--results", str(out_file),
                 environ=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
 
@@ -113,7 +113,7 @@ def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tm
     out_file = tmp_path / "results.jsonl"
 
     done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-startup", "--warmup", "0",
-                "--no-rate-live", "--share-live", "bulk", "--python", sys.executable,
+                "--no-txn", "--no-rate-live", "--share-live", "bulk", "--python", sys.executable,
                 "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -129,3 +129,23 @@ def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tm
     assert share["heartbeats"] > 0 and 0 < share["p50_ms"] <= share["p99_ms"] <= share["max_ms"]
     assert 0 < share["busy_pct"] <= 100 and share["streamer_cores"] > 0
     assert "live load at a share" in done.stdout and "bulk-live" in done.stdout
+
+
+def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_s(tmp_path):
+    out_file = tmp_path / "results.jsonl"
+
+    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-startup", "--no-live",
+                "--python", sys.executable, "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    own, system = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert (own["shape"], system["shape"]) == ("txn", "txn-system")
+    # Recorded relative to the repo: the venv's own build, and the linker's choice by name.
+    venv = os.path.relpath(sys.prefix, env.ROOT)
+    assert own["library"] == os.path.join(venv, "lib", "streamer", "librdkafka.so.1")
+    assert system["library"] == "librdkafka.so.1"
+    for rec in (own, system):
+        assert rec["librdkafka"] == "2.0.2" and rec["commits"] > 0 and rec["commits_s"] > 0
+        assert 0 < rec["rdk_main_ms_per_commit"] < rec["cpu_ms_per_commit"]
+        assert 0 < rec["commit_p50_ms"] <= rec["commit_p99_ms"]
+    assert "Kafka transactions back to back" in done.stdout

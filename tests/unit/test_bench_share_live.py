@@ -1,4 +1,5 @@
-"""The live load at a share of saturation: its rate, its group in bench-compare, its table."""
+"""The bench's newer lines: the live load at a share of saturation (its rate, its group in
+bench-compare, its table) and the Kafka transaction timings (their table)."""
 from bench import compare, loaded, report
 from bench.shapes import SHAPES, LiveStatement
 
@@ -41,3 +42,15 @@ def test_the_report_says_when_sysbench_could_not_hold_the_offered_rate():
     assert " yes " in bulk and " NO " in oltp
     assert "109.0k" in bulk and "218.0k" in bulk  # offered, and the saturation it halves
     assert "catch-up (rows/s" not in text  # share lines are not catch-up lines
+
+
+def test_txn_lines_get_their_own_table_and_stay_out_of_the_catchup_one():
+    line = {"shape": "txn", "interpreter": "pypy", "library": ".venv-pypy/lib/streamer/librdkafka.so.1",
+            "librdkafka": "2.0.2", "commits_s": 277.0, "cpu_ms_per_commit": 0.98,
+            "rdk_main_ms_per_commit": 0.14, "commit_p50_ms": 2.8, "commit_p99_ms": 23.3}
+    text = report.render([line, dict(line, shape="txn-system", library="librdkafka.so.1",
+                                     rdk_main_ms_per_commit=2.03)])
+    assert "catch-up (rows/s" not in text
+    rows = text.split("Kafka transactions", 1)[1].splitlines()
+    system = next(r for r in rows if r.strip().startswith("txn-system"))
+    assert "2.0.2 librdkafka.so.1" in system and "2.03" in system

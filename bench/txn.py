@@ -1,0 +1,85 @@
+"""What one Kafka transaction costs the streamer: its Publisher committing back to back, each
+transaction holding one message and the checkpoint, as a live streamer's smallest batch does.
+
+Runs as a child under the interpreter being measured (``python -m bench.txn -c CONFIG``) and
+prints one JSON object: commits per second, CPU per commit (the whole process, librdkafka's
+threads included, and librdkafka's main thread alone) and commit times. With the environment's
+``STREAMER_LIBRDKAFKA=system`` it measures the system's librdkafka instead of the project's build
+(streamer.rdkafka), which is how the suite shows what the build saves.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any, Dict
+
+from streamer import config as config_mod
+from streamer import rdkafka
+from streamer.position import Position
+from streamer.publisher import Publisher
+
+from .bare import interpreter
+
+
+def _thread_cpu() -> Dict[str, float]:
+    """CPU seconds per thread name of this process (librdkafka names its threads rdk:...)."""
+    out: Dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as fh:
+                stat = fh.read()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rpartition(")")[2].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def measure(cfg: Dict[str, Any], seconds: float) -> Dict[str, Any]:
+    topic = f"{cfg['namespace']}.txn"
+    times = []
+    with Publisher(cfg) as pub:
+        pub.ensure_topic(topic)
+        pub.begin()
+        pub.produce(topic, b"x" * 300, b"k")
+        pub.commit(Position("mysql-bin.000001", 4))  # the first commit to a topic is slow
+        cpu0, threads0 = time.process_time(), _thread_cpu()
+        began = time.monotonic()
+        n = 0
+        while time.monotonic() - began < seconds:
+            pub.begin()
+            pub.produce(topic, b"x" * 300, b"k%d" % n)
+            pub.commit(Position("mysql-bin.000001", 4 + n))
+            times.append(pub.last_commit_s * 1000.0)
+            n += 1
+        wall = time.monotonic() - began
+        cpu, threads = time.process_time() - cpu0, _thread_cpu()
+    rdk_main = threads.get("rdk:main", 0.0) - threads0.get("rdk:main", 0.0)
+    times.sort()
+    return {"commits": n, "commits_s": round(n / wall, 1),
+            "cpu_ms_per_commit": round(cpu / n * 1000.0, 3),
+            "rdk_main_ms_per_commit": round(rdk_main / n * 1000.0, 3),
+            "commit_p50_ms": round(statistics.median(times), 3),
+            "commit_p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 3),
+            "library": rdkafka.LIBRARY,
+            "librdkafka": rdkafka.version_text(rdkafka._library().rd_kafka_version())}
+
+
+def main(argv: Any = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.txn", description=__doc__)
+    p.add_argument("-c", "--config", required=True, help="a streamer config (its Kafka and namespace)")
+    p.add_argument("--seconds", type=float, default=5.0)
+    args = p.parse_args(argv)
+    out = measure(config_mod.load(args.config), args.seconds)
+    print(json.dumps(dict(out, **interpreter())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
