@@ -25,7 +25,7 @@ from . import env
 from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, cores, wait_until_streaming,
                    latency_stats, sysbench_tps)
 from .proc import BenchError, Streamer, cpu_seconds
-from .shapes import LiveStatement, Shape
+from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_load.lua")
@@ -50,15 +50,6 @@ def _setup(shape: Shape) -> str:
     finally:
         conn.close()
     return db
-
-
-def _drop(db: str) -> None:
-    conn = env.admin()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {db}")
-    finally:
-        conn.close()
 
 
 def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, load: Any,
@@ -132,7 +123,7 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
     finally:
         load.close()
         delete_namespace(ns)
-        _drop(db)
+        drop(db)
     offered = rate * stmt.rows
     through = facts["sysbench_tps"] * stmt.rows
     out: Dict[str, Any] = {
