@@ -149,13 +149,16 @@ def version_text(version: int) -> str:
 def _library() -> Any:
     global _lib, LIBRARY
     if _lib is None:
-        path = library_path(os.environ.get("STREAMER_LIBRDKAFKA"))
+        setting = os.environ.get("STREAMER_LIBRDKAFKA")
+        path = library_path(setting)
         try:
             lib = _ffi.dlopen(path)
         except OSError as exc:
+            fix = (f"set STREAMER_LIBRDKAFKA to a librdkafka.so.1, or unset it (now {setting!r})"
+                   if setting and setting != "system" else
+                   "run 'make venv' (development) or install it: apt-get install librdkafka1")
             raise KafkaException(KafkaError(ERR_INVALID_ARG, (
-                f"cannot load librdkafka from {path} ({exc}); run 'make venv' (development) or "
-                f"install it: apt-get install librdkafka1"))) from None
+                f"cannot load librdkafka from {path} ({exc}); {fix}"))) from None
         version = lib.rd_kafka_version()
         if version < MIN_VERSION:
             raise KafkaException(KafkaError(ERR_INVALID_ARG, (

@@ -171,3 +171,10 @@ def test_the_project_s_build_has_every_feature_of_the_system_s():
     bundled_version, bundled = features(rdkafka.BUNDLED)
     assert bundled_version == system_version
     assert {"ssl", "sasl_plain", "sasl_scram", "zstd", "lz4"} <= system <= bundled
+
+
+def test_a_librdkafka_that_is_not_there_is_refused_naming_the_setting_that_chose_it(tmp_path):
+    done = _producer_log(str(tmp_path / "missing.so"))
+    assert done.returncode != 0
+    assert f"cannot load librdkafka from {tmp_path / 'missing.so'}" in done.stderr
+    assert "STREAMER_LIBRDKAFKA" in done.stderr
