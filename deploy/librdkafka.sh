@@ -56,8 +56,11 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "librdkafka: fetching $URL" >&2
-curl -fsSL --retry 3 -o "$work/src.tar.gz" "$URL"
-echo "$SHA256  $work/src.tar.gz" | sha256sum -c --quiet - >&2
+curl -fsSL --retry 3 -o "$work/src.tar.gz" "$URL" || {
+    echo "librdkafka: could not fetch $URL; check this host's access to deb.debian.org" >&2; exit 1; }
+echo "$SHA256  $work/src.tar.gz" | sha256sum -c --quiet - >&2 || {
+    echo "librdkafka: $URL does not have the SHA-256 of Debian's $VERSION source; not building it" >&2
+    exit 1; }
 tar -xzf "$work/src.tar.gz" -C "$work"
 src="$work/librdkafka-$VERSION"
 
