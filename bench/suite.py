@@ -20,8 +20,8 @@ import pymysql
 
 from . import catchup, env, live, loaded, report, results, startup
 from .proc import BenchError, run_json
-from .watch import delete_namespace
 from .shapes import SHAPES, Backlog, drop, load_backlog
+from .watch import delete_namespace
 
 
 def _bare(python: str, backlog: Backlog) -> Dict[str, Any]:
