@@ -1,4 +1,5 @@
 """The cffi producer's edges that need no broker: config errors, the full-queue signal, the ffi."""
+import json
 import os
 import subprocess
 import sys
@@ -148,29 +149,33 @@ def test_the_system_s_2_0_library_is_used_when_asked_with_a_warning_naming_the_s
     assert rdkafka.BUNDLED in warning[0] and "2.4 or newer" in warning[0]
 
 
+def _features(path: str):
+    """librdkafka's version and built-in features, read in a fresh process: in this one, a copy
+    already loaded under the name librdkafka.so.1 would answer for the system's."""
+    code = ("import cffi, json, sys\n"
+            "ffi = cffi.FFI()\n"
+            "ffi.cdef('void *rd_kafka_conf_new(void); void rd_kafka_conf_destroy(void *conf);"
+            "int rd_kafka_conf_get(const void *conf, const char *name, char *dest, size_t *size);"
+            "int rd_kafka_version(void);')\n"
+            "lib = ffi.dlopen(sys.argv[1])\n"
+            "conf, size, dest = lib.rd_kafka_conf_new(), ffi.new('size_t *', 512), ffi.new('char[]', 512)\n"
+            "assert lib.rd_kafka_conf_get(conf, b'builtin.features', dest, size) == 0\n"
+            "lib.rd_kafka_conf_destroy(conf)\n"
+            "print(json.dumps([lib.rd_kafka_version(), ffi.string(dest).decode().split(',')]))\n")
+    done = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                          check=True, timeout=60)
+    version, features = json.loads(done.stdout)
+    return version, set(features)
+
+
 def test_the_project_s_build_has_every_feature_of_the_system_s():
     # SSL, SASL and the codecs: a site's Kafka settings that work with Debian's build must work
     # with the project's (deploy/librdkafka.sh builds with the same features, or fails).
-    import cffi
-    ffi = cffi.FFI()
-    ffi.cdef("void *rd_kafka_conf_new(void); void rd_kafka_conf_destroy(void *conf);"
-             "int rd_kafka_conf_get(const void *conf, const char *name, char *dest, size_t *size);"
-             "int rd_kafka_version(void);")
-
-    def features(path):
-        lib = ffi.dlopen(path)
-        conf, size = lib.rd_kafka_conf_new(), ffi.new("size_t *", 512)
-        dest = ffi.new("char[]", 512)
-        try:
-            assert lib.rd_kafka_conf_get(conf, b"builtin.features", dest, size) == 0
-        finally:
-            lib.rd_kafka_conf_destroy(conf)
-        return lib.rd_kafka_version(), set(ffi.string(dest).decode().split(","))
-
-    system_version, system = features(rdkafka.SYSTEM)
-    bundled_version, bundled = features(rdkafka.BUNDLED)
+    system_version, system = _features(rdkafka.SYSTEM)
+    bundled_version, bundled = _features(rdkafka.BUNDLED)
     assert bundled_version == system_version
     assert {"ssl", "sasl_plain", "sasl_scram", "zstd", "lz4"} <= system <= bundled
+
 
 
 def test_a_librdkafka_that_is_not_there_is_refused_naming_the_setting_that_chose_it(tmp_path):
