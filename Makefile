@@ -28,14 +28,14 @@ $(VENV_PYPY)/.stamp: setup.py deploy/librdkafka.sh | deps
 	test -x $(VENV_PYPY)/bin/python || $(PYPY) -m venv $(VENV_PYPY)
 	$(VENV_PYPY)/bin/pip install -q -U pip setuptools wheel
 	$(VENV_PYPY)/bin/pip install -q -e '.[test]'
-	install -D -m 0755 "$$(deploy/librdkafka.sh $(LIBRDKAFKA_CACHE))" $(VENV_PYPY)/$(BUNDLED_LIB)
+	lib="$$(deploy/librdkafka.sh $(LIBRDKAFKA_CACHE))" && install -D -m 0755 "$$lib" $(VENV_PYPY)/$(BUNDLED_LIB)
 	touch $@
 
 $(VENV_CPY)/.stamp: setup.py deploy/librdkafka.sh
 	test -x $(VENV_CPY)/bin/python || $(CPYTHON) -m venv $(VENV_CPY)
 	$(VENV_CPY)/bin/pip install -q -U pip setuptools wheel
 	$(VENV_CPY)/bin/pip install -q -e '.[test]'
-	install -D -m 0755 "$$(deploy/librdkafka.sh $(LIBRDKAFKA_CACHE))" $(VENV_CPY)/$(BUNDLED_LIB)
+	lib="$$(deploy/librdkafka.sh $(LIBRDKAFKA_CACHE))" && install -D -m 0755 "$$lib" $(VENV_CPY)/$(BUNDLED_LIB)
 	touch $@
 
 venv: $(VENV_PYPY)/.stamp $(VENV_CPY)/.stamp

@@ -22,13 +22,16 @@ SHA256=f321bcb1e015a34114c83cf1aa7b99ee260236aab096b85c003170c90a47ca9d
 URL="http://deb.debian.org/debian/pool/main/libr/librdkafka/librdkafka_${VERSION}.orig.tar.gz"
 FROM='rd_kafka_q_serve(rk->rk_ops, (int)(sleeptime / 1000), 0,'
 TO='rd_kafka_q_serve(rk->rk_ops, (int)((sleeptime + 999) / 1000), 0,'
+# Explicit --enable-X: a missing library fails the build instead of building without it.
+CONFIGURE=(--prefix=/usr --enable-ssl --enable-gssapi --enable-zstd --enable-lz4-ext --enable-zlib
+           --disable-curl)
 PACKAGES=(build-essential curl python3 libssl-dev libsasl2-dev libzstd-dev liblz4-dev zlib1g-dev)
 
 [ $# -eq 1 ] || { echo "usage: $0 CACHE_DIR" >&2; exit 2; }
 cache="$1"
 mkdir -p "$cache"
-# The script itself (version, change, flags) names the build: editing it builds anew.
-key="$(sha256sum "$0" | cut -c1-12)"
+# What defines the build names it: a new version, change or flag builds anew, a comment does not.
+key="$(printf '%s\n' "$VERSION" "$SHA256" "$FROM" "$TO" "${CONFIGURE[*]}" | sha256sum | cut -c1-12)"
 out="$cache/librdkafka-$VERSION-$key"
 lib="$out/librdkafka.so.1"
 
@@ -41,7 +44,7 @@ fi
 
 need=()
 for pkg in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+    [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -77,15 +80,13 @@ with open(path, "w") as fh:
 EOF
 [ "$(grep -cF "$TO" "$src/src/rdkafka.c")" -eq 1 ]
 
-echo "librdkafka: building $VERSION with the main loop's wait rounded up (~2 min)" >&2
+echo "librdkafka: building $VERSION with the main loop's wait rounded up (~0.5-2 min)" >&2
 export DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow  # as Debian's package is built
 CFLAGS="$(dpkg-buildflags --get CFLAGS)" LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
 export CFLAGS LDFLAGS
 (
     cd "$src"
-    # Explicit --enable-X: a missing library fails the build instead of building without it.
-    ./configure --prefix=/usr --enable-ssl --enable-gssapi --enable-zstd --enable-lz4-ext \
-        --enable-zlib --disable-curl >"$work/configure.log" 2>&1 \
+    ./configure "${CONFIGURE[@]}" >"$work/configure.log" 2>&1 \
         || { tail -30 "$work/configure.log" >&2; exit 1; }
     make -C src -j"$(nproc)" librdkafka.so.1 >"$work/make.log" 2>&1 \
         || { tail -30 "$work/make.log" >&2; exit 1; }
@@ -97,4 +98,8 @@ printf 'librdkafka %s from %s (sha256 %s)\nchange: %s -> %s\n' \
     "$VERSION" "$URL" "$SHA256" "$FROM" "$TO" >"$out.tmp/BUILD"
 rm -rf "$out"
 mv "$out.tmp" "$out"
+# Venvs and releases hold copies, so older builds in the cache are no longer needed.
+for old in "$cache"/librdkafka-*; do
+    [ "$old" = "$out" ] || rm -rf "$old"
+done
 echo "$lib"
