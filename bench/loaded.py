@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, cores, wait_until_streaming,
-                   latency_stats, sysbench_tps)
+from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, cores, latency_stats, sysbench_tps,
+                   wait_until_streaming)
 from .proc import BenchError, Streamer, cpu_seconds
 from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
@@ -107,21 +107,28 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
     rate = events_per_second(saturation_rows_s, share, stmt)
     db = _setup(shape)
     ns = env.unique("bench")
-    cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
     topic = f"{ns}.{db}.heartbeat"
-    load = Sysbench(workdir, db, SCRIPT, test_options=(),
-                    script_args=[f"--statement={stmt.sql}", f"--rows_per_event={stmt.rows}"])
+    load: Optional[Sysbench] = None
+    running: Any = None
     try:
+        cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
+        load = Sysbench(workdir, db, SCRIPT, test_options=(),
+                        script_args=[f"--statement={stmt.sql}", f"--rows_per_event={stmt.rows}"])
         with Watcher(topic) as watcher, \
                 Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
             wait_until_streaming(watcher, streamer, db, topic)
             decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
-            cold, warm, facts = _measure(watcher, streamer, decoder, db,
-                                         load.start(rate, seconds), seconds, warmup_s)
+            running = load.start(rate, seconds)
+            cold, warm, facts = _measure(watcher, streamer, decoder, db, running, seconds,
+                                         warmup_s)
             streamer.stop()
             rss = streamer.rss_mb
     finally:
-        load.close()
+        if running is not None and running.poll() is None:
+            running.kill()  # a run that failed mid-load: the load must not outlive it
+            running.wait()
+        if load is not None:
+            load.close()
         delete_namespace(ns)
         drop(db)
     offered = rate * stmt.rows

@@ -135,7 +135,8 @@ def measure_txn(python: str, system: bool, seconds: float, workdir: str) -> Dict
     """One Kafka transaction's cost (bench/txn.py), on the project's librdkafka or the system's."""
     ns = env.unique("bench")
     cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, ["none.none"])
-    environ = {"STREAMER_LIBRDKAFKA": "system"} if system else {}
+    # Empty: the streamer's own choice, whatever this process's environment says.
+    environ = {"STREAMER_LIBRDKAFKA": "system" if system else ""}
     try:
         out = json.loads(run_json([python, "-m", "bench.txn", "-c", cfg, "--seconds", str(seconds)],
                                   f"bench.txn under {python}", environ))

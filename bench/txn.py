@@ -33,7 +33,7 @@ def _thread_cpu() -> Dict[str, float]:
         try:
             with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as fh:
                 stat = fh.read()
-        except FileNotFoundError:  # a thread that ended meanwhile
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat.rpartition(")")[2].split()
@@ -60,6 +60,9 @@ def measure(cfg: Dict[str, Any], seconds: float) -> Dict[str, Any]:
             n += 1
         wall = time.monotonic() - began
         cpu, threads = time.process_time() - cpu0, _thread_cpu()
+    if n == 0:
+        raise SystemExit(f"no transaction committed within {seconds} s: is Kafka at "
+                         f"{cfg['kafka']['bootstrap.servers']} up?")
     rdk_main = threads.get("rdk:main", 0.0) - threads0.get("rdk:main", 0.0)
     times.sort()
     return {"commits": n, "commits_s": round(n / wall, 1),
