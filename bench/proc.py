@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from streamer.cli import GC_NURSERY
 
@@ -27,15 +27,24 @@ def status_mb(pid: int, field: str = "VmHWM") -> Optional[float]:
     return None
 
 
+def stat_cpu(path: str) -> Optional[Tuple[str, float]]:
+    """The name and user plus system CPU seconds in a /proc stat file (a process's or a thread's),
+    or None once it has ended."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = stat.rpartition(")")[2].split()
+    # After the command name: state is field 3 of stat(5), utime 14 and stime 15.
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat[stat.index("(") + 1:stat.rindex(")")], cpu
+
+
 def cpu_seconds(pid: int) -> Optional[float]:
     """User plus system CPU time of a live process and all its threads (librdkafka's too)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rpartition(")")[2].split()
-    except FileNotFoundError:
-        return None
-    # After the command name: state is field 3 of stat(5), utime 14 and stime 15.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    found = stat_cpu(f"/proc/{pid}/stat")
+    return found[1] if found else None
 
 
 def tail(path: str, lines: int = 15) -> str:

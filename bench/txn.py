@@ -23,21 +23,16 @@ from streamer.position import Position
 from streamer.publisher import Publisher
 
 from .bare import interpreter
+from .proc import stat_cpu
 
 
 def _thread_cpu() -> Dict[str, float]:
     """CPU seconds per thread name of this process (librdkafka names its threads rdk:...)."""
     out: Dict[str, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
     for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as fh:
-                stat = fh.read()
-        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rpartition(")")[2].split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        found = stat_cpu(f"/proc/self/task/{tid}/stat")
+        if found:  # None: a thread that ended meanwhile
+            out[found[0]] = out.get(found[0], 0.0) + found[1]
     return out
 
 
@@ -71,7 +66,7 @@ def measure(cfg: Dict[str, Any], seconds: float) -> Dict[str, Any]:
             "commit_p50_ms": round(statistics.median(times), 3),
             "commit_p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 3),
             "library": rdkafka.LIBRARY,
-            "librdkafka": rdkafka.version_text(rdkafka._library().rd_kafka_version())}
+            "librdkafka": rdkafka.LIBRARY_VERSION}
 
 
 def main(argv: Any = None) -> int:

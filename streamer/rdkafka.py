@@ -132,6 +132,7 @@ def _load_ffi() -> Tuple[Any, str]:
 _ffi, FFI_SOURCE = _load_ffi()
 _lib: Any = None
 LIBRARY: Optional[str] = None  # the file loaded, once a producer was made
+LIBRARY_VERSION: Optional[str] = None  # and its version, e.g. "2.0.2"
 
 
 def library_path(setting: Optional[str], bundled: str = BUNDLED) -> str:
@@ -147,7 +148,7 @@ def version_text(version: int) -> str:
 
 
 def _library() -> Any:
-    global _lib, LIBRARY
+    global _lib, LIBRARY, LIBRARY_VERSION
     if _lib is None:
         setting = os.environ.get("STREAMER_LIBRDKAFKA")
         path = library_path(setting)
@@ -170,7 +171,7 @@ def _library() -> Any:
                         version_text(version), BUNDLED)
         else:
             log.info("librdkafka %s from %s", version_text(version), path)
-        _lib, LIBRARY = lib, path
+        _lib, LIBRARY, LIBRARY_VERSION = lib, path, version_text(version)
     return _lib
 
 
