@@ -6,7 +6,7 @@
 # less than 1 ms away: the wait is rounded down to 0 ms and the thread polls until the timer
 # fires (upstream issue #4684, fixed in 2.4.0). Each Kafka transaction arms a 1 ms timer to
 # register its partitions, so every commit spins a core for ~1 ms: 1.3-2.0 ms of CPU per
-# transaction, and 0.65 instead of 0.24 cores for a streamer under a 550 rows/s live load
+# transaction, and 0.65 instead of 0.25 cores for a streamer under a 550 rows/s live load
 # (docs/benchmarks.md, "librdkafka's 1 ms spin per transaction").
 #
 # What: Debian's own source of the same version (the one its librdkafka1 package is built
