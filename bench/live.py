@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .proc import BenchError, Streamer, cpu_seconds
+from .proc import BenchError, ServerCpu, Streamer, cores, cpu_seconds
 from .watch import Watcher, delete_namespace
 
 HEARTBEAT_DDL = "CREATE TABLE heartbeat (id BIGINT AUTO_INCREMENT PRIMARY KEY, ts_us BIGINT NOT NULL)"
@@ -136,13 +136,6 @@ def latency_stats(latencies_ms: List[float]) -> Dict[str, Any]:
             "over_100ms_pct": round(100.0 * over / len(latencies_ms), 3) if latencies_ms else None}
 
 
-def cores(began: Optional[float], ended: Optional[float], seconds: float) -> Optional[float]:
-    """The streamer's CPU (all its threads) over a window, in cores."""
-    if began is None or ended is None or seconds <= 0:
-        return None
-    return round((ended - began) / seconds, 3)
-
-
 def wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: str) -> None:
     """Writes a heartbeat every 0.2 s until one is visible: the streamer is up, topics exist."""
     conn = env.admin(db)
@@ -186,6 +179,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
             warm_from_us = began_us + warmup_s * 1e6
             began = time.monotonic()
             steal = env.Steal()
+            servers = ServerCpu()
             cpu_began = cpu_seconds(streamer.proc.pid)
             beat = Heartbeat(db, heartbeat_rate)
             beat.start()
@@ -210,6 +204,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                 if written is None and load.poll() is not None:
                     written = beat.stop()
                     steal.stop()
+                    server_cores = servers.stop()
                     cpu_end = cpu_seconds(streamer.proc.pid)
                     loaded_s = time.monotonic() - began
                     load_tps = sysbench_tps(load)
@@ -231,7 +226,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                            "rows_s": round(rows_s, 1), "heartbeats": len(cold),
                            "rss_mb": round(rss, 1), "cpu_steal_pct": steal.pct,
                            "busy_pct": steal.busy_pct,
-                           "streamer_cores": cores(cpu_began, cpu_end, loaded_s)}
+                           "streamer_cores": cores(cpu_began, cpu_end, loaded_s), **server_cores}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})

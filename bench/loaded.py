@@ -22,9 +22,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, cores, latency_stats, sysbench_tps,
+from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, latency_stats, sysbench_tps,
                    wait_until_streaming)
-from .proc import BenchError, Streamer, cpu_seconds
+from .proc import BenchError, ServerCpu, Streamer, cores, cpu_seconds
 from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
 
@@ -64,6 +64,7 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
     warm: List[float] = []
     written: Optional[int] = None
     host: Optional[env.Steal] = None
+    servers: Optional[ServerCpu] = None
     cpu_warm: Optional[Tuple[float, Optional[float]]] = None
     facts: Dict[str, Any] = {}
     while written is None or len(cold) < written:
@@ -77,16 +78,18 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
                     warm.append(cold[-1])
         streamer.sample()
         if host is None and seen_us >= warm_from_us:
-            # The host's busy share and the streamer's cores over the warm part only.
+            # The host's busy share, the streamer's and the servers' cores over the warm part only.
             host = env.Steal()
+            servers = ServerCpu()
             cpu_warm = (time.monotonic(), cpu_seconds(streamer.proc.pid))
         if written is None and load.poll() is not None:
             written = beat.stop()
             ended = time.monotonic()
             facts["load_s"] = ended - began
             facts["sysbench_tps"] = sysbench_tps(load)
-            if host is not None and cpu_warm is not None:
+            if host is not None and servers is not None and cpu_warm is not None:
                 host.stop()
+                facts.update(servers.stop())
                 cpu_end = cpu_seconds(streamer.proc.pid)
                 facts["busy_pct"] = host.busy_pct
                 facts["cpu_steal_pct"] = host.pct
@@ -139,6 +142,7 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
         "offered_rows_s": offered, "rows_s": round(through, 1),
         "load_held": facts["sysbench_tps"] >= HELD * rate, "heartbeats": len(cold),
         "busy_pct": facts.get("busy_pct"), "streamer_cores": facts.get("streamer_cores"),
+        "mariadb_cores": facts.get("mariadb_cores"), "kafka_cores": facts.get("kafka_cores"),
         "cpu_steal_pct": facts.get("cpu_steal_pct"), "rss_mb": round(rss, 1)}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from streamer.cli import GC_NURSERY
@@ -45,6 +46,56 @@ def cpu_seconds(pid: int) -> Optional[float]:
     """User plus system CPU time of a live process and all its threads (librdkafka's too)."""
     found = stat_cpu(f"/proc/{pid}/stat")
     return found[1] if found else None
+
+
+def cores(began: Optional[float], ended: Optional[float], seconds: float) -> Optional[float]:
+    """CPU seconds used over a window (two cpu_seconds readings), in cores."""
+    if began is None or ended is None or seconds <= 0:
+        return None
+    return round((ended - began) / seconds, 3)
+
+
+# The local servers, by the pid files deploy/local writes, and a word of their command lines.
+SERVERS = (("mariadb", os.path.join("mariadb", "mysqld.pid"), "mariadbd"),
+           ("kafka", os.path.join("kafka", "kafka.pid"), "java"))
+
+
+def server_pids(local: str = env.LOCAL) -> Dict[str, int]:
+    """The pids of the local servers that are running (a stale pid file names none)."""
+    out: Dict[str, int] = {}
+    for name, rel, word in SERVERS:
+        try:
+            with open(os.path.join(local, rel), encoding="ascii") as fh:
+                pid = int(fh.read().split()[0])
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if word.encode() in cmdline:
+            out[name] = pid
+    return out
+
+
+class ServerCpu:
+    """The cores each local server (MariaDB, Kafka) used while this was open.
+
+    On two cores shared by the load, the servers and the streamer, what the servers took is what
+    the streamer could not have: a live line's latency reads differently at 0.4 and 0.9 cores."""
+
+    def __init__(self, pids: Optional[Dict[str, int]] = None) -> None:
+        self.pids = server_pids() if pids is None else pids
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self._began = time.monotonic()
+
+    def stop(self) -> Dict[str, Optional[float]]:
+        """``{name}_cores`` for every server, None for one that wasn't running throughout."""
+        seconds = time.monotonic() - self._began
+        out: Dict[str, Optional[float]] = {}
+        for name, _, _ in SERVERS:
+            pid = self.pids.get(name)
+            out[f"{name}_cores"] = cores(self._start.get(name),
+                                         cpu_seconds(pid) if pid is not None else None, seconds)
+        return out
 
 
 def tail(path: str, lines: int = 15) -> str:

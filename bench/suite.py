@@ -117,8 +117,9 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
     held = "" if out["load_held"] else " (sysbench could not hold the rate)"
     print(f"bench: {shape} live at {args.share:g} of {saturation:.0f} rows/s "
           f"{rec['interpreter']}: {out['rows_s']:.0f} rows/s{held}, p50 {out['p50_ms']} ms, "
-          f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms, host busy {out['busy_pct']}%",
-          flush=True)
+          f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms, host busy {out['busy_pct']}%; "
+          f"cores: streamer {out['streamer_cores']}, MariaDB {out['mariadb_cores']}, "
+          f"Kafka {out['kafka_cores']}", flush=True)
     return rec
 
 

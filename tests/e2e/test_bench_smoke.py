@@ -128,6 +128,8 @@ def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tm
     assert share["rows_s"] > 0 and isinstance(share["load_held"], bool)
     assert share["heartbeats"] > 0 and 0 < share["p50_ms"] <= share["p99_ms"] <= share["max_ms"]
     assert 0 < share["busy_pct"] <= 100 and share["streamer_cores"] > 0
+    # MariaDB wrote the rows and Kafka took them: both were found and measured.
+    assert share["mariadb_cores"] > 0 and share["kafka_cores"] > 0
     assert "live load at a share" in done.stdout and "bulk-live" in done.stdout
 
 
