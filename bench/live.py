@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .proc import BenchError, ServerCpu, Streamer, cores, cpu_seconds
+from .proc import BenchError, CpuWindow, Streamer
 from .watch import Watcher, delete_namespace
 
 HEARTBEAT_DDL = "CREATE TABLE heartbeat (id BIGINT AUTO_INCREMENT PRIMARY KEY, ts_us BIGINT NOT NULL)"
@@ -179,8 +179,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
             warm_from_us = began_us + warmup_s * 1e6
             began = time.monotonic()
             steal = env.Steal()
-            servers = ServerCpu()
-            cpu_began = cpu_seconds(streamer.proc.pid)
+            cpu = CpuWindow({"streamer": streamer.proc.pid, **CpuWindow.servers()})
             beat = Heartbeat(db, heartbeat_rate)
             beat.start()
             load = bench.start(rate, seconds)
@@ -204,8 +203,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                 if written is None and load.poll() is not None:
                     written = beat.stop()
                     steal.stop()
-                    server_cores = servers.stop()
-                    cpu_end = cpu_seconds(streamer.proc.pid)
+                    used = cpu.stop()
                     loaded_s = time.monotonic() - began
                     load_tps = sysbench_tps(load)
                     rows_s = rows / loaded_s
@@ -226,7 +224,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                            "rows_s": round(rows_s, 1), "heartbeats": len(cold),
                            "rss_mb": round(rss, 1), "cpu_steal_pct": steal.pct,
                            "busy_pct": steal.busy_pct,
-                           "streamer_cores": cores(cpu_began, cpu_end, loaded_s), **server_cores}
+                           **used}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})

@@ -24,7 +24,7 @@ from streamer.decode import Decoder, kafka_schema_source
 from . import env
 from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, latency_stats, sysbench_tps,
                    wait_until_streaming)
-from .proc import BenchError, ServerCpu, Streamer, cores, cpu_seconds
+from .proc import BenchError, CpuWindow, Streamer
 from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
 
@@ -64,8 +64,7 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
     warm: List[float] = []
     written: Optional[int] = None
     host: Optional[env.Steal] = None
-    servers: Optional[ServerCpu] = None
-    cpu_warm: Optional[Tuple[float, Optional[float]]] = None
+    cpu: Optional[CpuWindow] = None
     facts: Dict[str, Any] = {}
     while written is None or len(cold) < written:
         msgs = watcher.poll(0.05)
@@ -80,20 +79,17 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
         if host is None and seen_us >= warm_from_us:
             # The host's busy share, the streamer's and the servers' cores over the warm part only.
             host = env.Steal()
-            servers = ServerCpu()
-            cpu_warm = (time.monotonic(), cpu_seconds(streamer.proc.pid))
+            cpu = CpuWindow({"streamer": streamer.proc.pid, **CpuWindow.servers()})
         if written is None and load.poll() is not None:
             written = beat.stop()
             ended = time.monotonic()
             facts["load_s"] = ended - began
             facts["sysbench_tps"] = sysbench_tps(load)
-            if host is not None and servers is not None and cpu_warm is not None:
+            if host is not None and cpu is not None:
                 host.stop()
-                facts.update(servers.stop())
-                cpu_end = cpu_seconds(streamer.proc.pid)
+                facts.update(cpu.stop())
                 facts["busy_pct"] = host.busy_pct
                 facts["cpu_steal_pct"] = host.pct
-                facts["streamer_cores"] = cores(cpu_warm[1], cpu_end, ended - cpu_warm[0])
         if written is None and time.monotonic() > began + seconds + 60:
             raise BenchError(f"sysbench ran {seconds + 60}s past its --time={seconds}")
         if written is not None and time.monotonic() > began + facts["load_s"] + 60:

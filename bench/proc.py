@@ -76,26 +76,31 @@ def server_pids(local: str = env.LOCAL) -> Dict[str, int]:
     return out
 
 
-class ServerCpu:
-    """The cores each local server (MariaDB, Kafka) used while this was open.
+class CpuWindow:
+    """The cores each named process used while this was open: ``{name}_cores``, None for one
+    that wasn't running throughout (pid None, or ended).
 
-    On two cores shared by the load, the servers and the streamer, what the servers took is what
-    the streamer could not have: a live line's latency reads differently at 0.4 and 0.9 cores."""
+    ``servers()`` names the local ones: on two cores shared by the load, the servers and the
+    streamer, what the servers took is what the streamer could not have, and a live line's
+    latency reads differently at 0.4 and 0.9 server cores."""
 
-    def __init__(self, pids: Optional[Dict[str, int]] = None) -> None:
-        self.pids = server_pids() if pids is None else pids
-        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+    def __init__(self, pids: Dict[str, Optional[int]]) -> None:
+        self.pids = pids
+        self._start = {name: cpu_seconds(pid) if pid is not None else None
+                       for name, pid in pids.items()}
         self._began = time.monotonic()
 
+    @staticmethod
+    def servers() -> Dict[str, Optional[int]]:
+        """Every local server by name, with its pid if it is running."""
+        found = server_pids()
+        return {name: found.get(name) for name, _, _ in SERVERS}
+
     def stop(self) -> Dict[str, Optional[float]]:
-        """``{name}_cores`` for every server, None for one that wasn't running throughout."""
         seconds = time.monotonic() - self._began
-        out: Dict[str, Optional[float]] = {}
-        for name, _, _ in SERVERS:
-            pid = self.pids.get(name)
-            out[f"{name}_cores"] = cores(self._start.get(name),
-                                         cpu_seconds(pid) if pid is not None else None, seconds)
-        return out
+        return {f"{name}_cores": cores(self._start[name],
+                                       cpu_seconds(pid) if pid is not None else None, seconds)
+                for name, pid in self.pids.items()}
 
 
 def tail(path: str, lines: int = 15) -> str:

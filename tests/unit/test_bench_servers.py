@@ -29,11 +29,11 @@ def test_a_server_is_found_by_its_pid_file_only_while_that_process_is_the_server
     assert proc.server_pids(str(tmp_path / "absent")) == {}
 
 
-def test_server_cpu_is_the_cores_each_server_used_and_none_for_one_not_running():
+def test_cpu_window_is_the_cores_each_process_used_and_none_for_one_not_running():
     spinner = subprocess.Popen([sys.executable, "-c",
                                 "import time\nend = time.time() + 60\nwhile time.time() < end: pass"])
     try:
-        cpu = proc.ServerCpu({"mariadb": spinner.pid})
+        cpu = proc.CpuWindow({"mariadb": spinner.pid, "kafka": None})
         subprocess.run([sys.executable, "-c", "import time; time.sleep(0.6)"], check=True)
         out = cpu.stop()
     finally:
@@ -43,6 +43,11 @@ def test_server_cpu_is_the_cores_each_server_used_and_none_for_one_not_running()
     # A busy loop's CPU is counted, and one thread can't use more than one core.
     assert 0 < out["mariadb_cores"] <= 1.05
     assert out["kafka_cores"] is None
+
+
+def test_the_servers_window_names_every_server_running_or_not(monkeypatch):
+    monkeypatch.setattr(proc, "server_pids", lambda: {"kafka": 4321})
+    assert proc.CpuWindow.servers() == {"mariadb": None, "kafka": 4321}
 
 
 def test_cores_needs_both_readings_and_a_window():
