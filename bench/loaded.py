@@ -137,9 +137,10 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
         "saturation_share": share, "rows_per_event": stmt.rows,
         "offered_rows_s": offered, "rows_s": round(through, 1),
         "load_held": facts["sysbench_tps"] >= HELD * rate, "heartbeats": len(cold),
-        "busy_pct": facts.get("busy_pct"), "streamer_cores": facts.get("streamer_cores"),
-        "mariadb_cores": facts.get("mariadb_cores"), "kafka_cores": facts.get("kafka_cores"),
-        "cpu_steal_pct": facts.get("cpu_steal_pct"), "rss_mb": round(rss, 1)}
+        "busy_pct": facts.get("busy_pct"), "cpu_steal_pct": facts.get("cpu_steal_pct"),
+        "rss_mb": round(rss, 1),
+        **{f"{name}_{what}": facts.get(f"{name}_{what}")
+           for name in ("streamer", "mariadb", "kafka") for what in ("cores", "runq")}}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})

@@ -48,6 +48,34 @@ def cpu_seconds(pid: int) -> Optional[float]:
     return found[1] if found else None
 
 
+def runq_seconds(pid: int) -> Optional[Dict[str, float]]:
+    """Per thread of a live process, the seconds it has been runnable but waiting for a CPU (the
+    run delay of /proc/PID/task/TID/schedstat), or None when the process has ended or the kernel
+    keeps no such figures."""
+    out: Dict[str, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as fh:
+                out[tid] = int(fh.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return out or None
+
+
+def runq_cores(began: Optional[Dict[str, float]], ended: Optional[Dict[str, float]],
+               seconds: float) -> Optional[float]:
+    """Run-queue wait over a window, in cores: the seconds per second a process's threads were
+    ready to run with no CPU free. Threads born in the window count from zero; those that ended
+    in it are left out, their figures gone with them."""
+    if began is None or ended is None or seconds <= 0:
+        return None
+    return round(sum(t - began.get(tid, 0.0) for tid, t in ended.items()) / seconds, 3)
+
+
 def cores(began: Optional[float], ended: Optional[float], seconds: float) -> Optional[float]:
     """CPU seconds used over a window (two cpu_seconds readings), in cores."""
     if began is None or ended is None or seconds <= 0:
@@ -77,8 +105,9 @@ def server_pids(local: str = env.LOCAL) -> Dict[str, int]:
 
 
 class CpuWindow:
-    """The cores each named process used while this was open: ``{name}_cores``, None for one
-    that wasn't running throughout (pid None, or ended).
+    """The cores each named process used while this was open, ``{name}_cores``, and the cores'
+    worth of time its threads spent ready to run while every CPU was taken, ``{name}_runq``;
+    None for one that wasn't running throughout (pid None, or ended).
 
     ``servers()`` names the local ones: on two cores shared by the load, the servers and the
     streamer, what the servers took is what the streamer could not have, and a live line's
@@ -88,6 +117,8 @@ class CpuWindow:
         self.pids = pids
         self._start = {name: cpu_seconds(pid) if pid is not None else None
                        for name, pid in pids.items()}
+        self._runq = {name: runq_seconds(pid) if pid is not None else None
+                      for name, pid in pids.items()}
         self._began = time.monotonic()
 
     @staticmethod
@@ -98,9 +129,14 @@ class CpuWindow:
 
     def stop(self) -> Dict[str, Optional[float]]:
         seconds = time.monotonic() - self._began
-        return {f"{name}_cores": cores(self._start[name],
-                                       cpu_seconds(pid) if pid is not None else None, seconds)
-                for name, pid in self.pids.items()}
+        out: Dict[str, Optional[float]] = {}
+        for name, pid in self.pids.items():
+            out[f"{name}_cores"] = cores(self._start[name],
+                                         cpu_seconds(pid) if pid is not None else None, seconds)
+            out[f"{name}_runq"] = runq_cores(self._runq[name],
+                                             runq_seconds(pid) if pid is not None else None,
+                                             seconds)
+        return out
 
 
 def tail(path: str, lines: int = 15) -> str:

@@ -26,12 +26,19 @@ CATCHUP: List[Tuple[str, str, int]] = [
     ("CPU us/row", "cpu_us_per_row", 1), ("steal %", "cpu_steal_pct", 0),
     ("PyPy/CPy cold", "pypy_over_cpython", 2), ("PyPy/CPy warm", "pypy_over_cpython_warm", 2),
 ]
+
+# Cores' worth of time each process was ready to run and found no CPU free (bench.proc.CpuWindow).
+RUNQ: List[Tuple[str, str, int]] = [
+    ("streamer runq", "streamer_runq", 2), ("MariaDB runq", "mariadb_runq", 2),
+    ("Kafka runq", "kafka_runq", 2),
+]
 LIVE: List[Tuple[str, str, int]] = [
     ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
     ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2),
     ("cold p99", "cold_p99_ms", 1), ("cold max", "cold_max_ms", 1),
     ("streamer cores", "streamer_cores", 2), ("MariaDB cores", "mariadb_cores", 2),
-    ("Kafka cores", "kafka_cores", 2), ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
+    ("Kafka cores", "kafka_cores", 2), *RUNQ, ("RSS MB", "rss_mb", 0),
+    ("steal %", "cpu_steal_pct", 0),
 ]
 
 SHARE_LIVE: List[Tuple[str, str, int]] = [
@@ -40,7 +47,7 @@ SHARE_LIVE: List[Tuple[str, str, int]] = [
     ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2),
     ("host busy %", "busy_pct", 0), ("streamer cores", "streamer_cores", 2),
     ("MariaDB cores", "mariadb_cores", 2), ("Kafka cores", "kafka_cores", 2),
-    ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
+    *RUNQ, ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
 ]
 
 TXN: List[Tuple[str, str, int]] = [

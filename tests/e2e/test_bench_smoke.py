@@ -130,6 +130,8 @@ def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tm
     assert 0 < share["busy_pct"] <= 100 and share["streamer_cores"] > 0
     # MariaDB wrote the rows and Kafka took them: both were found and measured.
     assert share["mariadb_cores"] > 0 and share["kafka_cores"] > 0
+    # Each one's wait for a CPU was read from the kernel, not left out.
+    assert all(share[f"{name}_runq"] >= 0 for name in ("streamer", "mariadb", "kafka"))
     assert "live load at a share" in done.stdout and "bulk-live" in done.stdout
 
 

@@ -1,6 +1,10 @@
 """The bench's per-server CPU: which local servers are running, and the cores each used."""
+import shutil
 import subprocess
 import sys
+import time
+
+import pytest
 
 from bench import proc
 
@@ -39,10 +43,11 @@ def test_cpu_window_is_the_cores_each_process_used_and_none_for_one_not_running(
     finally:
         spinner.kill()
         spinner.wait()
-    assert set(out) == {"mariadb_cores", "kafka_cores"}
+    assert set(out) == {"mariadb_cores", "mariadb_runq", "kafka_cores", "kafka_runq"}
     # A busy loop's CPU is counted, and one thread can't use more than one core.
     assert 0 < out["mariadb_cores"] <= 1.05
-    assert out["kafka_cores"] is None
+    assert out["mariadb_runq"] is not None
+    assert out["kafka_cores"] is None and out["kafka_runq"] is None
 
 
 def test_the_servers_window_names_every_server_running_or_not(monkeypatch):
@@ -54,3 +59,45 @@ def test_cores_needs_both_readings_and_a_window():
     assert proc.cores(1.0, 2.5, 3.0) == 0.5
     assert proc.cores(None, 2.5, 3.0) is None and proc.cores(1.0, None, 3.0) is None
     assert proc.cores(1.0, 2.0, 0.0) is None
+
+
+def test_run_queue_wait_is_counted_per_thread_and_only_while_two_threads_share_one_cpu():
+    # Two spinning processes pinned to one CPU: each gets it about half the time and is ready to
+    # run the other half.
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset is needed to put two processes on one CPU")
+    spinner = ["taskset", "-c", "0", sys.executable, "-c",
+               "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
+    first = subprocess.Popen(spinner)
+    try:
+        time.sleep(0.2)
+        alone = proc.CpuWindow({"a": first.pid})
+        time.sleep(0.6)
+        alone_out = alone.stop()
+        second = subprocess.Popen(spinner)
+        try:
+            time.sleep(0.2)
+            shared = proc.CpuWindow({"a": first.pid, "b": second.pid})
+            time.sleep(0.6)
+            shared_out = shared.stop()
+        finally:
+            second.kill()
+            second.wait()
+    finally:
+        first.kill()
+        first.wait()
+    assert set(shared_out) == {"a_cores", "a_runq", "b_cores", "b_runq"}
+    waited = shared_out["a_runq"] + shared_out["b_runq"]
+    # Sharing one CPU, one of the two is always waiting: together about the whole window (more
+    # if something else runs there too). Alone, the spinner waited only for whatever else ran.
+    assert waited > 0.5
+    assert alone_out["a_runq"] is not None and alone_out["a_runq"] < waited - 0.3
+    assert shared_out["a_cores"] + shared_out["b_cores"] <= 1.05
+
+
+def test_run_queue_cores_count_new_threads_from_zero_and_need_both_readings():
+    began = {"1": 2.0, "2": 1.0}
+    ended = {"1": 2.5, "3": 0.25}  # thread 2 ended in the window, thread 3 began in it
+    assert proc.runq_cores(began, ended, 1.5) == 0.5
+    assert proc.runq_cores(None, ended, 1.5) is None and proc.runq_cores(began, None, 1.5) is None
+    assert proc.runq_cores(began, ended, 0.0) is None
