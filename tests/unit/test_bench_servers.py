@@ -61,7 +61,7 @@ def test_cores_needs_both_readings_and_a_window():
     assert proc.cores(1.0, 2.0, 0.0) is None
 
 
-def test_run_queue_wait_is_counted_per_thread_and_only_while_two_threads_share_one_cpu():
+def test_run_queue_wait_is_counted_per_thread_and_only_while_two_processes_share_one_cpu():
     # Two spinning processes pinned to one CPU: each gets it about half the time and is ready to
     # run the other half.
     if shutil.which("taskset") is None:
