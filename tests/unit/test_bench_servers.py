@@ -13,6 +13,12 @@ def _sleeper(*argv: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *argv])
 
 
+def _spinner(*prefix: str) -> subprocess.Popen:
+    """A process that keeps one CPU busy for up to a minute (``prefix``: e.g. taskset's pinning)."""
+    return subprocess.Popen([*prefix, sys.executable, "-c",
+                             "import time\nend = time.time() + 60\nwhile time.time() < end: pass"])
+
+
 def _pid_file(local, rel: str, pid: int) -> None:
     path = local / rel
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,8 +40,7 @@ def test_a_server_is_found_by_its_pid_file_only_while_that_process_is_the_server
 
 
 def test_cpu_window_is_the_cores_each_process_used_and_none_for_one_not_running():
-    spinner = subprocess.Popen([sys.executable, "-c",
-                                "import time\nend = time.time() + 60\nwhile time.time() < end: pass"])
+    spinner = _spinner()
     try:
         cpu = proc.CpuWindow({"mariadb": spinner.pid, "kafka": None})
         subprocess.run([sys.executable, "-c", "import time; time.sleep(0.6)"], check=True)
@@ -66,15 +71,13 @@ def test_run_queue_wait_is_counted_per_thread_and_only_while_two_processes_share
     # run the other half.
     if shutil.which("taskset") is None:
         pytest.skip("taskset is needed to put two processes on one CPU")
-    spinner = ["taskset", "-c", "0", sys.executable, "-c",
-               "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
-    first = subprocess.Popen(spinner)
+    first = _spinner("taskset", "-c", "0")
     try:
         time.sleep(0.2)
         alone = proc.CpuWindow({"a": first.pid})
         time.sleep(0.6)
         alone_out = alone.stop()
-        second = subprocess.Popen(spinner)
+        second = _spinner("taskset", "-c", "0")
         try:
             time.sleep(0.2)
             shared = proc.CpuWindow({"a": first.pid, "b": second.pid})
