@@ -44,6 +44,37 @@ def _start_of(event: Any) -> int:
     return event.packet.log_pos - event.packet.event_size
 
 
+class BatchClock:
+    """When an open batch commits, by its age (s), given whether the reader is caught up and how
+    old the last change is (s, by the server's whole-second event time).
+
+    Caught up (the server has sent nothing more), a batch commits once ``min_linger`` old: a
+    change then waits for one commit, not for the linger. Otherwise it commits at ``bound``,
+    which starts at ``linger``. Each commit stops reading for a Kafka round trip, so a reader
+    that is still behind when its batch is cut short would stay behind: the next bound doubles,
+    up to ``catchup_linger``, until a commit finds the reader caught up and it drops back to
+    ``linger``. Changes ``CATCHUP_LAG_S`` old or more mean a backlog: batches then wait
+    ``catchup_linger`` outright.
+    """
+
+    __slots__ = ("linger", "min_linger", "catchup_linger", "bound")
+
+    def __init__(self, linger: float, min_linger: float, catchup_linger: float) -> None:
+        self.linger = linger
+        self.min_linger = min(linger, min_linger)
+        self.catchup_linger = max(linger, catchup_linger)
+        self.bound = linger
+
+    def due(self, age: float, caught_up: bool, lag: float) -> bool:
+        if caught_up and age >= self.min_linger:
+            return True
+        return age >= self.bound and (age >= self.catchup_linger or lag < CATCHUP_LAG_S)
+
+    def committed(self, caught_up: bool) -> None:
+        """A batch that ``due`` called for was committed."""
+        self.bound = self.linger if caught_up else min(self.catchup_linger, self.bound * 2)
+
+
 T = TypeVar("T")
 
 
@@ -314,15 +345,14 @@ class Streamer:
         beat_ids: set = set()
         beat = False
         max_messages = int(self.cfg["batch"]["max_messages"])
-        linger = float(self.cfg["batch"]["linger_ms"]) / 1000.0
+        # Live, a batch commits as soon as the reader has read all the server has sent (at a
+        # transaction's end, or at an idle heartbeat): changes that arrive during the commit
+        # queue up and make the next batch, so batches grow with the load (group commit).
         # Catching up, changes are old anyway: a commit every linger would stall reading for a
         # synchronous commit every few hundred rows.
-        catchup_linger = max(linger, float(self.cfg["batch"]["catchup_linger_ms"]) / 1000.0)
-        # Live, a batch commits as soon as the reader has read all the server has sent (at a
-        # transaction's end, or at an idle heartbeat) and is min_linger old: a change then waits
-        # for one commit, not for the linger. Changes that arrive during the commit queue up and
-        # make the next batch, so batches grow with the load (group commit).
-        min_linger = min(linger, float(self.cfg["batch"]["min_linger_ms"]) / 1000.0)
+        batch = self.cfg["batch"]
+        clock = BatchClock(float(batch["linger_ms"]) / 1000.0, float(batch["min_linger_ms"]) / 1000.0,
+                           float(batch["catchup_linger_ms"]) / 1000.0)
         last_ts = 0
         idle = float(self.cfg["batch"]["idle_checkpoint_ms"]) / 1000.0
         pending = 0
@@ -386,11 +416,10 @@ class Streamer:
                     self.metrics.on_idle()
                 elif tx_end and (pending or beat) and time.time() - last_ts < CATCHUP_LAG_S:
                     caught_up = not reader.more_arrived()  # at a transaction's end
-                if (pending or beat) and ((caught_up and now - batch_started >= min_linger) or (
-                        now - batch_started >= linger and (
-                            now - batch_started >= catchup_linger
-                            or time.time() - last_ts < CATCHUP_LAG_S))):
+                if (pending or beat) and clock.due(now - batch_started, caught_up,
+                                                   time.time() - last_ts):
                     self._commit(publisher, tracker, pending)
+                    clock.committed(caught_up)
                     pending = 0
                     beat = False
                     last_commit = now
