@@ -45,8 +45,8 @@ def _start_of(event: Any) -> int:
 
 
 class BatchClock:
-    """When an open batch commits, by its age (s), given whether the reader is caught up and how
-    old the last change is (s, by the server's whole-second event time).
+    """When an open batch commits, by its age (s), given whether the reader is caught up and the
+    last change's event time (the server's, whole seconds).
 
     Caught up (the server has sent nothing more), a batch commits once ``min_linger`` old: a
     change then waits for one commit, not for the linger. Otherwise it commits at ``bound``,
@@ -65,10 +65,12 @@ class BatchClock:
         self.catchup_linger = max(linger, catchup_linger)
         self.bound = linger
 
-    def due(self, age: float, caught_up: bool, lag: float) -> bool:
+    def due(self, age: float, caught_up: bool, last_ts: float) -> bool:
         if caught_up and age >= self.min_linger:
             return True
-        return age >= self.bound and (age >= self.catchup_linger or lag < CATCHUP_LAG_S)
+        # The clock is read only for a batch past its bound: this runs for every event.
+        return age >= self.bound and (age >= self.catchup_linger
+                                      or time.time() - last_ts < CATCHUP_LAG_S)
 
     def committed(self, caught_up: bool) -> None:
         """A batch that ``due`` called for was committed."""
@@ -344,17 +346,17 @@ class Streamer:
         beat_db = metrics.heartbeat_db
         beat_ids: set = set()
         beat = False
-        max_messages = int(self.cfg["batch"]["max_messages"])
+        batch = self.cfg["batch"]
+        max_messages = int(batch["max_messages"])
         # Live, a batch commits as soon as the reader has read all the server has sent (at a
         # transaction's end, or at an idle heartbeat): changes that arrive during the commit
         # queue up and make the next batch, so batches grow with the load (group commit).
         # Catching up, changes are old anyway: a commit every linger would stall reading for a
         # synchronous commit every few hundred rows.
-        batch = self.cfg["batch"]
         clock = BatchClock(float(batch["linger_ms"]) / 1000.0, float(batch["min_linger_ms"]) / 1000.0,
                            float(batch["catchup_linger_ms"]) / 1000.0)
         last_ts = 0
-        idle = float(self.cfg["batch"]["idle_checkpoint_ms"]) / 1000.0
+        idle = float(batch["idle_checkpoint_ms"]) / 1000.0
         pending = 0
         batch_started = time.monotonic()
         last_commit = batch_started
@@ -416,8 +418,7 @@ class Streamer:
                     self.metrics.on_idle()
                 elif tx_end and (pending or beat) and time.time() - last_ts < CATCHUP_LAG_S:
                     caught_up = not reader.more_arrived()  # at a transaction's end
-                if (pending or beat) and clock.due(now - batch_started, caught_up,
-                                                   time.time() - last_ts):
+                if (pending or beat) and clock.due(now - batch_started, caught_up, last_ts):
                     self._commit(publisher, tracker, pending)
                     clock.committed(caught_up)
                     pending = 0

@@ -1,7 +1,9 @@
 """When a batch commits: the pipeline's BatchClock, without servers."""
+import time
+
 from streamer.pipeline import CATCHUP_LAG_S, BatchClock
 
-LIVE = 0.0  # the last change's age: a live reader
+LIVE = time.time() + 3600  # the last change's event time: a live reader, however slow the test
 
 
 def clock(min_linger: float = 0.0) -> BatchClock:
@@ -10,10 +12,10 @@ def clock(min_linger: float = 0.0) -> BatchClock:
 
 def test_caught_up_commits_at_min_linger_and_behind_at_the_linger():
     c = clock(min_linger=0.005)
-    assert not c.due(0.004, caught_up=True, lag=LIVE)
-    assert c.due(0.005, caught_up=True, lag=LIVE)
-    assert not c.due(0.019, caught_up=False, lag=LIVE)
-    assert c.due(0.02, caught_up=False, lag=LIVE)
+    assert not c.due(0.004, caught_up=True, last_ts=LIVE)
+    assert c.due(0.005, caught_up=True, last_ts=LIVE)
+    assert not c.due(0.019, caught_up=False, last_ts=LIVE)
+    assert c.due(0.02, caught_up=False, last_ts=LIVE)
 
 
 def test_a_reader_still_behind_gets_longer_batches_until_it_catches_up():
@@ -21,14 +23,14 @@ def test_a_reader_still_behind_gets_longer_batches_until_it_catches_up():
     bounds = []
     for _ in range(7):
         bounds.append(c.bound)
-        assert not c.due(c.bound * 0.99, caught_up=False, lag=LIVE)
-        assert c.due(c.bound, caught_up=False, lag=LIVE)
+        assert not c.due(c.bound * 0.99, caught_up=False, last_ts=LIVE)
+        assert c.due(c.bound, caught_up=False, last_ts=LIVE)
         c.committed(caught_up=False)
     assert bounds == [0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5]
     # Caught up at last: the next batch is bounded by the linger again.
     c.committed(caught_up=True)
     assert c.bound == 0.02
-    assert c.due(0.02, caught_up=False, lag=LIVE)
+    assert c.due(0.02, caught_up=False, last_ts=LIVE)
 
 
 def test_a_caught_up_commit_between_cut_batches_keeps_the_linger():
@@ -41,11 +43,11 @@ def test_a_caught_up_commit_between_cut_batches_keeps_the_linger():
 
 def test_a_backlog_waits_the_catchup_linger_whatever_the_bound():
     c = clock()
-    old = CATCHUP_LAG_S + 1
-    assert not c.due(0.4, caught_up=False, lag=old)
-    assert c.due(0.5, caught_up=False, lag=old)
+    old = time.time() - CATCHUP_LAG_S - 1
+    assert not c.due(0.4, caught_up=False, last_ts=old)
+    assert c.due(0.5, caught_up=False, last_ts=old)
     # A reader caught up on old changes (an idle table's last change) still commits at once.
-    assert c.due(0.0, caught_up=True, lag=old)
+    assert c.due(0.0, caught_up=True, last_ts=old)
 
 
 def test_settings_out_of_order_are_clamped_to_the_linger():
