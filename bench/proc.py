@@ -86,6 +86,7 @@ def cores(began: Optional[float], ended: Optional[float], seconds: float) -> Opt
 # The local servers, by the pid files deploy/local writes, and a word of their command lines.
 SERVERS = (("mariadb", os.path.join("mariadb", "mysqld.pid"), "mariadbd"),
            ("kafka", os.path.join("kafka", "kafka.pid"), "java"))
+SERVER_NAMES = tuple(name for name, _, _ in SERVERS)
 
 
 def server_pids(local: str = env.LOCAL) -> Dict[str, int]:
@@ -125,7 +126,7 @@ class CpuWindow:
     def servers() -> Dict[str, Optional[int]]:
         """Every local server by name, with its pid if it is running."""
         found = server_pids()
-        return {name: found.get(name) for name, _, _ in SERVERS}
+        return {name: found.get(name) for name in SERVER_NAMES}
 
     def stop(self) -> Dict[str, Optional[float]]:
         seconds = time.monotonic() - self._began
