@@ -36,28 +36,20 @@ def _tune_jit() -> None:
         pypyjit.set_param(JIT_PARAMS)
 
 
-# PyPy's GC reads these only when the interpreter starts; `run` sets those the operator has not.
-# - PYPY_GC_NURSERY: PyPy sizes the nursery from the cache size the CPU reports: 52.5 MB on one
-#   machine of this project's kind, 1 MB on another (a VM reporting "cache size: 1024 KB"). With
-#   1 MB, much of each binlog event's short-lived data outlives a minor collection, and the old
-#   generation then needs a major collection every ~12k rows. A 400k-row bulk catch-up: 32 major
-#   collections and 160k rows/s with 1 MB; 5 and 195-230k with 8 MB, for ~6 MB more RSS.
-# - PYPY_GC_INCREMENT_STEP: how much one step of a major collection marks. PyPy's default is four
-#   nurseries, 32 MB, about the whole old generation of a running streamer, so the marking came in
-#   one or two steps of 15-58 ms, each a pause of the main thread. With 2 MB it takes ~10 steps,
-#   the longest 5-11 ms, for the same marking time in all (bulk share loads of 30k and 60k rows/s).
-GC_SETTINGS = {"PYPY_GC_NURSERY": "8MB", "PYPY_GC_INCREMENT_STEP": "2MB"}
+# PyPy sizes its GC nursery from the cache size the CPU reports: 52.5 MB on one machine of this
+# project's kind, 1 MB on another (a VM reporting "cache size: 1024 KB"). With 1 MB, much of each
+# binlog event's short-lived data outlives a minor collection, and the old generation then needs a
+# major collection every ~12k rows. A 400k-row bulk catch-up: 32 major collections and 160k rows/s
+# with 1 MB; 5 and 195-230k with 8 MB, for ~6 MB more RSS. So `run` fixes it, unless the operator has.
+GC_NURSERY = "8MB"
 
 
 def _restart_with_gc_settings() -> None:
-    """Under PyPy, run this same command again (exec: the same process) with GC_SETTINGS set
-    where the environment does not set them."""
-    if sys.implementation.name != "pypy":
+    """Under PyPy, run this same command again (exec: the same process) with GC_NURSERY set.
+    The nursery size is read only when the interpreter starts."""
+    if sys.implementation.name != "pypy" or os.environ.get("PYPY_GC_NURSERY"):
         return
-    missing = {name: value for name, value in GC_SETTINGS.items() if not os.environ.get(name)}
-    if not missing:
-        return
-    os.environ.update(missing)
+    os.environ["PYPY_GC_NURSERY"] = GC_NURSERY
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if spec is not None and spec.name:  # python -m streamer.cli
         os.execv(sys.executable, [sys.executable, "-m", spec.name, *sys.argv[1:]])
@@ -75,10 +67,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _setup_logging(cfg["log_level"])
     if sys.implementation.name == "pypy":
         import gc
-        log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY), marking step %s"
-                 " (PYPY_GC_INCREMENT_STEP)",
-                 gc._get_stats(False).nursery_size / 2 ** 20,  # type: ignore[attr-defined]
-                 os.environ.get("PYPY_GC_INCREMENT_STEP") or "PyPy's default")
+        log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY)",
+                 gc._get_stats(False).nursery_size / 2 ** 20)  # type: ignore[attr-defined]
     start = None
     if (args.start_file is None) != (args.start_pos is None):
         raise config_mod.ConfigError("--start-file and --start-pos go together")

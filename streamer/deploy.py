@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import config as config_mod
 from . import release as release_mod
 from . import verify as verify_mod
-from .cli import GC_SETTINGS
+from .cli import GC_NURSERY
 from .service import Service, ServiceError, service_for
 
 log = logging.getLogger(__name__)
@@ -85,12 +85,10 @@ def read_env_file(path: str) -> Dict[str, str]:
 
 def service_environment(layout: Layout, env: str) -> Dict[str, str]:
     """The service's environment: the site file, plus a profile directory outside the releases,
-    and PyPy's GC settings (set here, `streamer run` needs no exec to set them; see
-    cli.GC_SETTINGS). The site file may set each of them."""
+    and PyPy's GC nursery (set here, `streamer run` needs no exec to set it; see cli.GC_NURSERY)."""
     site = read_env_file(layout.env_file(env))
     site.setdefault("STREAMER__PROFILER__DIR", os.path.join(layout.env_dir(env), "profiles"))
-    for name, value in GC_SETTINGS.items():
-        site.setdefault(name, value)
+    site.setdefault("PYPY_GC_NURSERY", GC_NURSERY)
     return site
 
 
