@@ -24,7 +24,7 @@ from streamer.decode import Decoder, kafka_schema_source
 from . import env
 from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, latency_stats, sysbench_tps,
                    wait_until_streaming)
-from .proc import SERVER_NAMES, BenchError, CpuWindow, Streamer
+from .proc import JVM_SERVERS, SERVER_NAMES, BenchError, CpuWindow, Streamer
 from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
 
@@ -140,7 +140,8 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
         "busy_pct": facts.get("busy_pct"), "cpu_steal_pct": facts.get("cpu_steal_pct"),
         "rss_mb": round(rss, 1),
         **{f"{name}_{what}": facts.get(f"{name}_{what}")
-           for name in ("streamer", *SERVER_NAMES) for what in ("cores", "runq")}}
+           for name in ("streamer", *SERVER_NAMES) for what in ("cores", "runq")},
+        **{f"{name}_jit_cores": facts.get(f"{name}_jit_cores") for name in JVM_SERVERS}}
     out.update(latency_stats(warm))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})

@@ -48,6 +48,21 @@ def cpu_seconds(pid: int) -> Optional[float]:
     return found[1] if found else None
 
 
+def threads_cpu_seconds(pid: int, names: Tuple[str, ...]) -> Optional[float]:
+    """User plus system CPU seconds of those threads of a live process whose names begin with
+    one of ``names`` (0.0 when none does), or None once the process has ended."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0.0
+    for tid in tids:
+        found = stat_cpu(f"/proc/{pid}/task/{tid}/stat")
+        if found is not None and found[0].startswith(names):
+            total += found[1]
+    return total
+
+
 def runq_seconds(pid: int) -> Optional[Dict[str, float]]:
     """Per thread of a live process, the seconds it has been runnable but waiting for a CPU (the
     run delay of /proc/PID/task/TID/schedstat), or None when the process has ended or the kernel
@@ -87,6 +102,11 @@ def cores(began: Optional[float], ended: Optional[float], seconds: float) -> Opt
 SERVERS = (("mariadb", os.path.join("mariadb", "mysqld.pid"), "mariadbd"),
            ("kafka", os.path.join("kafka", "kafka.pid"), "java"))
 SERVER_NAMES = tuple(name for name, _, _ in SERVERS)
+# The servers that run on a JVM, and the names /proc gives its JIT compiler threads ("C2
+# CompilerThread0", cut to 15 characters). A broker started by `make up` keeps compiling for
+# minutes of a new kind of load, on the cores the streamer needs.
+JVM_SERVERS = ("kafka",)
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 
 
 def server_pids(local: str = env.LOCAL) -> Dict[str, int]:
@@ -108,7 +128,10 @@ def server_pids(local: str = env.LOCAL) -> Dict[str, int]:
 class CpuWindow:
     """The cores each named process used while this was open, ``{name}_cores``, and the cores'
     worth of time its threads spent ready to run while every CPU was taken, ``{name}_runq``;
-    None for one that wasn't running throughout (pid None, or ended).
+    None for one that wasn't running throughout (pid None, or ended). For a JVM server, also the
+    cores its JIT compiler threads used, ``{name}_jit_cores``: part of ``{name}_cores``, spent
+    warming up rather than serving (a compiler thread the JVM retires inside the window takes
+    its figures with it).
 
     ``servers()`` names the local ones: on two cores shared by the load, the servers and the
     streamer, what the servers took is what the streamer could not have, and a live line's
@@ -120,6 +143,8 @@ class CpuWindow:
                        for name, pid in pids.items()}
         self._runq = {name: runq_seconds(pid) if pid is not None else None
                       for name, pid in pids.items()}
+        self._jit = {name: threads_cpu_seconds(pid, JIT_THREADS) if pid is not None else None
+                     for name, pid in pids.items() if name in JVM_SERVERS}
         self._began = time.monotonic()
 
     @staticmethod
@@ -137,6 +162,9 @@ class CpuWindow:
             out[f"{name}_runq"] = runq_cores(self._runq[name],
                                              runq_seconds(pid) if pid is not None else None,
                                              seconds)
+            if name in self._jit:
+                jit = threads_cpu_seconds(pid, JIT_THREADS) if pid is not None else None
+                out[f"{name}_jit_cores"] = cores(self._jit[name], jit, seconds)
         return out
 
 

@@ -48,11 +48,49 @@ def test_cpu_window_is_the_cores_each_process_used_and_none_for_one_not_running(
     finally:
         spinner.kill()
         spinner.wait()
-    assert set(out) == {"mariadb_cores", "mariadb_runq", "kafka_cores", "kafka_runq"}
+    assert set(out) == {"mariadb_cores", "mariadb_runq", "kafka_cores", "kafka_runq",
+                        "kafka_jit_cores"}
     # A busy loop's CPU is counted, and one thread can't use more than one core.
     assert 0 < out["mariadb_cores"] <= 1.05
     assert out["mariadb_runq"] is not None
     assert out["kafka_cores"] is None and out["kafka_runq"] is None
+    assert out["kafka_jit_cores"] is None
+
+
+# A process with one thread named as the JVM names its C2 compiler, spinning, beside a main thread
+# that sleeps.
+_COMPILER_LIKE = ("import threading, time\n"
+                  "def spin():\n"
+                  "    with open(f'/proc/self/task/{threading.get_native_id()}/comm', 'w') as fh:\n"
+                  "        fh.write('C2 CompilerThread0')\n"
+                  "    end = time.time() + 60\n"
+                  "    while time.time() < end: pass\n"
+                  "threading.Thread(target=spin, daemon=True).start()\n"
+                  "time.sleep(60)\n")
+
+
+def test_a_jvm_servers_window_counts_the_cores_of_its_jit_compiler_threads_apart():
+    jvm = subprocess.Popen([sys.executable, "-c", _COMPILER_LIKE])
+    plain = _spinner()
+    try:
+        deadline = time.monotonic() + 10
+        while not proc.threads_cpu_seconds(jvm.pid, proc.JIT_THREADS):
+            assert time.monotonic() < deadline, "the compiler-named thread never ran"
+            time.sleep(0.05)
+        # The plain spinner, though busy, has no compiler thread.
+        assert proc.threads_cpu_seconds(plain.pid, proc.JIT_THREADS) == 0.0
+        cpu = proc.CpuWindow({"kafka": jvm.pid, "mariadb": plain.pid})
+        time.sleep(0.6)
+        out = cpu.stop()
+    finally:
+        for p in (jvm, plain):
+            p.kill()
+            p.wait()
+    assert "mariadb_jit_cores" not in out  # not a JVM server
+    # Nearly all of the process's CPU is its compiler-named thread's (read a moment later).
+    assert 0 < out["kafka_jit_cores"] <= out["kafka_cores"] + 0.05
+    assert out["kafka_jit_cores"] >= 0.8 * out["kafka_cores"]
+    assert proc.threads_cpu_seconds(jvm.pid, proc.JIT_THREADS) is None  # ended
 
 
 def test_the_servers_window_names_every_server_running_or_not(monkeypatch):
