@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 import pymysql
 
 from . import catchup, env, live, loaded, report, results, startup
-from .proc import BenchError, run_json
+from .proc import JIT_THREADS, BenchError, run_json, server_pids, threads_cpu_seconds
 from .shapes import SHAPES, Backlog, drop, load_backlog
 from .watch import delete_namespace
 
@@ -39,20 +39,33 @@ def _label(python: str) -> str:
     return os.path.relpath(path, env.ROOT) if path.startswith(env.ROOT + os.sep) else python
 
 
+# Unrecorded bulk catch-ups per interpreter before the first shape. Two left the broker compiling
+# ~1 s per catch-up through the first measured runs (warm_servers).
+WARMUP_ROUNDS = 5
+
+
 def warm_servers(pythons: List[str], runs: int, quick: bool, workdir: str) -> None:
     """Catch-ups that are timed but not recorded: Kafka's JVM compiles its own hot paths under
     the first million or so messages. Right after `make up`, the first three bulk runs of each
     interpreter came out at 59k, 79k and 91k rows/s (PyPy) and the next three at 94k, 119k and
-    121k; CPython 33-42k, then 49-51k."""
+    121k; CPython 33-42k, then 49-51k. The broker's JIT compilers took 3.1 s of a PyPy
+    catch-up's 6.1 s in the first round, ~1 s in the third, 0.15-0.45 s from the sixth on; PyPy's
+    e2e went 34k, 84k, 61k, 88k, 93k, then 97k, 87k, 93k rows/s. Each line says how long the
+    broker compiled."""
     if runs <= 0:
         return
+    kafka = server_pids().get("kafka")
     backlog = load_backlog(SHAPES["bulk"], quick)
     try:
         for n in range(runs):
             for python in pythons:
+                began = threads_cpu_seconds(kafka, JIT_THREADS) if kafka else None
                 c = catchup.run(python, backlog, workdir)
+                ended = threads_cpu_seconds(kafka, JIT_THREADS) if kafka else None
+                jit = (f", Kafka's JIT compilers {ended - began:.2f} s"
+                       if began is not None and ended is not None else "")
                 print(f"bench: warm-up {n + 1}/{runs} under {_label(python)} (not recorded): "
-                      f"e2e {c['e2e_rows_s']:.0f} rows/s", flush=True)
+                      f"e2e {c['e2e_rows_s']:.0f} rows/s{jit}", flush=True)
     finally:
         drop(backlog.db)
 
@@ -184,7 +197,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
     p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
     p.add_argument("--warmup", type=int, help="unrecorded bulk catch-ups per interpreter first, "
-                   "to warm Kafka (default 2; 0 with --quick or --no-catchup)")
+                   f"to warm Kafka (default {WARMUP_ROUNDS}; 0 with --quick or --no-catchup)")
     p.add_argument("--results", default=env.RESULTS, help="JSON lines file to append to")
     p.add_argument("--live-rate", type=int, help="sysbench transactions/s (default 500, quick 100)")
     p.add_argument("--live-seconds", type=int, help="sysbench run time (default 40, quick 6)")
@@ -205,7 +218,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
             p.error(f"--python {python} is not an executable file; run 'make venv' to create "
                     f"the project's virtualenvs")
     if args.warmup is None:
-        args.warmup = 0 if args.quick or args.no_catchup else 2
+        args.warmup = 0 if args.quick or args.no_catchup else WARMUP_ROUNDS
     if args.warmup < 0:
         p.error(f"--warmup must be 0 or more, got {args.warmup}")
     args.shape = args.shape or sorted(SHAPES)

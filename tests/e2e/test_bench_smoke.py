@@ -39,6 +39,8 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
     assert len(lines) == 1  # the warm-up run is printed, not recorded
     assert "warm-up 1/1" in done.stdout and "(not recorded)" in done.stdout
+    # ... with the seconds the broker spent compiling meanwhile.
+    assert re.search(r"warm-up 1/1 .*, Kafka's JIT compilers \d+\.\d\d s\n", done.stdout)
     rec = lines[0]
     assert re.fullmatch(r"[0-9a-f]{40}", rec["commit"]) and isinstance(rec["dirty"], bool)
     assert re.fullmatch(r"[0-9a-f]{12}" if rec["dirty"] else "", rec["dirty_digest"])
