@@ -132,8 +132,9 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
           f"{rec['interpreter']}: {out['rows_s']:.0f} rows/s{held}, p50 {out['p50_ms']} ms, "
           f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms, host busy {out['busy_pct']}%; "
           f"cores: streamer {out['streamer_cores']}, MariaDB {out['mariadb_cores']}, "
-          f"Kafka {out['kafka_cores']} (its JIT {out['kafka_jit_cores']}); waiting for a CPU: streamer {out['streamer_runq']}, "
-          f"MariaDB {out['mariadb_runq']}, Kafka {out['kafka_runq']}", flush=True)
+          f"Kafka {out['kafka_cores']} (its JIT {out['kafka_jit_cores']}); waiting for a CPU: "
+          f"streamer {out['streamer_runq']}, MariaDB {out['mariadb_runq']}, "
+          f"Kafka {out['kafka_runq']}", flush=True)
     return rec
 
 
