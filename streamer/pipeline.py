@@ -40,6 +40,11 @@ FL_STANDALONE = 1
 CATCHUP_LAG_S = 2
 
 
+def _live(last_ts: float) -> bool:
+    """Whether the last change read is under CATCHUP_LAG_S old: a live reader, not a backlog."""
+    return time.time() - last_ts < CATCHUP_LAG_S
+
+
 def _start_of(event: Any) -> int:
     return event.packet.log_pos - event.packet.event_size
 
@@ -69,8 +74,7 @@ class BatchClock:
         if caught_up and age >= self.min_linger:
             return True
         # The clock is read only for a batch past its bound: this runs for every event.
-        return age >= self.bound and (age >= self.catchup_linger
-                                      or time.time() - last_ts < CATCHUP_LAG_S)
+        return age >= self.bound and (age >= self.catchup_linger or _live(last_ts))
 
     def committed(self, caught_up: bool) -> None:
         """A batch that ``due`` called for was committed."""
@@ -416,7 +420,7 @@ class Streamer:
                 caught_up = cls is HeartbeatLogEvent and not reader.more_arrived()
                 if caught_up:
                     self.metrics.on_idle()
-                elif tx_end and (pending or beat) and time.time() - last_ts < CATCHUP_LAG_S:
+                elif tx_end and (pending or beat) and _live(last_ts):
                     caught_up = not reader.more_arrived()  # at a transaction's end
                 if (pending or beat) and clock.due(now - batch_started, caught_up, last_ts):
                     self._commit(publisher, tracker, pending)
