@@ -18,7 +18,7 @@ from typing import Any, Dict, List
 
 import pymysql
 
-from . import catchup, env, live, loaded, report, results, startup
+from . import binlogs, catchup, env, live, loaded, report, results, startup
 from .proc import JIT_THREADS, BenchError, run_json, server_pids, threads_cpu_seconds
 from .shapes import SHAPES, Backlog, drop, load_backlog
 from .watch import delete_namespace
@@ -200,6 +200,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, help="unrecorded bulk catch-ups per interpreter first, "
                    f"to warm Kafka (default {WARMUP_ROUNDS}; 0 with --quick or --no-catchup)")
     p.add_argument("--results", default=env.RESULTS, help="JSON lines file to append to")
+    p.add_argument("--keep-binlogs", action="store_true",
+                   help="keep the binlog files after the run (default: rotate, and purge every "
+                   "older file, the run's backlogs and loads among them)")
     p.add_argument("--live-rate", type=int, help="sysbench transactions/s (default 500, quick 100)")
     p.add_argument("--live-seconds", type=int, help="sysbench run time (default 40, quick 6)")
     p.add_argument("--live-warmup", type=float, help="seconds counted as cold (default 10, quick 2)")
@@ -244,11 +247,37 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 def main(argv: List[str]) -> int:
     args = parse_args(argv)
     try:
-        env.admin().close()
+        conn = env.admin()
     except pymysql.err.MySQLError as exc:
         print(f"bench: cannot reach the local MariaDB on 127.0.0.1:{env.MYSQL_PORT} ({exc}); "
               f"run 'make up' first", file=sys.stderr)
         return 2
+    try:
+        no_room = binlogs.check_room(conn, args.quick)
+    finally:
+        conn.close()
+    if no_room:
+        print(f"bench: {no_room}", file=sys.stderr)
+        return 2
+    try:
+        return _measure(args)
+    finally:
+        if not args.keep_binlogs:
+            _purge_binlogs()
+
+
+def _purge_binlogs() -> None:
+    try:
+        conn = env.admin()
+        try:
+            print(binlogs.purge(conn).describe(), flush=True)
+        finally:
+            conn.close()
+    except pymysql.err.MySQLError as exc:
+        print(f"bench: could not purge the binlog ({exc}); the files stay", file=sys.stderr)
+
+
+def _measure(args: argparse.Namespace) -> int:
     header = results.run_header(args.quick, args.repeat)
     records: List[Dict[str, Any]] = []
     try:

@@ -8,6 +8,10 @@
 #
 # Env: STREAMER_MYSQL_DIR, STREAMER_MYSQL_PORT (13306), STREAMER_MYSQL_EXTRA_ARGS (appended to the
 # server's arguments, so later options win, e.g. "--binlog-format=STATEMENT").
+#
+# Binlog files expire after a day (at a rotation or a restart), so tests and loads run for weeks
+# don't fill the disk; a streamer stopped longer than that is told its start file was purged.
+# make bench purges the binlog after each run (bench/binlogs.py).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="${STREAMER_MYSQL_DIR:-$ROOT/.local/mariadb}"
@@ -129,6 +133,7 @@ up() {
         --log-bin="$DIR/binlog/mysql-bin" --binlog-format=ROW --binlog-row-image=FULL \
         --binlog-row-metadata=FULL --log-slave-updates --max-allowed-packet=64M \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
+        --binlog-expire-logs-seconds=86400 \
         $EXTRA > "$DIR/mariadbd.out" 2>&1 < /dev/null &
     local pid=$!
     local deadline=$((SECONDS + TIMEOUT_S))

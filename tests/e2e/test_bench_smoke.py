@@ -10,7 +10,8 @@ import re
 import subprocess
 import sys
 
-from bench import env
+from bench import binlogs, env
+from tests import support
 
 SHAPE_ROWS = 20000  # bench.shapes: quick bulk
 
@@ -18,6 +19,14 @@ SHAPE_ROWS = 20000  # bench.shapes: quick bulk
 def _run(*args: str, environ=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=env.ROOT, capture_output=True, text=True,
                           timeout=300, env=environ)
+
+
+def _binlog_files():
+    conn = support.admin()
+    try:
+        return [row[0] for row in support.sql(conn, "SHOW BINARY LOGS")], binlogs.binlog_dir(conn)
+    finally:
+        conn.close()
 
 
 def _committed_results_state():
@@ -57,6 +66,13 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     assert 0 <= rec["cpu_steal_pct"] <= 100  # recorded with each run, to explain noisy ones
     assert "e2e/bare" in done.stdout and " bulk " in done.stdout
     assert _committed_results_state() == committed_before
+    # The run's binlog went after it: one fresh file is left, the one the report names.
+    purged = re.search(r"bench: purged (\d+) binlog files \((\d+\.\d\d) GB\), everything "
+                       r"written up to the end of this run; (\S+) is the newest", done.stdout)
+    assert purged, done.stdout[-2000:]
+    files, where = _binlog_files()
+    assert int(purged[1]) >= 1 and files[0] == purged[3]
+    assert os.path.isfile(os.path.join(where, files[0]))
 
 
 def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
@@ -65,11 +81,18 @@ def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
     if os.path.exists(pyc):
         os.remove(pyc)
 
+    conn = support.admin()
+    support.sql(conn, "FLUSH BINARY LOGS")  # at least two files, for --keep-binlogs to keep
+    conn.close()
+    files_before, _ = _binlog_files()
+
     done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-live", "--no-txn",
-                "--python", sys.executable, "--results", str(out_file),
+                "--keep-binlogs", "--python", sys.executable, "--results", str(out_file),
                 environ=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
 
     assert done.returncode == 0, done.stdout + done.stderr
+    files_after, _ = _binlog_files()
+    assert "purged" not in done.stdout and files_after[:len(files_before)] == files_before
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
     assert [rec["shape"] for rec in lines] == ["startup"]
     rec = lines[0]

@@ -1,0 +1,111 @@
+"""The binlog the bench writes: room for it before a run, and its files purged after one.
+
+Every backlog and live load goes through the local MariaDB's binlog, and nothing else removes it:
+the local server expires files after a day (deploy/local/mariadb.sh), and a day of benchmarking
+wrote 75 GB, which filled the disk. So the suite checks for room first, and after the run purges
+every binlog file but a fresh one (``--keep-binlogs`` keeps them).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple
+
+import pymysql
+
+GB = 1 << 30
+
+# Free space asked of the binlog's disk before a run: a full `make bench` wrote ~BENCH_GB of
+# binlog (its backlogs, warm-ups and live loads), a quick one ~QUICK_GB; twice that, for the
+# broker's copy of the same rows and the room a filled disk leaves nobody.
+FULL_NEED_GB = 10.0
+QUICK_NEED_GB = 1.0
+
+
+def need_bytes(quick: bool) -> int:
+    return int((QUICK_NEED_GB if quick else FULL_NEED_GB) * GB)
+
+
+def free_bytes(path: str) -> Optional[int]:
+    """Bytes an unprivileged writer may still use on path's filesystem; None if not found here."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def binlog_dir(conn: Any) -> Optional[str]:
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@log_bin_basename")
+        row = cur.fetchone()
+    return os.path.dirname(row[0]) if row and row[0] else None
+
+
+def room_error(path: Optional[str], free: Optional[int], need: int) -> Optional[str]:
+    """The refusal for a disk without room for a run, or None when there is room or no reading."""
+    if path is None or free is None or free >= need:
+        return None
+    return (f"only {free / GB:.1f} GB free on the disk holding the binlog ({path}); this run "
+            f"needs ~{need / GB:.0f} GB for its backlogs and loads. Free some space (purging old "
+            f"binlog files: PURGE BINARY LOGS TO the newest), or run with --quick")
+
+
+def check_room(conn: Any, quick: bool) -> Optional[str]:
+    path = binlog_dir(conn)
+    return room_error(path, free_bytes(path) if path else None, need_bytes(quick))
+
+
+def _files(conn: Any) -> List[Tuple[str, int]]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [(row[0], int(row[1])) for row in cur.fetchall()]
+
+
+@dataclass
+class Purged:
+    files: int
+    bytes: int
+    kept: str
+    error: Optional[str] = None
+
+    def describe(self) -> str:
+        done = f"purged {self.files} binlog files ({self.bytes / GB:.2f} GB)"
+        if self.error:
+            return (f"bench: {done}, not all of them: {self.error}. Purge the rest with "
+                    f"PURGE BINARY LOGS TO '{self.kept}' once nothing reads them")
+        return (f"bench: {done}, everything written up to the end of this run; {self.kept} is "
+                f"the newest (--keep-binlogs keeps them)")
+
+
+def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0) -> Purged:
+    """Rotate to a fresh binlog file and purge every older one.
+
+    The server keeps, without an error, a file a connected replica is still on, and every file
+    after it. A reader that has just exited may hold one for a second or so, until its dump thread
+    notices, so a purge that left files is tried again ``attempts`` times; what stays after that
+    is named in ``error``."""
+    before = _files(conn)
+    error: Optional[str] = None
+    with conn.cursor() as cur:
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW MASTER STATUS")
+        kept = cur.fetchone()[0]
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(pause_s)
+            try:
+                cur.execute("PURGE BINARY LOGS TO %s", (kept,))
+            except pymysql.err.MySQLError as exc:
+                error = str(exc)
+                break
+            left = [name for name, _ in _files(conn) if name != kept]
+            if not left:
+                break
+    left = [name for name, _ in _files(conn) if name != kept]
+    if left and error is None:
+        error = (f"{left[0]} .. {left[-1]} stay, as a connected reader is still on "
+                 f"{left[0]}")
+    gone = [(name, size) for name, size in before if name not in left and name != kept]
+    return Purged(len(gone), sum(size for _, size in gone), kept, error)

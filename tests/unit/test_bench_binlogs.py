@@ -1,0 +1,39 @@
+"""The bench's room check before a run and its report of the binlog it purged after one."""
+from bench import binlogs
+
+GB = binlogs.GB
+
+
+def test_a_disk_with_less_free_than_the_run_needs_is_refused_with_the_fix():
+    msg = binlogs.room_error("/var/lib/mysql-binlog", int(0.9 * GB), 10 * GB)
+    assert "only 0.9 GB free" in msg and "/var/lib/mysql-binlog" in msg and "~10 GB" in msg
+    assert "PURGE BINARY LOGS" in msg and "--quick" in msg
+
+
+def test_room_enough_or_nothing_to_read_is_no_refusal():
+    assert binlogs.room_error("/b", 10 * GB, 10 * GB) is None
+    assert binlogs.room_error(None, None, 10 * GB) is None  # a server whose binlog isn't here
+    assert binlogs.room_error("/b", None, 10 * GB) is None
+
+
+def test_a_quick_run_needs_less_room_than_a_full_one():
+    assert 0 < binlogs.need_bytes(True) < binlogs.need_bytes(False)
+
+
+def test_free_bytes_reads_the_filesystem_and_none_for_a_missing_path(tmp_path):
+    assert binlogs.free_bytes(str(tmp_path)) > 0
+    assert binlogs.free_bytes(str(tmp_path / "missing")) is None
+
+
+def test_the_purge_report_names_the_files_the_bytes_and_how_to_keep_them():
+    done = binlogs.Purged(files=7, bytes=3 * GB, kept="mysql-bin.000042").describe()
+    assert "purged 7 binlog files (3.00 GB)" in done and "mysql-bin.000042 is the newest" in done
+    assert "--keep-binlogs" in done
+
+
+def test_a_purge_that_left_files_says_which_and_how_to_finish_it():
+    left = binlogs.Purged(files=2, bytes=GB, kept="mysql-bin.000009",
+                          error="mysql-bin.000005 .. mysql-bin.000008 stay").describe()
+    assert "purged 2 binlog files" in left and "not all of them" in left
+    assert "mysql-bin.000005 .. mysql-bin.000008 stay" in left
+    assert "PURGE BINARY LOGS TO 'mysql-bin.000009'" in left
