@@ -5,7 +5,8 @@ bare python-mysql-replication read of that binlog range and the streamer's catch
 timed. Then the live loads run once per interpreter: sysbench oltp_insert at a fixed rate, and
 each shape's own rows at a share of the warm catch-up rate just measured (bench/loaded.py). One
 JSON line per (interpreter, shape) is appended (medians over the repeats) and the tables are
-printed.
+printed. A run needs room on the binlog's disk first, and ends by rotating the local server's
+binlog and purging every older file (--keep-binlogs keeps them; bench/binlogs.py).
 """
 from __future__ import annotations
 
