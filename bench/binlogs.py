@@ -15,6 +15,8 @@ from typing import Any, List, Optional, Tuple
 
 import pymysql
 
+from . import env
+
 GB = 1 << 30
 
 # Free space asked of the binlog's disk before a run. A full `make bench` wrote 1.1 GB of binlog
@@ -92,8 +94,7 @@ def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0) -> Purged:
     error: Optional[str] = None
     with conn.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")
-        cur.execute("SHOW MASTER STATUS")
-        kept = cur.fetchone()[0]
+        kept = env.master_pos(conn)[0]
         for attempt in range(attempts):
             if attempt:
                 time.sleep(pause_s)
