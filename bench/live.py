@@ -4,6 +4,13 @@ A loader thread inserts heartbeat rows at a fixed rate alongside sysbench. Each 
 server's clock at the write, in µs (UNIX_TIMESTAMP(NOW(6))); a read_committed consumer compares
 it with the wall clock when the row becomes visible in Kafka (same host, same clock). Rows written
 during the first ``warmup_s`` seconds count only towards the cold figures.
+
+The loader also notes when MariaDB acknowledged each row's INSERT (autocommit: executed, written
+to the binlog and committed). That splits a row's latency in two (``split_stats``): the source's
+part, from the server's stamp to the acknowledgement, which the streamer cannot start before; and
+the rest, from the acknowledgement to visible in Kafka, which holds the streamer's reading,
+publishing and Kafka commit. The acknowledgement is seen by a thread of the bench process, so a
+busy host makes the source's part an upper bound and the rest a lower bound.
 """
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from streamer.decode import Decoder, kafka_schema_source
 
@@ -87,13 +94,15 @@ def sysbench_tps(proc: subprocess.Popen) -> float:
 
 
 class Heartbeat(threading.Thread):
-    """Inserts one µs-stamped row at a fixed rate until stopped; counts what it wrote."""
+    """Inserts one µs-stamped row at a fixed rate until stopped; counts what it wrote, and keeps
+    the wall clock (µs) at which the server acknowledged each row, by the row's id."""
 
     def __init__(self, db: str, rate: float):
         super().__init__(daemon=True)
         self.db = db
         self.rate = rate
         self.written = 0
+        self.acked_us: Dict[int, float] = {}
         self.error: Optional[BaseException] = None
         self._halt = threading.Event()
 
@@ -105,6 +114,7 @@ class Heartbeat(threading.Thread):
                 with conn.cursor() as cur:
                     while not self._halt.is_set():
                         cur.execute(HEARTBEAT_INSERT)
+                        self.acked_us[cur.lastrowid] = time.time() * 1e6
                         self.written += 1
                         self._halt.wait(max(0.0, began + self.written / self.rate - time.monotonic()))
             finally:
@@ -134,6 +144,24 @@ def latency_stats(latencies_ms: List[float]) -> Dict[str, Any]:
     return {"p50_ms": percentile(latencies_ms, 50), "p99_ms": percentile(latencies_ms, 99),
             "max_ms": max(latencies_ms) if latencies_ms else None,
             "over_100ms_pct": round(100.0 * over / len(latencies_ms), 3) if latencies_ms else None}
+
+
+SPLIT_KEYS = ("source_p50_ms", "source_p99_ms", "after_source_p50_ms", "after_source_p99_ms")
+
+
+def split_stats(beats: List[Tuple[int, float, float]], acked_us: Dict[int, float]) -> Dict[str, Any]:
+    """The latency of heartbeats ``(id, stamped_us, visible_us)`` split at the server's
+    acknowledgement of each INSERT: the source's part (stamp -> acknowledged) and the rest
+    (acknowledged -> visible in Kafka), each as p50 and p99 in ms."""
+    source: List[float] = []
+    rest: List[float] = []
+    for row_id, stamped, visible in beats:
+        acked = acked_us.get(row_id)
+        if acked is not None:
+            source.append((acked - stamped) / 1000.0)
+            rest.append((visible - acked) / 1000.0)
+    return dict(zip(SPLIT_KEYS, (percentile(source, 50), percentile(source, 99),
+                                 percentile(rest, 50), percentile(rest, 99))))
 
 
 def wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: str) -> None:
@@ -170,6 +198,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
     decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
     cold: List[float] = []
     warm: List[float] = []
+    warm_beats: List[Tuple[int, float, float]] = []
     try:
         bench.prepare()
         with Watcher(f"{ns}.{db}.") as watcher, \
@@ -193,12 +222,14 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                     if msg.topic() != topic:
                         rows += 1
                         continue
-                    ts_us = decoder.decode(msg.value())["after"]["ts_us"]
+                    row = decoder.decode(msg.value())["after"]
+                    ts_us = row["ts_us"]
                     if ts_us >= began_us:
                         rows += 1
                         cold.append((seen_us - ts_us) / 1000.0)
                         if ts_us >= warm_from_us:
                             warm.append(cold[-1])
+                            warm_beats.append((row["id"], ts_us, seen_us))
                 streamer.sample()
                 if written is None and load.poll() is not None:
                     written = beat.stop()
@@ -226,6 +257,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                            "busy_pct": steal.busy_pct,
                            **used}
     out.update(latency_stats(warm))
+    out.update(split_stats(warm_beats, beat.acked_us))
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}

@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .live import (HEARTBEAT_DDL, Heartbeat, Sysbench, latency_stats, sysbench_tps,
-                   wait_until_streaming)
+from .live import (HEARTBEAT_DDL, SPLIT_KEYS, Heartbeat, Sysbench, latency_stats, split_stats,
+                   sysbench_tps, wait_until_streaming)
 from .proc import JVM_SERVERS, SERVER_NAMES, BenchError, CpuWindow, Streamer
 from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
@@ -54,7 +54,8 @@ def _setup(shape: Shape) -> str:
 
 def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, load: Any,
              seconds: int, warmup_s: float) -> Tuple[List[float], List[float], Dict[str, Any]]:
-    """Heartbeat latencies (cold, warm) while ``load`` runs, and what the load and host did."""
+    """Heartbeat latencies (cold, warm) while ``load`` runs, and what the load and host did
+    (with the warm latencies split at the source's acknowledgement)."""
     began_us = time.time() * 1e6
     warm_from_us = began_us + warmup_s * 1e6
     began = time.monotonic()
@@ -62,6 +63,7 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
     beat.start()
     cold: List[float] = []
     warm: List[float] = []
+    warm_beats: List[Tuple[int, float, float]] = []
     written: Optional[int] = None
     host: Optional[env.Steal] = None
     cpu: Optional[CpuWindow] = None
@@ -70,11 +72,13 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
         msgs = watcher.poll(0.05)
         seen_us = time.time() * 1e6
         for msg in msgs:
-            ts_us = decoder.decode(msg.value())["after"]["ts_us"]
+            row = decoder.decode(msg.value())["after"]
+            ts_us = row["ts_us"]
             if ts_us >= began_us:
                 cold.append((seen_us - ts_us) / 1000.0)
                 if ts_us >= warm_from_us:
                     warm.append(cold[-1])
+                    warm_beats.append((row["id"], ts_us, seen_us))
         streamer.sample()
         if host is None and seen_us >= warm_from_us:
             # The host's busy share, the streamer's and the servers' cores over the warm part only.
@@ -95,6 +99,8 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
         if written is not None and time.monotonic() > began + facts["load_s"] + 60:
             raise BenchError(f"only {len(cold)} of {written} heartbeats arrived within 60 s of the "
                              f"load's end (streamer log {streamer.log_path})")
+    # Heartbeats drain after the load's end; the writer stopped then, so its record is whole.
+    facts.update(split_stats(warm_beats, beat.acked_us))
     return cold, warm, facts
 
 
@@ -143,6 +149,7 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
            for name in ("streamer", *SERVER_NAMES) for what in ("cores", "runq")},
         **{f"{name}_jit_cores": facts.get(f"{name}_jit_cores") for name in JVM_SERVERS}}
     out.update(latency_stats(warm))
+    out.update({k: facts[k] for k in SPLIT_KEYS})
     cold_stats = latency_stats(cold)
     out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}

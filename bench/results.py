@@ -20,7 +20,8 @@ HIGHER_IS_BETTER = ("bare_rows_s", "bare_warm_rows_s", "e2e_rows_s", "catchup_ro
 LOWER_IS_BETTER = ("start_s", "rss_mb", "p50_ms", "p99_ms", "max_ms", "over_100ms_pct",
                    "cold_p99_ms", "cold_max_ms", "cpu_us_per_row",
                    "rss_growth_mb", "fresh_start_s", "restart_s", "streamer_cores",
-                   "cpu_ms_per_commit", "rdk_main_ms_per_commit", "commit_p50_ms", "commit_p99_ms")
+                   "cpu_ms_per_commit", "rdk_main_ms_per_commit", "commit_p50_ms", "commit_p99_ms",
+                   "after_source_p50_ms", "after_source_p99_ms")
 
 
 def run_header(quick: bool, repeat: int) -> Dict[str, Any]:

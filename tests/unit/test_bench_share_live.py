@@ -1,6 +1,6 @@
 """The bench's newer lines: the live load at a share of saturation (its rate, its group in
 bench-compare, its table) and the Kafka transaction timings (their table)."""
-from bench import compare, loaded, report
+from bench import compare, live, loaded, report
 from bench.shapes import SHAPES, LiveStatement
 
 
@@ -54,3 +54,22 @@ def test_txn_lines_get_their_own_table_and_stay_out_of_the_catchup_one():
     rows = text.split("Kafka transactions", 1)[1].splitlines()
     system = next(r for r in rows if r.strip().startswith("txn-system"))
     assert "2.0.2 librdkafka.so.1" in system and "2.03" in system
+
+
+def test_a_heartbeat_latency_splits_at_the_servers_acknowledgement_of_its_insert():
+    # (id, stamped, visible) in µs; the writer saw rows 1 and 2 acknowledged, row 3 not.
+    beats = [(1, 0.0, 30_000.0), (2, 1_000.0, 151_000.0), (3, 2_000.0, 9_000.0)]
+    split = live.split_stats(beats, {1: 10_000.0, 2: 121_000.0})
+    assert split == {"source_p50_ms": 10.0, "source_p99_ms": 120.0,
+                     "after_source_p50_ms": 20.0, "after_source_p99_ms": 30.0}
+    assert live.split_stats([], {}) == dict.fromkeys(live.SPLIT_KEYS)
+
+
+def test_the_share_table_shows_the_split_beside_the_whole_latency():
+    line = dict(_line("bulk-live", 0.5, 90000.0, 494.4), source_p50_ms=61.5, source_p99_ms=377.2,
+                after_source_p50_ms=12.3, after_source_p99_ms=88.8)
+    table = report.render([line]).split("live load at a share", 1)[1].splitlines()
+    assert all(name in table[1] for name in ("source p50", "source p99", "after p50", "after p99"))
+    row = table[3].split()
+    for value in ("61.5", "377.2", "12.3", "88.8", "494.4"):
+        assert value in row
