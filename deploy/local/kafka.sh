@@ -3,7 +3,8 @@
 #
 # State lives under .local/kafka (or $STREAMER_KAFKA_DIR): libs/ (jars, fetched once with mvn from
 # deploy/local/kafka-pom.xml), data/ (log.dirs, formatted once), server.properties, server.log.
-# Env: STREAMER_KAFKA_DIR, STREAMER_KAFKA_PORT (9092), STREAMER_KAFKA_CONTROLLER_PORT (9093).
+# Env: STREAMER_KAFKA_DIR, STREAMER_KAFKA_PORT (9092), STREAMER_KAFKA_CONTROLLER_PORT (9093),
+# STREAMER_KAFKA_LOG_ROLL_MB (50).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="${STREAMER_KAFKA_DIR:-$ROOT/.local/kafka}"
@@ -11,11 +12,18 @@ PORT="${STREAMER_KAFKA_PORT:-9092}"
 CPORT="${STREAMER_KAFKA_CONTROLLER_PORT:-9093}"
 PIDFILE="$DIR/kafka.pid"
 LOG="$DIR/server.log"
+# The broker logs at INFO for every topic and transaction coordinator change, and a day of tests
+# and benchmarks wrote 100 MB: the log rolls at this size and keeps two old files (server.log.1, .2).
+LOG_ROLL_MB=${STREAMER_KAFKA_LOG_ROLL_MB:-50}
 # Generous: a first start on a busy shared host took over a minute (the JVM starved of CPU).
 TIMEOUT_S=${STREAMER_KAFKA_START_TIMEOUT_S:-180}
 
 log() { echo "kafka: $*"; }
 die() { echo "kafka: $*" >&2; exit 1; }
+# The start must fit in one file, since the readiness check reads the newest: a start with ~600
+# partitions logged 4 MB.
+[[ "$LOG_ROLL_MB" =~ ^[0-9]+$ ]] && [ "$LOG_ROLL_MB" -ge 10 ] \
+    || die "STREAMER_KAFKA_LOG_ROLL_MB must be a whole number of MB, 10 or more, not '$LOG_ROLL_MB'"
 
 pid() {
     # The pid from the pid file, only if that process is still this directory's broker.
@@ -89,12 +97,18 @@ PROPS
     cat > "$DIR/server-log4j2.properties" <<PROPS
 rootLogger.level=INFO
 rootLogger.appenderRef.file.ref=FILE
-appender.file.type=File
+appender.file.type=RollingFile
 appender.file.name=FILE
 appender.file.fileName=$LOG
+appender.file.filePattern=$LOG.%i
 appender.file.append=true
 appender.file.layout.type=PatternLayout
 appender.file.layout.pattern=[%d] %p %m (%c)%n
+appender.file.policies.type=Policies
+appender.file.policies.size.type=SizeBasedTriggeringPolicy
+appender.file.policies.size.size=${LOG_ROLL_MB}MB
+appender.file.strategy.type=DefaultRolloverStrategy
+appender.file.strategy.max=2
 logger.state.name=state.change.logger
 logger.state.level=WARN
 PROPS
@@ -133,6 +147,8 @@ up() {
     echo "$jpid" > "$PIDFILE"
     local deadline=$((SECONDS + TIMEOUT_S))
     until tail -c "+$((offset + 1))" "$LOG" 2>/dev/null | grep -q "Kafka Server started" && port_open "$PORT"; do
+        # A log that rolled since the start holds only this start's lines: read it from the top.
+        if [ "$(stat -c %s "$LOG" 2>/dev/null || echo 0)" -lt "$offset" ]; then offset=0; fi
         if ! kill -0 "$jpid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
             echo "kafka: not ready within ${TIMEOUT_S} s (pid $jpid); log tail:" >&2
             tail -c "+$((offset + 1))" "$LOG" 2>/dev/null | tail -n 30 >&2 || true
