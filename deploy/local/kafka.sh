@@ -20,10 +20,6 @@ TIMEOUT_S=${STREAMER_KAFKA_START_TIMEOUT_S:-180}
 
 log() { echo "kafka: $*"; }
 die() { echo "kafka: $*" >&2; exit 1; }
-# The start must fit in one file, since the readiness check reads the newest: a start with ~600
-# partitions logged 4 MB.
-[[ "$LOG_ROLL_MB" =~ ^[0-9]+$ ]] && [ "$LOG_ROLL_MB" -ge 10 ] \
-    || die "STREAMER_KAFKA_LOG_ROLL_MB must be a whole number of MB, 10 or more, not '$LOG_ROLL_MB'"
 
 pid() {
     # The pid from the pid file, only if that process is still this directory's broker.
@@ -60,6 +56,10 @@ fetch() {
 }
 
 configure() {
+    # The start must fit in one file, since the readiness check reads the newest: a start with
+    # ~600 partitions logged 4 MB.
+    [[ "$LOG_ROLL_MB" =~ ^[0-9]+$ ]] && [ "$LOG_ROLL_MB" -ge 10 ] \
+        || die "STREAMER_KAFKA_LOG_ROLL_MB must be a whole number of MB, 10 or more, not '$LOG_ROLL_MB'"
     mkdir -p "$DIR/data"
     cat > "$DIR/server.properties.tmp" <<PROPS
 # Written by deploy/local/kafka.sh on every 'up'; edit the script, not this file.
