@@ -164,6 +164,38 @@ def split_stats(beats: List[Tuple[int, float, float]], acked_us: Dict[int, float
                                  percentile(rest, 50), percentile(rest, 99))))
 
 
+class Latencies:
+    """The heartbeats of one load as they become visible: every one stamped from ``began_us``
+    (cold), those from ``warm_from_us`` (warm), and the warm ones' (id, stamp, visible) for the
+    split at the source's acknowledgement."""
+
+    def __init__(self, began_us: float, warm_from_us: float):
+        self.began_us = began_us
+        self.warm_from_us = warm_from_us
+        self.cold: List[float] = []
+        self.warm: List[float] = []
+        self.warm_beats: List[Tuple[int, float, float]] = []
+
+    def add(self, row: Dict[str, Any], seen_us: float) -> bool:
+        """Counts a decoded heartbeat row first seen at ``seen_us``; False if stamped before."""
+        ts_us = row["ts_us"]
+        if ts_us < self.began_us:
+            return False
+        self.cold.append((seen_us - ts_us) / 1000.0)
+        if ts_us >= self.warm_from_us:
+            self.warm.append(self.cold[-1])
+            self.warm_beats.append((row["id"], ts_us, seen_us))
+        return True
+
+    def stats(self, acked_us: Dict[int, float]) -> Dict[str, Any]:
+        """The line's latency fields, given the writer's acknowledgements (once it has stopped)."""
+        out: Dict[str, Any] = {"heartbeats": len(self.cold), **latency_stats(self.warm),
+                               **split_stats(self.warm_beats, acked_us)}
+        cold = latency_stats(self.cold)
+        out.update({"cold_p99_ms": cold["p99_ms"], "cold_max_ms": cold["max_ms"]})
+        return out
+
+
 def wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: str) -> None:
     """Writes a heartbeat every 0.2 s until one is visible: the streamer is up, topics exist."""
     conn = env.admin(db)
@@ -196,16 +228,13 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
     cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
     topic = f"{ns}.{db}.heartbeat"
     decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
-    cold: List[float] = []
-    warm: List[float] = []
-    warm_beats: List[Tuple[int, float, float]] = []
     try:
         bench.prepare()
         with Watcher(f"{ns}.{db}.") as watcher, \
                 Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
             wait_until_streaming(watcher, streamer, db, topic)
             began_us = time.time() * 1e6
-            warm_from_us = began_us + warmup_s * 1e6
+            beats = Latencies(began_us, began_us + warmup_s * 1e6)
             began = time.monotonic()
             steal = env.Steal()
             cpu = CpuWindow({"streamer": streamer.proc.pid, **CpuWindow.servers()})
@@ -215,21 +244,15 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
             written: Optional[int] = None
             rows = 0
             drain_until = began + seconds + 60
-            while written is None or len(cold) < written:
+            while written is None or len(beats.cold) < written:
                 msgs = watcher.poll(0.05)
                 seen_us = time.time() * 1e6
                 for msg in msgs:
                     if msg.topic() != topic:
                         rows += 1
                         continue
-                    row = decoder.decode(msg.value())["after"]
-                    ts_us = row["ts_us"]
-                    if ts_us >= began_us:
+                    if beats.add(decoder.decode(msg.value())["after"], seen_us):
                         rows += 1
-                        cold.append((seen_us - ts_us) / 1000.0)
-                        if ts_us >= warm_from_us:
-                            warm.append(cold[-1])
-                            warm_beats.append((row["id"], ts_us, seen_us))
                 streamer.sample()
                 if written is None and load.poll() is not None:
                     written = beat.stop()
@@ -239,7 +262,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
                     load_tps = sysbench_tps(load)
                     rows_s = rows / loaded_s
                 if time.monotonic() > drain_until:
-                    raise BenchError(f"only {len(cold)} of {written} heartbeats arrived "
+                    raise BenchError(f"only {len(beats.cold)} of {written} heartbeats arrived "
                                      f"(streamer log {streamer.log_path})")
             streamer.stop()
             rss = streamer.rss_mb
@@ -252,12 +275,9 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
         conn.close()
     out: Dict[str, Any] = {"rows": rows, "seconds": seconds, "warmup_s": warmup_s,
                            "offered_rows_s": rate + heartbeat_rate, "sysbench_tps": load_tps,
-                           "rows_s": round(rows_s, 1), "heartbeats": len(cold),
+                           "rows_s": round(rows_s, 1),
                            "rss_mb": round(rss, 1), "cpu_steal_pct": steal.pct,
                            "busy_pct": steal.busy_pct,
                            **used}
-    out.update(latency_stats(warm))
-    out.update(split_stats(warm_beats, beat.acked_us))
-    cold_stats = latency_stats(cold)
-    out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})
+    out.update(beats.stats(beat.acked_us))
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from streamer.decode import Decoder, kafka_schema_source
 
 from . import env
-from .live import (HEARTBEAT_DDL, SPLIT_KEYS, Heartbeat, Sysbench, latency_stats, split_stats,
-                   sysbench_tps, wait_until_streaming)
+from .live import HEARTBEAT_DDL, Heartbeat, Latencies, Sysbench, sysbench_tps, wait_until_streaming
 from .proc import JVM_SERVERS, SERVER_NAMES, BenchError, CpuWindow, Streamer
 from .shapes import LiveStatement, Shape, drop
 from .watch import Watcher, delete_namespace
@@ -53,32 +52,23 @@ def _setup(shape: Shape) -> str:
 
 
 def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, load: Any,
-             seconds: int, warmup_s: float) -> Tuple[List[float], List[float], Dict[str, Any]]:
-    """Heartbeat latencies (cold, warm) while ``load`` runs, and what the load and host did
-    (with the warm latencies split at the source's acknowledgement)."""
+             seconds: int, warmup_s: float) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The heartbeats' latency fields while ``load`` runs, and what the load and host did."""
     began_us = time.time() * 1e6
     warm_from_us = began_us + warmup_s * 1e6
+    beats = Latencies(began_us, warm_from_us)
     began = time.monotonic()
     beat = Heartbeat(db, 50.0)
     beat.start()
-    cold: List[float] = []
-    warm: List[float] = []
-    warm_beats: List[Tuple[int, float, float]] = []
     written: Optional[int] = None
     host: Optional[env.Steal] = None
     cpu: Optional[CpuWindow] = None
     facts: Dict[str, Any] = {}
-    while written is None or len(cold) < written:
+    while written is None or len(beats.cold) < written:
         msgs = watcher.poll(0.05)
         seen_us = time.time() * 1e6
         for msg in msgs:
-            row = decoder.decode(msg.value())["after"]
-            ts_us = row["ts_us"]
-            if ts_us >= began_us:
-                cold.append((seen_us - ts_us) / 1000.0)
-                if ts_us >= warm_from_us:
-                    warm.append(cold[-1])
-                    warm_beats.append((row["id"], ts_us, seen_us))
+            beats.add(decoder.decode(msg.value())["after"], seen_us)
         streamer.sample()
         if host is None and seen_us >= warm_from_us:
             # The host's busy share, the streamer's and the servers' cores over the warm part only.
@@ -97,11 +87,10 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
         if written is None and time.monotonic() > began + seconds + 60:
             raise BenchError(f"sysbench ran {seconds + 60}s past its --time={seconds}")
         if written is not None and time.monotonic() > began + facts["load_s"] + 60:
-            raise BenchError(f"only {len(cold)} of {written} heartbeats arrived within 60 s of the "
+            raise BenchError(f"only {len(beats.cold)} of {written} heartbeats arrived within 60 s of the "
                              f"load's end (streamer log {streamer.log_path})")
     # Heartbeats drain after the load's end; the writer stopped then, so its record is whole.
-    facts.update(split_stats(warm_beats, beat.acked_us))
-    return cold, warm, facts
+    return beats.stats(beat.acked_us), facts
 
 
 def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share: float,
@@ -124,8 +113,7 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
             wait_until_streaming(watcher, streamer, db, topic)
             decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
             running = load.start(rate, seconds)
-            cold, warm, facts = _measure(watcher, streamer, decoder, db, running, seconds,
-                                         warmup_s)
+            latency, facts = _measure(watcher, streamer, decoder, db, running, seconds, warmup_s)
             streamer.stop()
             rss = streamer.rss_mb
     finally:
@@ -142,14 +130,11 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
         "seconds": seconds, "warmup_s": warmup_s, "saturation_rows_s": saturation_rows_s,
         "saturation_share": share, "rows_per_event": stmt.rows,
         "offered_rows_s": offered, "rows_s": round(through, 1),
-        "load_held": facts["sysbench_tps"] >= HELD * rate, "heartbeats": len(cold),
+        "load_held": facts["sysbench_tps"] >= HELD * rate,
         "busy_pct": facts.get("busy_pct"), "cpu_steal_pct": facts.get("cpu_steal_pct"),
         "rss_mb": round(rss, 1),
         **{f"{name}_{what}": facts.get(f"{name}_{what}")
            for name in ("streamer", *SERVER_NAMES) for what in ("cores", "runq")},
         **{f"{name}_jit_cores": facts.get(f"{name}_jit_cores") for name in JVM_SERVERS}}
-    out.update(latency_stats(warm))
-    out.update({k: facts[k] for k in SPLIT_KEYS})
-    cold_stats = latency_stats(cold)
-    out.update({"cold_p99_ms": cold_stats["p99_ms"], "cold_max_ms": cold_stats["max_ms"]})
+    out.update(latency)
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}

@@ -73,3 +73,13 @@ def test_the_share_table_shows_the_split_beside_the_whole_latency():
     row = table[3].split()
     for value in ("61.5", "377.2", "12.3", "88.8", "494.4"):
         assert value in row
+
+
+def test_heartbeats_stamped_before_the_load_are_left_out_and_the_warm_ones_split():
+    beats = live.Latencies(began_us=1_000_000.0, warm_from_us=2_000_000.0)
+    assert not beats.add({"id": 1, "ts_us": 999_000.0}, 1_010_000.0)  # before the load
+    assert beats.add({"id": 2, "ts_us": 1_500_000.0}, 1_540_000.0)  # cold only: 40 ms
+    assert beats.add({"id": 3, "ts_us": 2_000_000.0}, 2_030_000.0)  # warm: 30 ms
+    stats = beats.stats({3: 2_010_000.0})
+    assert (stats["heartbeats"], stats["p50_ms"], stats["cold_max_ms"]) == (2, 30.0, 40.0)
+    assert (stats["source_p50_ms"], stats["after_source_p50_ms"]) == (10.0, 20.0)
