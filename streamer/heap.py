@@ -66,6 +66,7 @@ class OldGenerationLimit:
         self.limit = floor
         self.collecting = False
         self.collections = 0  # major collections completed since this limit was made
+        self.live_after = 0  # old generation left by the last of them
         self._majors_seen = _Majors.count
 
     @property
@@ -83,10 +84,11 @@ class OldGenerationLimit:
             self.collections += _Majors.count - self._majors_seen
             self._majors_seen = _Majors.count
             self.collecting = False
-            self.limit = max(self.floor, int(_Majors.live_after * GROWTH))
+            self.live_after = _Majors.live_after
+            self.limit = max(self.floor, int(self.live_after * GROWTH))
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("major GC %d done: old generation %d bytes, next at %d",
-                          self.collections, _Majors.live_after, self.limit)
+                          self.collections, self.live_after, self.limit)
         if not self.collecting:
             if self.old_generation() < self.limit:
                 return
