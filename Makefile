@@ -7,7 +7,7 @@ VENV_CPY := .venv-cpy
 CONFIG ?= .local/streamer.yaml
 PYTEST_ARGS ?=
 
-.PHONY: help deps venv up down config run demo-load test test-pypy test-cpython unit lint bench bench-compare clean \
+.PHONY: help deps venv up down config run demo-load test test-pypy test-cpython unit lint bench bench-compare bench-targets clean \
 	constraints ffi build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
 
 help:
@@ -79,6 +79,11 @@ bench: venv up
 bench-compare: venv
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make bench-compare A=<commit|file> B=<commit|file>" >&2; exit 2; }
 	$(VENV_CPY)/bin/python -m bench.compare $(A) $(B)
+
+# The targets judged on the medians of the results of one or more commits (C="A B"; default:
+# the newest commit in bench/results.jsonl). make bench prints the same table for its own run.
+bench-targets: venv
+	$(VENV_CPY)/bin/python -m bench.targets $(C)
 
 # Releases and deploys (deploy/Jenkinsfile calls only these; README.md, "Deploying"). A release is
 # STREAMER_PREFIX/releases/VERSION, built with the PyPy venv's pins in deploy/constraints-pypy.txt.

@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 
 import pymysql
 
-from . import binlogs, catchup, env, live, loaded, report, results, startup
+from . import binlogs, catchup, env, live, loaded, report, results, startup, targets
 from .proc import JIT_THREADS, BenchError, run_json, server_pids, threads_cpu_seconds
 from .shapes import SHAPES, Backlog, drop, load_backlog
 from .watch import delete_namespace
@@ -309,6 +309,8 @@ def _measure(args: argparse.Namespace) -> int:
     results.append(args.results, lines)
     print()
     print(report.render(lines))
+    print()
+    print(targets.render(lines))
     print(f"\nappended {len(lines)} lines to {args.results} (commit {header['commit'][:12]}"
           f"{', dirty' if header['dirty'] else ''})")
     return 0

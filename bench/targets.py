@@ -1,0 +1,166 @@
+"""``python -m bench.targets [COMMIT|FILE ...]``: the performance targets, judged on result lines.
+
+The targets are the project's (docs/benchmarks.md): under PyPy, end to end at least 0.6 of the
+bare read on the bulk and OLTP shapes and at least 70k rows/s on bulk (start-up included); PyPy at
+least 3x CPython, cold and warm, on every shape; at half of saturation, p50 at most 20 ms and p99
+at most 100 ms; peak RSS at most 300 MB, and flat over the 1M-row `long` shape.
+
+Each target is judged on the median over the lines of its group (bench.compare's groups), so a
+commit measured by several `make bench` runs is judged on all of them, and the table says how
+many lines each median took. A load at a share of saturation that sysbench could not hold
+measured the machine, not the streamer: such lines are left out and counted. Quick runs (other
+row counts) are left out unless there is nothing else. `make bench` prints this table for its
+own lines; without arguments this judges the newest commit in bench/results.jsonl.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from . import env, results
+from .compare import group_of, select
+from .report import _num, _table
+
+# "Flat": the second half of the 1M-row run grew RSS by at most this share of its peak.
+FLAT_SHARE = 0.05
+HALF = 0.5
+SHAPES = ("bulk", "long", "oltp", "wide")
+LIVE_SHAPES = ("bulk", "oltp")
+
+
+class Target(NamedTuple):
+    name: str
+    group: Tuple[str, str]  # (bench.compare group, interpreter)
+    key: str
+    at_least: bool  # the median must be >= bound (else <=)
+    bound: float
+    digits: int
+
+
+def _targets() -> List[Target]:
+    out = [Target(f"PyPy e2e / bare, {s}", (s, "pypy"), "ratio", True, 0.6, 2) for s in ("bulk", "oltp")]
+    out.append(Target("PyPy bulk e2e rows/s (start-up included)", ("bulk", "pypy"), "e2e_rows_s",
+                      True, 70000.0, 0))
+    for key, when in (("pypy_over_cpython", "cold"), ("pypy_over_cpython_warm", "warm")):
+        out += [Target(f"PyPy / CPython {when}, {s}", (s, "pypy"), key, True, 3.0, 2) for s in SHAPES]
+    for s in LIVE_SHAPES:
+        group = (f"{s}-live@{HALF:g}sat", "pypy")
+        out.append(Target(f"PyPy p50 ms at half of saturation, {s}", group, "p50_ms", False, 20.0, 1))
+        out.append(Target(f"PyPy p99 ms at half of saturation, {s}", group, "p99_ms", False, 100.0, 1))
+    return out
+
+
+TARGETS = _targets()
+
+
+def _chosen(lines: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], bool]:
+    """Full-run lines, or the quick ones when there are no others (then grouped as if full)."""
+    full = [r for r in lines if not r.get("quick")]
+    if full:
+        return full, False
+    return [dict(r, quick=False) for r in lines], bool(lines)
+
+
+def judge(lines: List[Dict[str, Any]]) -> Tuple[List[List[str]], int, bool]:
+    """The table's rows, how many targets were missed, and whether only quick lines were judged."""
+    lines, quick = _chosen(lines)
+    groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    unheld: Dict[Tuple[str, str], int] = {}
+    for rec in lines:
+        group = group_of(rec)
+        if "saturation_share" in rec and not rec.get("load_held"):
+            unheld[group] = unheld.get(group, 0) + 1
+            continue
+        groups.setdefault(group, []).append(rec)
+    rows: List[List[str]] = []
+    missed = 0
+    for t in TARGETS:
+        recs = _having(groups.get(t.group, []), t.key)
+        notes = []
+        busy = _having(recs, "busy_pct")
+        if busy:
+            # What decides a loaded line's latency on shared cores (docs/benchmarks.md).
+            notes.append(f"host {statistics.median(r['busy_pct'] for r in busy):.0f} % busy")
+        if t.group in unheld:
+            notes.append(f"{unheld[t.group]} not held, left out")
+        note = "; ".join(notes)
+        value = statistics.median(r[t.key] for r in recs) if recs else None
+        missed += _row(rows, t.name, recs, value, t.at_least, t.bound, t.digits, note)
+    recs = _having(lines, "rss_mb")
+    missed += _row(rows, "peak RSS MB, every line", recs, max(r["rss_mb"] for r in recs) if recs else None,
+                   False, 300.0, 0, "the highest line")
+    for interp in ("pypy", "cpython"):
+        recs = _having(_having(groups.get(("long", interp), []), "rss_growth_mb"), "rss_mb")
+        bound = FLAT_SHARE * statistics.median(r["rss_mb"] for r in recs) if recs else 0.0
+        value = statistics.median(r["rss_growth_mb"] for r in recs) if recs else None
+        missed += _row(rows, f"{interp} RSS growth MB, 2nd half of 1M rows", recs, value, False, bound,
+                       1, f"{FLAT_SHARE:.0%} of its median peak")
+    return rows, missed, quick
+
+
+def _having(recs: List[Dict[str, Any]], key: str) -> List[Dict[str, Any]]:
+    return [r for r in recs if isinstance(r.get(key), (int, float)) and not isinstance(r[key], bool)]
+
+
+def _row(rows: List[List[str]], name: str, recs: List[Dict[str, Any]], value: Optional[float],
+         at_least: bool, bound: float, digits: int, note: str) -> int:
+    """Appends one target's row; 1 if it was missed. ``runs``: the runs behind the lines (a
+    catch-up line is already the median of its run's repeats)."""
+    if value is None:
+        met = "-"
+    else:
+        met = "yes" if (value >= bound if at_least else value <= bound) else "NO"
+    sign = ">=" if at_least else "<="
+    runs = sum(int(r.get("repeat") or 1) for r in recs)
+    rows.append([name, str(len(recs)), str(runs), _num(value, digits), f"{sign} {_num(bound, digits)}",
+                 met, note])
+    return met == "NO"
+
+
+def render(lines: List[Dict[str, Any]]) -> str:
+    rows, missed, quick = judge(lines)
+    head = ("targets (medians over each group's lines; '-' = not measured"
+            + ("; QUICK lines only: smaller backlogs and shorter loads than the targets assume" if quick else "")
+            + f"): {missed} missed")
+    return head + "\n" + _table(["target", "lines", "runs", "median", "bound", "met", ""], rows)
+
+
+def _newest(results_path: str) -> str:
+    """The commit of the results file's last line, which a run appends."""
+    try:
+        recorded = results.load(results_path)
+    except OSError as exc:
+        raise ValueError(f"cannot read {results_path} ({exc.strerror}); run 'make bench' first, "
+                         f"or name a results file") from None
+    if not recorded:
+        raise ValueError(f"{results_path} has no results yet; run 'make bench' first")
+    return str(recorded[-1]["commit"])
+
+
+def main(argv: List[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.targets", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sides", nargs="*",
+                   help="commits or results files, judged together (default: the results file's "
+                   "newest commit)")
+    p.add_argument("--results", default=env.RESULTS, help="where commits are looked up")
+    args = p.parse_args(argv)
+    lines: List[Dict[str, Any]] = []
+    labels = []
+    try:
+        for side in args.sides or [_newest(args.results)]:
+            label, chosen = select(side, args.results)
+            labels.append(f"{label} ({len(chosen)} lines)")
+            lines += chosen
+    except ValueError as exc:
+        print(f"bench.targets: {exc}", file=sys.stderr)
+        return 2
+    print(", ".join(labels))
+    print(render(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""bench.targets: each target judged on the median of its group's lines."""
+import json
+
+from bench import targets
+
+
+def _catchup(shape, interp, **kw):
+    rec = {"shape": shape, "interpreter": interp, "quick": False, "repeat": 3, "ratio": 0.9,
+           "e2e_rows_s": 90000.0, "rss_mb": 120.0, "rss_growth_mb": 1.0}
+    if interp == "pypy":
+        rec.update(pypy_over_cpython=3.5, pypy_over_cpython_warm=5.0)
+    rec.update(kw)
+    return rec
+
+
+def _share(shape, p50, p99, held=True, **kw):
+    rec = {"shape": f"{shape}-live", "interpreter": "pypy", "quick": False, "repeat": 1,
+           "saturation_share": 0.5, "load_held": held, "p50_ms": p50, "p99_ms": p99,
+           "busy_pct": 50.0, "rss_mb": 125.0}
+    rec.update(kw)
+    return rec
+
+
+def _all_met():
+    lines = [_catchup(s, i) for s in targets.SHAPES for i in ("pypy", "cpython")]
+    return lines + [_share(s, 10.0, 60.0) for s in targets.LIVE_SHAPES]
+
+
+def _by_name(rows):
+    return {row[0]: row for row in rows}
+
+
+def test_lines_that_meet_every_target_miss_none():
+    rows, missed, quick = targets.judge(_all_met())
+    assert missed == 0 and not quick
+    assert len(rows) == len(targets.TARGETS) + 3  # peak RSS, and flat RSS per interpreter
+    assert {row[5] for row in rows} == {"yes"}
+
+
+def test_a_target_is_judged_on_the_median_of_its_lines():
+    lines = _all_met() + [_share("bulk", 30.0, 150.0), _share("bulk", 25.0, 140.0)]
+    rows, missed, _ = targets.judge(lines)
+    p99 = _by_name(rows)["PyPy p99 ms at half of saturation, bulk"]
+    assert p99[1:6] == ["3", "3", "140.0", "<= 100.0", "NO"]
+    p50 = _by_name(rows)["PyPy p50 ms at half of saturation, bulk"]
+    assert p50[3] == "25.0" and p50[5] == "NO"
+    assert missed == 2
+
+
+def test_a_load_sysbench_could_not_hold_is_left_out_and_said():
+    lines = _all_met() + [_share("bulk", 900.0, 3000.0, held=False)]
+    rows, missed, _ = targets.judge(lines)
+    p99 = _by_name(rows)["PyPy p99 ms at half of saturation, bulk"]
+    assert missed == 0 and p99[3] == "60.0"
+    assert "1 not held, left out" in p99[6] and "host 50 % busy" in p99[6]
+
+
+def test_a_slow_bulk_catch_up_and_a_low_speedup_are_misses():
+    lines = [r for r in _all_met() if not (r["shape"] == "bulk" and r["interpreter"] == "pypy")]
+    lines.append(_catchup("bulk", "pypy", e2e_rows_s=51800.0, pypy_over_cpython=2.9))
+    rows, missed, _ = targets.judge(lines)
+    named = _by_name(rows)
+    assert named["PyPy bulk e2e rows/s (start-up included)"][3:6] == ["51.8k", ">= 70.0k", "NO"]
+    assert named["PyPy / CPython cold, bulk"][5] == "NO"
+    assert named["PyPy / CPython warm, bulk"][5] == "yes"
+    assert missed == 2
+
+
+def test_rss_past_the_peak_or_growing_over_the_long_run_is_a_miss():
+    lines = [r for r in _all_met() if r["shape"] != "long"]
+    lines += [_catchup("long", "pypy", rss_mb=310.0, rss_growth_mb=40.0), _catchup("long", "cpython")]
+    rows, missed, _ = targets.judge(lines)
+    named = _by_name(rows)
+    assert named["peak RSS MB, every line"][3:6] == ["310", "<= 300", "NO"]
+    assert named["pypy RSS growth MB, 2nd half of 1M rows"][3:6] == ["40.0", "<= 15.5", "NO"]
+    assert named["cpython RSS growth MB, 2nd half of 1M rows"][5] == "yes"
+    assert missed == 2
+
+
+def test_what_was_not_measured_is_shown_and_not_counted_as_missed():
+    rows, missed, _ = targets.judge([_catchup("bulk", "pypy")])
+    named = _by_name(rows)
+    assert missed == 0
+    assert named["PyPy p99 ms at half of saturation, bulk"][1:6] == ["0", "0", "-", "<= 100.0", "-"]
+    assert named["PyPy bulk e2e rows/s (start-up included)"][5] == "yes"
+
+
+def test_quick_lines_count_only_when_there_is_nothing_else():
+    slow_quick = dict(_catchup("bulk", "pypy", e2e_rows_s=1000.0), quick=True)
+    rows, missed, quick = targets.judge(_all_met() + [slow_quick])
+    assert missed == 0 and not quick
+    rows, missed, quick = targets.judge([slow_quick])
+    assert quick and _by_name(rows)["PyPy bulk e2e rows/s (start-up included)"][5] == "NO"
+    assert "QUICK" in targets.render([slow_quick])
+
+
+def test_the_command_judges_a_results_file_and_refuses_an_unknown_commit(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(dict(r, commit="ab" * 20)) + "\n" for r in _all_met()))
+    assert targets.main([str(path)]) == 0
+    assert "0 missed" in capsys.readouterr().out
+    assert targets.main(["--results", str(path)]) == 0  # the newest commit in it
+    assert f"{'ab' * 6} ({len(_all_met())} lines)" in capsys.readouterr().out
+    assert targets.main(["--results", str(path), "cdcdcdcd"]) == 2
+    assert "no results for 'cdcdcdcd'" in capsys.readouterr().err
