@@ -58,6 +58,9 @@ def group_of(rec: Dict[str, Any]) -> Group:
         # Offered at a share of that run's own catch-up rate: the rate moves with the host and
         # the code, the experiment does not.
         shape += f"@{share:g}sat"
+        if rec.get("source_engine", "innodb") != "innodb":
+            # The source's rows stored nowhere: its storage CPU is off the shared cores.
+            shape += f"/{rec['source_engine']}"
     elif isinstance(offered, (int, float)):
         # A live run at another offered rate is another experiment: its latency is not a sample
         # of the same distribution (e.g. 550 rows/s, the suite's default, against 12k).

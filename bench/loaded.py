@@ -12,6 +12,12 @@ would take CPU from the streamer and the servers, which a real consumer on anoth
 not. The rows offered are sysbench's events times the statement's rows; a load that sysbench
 could not hold (below 97 % of the offered events) is reported as such (``load_held``), and then
 says what the machine can offer, not how the streamer behaves at that share.
+
+The source's storage engine is InnoDB unless ``engine`` says ``blackhole``: MariaDB's BLACKHOLE
+engine stores nothing but binlogs every inserted row as InnoDB would, so the streamer reads the
+same events while MariaDB spends about half the CPU a row (docs/benchmarks.md). On shared cores
+that separates the source's storage work, which a real source does on its own host, from the
+streamer's latency. It keeps no rows, so an UPDATE finds none and logs nothing: inserts only.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from .watch import Watcher, delete_namespace
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_load.lua")
 HELD = 0.97  # of the offered events per second
+ENGINES = ("innodb", "blackhole")
 
 
 def events_per_second(saturation_rows_s: float, share: float, stmt: LiveStatement) -> int:
@@ -36,16 +43,49 @@ def events_per_second(saturation_rows_s: float, share: float, stmt: LiveStatemen
     return max(1, round(saturation_rows_s * share / stmt.rows))
 
 
-def _setup(shape: Shape) -> str:
+def fits(shape: Shape, engine: str) -> bool:
+    """Whether the shape's live load reaches the binlog whole with its table in ``engine``."""
+    return engine != "blackhole" or (shape.live is not None and shape.live.inserts_only)
+
+
+def check_engine(shape: Shape, engine: str) -> None:
+    """Refuses an engine the shape's live load can't use, saying which it can."""
+    if engine not in ENGINES:
+        raise BenchError(f"unknown source engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if not fits(shape, engine):
+        raise BenchError(f"the {shape.name} live load changes existing rows, and a BLACKHOLE "
+                         f"table keeps none (nothing would reach the binlog); use "
+                         f"--source-engine innodb for it")
+
+
+def _blackhole(cur: Any) -> None:
+    """Loads MariaDB's BLACKHOLE engine once; the server keeps it across restarts."""
+    cur.execute("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = 'BLACKHOLE'")
+    if cur.fetchone() is None:
+        try:
+            cur.execute("INSTALL SONAME 'ha_blackhole'")
+        except Exception as exc:
+            raise BenchError(f"MariaDB could not load its BLACKHOLE engine ({exc}); it ships in the "
+                             f"mariadb-server package (ha_blackhole.so): reinstall it, or run with "
+                             f"--source-engine innodb") from None
+
+
+def _setup(shape: Shape, engine: str = "innodb") -> str:
+    check_engine(shape, engine)
     db = env.unique(f"bench_{shape.name}_live_")
     conn = env.admin()
     try:
         with conn.cursor() as cur:
+            if engine == "blackhole":
+                _blackhole(cur)
             cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
             cur.execute(f"USE {db}")
             cur.execute(HEARTBEAT_DDL)
             # The full row count: oltp's live statement updates ids across all OLTP_ROWS rows.
             shape.setup(cur, shape.full_rows)
+            if engine == "blackhole":
+                # Only the load's table: the heartbeat table stays InnoDB, like the source's own.
+                cur.execute(f"ALTER TABLE {shape.name} ENGINE=BLACKHOLE")
     finally:
         conn.close()
     return db
@@ -94,12 +134,12 @@ def _measure(watcher: Watcher, streamer: Streamer, decoder: Decoder, db: str, lo
 
 
 def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share: float,
-        seconds: int, warmup_s: float) -> Dict[str, Any]:
+        seconds: int, warmup_s: float, engine: str = "innodb") -> Dict[str, Any]:
     stmt = shape.live
     if stmt is None:
         raise BenchError(f"shape {shape.name} has no live statement")
     rate = events_per_second(saturation_rows_s, share, stmt)
-    db = _setup(shape)
+    db = _setup(shape, engine)
     ns = env.unique("bench")
     topic = f"{ns}.{db}.heartbeat"
     load: Optional[Sysbench] = None
@@ -128,7 +168,7 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
     through = facts["sysbench_tps"] * stmt.rows
     out: Dict[str, Any] = {
         "seconds": seconds, "warmup_s": warmup_s, "saturation_rows_s": saturation_rows_s,
-        "saturation_share": share, "rows_per_event": stmt.rows,
+        "saturation_share": share, "rows_per_event": stmt.rows, "source_engine": engine,
         "offered_rows_s": offered, "rows_s": round(through, 1),
         "load_held": facts["sysbench_tps"] >= HELD * rate,
         "busy_pct": facts.get("busy_pct"), "cpu_steal_pct": facts.get("cpu_steal_pct"),

@@ -97,9 +97,12 @@ def render(records: List[Dict[str, Any]]) -> str:
                      "after = acknowledged -> visible)\n" + _table(["python"] + [h for h, _, _ in LIVE], rows))
     shared = [r for r in records if "saturation_share" in r]
     if shared:
-        rows = [[r["shape"], r["interpreter"], "yes" if r.get("load_held") else "NO"] +
+        rows = [[r["shape"], r["interpreter"], r.get("source_engine", "innodb"),
+                 "yes" if r.get("load_held") else "NO"] +
                 [_num(r.get(key), d) for _, key, d in SHARE_LIVE] for r in shared]
         parts.append("live load at a share of the warm catch-up rate (the shape's own rows; "
-                     "latency as above; 'held' = sysbench kept the offered rate)\n" +
-                     _table(["shape", "python", "held"] + [h for h, _, _ in SHARE_LIVE], rows))
+                     "latency as above; 'held' = sysbench kept the offered rate; 'source' = the "
+                     "engine of the load's table)\n" +
+                     _table(["shape", "python", "source", "held"] + [h for h, _, _ in SHARE_LIVE],
+                            rows))
     return "\n\n".join(parts)

@@ -125,11 +125,11 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
     of = "catchup_rows_s" if args.quick else "warm_rows_s"
     saturation = next(r[of] for r in records if r["shape"] == shape and r["python"] == label)
     out = loaded.run(python, workdir, SHAPES[shape], saturation, args.share, args.live_seconds,
-                     args.live_warmup)
+                     args.live_warmup, args.source_engine)
     rec = {"shape": f"{shape}-live", "python": label, **_interpreter_of(python), **out,
            "saturation_of": of, "repeat": 1}
     held = "" if out["load_held"] else " (sysbench could not hold the rate)"
-    print(f"bench: {shape} live at {args.share:g} of {saturation:.0f} rows/s "
+    print(f"bench: {shape} live ({args.source_engine}) at {args.share:g} of {saturation:.0f} rows/s "
           f"{rec['interpreter']}: {out['rows_s']:.0f} rows/s{held}, p50 {out['p50_ms']} ms, "
           f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms, host busy {out['busy_pct']}%; "
           f"cores: streamer {out['streamer_cores']}, MariaDB {out['mariadb_cores']}, "
@@ -212,6 +212,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="a live load of the shape's own rows at --share of the warm catch-up rate "
                    "this run measured (repeatable; default: each measured shape that has one)")
     p.add_argument("--no-share-live", action="store_true", help="skip the loads at --share")
+    p.add_argument("--source-engine", choices=loaded.ENGINES, default="innodb",
+                   help="the storage engine of the table the --share-live load writes (default "
+                   "innodb). blackhole stores no rows but binlogs them the same, taking MariaDB's "
+                   "storage work off the cores the streamer shares (inserting shapes only: bulk)")
     p.add_argument("--share", type=float, default=0.5,
                    help="the share of saturation offered by --share-live (default 0.5)")
     args = p.parse_args(argv)
@@ -233,11 +237,16 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     if args.no_live or args.no_share_live:
         args.share_live = []
     elif args.share_live is None:
-        args.share_live = [s for s in measured if SHAPES[s].live]
+        args.share_live = [s for s in measured
+                           if SHAPES[s].live and loaded.fits(SHAPES[s], args.source_engine)]
     for shape in args.share_live:
         if shape not in measured:
             p.error(f"--share-live {shape} needs the {shape} catch-up in the same run, for its "
                     f"saturation rate: add --shape {shape} (and drop --no-catchup)")
+        try:
+            loaded.check_engine(SHAPES[shape], args.source_engine)
+        except BenchError as exc:
+            p.error(f"--share-live {shape}: {exc}")
     defaults = (100, 6, 2.0) if args.quick else (500, 40, 10.0)
     for name, value in zip(("live_rate", "live_seconds", "live_warmup"), defaults):
         if getattr(args, name) is None:

@@ -1,6 +1,9 @@
 """The bench's newer lines: the live load at a share of saturation (its rate, its group in
 bench-compare, its table) and the Kafka transaction timings (their table)."""
-from bench import compare, live, loaded, report
+import pytest
+
+from bench import compare, live, loaded, report, suite
+from bench.proc import BenchError
 from bench.shapes import SHAPES, LiveStatement
 
 
@@ -83,3 +86,32 @@ def test_heartbeats_stamped_before_the_load_are_left_out_and_the_warm_ones_split
     stats = beats.stats({3: 2_010_000.0})
     assert (stats["heartbeats"], stats["p50_ms"], stats["cold_max_ms"]) == (2, 30.0, 40.0)
     assert (stats["source_p50_ms"], stats["after_source_p50_ms"]) == (10.0, 20.0)
+
+
+def test_only_a_load_that_inserts_may_use_a_blackhole_source_and_the_refusal_says_why():
+    assert loaded.fits(SHAPES["bulk"], "blackhole") and loaded.fits(SHAPES["oltp"], "innodb")
+    assert not loaded.fits(SHAPES["oltp"], "blackhole")
+    with pytest.raises(BenchError, match="oltp live load changes existing rows.*--source-engine innodb"):
+        loaded.check_engine(SHAPES["oltp"], "blackhole")
+    with pytest.raises(BenchError, match="unknown source engine 'myisam'; use one of innodb, blackhole"):
+        loaded.check_engine(SHAPES["bulk"], "myisam")
+
+
+def test_a_blackhole_source_is_its_own_group_and_column_and_innodb_joins_the_old_lines():
+    old = _line("bulk-live", 0.5, 73000.0, 80.0)  # recorded before the engine was
+    innodb = dict(_line("bulk-live", 0.5, 70000.0, 90.0), source_engine="innodb")
+    hole = dict(_line("bulk-live", 0.5, 70000.0, 40.0), source_engine="blackhole")
+    assert compare.group_of(old) == compare.group_of(innodb) == ("bulk-live@0.5sat", "pypy")
+    assert compare.group_of(hole) == ("bulk-live@0.5sat/blackhole", "pypy")
+    table = report.render([old, hole]).split("live load at a share", 1)[1].splitlines()
+    assert "source" in table[1]
+    assert [r.split()[2] for r in table[3:]] == ["innodb", "blackhole"]
+
+
+def test_the_suite_offers_blackhole_only_to_the_shapes_it_fits(capsys):
+    assert suite.parse_args([]).share_live == ["bulk", "oltp"]
+    args = suite.parse_args(["--source-engine", "blackhole"])
+    assert args.share_live == ["bulk"]  # oltp's updates would log nothing
+    with pytest.raises(SystemExit):
+        suite.parse_args(["--source-engine", "blackhole", "--share-live", "oltp"])
+    assert "--share-live oltp: the oltp live load changes existing rows" in capsys.readouterr().err

@@ -23,7 +23,8 @@ def _share(shape, p50, p99, held=True, **kw):
 
 def _all_met():
     lines = [_catchup(s, i) for s in targets.SHAPES for i in ("pypy", "cpython")]
-    return lines + [_share(s, 10.0, 60.0) for s in targets.LIVE_SHAPES]
+    return lines + [_share(s, 10.0, 60.0) for s in targets.LIVE_SHAPES] + \
+        [_share("bulk", 10.0, 60.0, source_engine="blackhole")]
 
 
 def _by_name(rows):
@@ -103,3 +104,14 @@ def test_the_command_judges_a_results_file_and_refuses_an_unknown_commit(tmp_pat
     assert f"{'ab' * 6} ({len(_all_met())} lines)" in capsys.readouterr().out
     assert targets.main(["--results", str(path), "cdcdcdcd"]) == 2
     assert "no results for 'cdcdcdcd'" in capsys.readouterr().err
+
+
+def test_a_blackhole_source_is_judged_on_its_own_rows_never_pooled_with_innodb():
+    lines = [r for r in _all_met() if "source_engine" not in r]
+    lines.append(_share("bulk", 30.0, 200.0, source_engine="blackhole"))
+    rows, missed, _ = targets.judge(lines)
+    named = _by_name(rows)
+    assert named["PyPy p99 ms at half of saturation, bulk"][1:6] == ["1", "1", "60.0", "<= 100.0", "yes"]
+    hole = named["PyPy p99 ms at half of saturation, bulk, source in BLACKHOLE"]
+    assert hole[1:6] == ["1", "1", "200.0", "<= 100.0", "NO"]
+    assert missed == 2  # its p50 and p99
