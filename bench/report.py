@@ -82,12 +82,14 @@ def render(records: List[Dict[str, Any]]) -> str:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in STARTUP] for r in starts]
         parts.append("start-up (s from spawn to reading the binlog; medians)\n" +
                      _table(["python"] + [h for h, _, _ in STARTUP], rows))
-    txns = [r for r in records if r["shape"] in ("txn", "txn-system")]
+    txns = [r for r in records if r["shape"] in ("txn", "txn-system", "txn-batch")]
     if txns:
         rows = [[r["shape"], r["interpreter"], f"{r.get('librdkafka', '?')} {r.get('library', '?')}"] +
                 [_num(r.get(key), d) for _, key, d in TXN] for r in txns]
         parts.append("Kafka transactions back to back, one message and the checkpoint each "
-                     "(txn: the library the streamer loads; txn-system: the system's)\n" +
+                     "(txn: the library the streamer loads; txn-system: the system's; txn-batch: "
+                     "the streamer's, each transaction open for a live batch's linger, the line's "
+                     "batch_ms, before its commit)\n" +
                      _table(["shape", "python", "librdkafka"] + [h for h, _, _ in TXN], rows))
     live = [r for r in records if r["shape"] == "live"]
     if live:

@@ -148,20 +148,28 @@ def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     return rec
 
 
-def measure_txn(python: str, system: bool, seconds: float, workdir: str) -> Dict[str, Any]:
-    """One Kafka transaction's cost (bench/txn.py), on the project's librdkafka or the system's."""
+# A live batch's length before its commit, for the txn-batch line (batch.linger_ms's default).
+TXN_BATCH_MS = 20.0
+
+
+def measure_txn(python: str, system: bool, seconds: float, workdir: str,
+                batch_ms: float = 0.0) -> Dict[str, Any]:
+    """One Kafka transaction's cost (bench/txn.py), on the project's librdkafka or the system's;
+    with ``batch_ms``, each transaction open that long before its commit (txn-batch)."""
     ns = env.unique("bench")
     cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, ["none.none"])
     # Empty: the streamer's own choice, whatever this process's environment says.
     environ = {"STREAMER_LIBRDKAFKA": "system" if system else ""}
     try:
-        out = json.loads(run_json([python, "-m", "bench.txn", "-c", cfg, "--seconds", str(seconds)],
-                                  f"bench.txn under {python}", environ))
+        out = json.loads(run_json([python, "-m", "bench.txn", "-c", cfg, "--seconds", str(seconds),
+                                   "--batch-ms", str(batch_ms)], f"bench.txn under {python}", environ))
     finally:
         delete_namespace(ns)
     out["library"] = _label(out["library"])  # a path inside the repo is kept relative to it
-    rec = {"shape": "txn-system" if system else "txn", "python": _label(python), **out,
-           "seconds": seconds, "repeat": 1}
+    shape = "txn-system" if system else "txn-batch" if batch_ms else "txn"
+    rec = {"shape": shape, "python": _label(python), **out, "seconds": seconds, "repeat": 1}
+    if batch_ms:
+        rec["batch_ms"] = batch_ms
     print(f"bench: {rec['shape']} {out['interpreter']} ({out['library']}): {out['commits_s']:.0f} "
           f"commits/s, {out['cpu_ms_per_commit']} ms CPU per commit, of which librdkafka's main "
           f"thread {out['rdk_main_ms_per_commit']} ms; commit p50 {out['commit_p50_ms']} ms, "
@@ -303,8 +311,9 @@ def _measure(args: argparse.Namespace) -> int:
                 records.extend(measure_startup(p, runs, workdir) for p in args.python)
             if not args.no_txn:
                 seconds = 2.0 if args.quick else 8.0
-                records.extend(measure_txn(p, system, seconds, workdir)
-                               for p in args.python for system in (False, True))
+                records.extend(measure_txn(p, system, seconds, workdir, batch_ms)
+                               for p in args.python
+                               for system, batch_ms in ((False, 0.0), (True, 0.0), (False, TXN_BATCH_MS)))
             if not (args.no_live or args.no_rate_live):
                 records.extend(measure_live(p, args, workdir) for p in args.python)
             for shape in args.share_live:

@@ -1,5 +1,7 @@
 """What one Kafka transaction costs the streamer: its Publisher committing back to back, each
 transaction holding one message and the checkpoint, as a live streamer's smallest batch does.
+With ``--batch-ms`` each transaction stays open that long before its commit, as a live batch
+does, so that what the commit waits for once the batch's partitions are long registered shows.
 
 Runs as a child under the interpreter being measured (``python -m bench.txn -c CONFIG``) and
 prints one JSON object: commits per second, CPU per commit (the whole process, librdkafka's
@@ -36,7 +38,9 @@ def _thread_cpu() -> Dict[str, float]:
     return out
 
 
-def measure(cfg: Dict[str, Any], seconds: float) -> Dict[str, Any]:
+def measure(cfg: Dict[str, Any], seconds: float, batch_ms: float = 0.0) -> Dict[str, Any]:
+    """``batch_ms``: how long each transaction stays open between its message and its commit,
+    as a live batch does (0: back to back)."""
     topic = f"{cfg['namespace']}.txn"
     times = []
     with Publisher(cfg) as pub:
@@ -50,6 +54,8 @@ def measure(cfg: Dict[str, Any], seconds: float) -> Dict[str, Any]:
         while time.monotonic() - began < seconds:
             pub.begin()
             pub.produce(topic, b"x" * 300, b"k%d" % n)
+            if batch_ms:
+                time.sleep(batch_ms / 1000.0)
             pub.commit(Position("mysql-bin.000001", 4 + n))
             times.append(pub.last_commit_s * 1000.0)
             n += 1
@@ -73,8 +79,10 @@ def main(argv: Any = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.txn", description=__doc__)
     p.add_argument("-c", "--config", required=True, help="a streamer config (its Kafka and namespace)")
     p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--batch-ms", type=float, default=0.0,
+                   help="ms each transaction stays open before its commit (default 0)")
     args = p.parse_args(argv)
-    out = measure(config_mod.load(args.config), args.seconds)
+    out = measure(config_mod.load(args.config), args.seconds, args.batch_ms)
     print(json.dumps(dict(out, **interpreter())))
     return 0
 

@@ -1,5 +1,7 @@
 """The bench's newer lines: the live load at a share of saturation (its rate, its group in
 bench-compare, its table) and the Kafka transaction timings (their table)."""
+import json
+
 import pytest
 
 from bench import compare, live, loaded, report, suite
@@ -52,11 +54,29 @@ def test_txn_lines_get_their_own_table_and_stay_out_of_the_catchup_one():
             "librdkafka": "2.0.2", "commits_s": 277.0, "cpu_ms_per_commit": 0.98,
             "rdk_main_ms_per_commit": 0.14, "commit_p50_ms": 2.8, "commit_p99_ms": 23.3}
     text = report.render([line, dict(line, shape="txn-system", library="librdkafka.so.1",
-                                     rdk_main_ms_per_commit=2.03)])
+                                     rdk_main_ms_per_commit=2.03),
+                          dict(line, shape="txn-batch", batch_ms=20.0, commit_p50_ms=2.4)])
     assert "catch-up (rows/s" not in text
     rows = text.split("Kafka transactions", 1)[1].splitlines()
     system = next(r for r in rows if r.strip().startswith("txn-system"))
     assert "2.0.2 librdkafka.so.1" in system and "2.03" in system
+    batch = next(r for r in rows if r.strip().startswith("txn-batch"))
+    assert " 2.4 " in batch and " 2.8 " not in batch
+    assert compare.group_of(dict(line, shape="txn-batch"))[0] == "txn-batch"
+
+
+def test_the_suite_times_a_commit_after_a_live_batch_as_well_as_back_to_back(monkeypatch):
+    calls = []
+    monkeypatch.setattr(suite, "run_json", lambda cmd, what, environ: calls.append(cmd) or json.dumps(
+        {"library": "lib", "interpreter": "pypy", "commits_s": 40.0, "cpu_ms_per_commit": 1.0,
+         "rdk_main_ms_per_commit": 0.1, "commit_p50_ms": 2.4, "commit_p99_ms": 5.0}))
+    monkeypatch.setattr(suite, "delete_namespace", lambda ns: None)
+    monkeypatch.setattr(suite.env, "write_streamer_config", lambda path, ns, include: path)
+    rec = suite.measure_txn("py", False, 8.0, "/nowhere", suite.TXN_BATCH_MS)
+    assert rec["shape"] == "txn-batch" and rec["batch_ms"] == 20.0
+    assert calls[-1][-2:] == ["--batch-ms", "20.0"]
+    assert suite.measure_txn("py", True, 8.0, "/nowhere")["shape"] == "txn-system"
+    assert calls[-1][-2:] == ["--batch-ms", "0.0"]
 
 
 def test_a_heartbeat_latency_splits_at_the_servers_acknowledgement_of_its_insert():
