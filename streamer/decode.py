@@ -131,12 +131,23 @@ def read_topic(conf: Dict[str, Any], topic: str,
     return read_topic_tail(conf, topic, timeout)[0]
 
 
+class OpenTransaction(RuntimeError):
+    """A transaction that was open when a settled read reached the end stayed open."""
+
+
 def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
-                    tail: Optional[int] = None
+                    tail: Optional[int] = None, settle: bool = False,
+                    on_open: Optional[Callable[[int, int, int], None]] = None
                     ) -> Tuple[List[Tuple[Optional[bytes], Optional[bytes]]], bool]:
     """``read_topic``, but with ``tail`` only the records among each partition's last ``tail``
     offsets; and whether what was read is the whole topic (the tail reached back to each
     partition's first offset), so a caller needs no second, full read.
+
+    A read_committed read ends at the partition's last stable offset: a transaction still open
+    there hides every record after its first, those of transactions committed since included.
+    With ``settle``, the read goes on until the records written before its end (the high
+    watermark it saw there) are decided, calling ``on_open(partition, stable, high)`` once when
+    it has to wait, and raises OpenTransaction if they are not by ``timeout``.
 
     An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
     """
@@ -156,11 +167,14 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
         starts = {}
         whole = True
         for p, (low, high) in offsets.items():
-            if high > low:
+            # (high is the last stable offset: a partition whose records are all in an open
+            # transaction looks empty, so a settled read fetches it anyway.)
+            if high > low or settle:
                 starts[p] = low if tail is None else max(low, high - tail)
                 whole = whole and starts[p] == low
         c.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
         pending = set(starts)
+        settled_at: Dict[int, int] = {}  # partition -> the high watermark at its first end
         out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
         while pending and time.monotonic() < deadline:
             msg = c.poll(0.5)
@@ -168,10 +182,20 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
                 continue
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
+                    p = msg.partition()
+                    if settle and p not in settled_at:
+                        # The fetch's high watermark, cached: no request of its own.
+                        settled_at[p] = c.get_watermark_offsets(TopicPartition(topic, p),
+                                                                cached=True)[1]
+                        if msg.offset() < settled_at[p] and on_open is not None:
+                            on_open(p, msg.offset(), settled_at[p])
+                    if msg.offset() >= settled_at.get(p, -1):
+                        pending.discard(p)
                     continue
                 raise RuntimeError(f"reading {topic}: {msg.error().str()}")
             out.append((msg.key(), msg.value()))
+        if pending & set(settled_at):
+            raise OpenTransaction(f"a transaction on {topic} stayed open for {timeout:.0f} s")
         if pending:
             raise RuntimeError(f"timed out reading {topic}")
         return out, whole

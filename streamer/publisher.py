@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .decode import read_topic_tail
+from .decode import OpenTransaction, read_topic_tail
 from .position import Position
 from .rdkafka import Producer
 
@@ -219,13 +219,37 @@ class Publisher:
         """The last committed position of this source, read with read_committed."""
         key = self.source.encode()
         found: Optional[Position] = None
+        # Another source of the namespace that is committing (or died committing) has its
+        # checkpoint in an open transaction, which hides every checkpoint after it from a
+        # read_committed read, this source's newest perhaps among them: resuming from an older
+        # one would publish its changes twice. So the read waits until what was written before
+        # it ended is decided; the broker aborts a dead producer's transaction after its
+        # transaction.timeout.ms. (This source's own open transaction, if an earlier instance
+        # left one, was aborted by init_transactions already.)
+        producer_conf = dict(DEFAULT_PRODUCER, **self.kafka_conf)
+        settle_s = _as_int(producer_conf["transaction.timeout.ms"]) / 1000.0 + 30.0
+
+        def on_open(partition: int, stable: int, high: int) -> None:
+            log.warning("another producer's transaction is open in %s (partition %d: offsets "
+                        "%d to %d are not decided yet); waiting up to %.0f s for it to end, so "
+                        "that no newer checkpoint of this source is missed", self.positions_topic,
+                        partition, stable, high - 1, settle_s)
+
         # The newest checkpoint is the last record with this source's key. It is almost always
         # among the last few offsets; only when other sources of the namespace wrote many since
         # is the whole topic read.
         for tail in (CHECKPOINT_TAIL, None):
             try:
                 records, whole = read_topic_tail(self._client_conf(), self.positions_topic,
-                                                 tail=tail)
+                                                 timeout=settle_s, tail=tail, settle=True,
+                                                 on_open=on_open)
+            except OpenTransaction as exc:
+                raise KafkaFatal(f"cannot read the checkpoint from {self.positions_topic}: {exc}, "
+                                 f"and a checkpoint of this source committed after it can't be "
+                                 f"read until it ends. Find the producer holding it (another "
+                                 f"source of namespace {self.cfg['namespace']!r}, or a client "
+                                 f"writing to that topic) and let it finish or stop it, then "
+                                 f"start again") from None
             except (RuntimeError, KafkaException) as exc:
                 raise KafkaFatal(f"cannot read the checkpoint from {self.positions_topic}: "
                                  f"{exc}") from None

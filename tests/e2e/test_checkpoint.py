@@ -1,10 +1,13 @@
 """Reading the committed checkpoint back from a real Kafka, the way a start does."""
 import os
+import threading
 
+import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from streamer import config as config_mod
 from streamer import publisher as publisher_mod
+from streamer.decode import OpenTransaction, read_topic_tail
 from streamer.position import Position
 from streamer.publisher import Publisher
 from tests import support
@@ -86,3 +89,51 @@ def test_a_tail_that_reaches_back_to_the_first_offset_is_read_once(tmp_path, mon
         assert pub.read_checkpoint() is None
     assert [(tail, whole) for tail, _, whole in reads] == [(2, False), (None, True)]
     assert reads[1][1] == 3
+
+
+def _open_checkpoint(cfg) -> Publisher:
+    """A publisher whose checkpoint is written but not committed: a source caught mid-commit."""
+    pub = Publisher(cfg).__enter__()
+    pub.begin()
+    pub.produce(pub.positions_topic, Position("mysql-bin.000009", 9).to_json(), pub.source.encode())
+    pub.producer.flush(10)
+    return pub
+
+
+def test_another_sources_open_commit_does_not_hide_a_newer_checkpoint(tmp_path, caplog):
+    """A read_committed read ends where a transaction is still open, so alpha's commit in flight
+    hid beta's newer checkpoint behind it: beta resumed from its older one and published its
+    changes twice. The read now waits for that transaction to end."""
+    ns = support.unique("ckpt")
+    alpha, beta = _cfg(tmp_path, ns, "alpha"), _cfg(tmp_path, ns, "beta")
+    _commit_many(beta, 1, 100)
+    stuck = _open_checkpoint(alpha)
+    newest = _commit_many(beta, 1, 200)
+    ends = threading.Timer(2.0, stuck.abort)  # alpha restarts, or the broker times it out
+    ends.start()
+    try:
+        with Publisher(beta) as pub:
+            found = pub.read_checkpoint()
+    finally:
+        ends.join()
+        stuck.__exit__(None, None, None)
+    assert (found.file, found.pos) == (newest.file, newest.pos)
+    assert "another producer's transaction is open" in caplog.text
+
+
+def test_a_settled_read_names_a_transaction_that_stays_open(tmp_path):
+    ns = support.unique("ckpt")
+    alpha = _cfg(tmp_path, ns, "alpha")
+    stuck = _open_checkpoint(alpha)
+    try:
+        conf = {"bootstrap.servers": support.KAFKA}
+        records, _ = read_topic_tail(conf, stuck.positions_topic, timeout=10)
+        assert records == []  # the open transaction's record is not read
+        opened = []
+        with pytest.raises(OpenTransaction, match=r"a transaction on .*__positions stayed open for 2 s"):
+            read_topic_tail(conf, stuck.positions_topic, timeout=2, settle=True,
+                            on_open=lambda *at: opened.append(at))
+        assert opened == [(0, 0, 1)]
+    finally:
+        stuck.abort()
+        stuck.__exit__(None, None, None)
