@@ -4,6 +4,13 @@ Every batch is one transaction holding its messages, any new schemas and the che
 position after the batch) in ``{namespace}.__positions``. A read_committed consumer therefore sees
 a batch and its checkpoint together or not at all, which is what makes restarts exactly-once.
 No per-message delivery callback is registered: a failed delivery fails the commit of the batch.
+
+A batch's transaction opens with the last committed checkpoint produced again, so that the
+positions topic joins the transaction with the batch's first messages; otherwise it would join
+only at commit, and each commit would wait for one more broker round trip. The new checkpoint,
+produced at commit, comes after it and is the one read back. (Other sources of the namespace
+then find the positions topic held by an open transaction for a whole batch, not only during a
+commit: their checkpoint read waits for it, see read_checkpoint.)
 """
 from __future__ import annotations
 
@@ -219,7 +226,7 @@ class Publisher:
         """The last committed position of this source, read with read_committed."""
         key = self.source.encode()
         found: Optional[Position] = None
-        # Another source of the namespace that is committing (or died committing) has its
+        # Another source of the namespace that is publishing a batch (or died doing so) has a
         # checkpoint in an open transaction, which hides every checkpoint after it from a
         # read_committed read, this source's newest perhaps among them: resuming from an older
         # one would publish its changes twice. So the read waits until what was written before
@@ -264,6 +271,12 @@ class Publisher:
 
     # -- transactions ---------------------------------------------------------------------------
     def begin(self) -> None:
+        """Opens a batch's transaction, with the positions topic in it from the start (above)."""
+        self._begin()
+        if self.committed is not None:
+            self.produce(self.positions_topic, self.committed.to_json(), self.source.encode())
+
+    def _begin(self) -> None:
         assert self.producer is not None
         if self._abort_pending:
             self.abort()
@@ -311,7 +324,7 @@ class Publisher:
         """Commit the open transaction (begun if needed) with ``position`` as its checkpoint."""
         assert self.producer is not None
         if not self.in_tx:
-            self.begin()
+            self._begin()  # a checkpoint alone is the transaction's first record anyway
         self.produce(self.positions_topic, position.to_json(), self.source.encode())
         started = time.monotonic()
         retries = int(self.cfg["commit_retries"])

@@ -137,3 +137,33 @@ def test_a_settled_read_names_a_transaction_that_stays_open(tmp_path):
     finally:
         stuck.abort()
         stuck.__exit__(None, None, None)
+
+
+def test_a_batch_repeats_the_last_checkpoint_first_and_the_new_one_is_read_back(tmp_path):
+    """The positions topic joins a batch's transaction at its start, with the last checkpoint
+    again, not at its commit; the new checkpoint comes last and is the one a start reads."""
+    ns = support.unique("ckpt")
+    cfg = _cfg(tmp_path, ns, "alpha")
+    topic = f"{ns}.x.t"
+    first, second = Position("mysql-bin.000001", 100), Position("mysql-bin.000001", 200)
+    with Publisher(cfg) as pub:
+        pub.ensure_topic(topic)
+        pub.commit(first)  # a checkpoint alone: nothing before it to repeat
+        pub.begin()
+        pub.produce(topic, b"row", b"1")
+        pub.commit(second)
+        pub.begin()
+        pub.produce(topic, b"lost", b"2")
+        pub.abort()
+    records = support.consume([f"{ns}.__positions"], expect=3, idle=1.0)
+    assert [(m["raw_key"], Position.from_json(m["raw_value"]).pos) for m in records] == \
+        [(b"alpha", 100), (b"alpha", 100), (b"alpha", 200)]
+    assert [m["raw_value"] for m in support.consume([topic], expect=1, idle=1.0)] == [b"row"]
+    with Publisher(cfg) as pub:
+        found = pub.read_checkpoint()
+        assert (found.file, found.pos) == (second.file, second.pos)
+        # A publisher that read the checkpoint repeats it at the start of its first batch too.
+        pub.begin()
+        pub.commit(Position("mysql-bin.000001", 300))
+    tail = support.consume([f"{ns}.__positions"], expect=5, idle=1.0)[3:]
+    assert [Position.from_json(m["raw_value"]).pos for m in tail] == [200, 300]
