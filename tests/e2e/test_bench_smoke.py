@@ -167,13 +167,15 @@ def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_
                 "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
-    own, system = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert (own["shape"], system["shape"]) == ("txn", "txn-system")
+    own, system, batch = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert (own["shape"], system["shape"], batch["shape"]) == ("txn", "txn-system", "txn-batch")
     # Recorded relative to the repo: the venv's own build, and the linker's choice by name.
     venv = os.path.relpath(sys.prefix, env.ROOT)
-    assert own["library"] == os.path.join(venv, "lib", "streamer", "librdkafka.so.1")
+    assert own["library"] == batch["library"] == os.path.join(venv, "lib", "streamer", "librdkafka.so.1")
     assert system["library"] == "librdkafka.so.1"
-    for rec in (own, system):
+    # Each of the batch line's transactions stayed open for a live batch's linger first.
+    assert batch["batch_ms"] == 20.0 and "batch_ms" not in own
+    for rec in (own, system, batch):
         assert rec["librdkafka"] == "2.0.2" and rec["commits"] > 0 and rec["commits_s"] > 0
         assert 0 < rec["rdk_main_ms_per_commit"] < rec["cpu_ms_per_commit"]
         assert 0 < rec["commit_p50_ms"] <= rec["commit_p99_ms"]
