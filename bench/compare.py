@@ -49,18 +49,22 @@ def select(side: str, results_path: str) -> Tuple[str, List[Dict[str, Any]]]:
     return commits[0][:12], chosen
 
 
+def share_group(shape: str, share: float, engine: str = "innodb") -> str:
+    """The group name of a live load at ``share`` of its catch-up rate, e.g. bulk-live@0.5sat.
+
+    The rate moves with the host and the code, the experiment does not. A source in another
+    engine than InnoDB (its rows stored nowhere: their storage CPU off the shared cores) is
+    another experiment; lines from before engines were recorded are InnoDB's."""
+    return f"{shape}@{share:g}sat" + ("" if engine == "innodb" else f"/{engine}")
+
+
 def group_of(rec: Dict[str, Any]) -> Group:
     """Lines of one group measured the same thing, so their median means something."""
     shape = rec["shape"]
     offered = rec.get("offered_rows_s")
     share = rec.get("saturation_share")
     if isinstance(share, (int, float)):
-        # Offered at a share of that run's own catch-up rate: the rate moves with the host and
-        # the code, the experiment does not.
-        shape += f"@{share:g}sat"
-        if rec.get("source_engine", "innodb") != "innodb":
-            # The source's rows stored nowhere: its storage CPU is off the shared cores.
-            shape += f"/{rec['source_engine']}"
+        shape = share_group(shape, share, rec.get("source_engine", "innodb"))
     elif isinstance(offered, (int, float)):
         # A live run at another offered rate is another experiment: its latency is not a sample
         # of the same distribution (e.g. 550 rows/s, the suite's default, against 12k).

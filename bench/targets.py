@@ -21,7 +21,7 @@ import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from . import env, results
-from .compare import group_of, select
+from .compare import group_of, select, share_group
 from .report import _num, _table
 
 # "Flat": the second half of the 1M-row run grew RSS by at most this share of its peak.
@@ -48,8 +48,8 @@ def _targets() -> List[Target]:
         out += [Target(f"PyPy / CPython {when}, {s}", (s, "pypy"), key, True, 3.0, 2) for s in SHAPES]
     # The blackhole group is the same load with the source's rows stored nowhere (bench.loaded):
     # judged apart, never pooled with the InnoDB lines.
-    for s, engine in (*((s, "innodb") for s in LIVE_SHAPES), ("bulk", "blackhole")):
-        group = (f"{s}-live@{HALF:g}sat" + ("" if engine == "innodb" else f"/{engine}"), "pypy")
+    for s, engine in [(s, "innodb") for s in LIVE_SHAPES] + [("bulk", "blackhole")]:
+        group = (share_group(f"{s}-live", HALF, engine), "pypy")
         what = s if engine == "innodb" else f"{s}, source in {engine.upper()}"
         out.append(Target(f"PyPy p50 ms at half of saturation, {what}", group, "p50_ms", False, 20.0, 1))
         out.append(Target(f"PyPy p99 ms at half of saturation, {what}", group, "p99_ms", False, 100.0, 1))

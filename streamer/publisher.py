@@ -125,9 +125,12 @@ class Publisher:
                            config=compact)
         return self
 
+    def _producer_settings(self) -> Dict[str, Any]:
+        """The producer's settings: the defaults, overridden by the config's kafka section."""
+        return dict(DEFAULT_PRODUCER, **self.kafka_conf)
+
     def _start_producer(self) -> None:
-        conf = dict(DEFAULT_PRODUCER)
-        conf.update(self.kafka_conf)
+        conf = self._producer_settings()
         conf.update({"transactional.id": self.txid, "enable.idempotence": True, "acks": "all"})
         in_flight = max((_as_int(conf[k]) for k in ("max.in.flight.requests.per.connection",
                                                      "max.in.flight") if k in conf), default=0)
@@ -233,8 +236,7 @@ class Publisher:
         # it ended is decided; the broker aborts a dead producer's transaction after its
         # transaction.timeout.ms. (This source's own open transaction, if an earlier instance
         # left one, was aborted by init_transactions already.)
-        producer_conf = dict(DEFAULT_PRODUCER, **self.kafka_conf)
-        settle_s = _as_int(producer_conf["transaction.timeout.ms"]) / 1000.0 + 30.0
+        settle_s = _as_int(self._producer_settings()["transaction.timeout.ms"]) / 1000.0 + 30.0
 
         def on_open(partition: int, stable: int, high: int) -> None:
             log.warning("another producer's transaction is open in %s (partition %d: offsets "
