@@ -235,3 +235,28 @@ def test_run_under_pypy_fixes_the_gc_nursery_in_the_same_process_unless_one_is_s
             with open(f"/proc/{proc.proc.pid}/environ", "rb") as fh:
                 assert f"PYPY_GC_NURSERY={nursery}".encode() in fh.read().split(b"\0")
             assert proc.stop() == 0
+
+
+@pytest.mark.parametrize("engine", ["MyISAM", "Aria", "MEMORY"])
+def test_changes_to_a_non_transactional_table_arrive_once_across_a_restart(db, tmp_path, engine):
+    # Such a table's statements reach the binlog as groups of their own that end in a COMMIT
+    # query, not an Xid: each must be published, and checkpointed, like a transaction.
+    name, conn = db
+    support.sql(conn, f"CREATE TABLE n (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE={engine}")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO n VALUES (1, 'one'), (2, 'two')", "UPDATE n SET v = 'uno' WHERE id = 1")
+    ns = support.unique("nt")
+    topic = f"{ns}.{name}.n"
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.n"], [topic], 3, start)
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 1), ("c", 2), ("u", 1)]
+    assert msgs[2]["value"]["after"] == {"id": 1, "v": "uno"}
+    txids = [m["value"]["source"]["txid"] for m in msgs]
+    assert txids[0] == txids[1] != txids[2]
+    support.sql(conn, "DELETE FROM n WHERE id = 2", "INSERT INTO n VALUES (3, 'three')")
+    # No start position this time: the run resumes from its checkpoint, after the UPDATE.
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.n"])
+    with support.StreamerProcess(cfg, str(tmp_path / f"{ns}-2.log")) as proc:
+        msgs = support.consume([topic], expect=5, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [
+        ("c", 1), ("c", 2), ("u", 1), ("d", 2), ("c", 3)]
