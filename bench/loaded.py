@@ -13,11 +13,15 @@ not. The rows offered are sysbench's events times the statement's rows; a load t
 could not hold (below 97 % of the offered events) is reported as such (``load_held``), and then
 says what the machine can offer, not how the streamer behaves at that share.
 
-The source's storage engine is InnoDB unless ``engine`` says ``blackhole``: MariaDB's BLACKHOLE
-engine stores nothing but binlogs every inserted row as InnoDB would, so the streamer reads the
-same events while MariaDB spends about half the CPU a row (docs/benchmarks.md). On shared cores
-that separates the source's storage work, which a real source does on its own host, from the
-streamer's latency. It keeps no rows, so an UPDATE finds none and logs nothing: inserts only.
+The source's storage engine is InnoDB unless ``engine`` says otherwise. On shared cores a lighter
+one separates the source's storage work, which a real source does on its own host, from the
+streamer's latency (docs/benchmarks.md). MariaDB's BLACKHOLE engine stores nothing but binlogs
+every inserted row as InnoDB would, so the streamer reads the same events while MariaDB spends
+about half the CPU a row. It keeps no rows, so an UPDATE finds none and logs nothing: inserts
+only. MEMORY keeps its rows in RAM without redo, undo or a two-phase commit with the binlog, so
+it can take updates, but not a table with TEXT or BLOB columns. It is not transactional: each
+statement reaches the binlog as a group of its own, ending in a COMMIT query instead of an Xid,
+which the streamer publishes and checkpoints as it does a transaction.
 """
 from __future__ import annotations
 
@@ -35,7 +39,9 @@ from .watch import Watcher, delete_namespace
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_load.lua")
 HELD = 0.97  # of the offered events per second
-ENGINES = ("innodb", "blackhole")
+ENGINES = ("innodb", "blackhole", "memory")
+# Room for a MEMORY copy of a shape's table: the server's default (16 MB) is too small for some.
+MEMORY_TABLE_BYTES = 256 * 1024 * 1024
 
 
 def events_per_second(saturation_rows_s: float, share: float, stmt: LiveStatement) -> int:
@@ -45,17 +51,25 @@ def events_per_second(saturation_rows_s: float, share: float, stmt: LiveStatemen
 
 def fits(shape: Shape, engine: str) -> bool:
     """Whether the shape's live load reaches the binlog whole with its table in ``engine``."""
-    return engine != "blackhole" or (shape.live is not None and shape.live.inserts_only)
+    if engine == "blackhole":
+        return shape.live is not None and shape.live.inserts_only
+    if engine == "memory":
+        return shape.live is not None and not shape.live.blobs
+    return True
 
 
 def check_engine(shape: Shape, engine: str) -> None:
     """Refuses an engine the shape's live load can't use, saying which it can."""
     if engine not in ENGINES:
         raise BenchError(f"unknown source engine {engine!r}; use one of {', '.join(ENGINES)}")
-    if not fits(shape, engine):
+    if fits(shape, engine):
+        return
+    if engine == "blackhole":
         raise BenchError(f"the {shape.name} live load changes existing rows, and a BLACKHOLE "
                          f"table keeps none (nothing would reach the binlog); use "
-                         f"--source-engine innodb for it")
+                         f"--source-engine innodb or memory for it")
+    raise BenchError(f"the {shape.name} table has TEXT or BLOB columns, which a MEMORY table "
+                     f"can't hold; use --source-engine innodb or blackhole for it")
 
 
 def _blackhole(cur: Any) -> None:
@@ -83,9 +97,12 @@ def _setup(shape: Shape, engine: str = "innodb") -> str:
             cur.execute(HEARTBEAT_DDL)
             # The full row count: oltp's live statement updates ids across all OLTP_ROWS rows.
             shape.setup(cur, shape.full_rows)
+            # Only the load's table: the heartbeat table stays InnoDB, like the source's own.
             if engine == "blackhole":
-                # Only the load's table: the heartbeat table stays InnoDB, like the source's own.
                 cur.execute(f"ALTER TABLE {shape.name} ENGINE=BLACKHOLE")
+            elif engine == "memory":
+                cur.execute(f"SET SESSION max_heap_table_size = {MEMORY_TABLE_BYTES}")
+                cur.execute(f"ALTER TABLE {shape.name} ENGINE=MEMORY")
     finally:
         conn.close()
     return db

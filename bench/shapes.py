@@ -101,10 +101,12 @@ def _wide(cur: Any, rows: int) -> None:
 class LiveStatement:
     """The shape's row changes as one statement per sysbench event (bench/shape_load.lua):
     ``{lo}`` and ``{hi}`` become the event's own range of ``rows`` ids. ``inserts_only``: the
-    statement changes no existing row, so a BLACKHOLE table (which keeps none) logs it in full."""
+    statement changes no existing row, so a BLACKHOLE table (which keeps none) logs it in full.
+    ``blobs``: the shape's table has TEXT or BLOB columns, which a MEMORY table can't hold."""
     sql: str
     rows: int
     inserts_only: bool = False
+    blobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ class Shape:
 SHAPES: Dict[str, Shape] = {s.name: s for s in (
     Shape("bulk", "1000-row INSERTs: int pk, varchar, nullable varchar, datetime(6), "
           "decimal(12,4), text", 200000, 20000, _bulk_setup, _bulk,
-          LiveStatement(BULK_INSERT, 1000, inserts_only=True)),
+          LiveStatement(BULK_INSERT, 1000, inserts_only=True, blobs=True)),
     Shape("oltp", "single-row UPDATE transactions", 200000, 5000, _oltp_setup, _oltp,
           LiveStatement(f"CALL churn(100, {OLTP_ROWS}, {{lo}})", 100)),
     Shape("wide", f"{WIDE_COLUMNS + 1} columns of mixed types, 1000-row INSERTs", 200000, 5000,

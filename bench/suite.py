@@ -223,7 +223,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--source-engine", choices=loaded.ENGINES, default="innodb",
                    help="the storage engine of the table the --share-live load writes (default "
                    "innodb). blackhole stores no rows but binlogs them the same, taking MariaDB's "
-                   "storage work off the cores the streamer shares (inserting shapes only: bulk)")
+                   "storage work off the cores the streamer shares (inserting shapes only: bulk); "
+                   "memory keeps rows in RAM, with no redo or undo log (tables without TEXT or "
+                   "BLOB columns: oltp)")
     p.add_argument("--share", type=float, default=0.5,
                    help="the share of saturation offered by --share-live (default 0.5)")
     args = p.parse_args(argv)

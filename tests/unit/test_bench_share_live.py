@@ -113,8 +113,16 @@ def test_only_a_load_that_inserts_may_use_a_blackhole_source_and_the_refusal_say
     assert not loaded.fits(SHAPES["oltp"], "blackhole")
     with pytest.raises(BenchError, match="oltp live load changes existing rows.*--source-engine innodb"):
         loaded.check_engine(SHAPES["oltp"], "blackhole")
-    with pytest.raises(BenchError, match="unknown source engine 'myisam'; use one of innodb, blackhole"):
+    with pytest.raises(BenchError, match="unknown source engine 'myisam'; use one of innodb, blackhole, memory"):
         loaded.check_engine(SHAPES["bulk"], "myisam")
+
+
+def test_only_a_table_without_text_or_blob_may_use_a_memory_source_and_the_refusal_says_why():
+    assert loaded.fits(SHAPES["oltp"], "memory") and not loaded.fits(SHAPES["bulk"], "memory")
+    with pytest.raises(BenchError, match="bulk table has TEXT or BLOB columns.*innodb or blackhole"):
+        loaded.check_engine(SHAPES["bulk"], "memory")
+    args = suite.parse_args(["--source-engine", "memory"])
+    assert args.share_live == ["oltp"]
 
 
 def test_a_blackhole_source_is_its_own_group_and_column_and_innodb_joins_the_old_lines():

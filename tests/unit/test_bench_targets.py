@@ -24,7 +24,8 @@ def _share(shape, p50, p99, held=True, **kw):
 def _all_met():
     lines = [_catchup(s, i) for s in targets.SHAPES for i in ("pypy", "cpython")]
     return lines + [_share(s, 10.0, 60.0) for s in targets.LIVE_SHAPES] + \
-        [_share("bulk", 10.0, 60.0, source_engine="blackhole")]
+        [_share("bulk", 10.0, 60.0, source_engine="blackhole"),
+         _share("oltp", 10.0, 60.0, source_engine="memory")]
 
 
 def _by_name(rows):
@@ -115,3 +116,14 @@ def test_a_blackhole_source_is_judged_on_its_own_rows_never_pooled_with_innodb()
     hole = named["PyPy p99 ms at half of saturation, bulk, source in BLACKHOLE"]
     assert hole[1:6] == ["1", "1", "200.0", "<= 100.0", "NO"]
     assert missed == 2  # its p50 and p99
+
+
+def test_a_memory_source_is_judged_on_its_own_rows_for_oltp():
+    lines = [r for r in _all_met() if "source_engine" not in r]
+    lines.append(_share("oltp", 190.0, 700.0, source_engine="memory"))
+    rows, missed, _ = targets.judge(lines)
+    named = _by_name(rows)
+    assert named["PyPy p99 ms at half of saturation, oltp"][1:6] == ["1", "1", "60.0", "<= 100.0", "yes"]
+    mem = named["PyPy p99 ms at half of saturation, oltp, source in MEMORY"]
+    assert mem[1:6] == ["1", "1", "700.0", "<= 100.0", "NO"]
+    assert missed == 2
