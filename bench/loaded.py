@@ -40,7 +40,7 @@ from .watch import Watcher, delete_namespace
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_load.lua")
 HELD = 0.97  # of the offered events per second
 ENGINES = ("innodb", "blackhole", "memory")
-# Room for a MEMORY copy of a shape's table: the server's default (16 MB) is too small for some.
+# A MEMORY table stops taking rows at max_heap_table_size (16 MB by default): room to spare.
 MEMORY_TABLE_BYTES = 256 * 1024 * 1024
 
 

@@ -1,6 +1,8 @@
 """bench.targets: each target judged on the median of its group's lines."""
 import json
 
+import pytest
+
 from bench import targets
 
 
@@ -107,23 +109,13 @@ def test_the_command_judges_a_results_file_and_refuses_an_unknown_commit(tmp_pat
     assert "no results for 'cdcdcdcd'" in capsys.readouterr().err
 
 
-def test_a_blackhole_source_is_judged_on_its_own_rows_never_pooled_with_innodb():
+@pytest.mark.parametrize("shape, engine", [("bulk", "blackhole"), ("oltp", "memory")])
+def test_a_lighter_source_is_judged_on_its_own_rows_never_pooled_with_innodb(shape, engine):
     lines = [r for r in _all_met() if "source_engine" not in r]
-    lines.append(_share("bulk", 30.0, 200.0, source_engine="blackhole"))
+    lines.append(_share(shape, 30.0, 200.0, source_engine=engine))
     rows, missed, _ = targets.judge(lines)
     named = _by_name(rows)
-    assert named["PyPy p99 ms at half of saturation, bulk"][1:6] == ["1", "1", "60.0", "<= 100.0", "yes"]
-    hole = named["PyPy p99 ms at half of saturation, bulk, source in BLACKHOLE"]
-    assert hole[1:6] == ["1", "1", "200.0", "<= 100.0", "NO"]
+    assert named[f"PyPy p99 ms at half of saturation, {shape}"][1:6] == ["1", "1", "60.0", "<= 100.0", "yes"]
+    light = named[f"PyPy p99 ms at half of saturation, {shape}, source in {engine.upper()}"]
+    assert light[1:6] == ["1", "1", "200.0", "<= 100.0", "NO"]
     assert missed == 2  # its p50 and p99
-
-
-def test_a_memory_source_is_judged_on_its_own_rows_for_oltp():
-    lines = [r for r in _all_met() if "source_engine" not in r]
-    lines.append(_share("oltp", 190.0, 700.0, source_engine="memory"))
-    rows, missed, _ = targets.judge(lines)
-    named = _by_name(rows)
-    assert named["PyPy p99 ms at half of saturation, oltp"][1:6] == ["1", "1", "60.0", "<= 100.0", "yes"]
-    mem = named["PyPy p99 ms at half of saturation, oltp, source in MEMORY"]
-    assert mem[1:6] == ["1", "1", "700.0", "<= 100.0", "NO"]
-    assert missed == 2
