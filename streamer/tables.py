@@ -188,6 +188,13 @@ class TableRegistry:
         self.current.clear()
 
     def on_table_map(self, event: Any) -> None:
+        table = event.get_table()
+        tv = getattr(table, "streamer_version", None)
+        if tv is not None and self.current.get((event.schema, event.table)) is tv:
+            # The same table map as before (mysql_fixes keeps one Table per distinct event):
+            # its version, plan and announcement are done; only the id's entry may be new.
+            self.by_id[event.table_id] = tv
+            return
         if not self.filter(event.schema, event.table):
             self.by_id[event.table_id] = None
             return
@@ -208,6 +215,7 @@ class TableRegistry:
                     previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
         rowplan.attach(event, tv.read_plan, bool(tv.empty_set_columns))
+        table.streamer_version = tv
         if cur is not tv:
             self.current[key] = tv
             self._lineage.pop(tv.topic, None)

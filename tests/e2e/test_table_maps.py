@@ -1,0 +1,56 @@
+"""Table-map events with the same bytes are parsed once (streamer.mysql_fixes), and what a later
+one takes over is what a parse of its own gives."""
+import pytest
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import TableMapEvent
+
+from streamer import mysql_fixes, reader  # noqa: F401 - importing the reader applies the fixes
+from tests import support
+
+
+def _table_maps(start, schema):
+    stream = BinLogStreamReader(
+        connection_settings={"host": "127.0.0.1", "port": support.MYSQL_PORT, "user": "admin",
+                             "password": support.secret("admin")},
+        server_id=998877, blocking=False, resume_stream=True, log_file=start[0], log_pos=start[1],
+        only_events=[TableMapEvent], enable_logging=False)
+    try:
+        return [ev for ev in stream if ev.schema == schema]
+    finally:
+        stream.close()
+
+
+def _parsed(ev):
+    cols = [(c.name, c.type, c.unsigned, c.is_primary, c.character_set_name,
+             getattr(c, "max_length", None)) for c in ev.columns]
+    return (ev.table_id, ev.schema, ev.table, ev.flags, ev.column_count, ev.null_bitmask,
+            ev.table_obj.primary_key, ev.table_obj.schema, cols, ev.timestamp, ev.packet.log_pos)
+
+
+@pytest.fixture
+def history(db):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20) CHARACTER SET latin1)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO t VALUES (1, 'a')", "INSERT INTO t VALUES (2, 'b')",
+                "ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 0",
+                "INSERT INTO t VALUES (3, 'c', 7)", "INSERT INTO t VALUES (4, 'd', 8)")
+    return name, start
+
+
+def test_the_same_table_map_is_parsed_once_and_a_changed_table_again(history):
+    name, start = history
+    mysql_fixes._table_maps.clear()
+    cached = _table_maps(start, name)
+    assert [len(ev.columns) for ev in cached] == [2, 2, 3, 3]
+    # Two parses, one per definition: the repeat of each takes over its Table.
+    assert cached[0].table_obj is cached[1].table_obj
+    assert cached[2].table_obj is cached[3].table_obj
+    assert cached[1].table_obj is not cached[2].table_obj
+    assert [c.name for c in cached[3].columns] == ["id", "v", "n"]
+    # Each event keeps its own header fields, and all the rest equals a parse of its own.
+    for ev in cached:
+        mysql_fixes._table_maps.clear()  # a parse of its own: read from the event's start
+        assert _parsed(ev) == _parsed(_table_maps((start[0], ev.packet.log_pos - ev.packet.event_size),
+                                                  name)[0])
+    assert len({ev.packet.log_pos for ev in cached}) == 4
