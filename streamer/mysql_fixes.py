@@ -116,9 +116,10 @@ def _table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
 
 # The packet wrapper reads the OK byte and the 19-byte event header before the event's own reads.
 _EVENT_BODY_AT = 20
-TABLE_MAP_CACHE = 4096  # parsed table maps kept (a table's id changes when the table does)
+TABLE_MAP_CACHE = 4096  # parsed table maps kept; a changed table's maps are new bytes, so old ones go stale
 _table_maps: Dict[bytes, Dict[str, Any]] = {}
-# Library filters make a parse depend on more than the event's bytes; the streamer passes none.
+# Library filters, and names looked up on the server, make a parse depend on more than the
+# event's bytes; the streamer uses neither.
 _FILTERS = ("only_tables", "ignored_tables", "only_schemas", "ignored_schemas")
 
 
@@ -131,7 +132,8 @@ def _table_map_init(parse: Callable[..., None]) -> Callable[..., None]:
     same."""
     def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
                  ctl_connection: Any, **kwargs: Any) -> None:
-        if kwargs.get("freeze_schema") or any(kwargs.get(k) is not None for k in _FILTERS):
+        if kwargs.get("freeze_schema") or kwargs.get("use_column_name_cache") or \
+                any(kwargs.get(k) is not None for k in _FILTERS):
             parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
             return
         body = from_packet.packet.get_bytes(_EVENT_BODY_AT + from_packet.read_bytes, event_size)
