@@ -44,6 +44,17 @@ ENGINES = ("innodb", "blackhole", "memory")
 MEMORY_TABLE_BYTES = 256 * 1024 * 1024
 
 
+def cores_needed(facts: Dict[str, Any], through_rows_s: float, offered_rows_s: float) -> Optional[float]:
+    """The cores the streamer and the local servers would take at the offered rate: what they
+    took per row written, times the rows offered (their cost a row is taken as constant). A
+    load that sysbench could not hold and that needs more than the host's cores measured the
+    host's size, not the streamer; None when a process's cores are unknown."""
+    used = [facts.get(f"{name}_cores") for name in ("streamer", *SERVER_NAMES)]
+    if through_rows_s <= 0 or any(c is None for c in used):
+        return None
+    return sum(used) / through_rows_s * offered_rows_s
+
+
 def events_per_second(saturation_rows_s: float, share: float, stmt: LiveStatement) -> int:
     """sysbench's --rate (whole events per second) closest to the share of the saturation."""
     return max(1, round(saturation_rows_s * share / stmt.rows))
@@ -188,6 +199,7 @@ def run(python: str, workdir: str, shape: Shape, saturation_rows_s: float, share
         "saturation_share": share, "rows_per_event": stmt.rows, "source_engine": engine,
         "offered_rows_s": offered, "rows_s": round(through, 1),
         "load_held": facts["sysbench_tps"] >= HELD * rate,
+        "cores_needed": cores_needed(facts, through, offered),
         "busy_pct": facts.get("busy_pct"), "cpu_steal_pct": facts.get("cpu_steal_pct"),
         "rss_mb": round(rss, 1),
         **{f"{name}_{what}": facts.get(f"{name}_{what}")

@@ -54,7 +54,7 @@ SHARE_LIVE: List[Tuple[str, str, int]] = [
     ("p99 ms", "p99_ms", 1), ("max ms", "max_ms", 1), (">100ms %", "over_100ms_pct", 2), *SPLIT,
     ("host busy %", "busy_pct", 0), ("streamer cores", "streamer_cores", 2),
     ("MariaDB cores", "mariadb_cores", 2), ("Kafka cores", "kafka_cores", 2), KAFKA_JIT,
-    *RUNQ, ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
+    ("cores needed", "cores_needed", 2), *RUNQ, ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
 ]
 
 TXN: List[Tuple[str, str, int]] = [

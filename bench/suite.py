@@ -129,6 +129,8 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
     rec = {"shape": f"{shape}-live", "python": label, **_interpreter_of(python), **out,
            "saturation_of": of, "repeat": 1}
     held = "" if out["load_held"] else " (sysbench could not hold the rate)"
+    if out["cores_needed"] is not None:
+        held += f"; the offered rate needs ~{out['cores_needed']:.2f} cores"
     print(f"bench: {shape} live ({args.source_engine}) at {args.share:g} of {saturation:.0f} rows/s "
           f"{rec['interpreter']}: {out['rows_s']:.0f} rows/s{held}, p50 {out['p50_ms']} ms, "
           f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms, host busy {out['busy_pct']}%; "

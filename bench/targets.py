@@ -9,7 +9,8 @@ lines exist); peak RSS at most 300 MB, and flat over the 1M-row `long` shape.
 Each target is judged on the median over the lines of its group (bench.compare's groups), so a
 commit measured by several `make bench` runs is judged on all of them, and the table says how
 many lines each median took. A load at a share of saturation that sysbench could not hold
-measured the machine, not the streamer: such lines are left out and counted. Quick runs (other
+measured the machine, not the streamer: such lines are left out and counted, with the cores
+such a load needs against the host's where the lines know them. Quick runs (other
 row counts) are left out unless there is nothing else. `make bench` prints this table for its
 own lines; without arguments this judges the newest commit in bench/results.jsonl.
 """
@@ -71,11 +72,11 @@ def judge(lines: List[Dict[str, Any]]) -> Tuple[List[List[str]], int, bool]:
     """The table's rows, how many targets were missed, and whether only quick lines were judged."""
     lines, quick = _chosen(lines)
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
-    unheld: Dict[Tuple[str, str], int] = {}
+    unheld: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for rec in lines:
         group = group_of(rec)
         if "saturation_share" in rec and not rec.get("load_held"):
-            unheld[group] = unheld.get(group, 0) + 1
+            unheld.setdefault(group, []).append(rec)
             continue
         groups.setdefault(group, []).append(rec)
     rows: List[List[str]] = []
@@ -88,7 +89,7 @@ def judge(lines: List[Dict[str, Any]]) -> Tuple[List[List[str]], int, bool]:
             # What decides a loaded line's latency on shared cores (docs/benchmarks.md).
             notes.append(f"host {statistics.median(r['busy_pct'] for r in busy):.0f} % busy")
         if t.group in unheld:
-            notes.append(f"{unheld[t.group]} not held, left out")
+            notes.append(_unheld_note(unheld[t.group]))
         note = "; ".join(notes)
         value = statistics.median(r[t.key] for r in recs) if recs else None
         missed += _row(rows, t.name, recs, value, t.at_least, t.bound, t.digits, note)
@@ -102,6 +103,19 @@ def judge(lines: List[Dict[str, Any]]) -> Tuple[List[List[str]], int, bool]:
         missed += _row(rows, f"{interp} RSS growth MB, 2nd half of 1M rows", recs, value, False, bound,
                        1, f"{FLAT_SHARE:.0%} of its median peak")
     return rows, missed, quick
+
+
+def _unheld_note(recs: List[Dict[str, Any]]) -> str:
+    """Why loads were left out; with what they would have needed of the host, where known."""
+    note = f"{len(recs)} not held, left out"
+    needed = _having(_having(recs, "cores_needed"), "host_cores")
+    if needed:
+        cores = statistics.median(r["cores_needed"] for r in needed)
+        host = min(r["host_cores"] for r in needed)
+        if cores > host:
+            return f"{note}: the load needs ~{cores:.1f} cores, the host has {host}"
+        return f"{note} (the load needs ~{cores:.1f} of the host's {host} cores)"
+    return note
 
 
 def _having(recs: List[Dict[str, Any]], key: str) -> List[Dict[str, Any]]:

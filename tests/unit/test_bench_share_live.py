@@ -30,6 +30,14 @@ def test_the_catchup_shapes_the_issue_names_have_a_live_statement_over_their_own
     assert SHAPES["oltp"].live.sql.startswith("CALL churn(100,") and SHAPES["oltp"].live.rows == 100
 
 
+def test_the_cores_a_load_needs_scale_what_each_process_took_a_row_to_the_rows_offered():
+    facts = {"streamer_cores": 0.5, "mariadb_cores": 1.1, "kafka_cores": 0.2}
+    # 1.8 cores for 27k rows/s is 3.2 cores at the 48k offered.
+    assert loaded.cores_needed(facts, 27000.0, 48000.0) == pytest.approx(3.2)
+    assert loaded.cores_needed(dict(facts, kafka_cores=None), 27000.0, 48000.0) is None
+    assert loaded.cores_needed(facts, 0.0, 48000.0) is None
+
+
 def test_share_runs_group_by_share_not_by_the_rate_the_host_gave_that_day():
     slow, fast = _line("bulk-live", 0.5, 73000.0, 80.0), _line("bulk-live", 0.5, 109000.0, 120.0)
     assert compare.group_of(slow) == compare.group_of(fast) == ("bulk-live@0.5sat", "pypy")

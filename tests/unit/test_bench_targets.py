@@ -119,3 +119,20 @@ def test_a_lighter_source_is_judged_on_its_own_rows_never_pooled_with_innodb(sha
     light = named[f"PyPy p99 ms at half of saturation, {shape}, source in {engine.upper()}"]
     assert light[1:6] == ["1", "1", "200.0", "<= 100.0", "NO"]
     assert missed == 2  # its p50 and p99
+
+
+def test_a_load_too_big_for_the_host_says_how_many_cores_it_needs():
+    lines = [r for r in _all_met() if r["shape"] != "oltp-live"] + \
+        [_share("oltp", 40.0, 430.0, held=False, cores_needed=3.31, host_cores=2),
+         _share("oltp", 80.0, 570.0, held=False, cores_needed=2.5, host_cores=2)]
+    rows, missed, _ = targets.judge(lines)
+    p99 = _by_name(rows)["PyPy p99 ms at half of saturation, oltp"]
+    assert p99[3] == "-" and p99[5] == "-" and missed == 0
+    assert p99[6] == "2 not held, left out: the load needs ~2.9 cores, the host has 2"
+
+
+def test_a_load_that_fits_the_host_but_was_not_held_says_so():
+    lines = _all_met() + [_share("bulk", 900.0, 3000.0, held=False, cores_needed=1.4, host_cores=2)]
+    rows, _, _ = targets.judge(lines)
+    note = _by_name(rows)["PyPy p99 ms at half of saturation, bulk"][6]
+    assert "1 not held, left out (the load needs ~1.4 of the host's 2 cores)" in note
