@@ -38,7 +38,6 @@ import sys
 from typing import Any, Callable, Dict, List, Tuple
 
 from pymysql.connections import Connection
-from pymysqlreplication.event import BinLogEvent
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 from pymysqlreplication.table import Table
 
@@ -118,22 +117,32 @@ def _table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
 _EVENT_BODY_AT = 20
 TABLE_MAP_CACHE = 4096  # parsed table maps kept; a changed table's maps are new bytes, so old ones go stale
 _table_maps: Dict[bytes, Dict[str, Any]] = {}
-# Library filters, and names looked up on the server, make a parse depend on more than the
-# event's bytes; the streamer uses neither.
+# The stream the kept parses belong to (the library's table_map dict, one per stream), and
+# whether they may be used for it.
+_stream: List[Any] = [None, False]
+# Library filters, names looked up on the server, and checksum checks (a field per event) make
+# a parse depend on more than the event's bytes; the streamer uses none of them.
 _FILTERS = ("only_tables", "ignored_tables", "only_schemas", "ignored_schemas")
+_STEP_ASIDE = ("freeze_schema", "use_column_name_cache", "verify_checksum")
 
 
 def _table_map_init(parse: Callable[..., None]) -> Callable[..., None]:
     """TableMapEvent.__init__ that parses each distinct event body (the checksum and the header,
-    with its timestamp and position, left out) once. A later event with the same bytes gets the
-    per-event fields from BinLogEvent.__init__ and the rest, the same Table object included,
-    from the first parse. A table's definition is in its table-map bytes (with
-    binlog_row_metadata=FULL its names, keys and charsets too), so the same bytes parse the
-    same."""
+    with its timestamp and position, left out) once per stream. A later event with the same
+    bytes takes over the first parse, the same Table object included, with its own packet and
+    timestamp: the only fields BinLogEvent.__init__ takes from the event. The others it sets
+    come from the stream (its connection, server and options), and parses are kept for one
+    stream at a time, so they are the stream's. A table's definition is in its table-map bytes
+    (with binlog_row_metadata=FULL its names, keys and charsets too), so the same bytes parse
+    the same."""
     def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
                  ctl_connection: Any, **kwargs: Any) -> None:
-        if kwargs.get("freeze_schema") or kwargs.get("use_column_name_cache") or \
-                any(kwargs.get(k) is not None for k in _FILTERS):
+        if table_map is not _stream[0]:
+            _table_maps.clear()
+            _stream[0] = table_map
+            _stream[1] = not any(kwargs.get(k) for k in _STEP_ASIDE) and \
+                all(kwargs.get(k) is None for k in _FILTERS)
+        if not _stream[1]:
             parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
             return
         body = from_packet.packet.get_bytes(_EVENT_BODY_AT + from_packet.read_bytes, event_size)
@@ -144,14 +153,12 @@ def _table_map_init(parse: Callable[..., None]) -> Callable[..., None]:
                 _table_maps.clear()
             _table_maps[body] = dict(self.__dict__)
             return
-        BinLogEvent.__init__(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
-        fresh = self.__dict__
-        state = dict(known)
-        state.update(fresh)
-        state["_processed"] = known["_processed"]
+        state = known.copy()
+        state["packet"] = from_packet
+        state["timestamp"] = from_packet.timestamp
         self.__dict__ = state
         if state["_processed"]:
-            table_map[self.table_id] = self.table_obj
+            table_map[state["table_id"]] = state["table_obj"]
     __init__.caches_table_maps = True  # type: ignore[attr-defined]
     return __init__
 

@@ -54,3 +54,17 @@ def test_the_same_table_map_is_parsed_once_and_a_changed_table_again(history):
         assert _parsed(ev) == _parsed(_table_maps((start[0], ev.packet.log_pos - ev.packet.event_size),
                                                   name)[0])
     assert len({ev.packet.log_pos for ev in cached}) == 4
+
+
+def test_a_new_stream_parses_its_table_maps_again(history):
+    # What the library sets from the stream (its connection among them) must be the stream's
+    # own: a reconnect gets a new one, and a repeat takes everything but packet and timestamp
+    # from the first parse.
+    name, start = history
+    first, second = _table_maps(start, name), _table_maps(start, name)
+    assert first[0].table_obj is first[1].table_obj
+    assert second[0].table_obj is not first[0].table_obj
+    assert first[0]._ctl_connection is not second[0]._ctl_connection
+    assert all(ev._ctl_connection is first[0]._ctl_connection for ev in first)
+    assert all(ev._ctl_connection is second[0]._ctl_connection for ev in second)
+    assert [ev.timestamp for ev in first] == [ev.timestamp for ev in second]
