@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from streamer.reader import BinlogReader
+from streamer.reader import BinlogReader, _count_reads, _CountingSocketIO
 
 
 def reader_over(sock):
@@ -52,6 +52,43 @@ def test_plain_socket():
         b.close()
 
 
+def test_plain_stream_connection_counts_its_reads_and_answers_the_same():
+    a, b = socket.socketpair()
+    a.settimeout(5.0)
+    reader, conn = reader_over(a)
+    old = conn._rfile  # held, so that only _count_reads can close it
+    _count_reads(conn)
+    assert isinstance(conn._rfile.raw, _CountingSocketIO) and old.closed
+    try:
+        check(reader, conn, b.sendall)
+        # A read longer than the buffer goes past it to the socket, and is counted too.
+        b.sendall(bytes(20000))
+        assert conn._rfile.read(20000) == bytes(20000)
+        assert not reader.more_arrived()
+    finally:
+        conn._rfile.close()  # as pymysql closes a connection: its reader, then its socket
+        a.close()
+        b.close()
+    assert a.fileno() == -1  # the socket really closed: the old reader had let go of it
+
+
+def test_a_reader_that_already_holds_bytes_is_kept():
+    a, b = socket.socketpair()
+    a.settimeout(5.0)
+    reader, conn = reader_over(a)
+    old = conn._rfile
+    try:
+        b.sendall(b"early")
+        assert eventually(lambda: old.peek(1) == b"early")
+        _count_reads(conn)
+        assert conn._rfile is old and a.gettimeout() == 5.0
+        assert reader.more_arrived() and old.read(5) == b"early"
+        assert not reader.more_arrived()
+    finally:
+        a.close()
+        b.close()
+
+
 @pytest.fixture
 def cert(tmp_path):
     key, crt = str(tmp_path / "k.pem"), str(tmp_path / "c.pem")
@@ -75,6 +112,8 @@ def test_tls_socket_waiting_for_a_record_is_not_more(cert):
     t.join()
     client.settimeout(5.0)
     reader, conn = reader_over(client)
+    _count_reads(conn)  # TLS keeps the library's reader: a partial record is not more
+    assert not isinstance(conn._rfile.raw, _CountingSocketIO)
     try:
         check(reader, conn, server["s"].sendall)
     finally:
