@@ -117,8 +117,8 @@ def _table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
 _EVENT_BODY_AT = 20
 TABLE_MAP_CACHE = 4096  # parsed table maps kept; a changed table's maps are new bytes, so old ones go stale
 _table_maps: Dict[bytes, Dict[str, Any]] = {}
-# The stream the kept parses belong to (the library's table_map dict, one per stream), and
-# whether they may be used for it.
+# The stream the kept parses belong to (the library's table_map dict, one per stream; a
+# streamer reads one stream at a time), and whether they may be used for it.
 _stream: List[Any] = [None, False]
 # Library filters, names looked up on the server, and checksum checks (a field per event) make
 # a parse depend on more than the event's bytes; the streamer uses none of them.

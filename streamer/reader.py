@@ -141,6 +141,8 @@ def _count_reads(conn: Any) -> None:
     try:
         if old.peek(1):
             return
+    except OSError:
+        return  # a connection already failing: its next read raises where errors are handled
     finally:
         sock.settimeout(timeout)
     old.close()  # only lets go of the socket, as the new reader holds it (socket.makefile's count)

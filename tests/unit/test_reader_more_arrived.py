@@ -1,6 +1,8 @@
 """BinlogReader.more_arrived: is more of the stream already here, without waiting for it?"""
+import select
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -119,3 +121,22 @@ def test_tls_socket_waiting_for_a_record_is_not_more(cert):
     finally:
         client.close()
         server["s"].close()
+
+
+def test_a_connection_reset_before_the_binlog_dump_keeps_its_reader_and_raises_nothing():
+    listener = socket.create_server(("127.0.0.1", 0))
+    a = socket.create_connection(listener.getsockname())
+    b, _ = listener.accept()
+    a.settimeout(5.0)
+    reader, conn = reader_over(a)
+    old = conn._rfile
+    try:
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        b.close()  # linger 0: the peer resets the connection
+        assert eventually(lambda: select.select([a], [], [], 0)[0])
+        _count_reads(conn)  # meets the reset, and leaves the connection as it found it
+        assert conn._rfile is old and a.gettimeout() == 5.0
+        assert old.read(1) == b""  # where pymysql reads next: a lost connection, handled there
+    finally:
+        a.close()
+        listener.close()
