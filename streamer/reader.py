@@ -6,11 +6,7 @@ connection raises ``StreamInterrupted`` and the pipeline resumes from its last c
 """
 from __future__ import annotations
 
-import io
 import logging
-import select
-import socket
-import ssl
 from typing import Any, Dict, List, Optional, Tuple
 
 import pymysql
@@ -20,7 +16,7 @@ from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidE
 from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
-from . import mysql_fixes, rowplan
+from . import arrival, mysql_fixes, rowplan
 from .position import Position
 
 mysql_fixes.apply()
@@ -108,48 +104,6 @@ def is_mariadb(conn: Any) -> bool:
     return "mariadb" in conn.get_server_info().lower()
 
 
-class _CountingSocketIO(socket.SocketIO):
-    """The stream connection's raw reader, counting what it has read. Its buffered reader's
-    ``tell()`` is then what pymysql has taken, so what the buffer still holds is known without
-    a read, and a poll of the socket tells whether the kernel holds more (more_arrived)."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        super().__init__(sock, "rb")
-        self.got = 0
-        self.poller = select.poll()
-        self.poller.register(sock, select.POLLIN)
-
-    def readinto(self, b: Any) -> Optional[int]:
-        n = super().readinto(b)
-        if n:
-            self.got += n
-        return n
-
-    def tell(self) -> int:
-        return self.got
-
-
-def _count_reads(conn: Any) -> None:
-    """Give a plain (not TLS) stream connection a counting reader, once connected. Its old
-    reader must hold nothing by then (the server sends nothing unasked before the binlog dump);
-    if it does, it is kept, and more_arrived peeks as before."""
-    sock, old = getattr(conn, "_sock", None), getattr(conn, "_rfile", None)
-    if type(sock) is not socket.socket or old is None:
-        return
-    timeout = sock.gettimeout()
-    sock.setblocking(False)
-    try:
-        if old.peek(1):
-            return
-    except OSError:
-        return  # a connection already failing: its next read raises where errors are handled
-    finally:
-        sock.settimeout(timeout)
-    old.close()  # only lets go of the socket, as the new reader holds it (socket.makefile's count)
-    sock._io_refs += 1  # type: ignore[attr-defined]
-    conn._rfile = io.BufferedReader(_CountingSocketIO(sock))
-
-
 class _Connector:
     """pymysql.connect for the reader that refuses the library's silent stream reconnect."""
 
@@ -163,7 +117,7 @@ class _Connector:
         if self.stream_connections > 1:
             raise StreamInterrupted("the binlog connection dropped")
         conn = pymysql.connect(**kwargs)
-        _count_reads(conn)
+        arrival.count_reads(conn)
         return conn
 
 
@@ -233,31 +187,8 @@ class BinlogReader:
             raise _classify(exc, self.start) from exc
 
     def more_arrived(self) -> bool:
-        """Whether more of the stream has already arrived, in the kernel or in pymysql's buffer.
-
-        The server sends a heartbeat when it has nothing newer to send, but a reader that is
-        behind finds that heartbeat queued before changes written since: it is not caught up.
-        """
-        conn = getattr(self._stream, "_stream_connection", None)
-        sock = getattr(conn, "_sock", None)
-        rfile = getattr(conn, "_rfile", None)
-        if sock is None or rfile is None:
-            return False
-        raw = getattr(rfile, "raw", None)
-        if isinstance(raw, _CountingSocketIO):
-            # A third of the peek's cost below: no switch to non-blocking and back, one syscall.
-            return raw.got != rfile.tell() or bool(raw.poller.poll(0))
-        timeout = sock.gettimeout()
-        sock.setblocking(False)
-        try:
-            # Returns what is buffered without a syscall, else reads what the kernel has, else b"".
-            return bool(rfile.peek(1))
-        except ssl.SSLWantReadError:
-            return False  # TLS: no whole record has arrived yet
-        except OSError:
-            return True  # the next read will raise it where errors are handled
-        finally:
-            sock.settimeout(timeout)
+        """Whether more of the stream has already arrived (streamer.arrival says why that matters)."""
+        return arrival.more_arrived(getattr(self._stream, "_stream_connection", None))
 
     def __exit__(self, *exc: Any) -> None:
         if self._stream is not None:

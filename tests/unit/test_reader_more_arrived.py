@@ -10,7 +10,8 @@ import types
 
 import pytest
 
-from streamer.reader import BinlogReader, _count_reads, _CountingSocketIO
+from streamer.arrival import CountingSocketIO, count_reads
+from streamer.reader import BinlogReader
 
 
 def reader_over(sock):
@@ -58,9 +59,9 @@ def test_plain_stream_connection_counts_its_reads_and_answers_the_same():
     a, b = socket.socketpair()
     a.settimeout(5.0)
     reader, conn = reader_over(a)
-    old = conn._rfile  # held, so that only _count_reads can close it
-    _count_reads(conn)
-    assert isinstance(conn._rfile.raw, _CountingSocketIO) and old.closed
+    old = conn._rfile  # held, so that only count_reads can close it
+    count_reads(conn)
+    assert isinstance(conn._rfile.raw, CountingSocketIO) and old.closed
     try:
         check(reader, conn, b.sendall)
         # A read longer than the buffer goes past it to the socket, and is counted too.
@@ -82,7 +83,7 @@ def test_a_reader_that_already_holds_bytes_is_kept():
     try:
         b.sendall(b"early")
         assert eventually(lambda: old.peek(1) == b"early")
-        _count_reads(conn)
+        count_reads(conn)
         assert conn._rfile is old and a.gettimeout() == 5.0
         assert reader.more_arrived() and old.read(5) == b"early"
         assert not reader.more_arrived()
@@ -114,8 +115,8 @@ def test_tls_socket_waiting_for_a_record_is_not_more(cert):
     t.join()
     client.settimeout(5.0)
     reader, conn = reader_over(client)
-    _count_reads(conn)  # TLS keeps the library's reader: a partial record is not more
-    assert not isinstance(conn._rfile.raw, _CountingSocketIO)
+    count_reads(conn)  # TLS keeps the library's reader: a partial record is not more
+    assert not isinstance(conn._rfile.raw, CountingSocketIO)
     try:
         check(reader, conn, server["s"].sendall)
     finally:
@@ -134,7 +135,7 @@ def test_a_connection_reset_before_the_binlog_dump_keeps_its_reader_and_raises_n
         b.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         b.close()  # linger 0: the peer resets the connection
         assert eventually(lambda: select.select([a], [], [], 0)[0])
-        _count_reads(conn)  # meets the reset, and leaves the connection as it found it
+        count_reads(conn)  # meets the reset, and leaves the connection as it found it
         assert conn._rfile is old and a.gettimeout() == 5.0
         assert old.read(1) == b""  # where pymysql reads next: a lost connection, handled there
     finally:
