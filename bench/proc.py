@@ -63,6 +63,18 @@ def threads_cpu_seconds(pid: int, names: Tuple[str, ...]) -> Optional[float]:
     return total
 
 
+def schedstat(path: str) -> Optional[Tuple[float, float]]:
+    """A thread's seconds on a CPU and seconds runnable but waiting for one, from its
+    /proc/.../task/TID/schedstat (nanoseconds, where stat counts 10 ms clock ticks), or None when
+    the thread has ended or the kernel keeps no such figures."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            fields = fh.read().split()
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def runq_seconds(pid: int) -> Optional[Dict[str, float]]:
     """Per thread of a live process, the seconds it has been runnable but waiting for a CPU (the
     run delay of /proc/PID/task/TID/schedstat), or None when the process has ended or the kernel
@@ -73,11 +85,9 @@ def runq_seconds(pid: int) -> Optional[Dict[str, float]]:
     except OSError:
         return None
     for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as fh:
-                out[tid] = int(fh.read().split()[1]) / 1e9
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended meanwhile
+        found = schedstat(f"/proc/{pid}/task/{tid}/schedstat")
+        if found is not None:  # None: a thread that ended meanwhile
+            out[tid] = found[1]
     return out or None
 
 

@@ -25,7 +25,7 @@ from streamer.position import Position
 from streamer.publisher import Publisher
 
 from .bare import interpreter
-from .proc import stat_cpu
+from .proc import schedstat, stat_cpu
 
 
 def _thread_cpu() -> Dict[str, float]:
@@ -37,13 +37,9 @@ def _thread_cpu() -> Dict[str, float]:
         found = stat_cpu(f"/proc/self/task/{tid}/stat")
         if not found:  # a thread that ended meanwhile
             continue
-        name, cpu = found
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as fh:
-                cpu = int(fh.read().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
-            pass  # no schedstat in this kernel, or the thread ended: the ticks stand
-        out[name] = out.get(name, 0.0) + cpu
+        precise = schedstat(f"/proc/self/task/{tid}/schedstat")
+        cpu = precise[0] if precise is not None else found[1]  # else the ticks stand
+        out[found[0]] = out.get(found[0], 0.0) + cpu
     return out
 
 

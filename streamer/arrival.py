@@ -35,6 +35,18 @@ class CountingSocketIO(socket.SocketIO):
         return self.got
 
 
+def _peek(sock: socket.socket, rfile: Any) -> bytes:
+    """What pymysql's reader holds or the kernel has, without waiting: the buffered bytes
+    without a syscall, else a non-blocking read of the kernel's, else b"". The read timeout is
+    put back; errors are the caller's."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        return rfile.peek(1)
+    finally:
+        sock.settimeout(timeout)
+
+
 def count_reads(conn: Any) -> None:
     """Give a plain (not TLS) stream connection a counting reader, once connected. Its old
     reader must hold nothing by then (the server sends nothing unasked before the binlog dump);
@@ -42,15 +54,11 @@ def count_reads(conn: Any) -> None:
     sock, old = getattr(conn, "_sock", None), getattr(conn, "_rfile", None)
     if type(sock) is not socket.socket or old is None:
         return
-    timeout = sock.gettimeout()
-    sock.setblocking(False)
     try:
-        if old.peek(1):
+        if _peek(sock, old):
             return
     except OSError:
         return  # a connection already failing: its next read raises where errors are handled
-    finally:
-        sock.settimeout(timeout)
     old.close()  # only lets go of the socket, as the new reader holds it (socket.makefile's count)
     sock._io_refs += 1  # type: ignore[attr-defined]
     conn._rfile = io.BufferedReader(CountingSocketIO(sock))
@@ -66,14 +74,9 @@ def more_arrived(conn: Any) -> bool:
     if isinstance(raw, CountingSocketIO):
         # A third of the peek's cost below: no switch to non-blocking and back, one syscall.
         return raw.got != rfile.tell() or bool(raw.poller.poll(0))
-    timeout = sock.gettimeout()
-    sock.setblocking(False)
     try:
-        # Returns what is buffered without a syscall, else reads what the kernel has, else b"".
-        return bool(rfile.peek(1))
+        return bool(_peek(sock, rfile))
     except ssl.SSLWantReadError:
         return False  # TLS: no whole record has arrived yet
     except OSError:
         return True  # the next read will raise it where errors are handled
-    finally:
-        sock.settimeout(timeout)
