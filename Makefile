@@ -53,7 +53,7 @@ run: venv config
 	$(VENV_PYPY)/bin/streamer run -c $(CONFIG)
 
 demo-load: venv up
-	$(VENV_PYPY)/bin/python -m streamer.demo --config $(CONFIG)
+	$(VENV_PYPY)/bin/python -m streamer.tools.demo --config $(CONFIG)
 
 unit: venv
 	$(VENV_PYPY)/bin/python -m pytest -q tests/unit $(PYTEST_ARGS)
@@ -94,9 +94,9 @@ GROOVY_JAR := .local/groovy/groovy-$(GROOVY_VERSION).jar
 JENKINSFILE ?= deploy/Jenkinsfile
 DEPLOY := STREAMER_DEPLOY_PYTHON=$(VENV_PYPY)/bin/python deploy/deploy.sh
 
-# streamer/_rdkafka_ffi.py: rdkafka's cffi declarations, parsed ahead (a unit test keeps it current).
+# streamer/kafka/_rdkafka_ffi.py: rdkafka's cffi declarations, parsed ahead (a unit test keeps it current).
 ffi: $(VENV_PYPY)/.stamp
-	$(VENV_PYPY)/bin/python -c 'from streamer import rdkafka; rdkafka.generate("streamer/_rdkafka_ffi.py")'
+	$(VENV_PYPY)/bin/python -c 'from streamer.kafka import rdkafka; rdkafka.generate("streamer/kafka/_rdkafka_ffi.py")'
 
 constraints: $(VENV_PYPY)/.stamp
 	$(VENV_PYPY)/bin/pip freeze --exclude-editable > deploy/constraints-pypy.txt

@@ -22,7 +22,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from streamer.decode import Decoder, kafka_schema_source
+from streamer.codec.decode import Decoder
+from streamer.kafka.topics import kafka_schema_source
 
 from . import env
 from .proc import BenchError, CpuWindow, Streamer

@@ -29,7 +29,8 @@ import os
 import time
 from typing import Any, Dict, Optional, Tuple
 
-from streamer.decode import Decoder, kafka_schema_source
+from streamer.codec.decode import Decoder
+from streamer.kafka.topics import kafka_schema_source
 
 from . import env
 from .live import HEARTBEAT_DDL, Heartbeat, Latencies, Sysbench, sysbench_tps, wait_until_streaming

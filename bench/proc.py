@@ -7,7 +7,7 @@ import subprocess
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from streamer.cli import GC_NURSERY
+from streamer.ops.gcpacing import GC_NURSERY
 
 from . import env
 

@@ -20,9 +20,9 @@ import time
 from typing import Any, Dict
 
 from streamer import config as config_mod
-from streamer import rdkafka
+from streamer.kafka import rdkafka
+from streamer.kafka.publisher import Publisher
 from streamer.position import Position
-from streamer.publisher import Publisher
 
 from .bare import interpreter
 from .proc import schedstat, stat_cpu

@@ -10,4 +10,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${STREAMER_DEPLOY_PYTHON:-$ROOT/.venv-pypy/bin/python}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-exec "$PY" -m streamer.deploy "$@"
+exec "$PY" -m streamer.deploy.rollout "$@"

@@ -6,17 +6,14 @@ import json
 import logging
 import os
 import sys
-import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import config as config_mod
+from streamer import config as config_mod
+from streamer.errors import EXIT_KAFKA, StreamerError
+from streamer.ops.gcpacing import GC_NURSERY
 
 log = logging.getLogger("streamer")
 
-EXIT_CONFIG = 2
-EXIT_SOURCE = 3
-EXIT_KAFKA = 4
-EXIT_REGISTRY = 5
 
 
 def _setup_logging(level: str) -> None:
@@ -36,12 +33,6 @@ def _tune_jit() -> None:
         pypyjit.set_param(JIT_PARAMS)
 
 
-# PyPy sizes its GC nursery from the cache size the CPU reports: 52.5 MB on one machine of this
-# project's kind, 1 MB on another (a VM reporting "cache size: 1024 KB"). With 1 MB, much of each
-# binlog event's short-lived data outlives a minor collection, and the old generation then needs a
-# major collection every ~12k rows. A 400k-row bulk catch-up: 32 major collections and 160k rows/s
-# with 1 MB; 5 and 195-230k with 8 MB, for ~6 MB more RSS. So `run` fixes it, unless the operator has.
-GC_NURSERY = "8MB"
 
 
 def _restart_with_gc_settings() -> None:
@@ -57,8 +48,8 @@ def _restart_with_gc_settings() -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .pipeline import Streamer
-    from .position import Position
+    from streamer.engine.loop import Streamer
+    from streamer.position import Position
 
     cfg = config_mod.load(args.config)
     # After the config, not before: with the eager thresholds, PyPy also compiled yaml's one-off
@@ -74,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise config_mod.ConfigError("--start-file and --start-pos go together")
     if args.start_file is not None:
         start = Position(args.start_file, args.start_pos)
-    from .observe import Observability
+    from streamer.ops.observe import Observability
 
     with Observability(cfg) as obs:
         streamer = Streamer(cfg, start=start, start_gtid=args.start_gtid, metrics=obs.metrics)
@@ -83,7 +74,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .httpstatus import EndpointUnavailable, fetch_status, status_text
+    from streamer.errors import EndpointUnavailable
+    from streamer.ops.httpstatus import fetch_status, status_text
 
     cfg = config_mod.load(args.config)
     try:
@@ -96,7 +88,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from .flamegraph import report
+    from streamer.tools.flamegraph import report
 
     try:
         print(report(args.file, args.svg or args.file + ".svg",
@@ -111,7 +103,7 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     import pymysql
     from confluent_kafka.admin import AdminClient
 
-    from .reader import REQUIRED_SETTINGS, connect, connection_settings, variables
+    from streamer.source.server import REQUIRED_SETTINGS, connect, connection_settings, variables
 
     results: List[Tuple[str, bool, str]] = []
     m = cfg["mysql"]
@@ -178,48 +170,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if not failed else 1
 
 
+
 def cmd_tail(args: argparse.Namespace) -> int:
-    from confluent_kafka import Consumer, KafkaError
+    from streamer.tools.tail import tail
 
-    from .decode import Decoder, kafka_schema_source, to_jsonable
-
-    conf: Dict[str, Any] = {"bootstrap.servers": args.bootstrap}
-    if args.config:
-        conf = dict(config_mod.load(args.config)["kafka"])
-    namespace = args.namespace or args.topic.split(".")[0]
-    decoder = Decoder(kafka_schema_source(conf, namespace))
-    consumer = Consumer(dict(conf, **{
-        "group.id": f"streamer-tail-{time.time()}", "enable.auto.commit": False,
-        "auto.offset.reset": "latest" if args.from_end else "earliest",
-        "isolation.level": "read_committed"}))
-    consumer.subscribe([args.topic])
-    seen = 0
-    idle_since = time.monotonic()
-    try:
-        while args.max is None or seen < args.max:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                if args.idle_exit and time.monotonic() - idle_since > args.idle_exit:
-                    break
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise RuntimeError(msg.error().str())
-            idle_since = time.monotonic()
-            line = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                    "key": decoder.decode(msg.key()), "value": decoder.decode(msg.value())}
-            print(json.dumps(to_jsonable(line), sort_keys=True), flush=True)
-            seen += 1
-    except KeyboardInterrupt:
-        pass
-    finally:
-        consumer.close()
-    return 0
+    return tail(args)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from . import verify
+    from streamer.deploy import verify
 
     url = verify.base_url(config_mod.load(args.config))
     main_url = verify.base_url(config_mod.load(args.main_config)) if args.main_config else None
@@ -276,28 +235,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from confluent_kafka import KafkaException
 
-    from .publisher import Fenced, KafkaFatal
-    from .reader import SourceError
-    from .registry import RegistryError
-    from .tables import MissingColumnNames
-
     try:
         return args.func(args)
-    except config_mod.ConfigError as exc:
-        print(f"streamer: config error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except (SourceError, MissingColumnNames) as exc:
-        print(f"streamer: error: {exc}", file=sys.stderr)
-        return EXIT_SOURCE
-    except Fenced as exc:
-        print(f"streamer: fenced: {exc}", file=sys.stderr)
-        return EXIT_KAFKA
-    except (KafkaFatal, KafkaException) as exc:
+    except StreamerError as exc:
+        print(f"streamer: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KafkaException as exc:
+        # A client call the streamer didn't wrap: still Kafka's side, still one line.
         print(f"streamer: Kafka error: {exc}", file=sys.stderr)
         return EXIT_KAFKA
-    except RegistryError as exc:
-        print(f"streamer: {exc}", file=sys.stderr)
-        return EXIT_REGISTRY
 
 
 if __name__ == "__main__":

@@ -13,10 +13,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-
-class ConfigError(ValueError):
-    """A config value is missing or not allowed; the message names the key and the fix."""
-
+from streamer.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 

@@ -14,7 +14,8 @@ import pymysql
 import yaml
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from streamer.decode import Decoder, kafka_schema_source
+from streamer.codec.decode import Decoder
+from streamer.kafka.topics import kafka_schema_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOCAL = os.path.join(ROOT, ".local")

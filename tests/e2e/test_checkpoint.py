@@ -6,10 +6,11 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from streamer import config as config_mod
-from streamer import publisher as publisher_mod
-from streamer.decode import OpenTransaction, read_topic_tail
+from streamer.errors import OpenTransaction
+from streamer.kafka import publisher as publisher_mod
+from streamer.kafka.publisher import Publisher
+from streamer.kafka.topics import read_topic_tail
 from streamer.position import Position
-from streamer.publisher import Publisher
 from tests import support
 
 

@@ -9,7 +9,7 @@ import io
 import fastavro
 import pytest
 
-from streamer.decode import read_schema_records
+from streamer.kafka.topics import read_schema_records
 from tests import support
 
 DDL_SCRIPT = [

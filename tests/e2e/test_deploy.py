@@ -16,7 +16,8 @@ import pymysql
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamer import rdkafka, release, service, verify
+from streamer.deploy import release, service, verify
+from streamer.kafka import rdkafka
 from tests import support
 from tests.e2e.servers import free_port
 
@@ -132,7 +133,7 @@ def test_the_release_holds_the_projects_bytecode(site):
     release_dir = os.path.join(site.prefix, "releases", "A")
     code = ("import importlib.util, json, os, pathlib, streamer; "
             "pkg = pathlib.Path(streamer.__file__).parent; "
-            "print(json.dumps([str(pkg), sorted(p.name for p in pkg.glob('*.py') "
+            "print(json.dumps([str(pkg), sorted(str(p.relative_to(pkg)) for p in pkg.rglob('*.py') "
             "if not os.path.exists(importlib.util.cache_from_source(str(p))))]))")
     out = subprocess.run([os.path.join(release_dir, "bin", "python"), "-I", "-c", code],
                          capture_output=True, text=True, check=True, cwd=site.prefix)

@@ -6,8 +6,8 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 from streamer import config as config_mod
+from streamer.kafka.publisher import Publisher
 from streamer.position import Position
-from streamer.publisher import Publisher
 from tests import support
 
 
@@ -53,7 +53,7 @@ def test_the_first_message_to_a_topic_just_created_is_never_lost(tmp_path):
 
 def test_more_requests_in_flight_than_is_safe_is_a_warning(tmp_path, caplog):
     ns = support.unique("inflight")
-    caplog.set_level(logging.WARNING, logger="streamer.publisher")
+    caplog.set_level(logging.WARNING, logger="streamer.kafka.publisher")
     with Publisher(_cfg(tmp_path, ns, **{"max.in.flight": 5})):
         pass
     assert "max.in.flight.requests.per.connection is 5" in caplog.text

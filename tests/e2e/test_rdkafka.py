@@ -2,7 +2,7 @@
 import pytest
 from confluent_kafka import KafkaException
 
-from streamer.rdkafka import Producer
+from streamer.kafka.rdkafka import Producer
 from tests import support
 
 

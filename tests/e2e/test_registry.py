@@ -15,8 +15,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from streamer.decode import Decoder, kafka_schema_source
-from streamer.registry import SchemaRegistry
+from streamer.codec.decode import Decoder
+from streamer.codec.schema_registry import SchemaRegistry
+from streamer.kafka.topics import kafka_schema_source
 from tests import support
 
 PORT = os.environ.get("STREAMER_REGISTRY_PORT", "8081")

@@ -20,7 +20,7 @@ def test_local_config_streams_the_demo_load_and_tail_decodes_it(tmp_path):
         support.wait_for(lambda: support.end_offsets(f"{ns}.__positions"), timeout=60,
                          what="the streamer's first checkpoint")
         demo = subprocess.run(
-            [sys.executable, "-m", "streamer.demo", "--config", cfg, "--seconds", "2", "--rate", "20",
+            [sys.executable, "-m", "streamer.tools.demo", "--config", cfg, "--seconds", "2", "--rate", "20",
              "--admin-password-file", os.path.join(support.LOCAL, "secrets", "admin.password")],
             cwd=support.ROOT, env=env, capture_output=True, text=True, timeout=60)
         assert demo.returncode == 0, demo.stderr

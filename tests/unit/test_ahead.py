@@ -4,7 +4,7 @@ import threading
 import pymysql
 import pytest
 
-from streamer.pipeline import _Ahead
+from streamer.engine.start import _Ahead
 
 
 def test_result_is_the_value_computed_in_another_thread():

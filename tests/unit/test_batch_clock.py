@@ -1,7 +1,7 @@
 """When a batch commits: the pipeline's BatchClock, without servers."""
 import time
 
-from streamer.pipeline import CATCHUP_LAG_S, BatchClock
+from streamer.engine.batch import CATCHUP_LAG_S, BatchClock
 
 LIVE = time.time() + 3600  # the last change's event time: a live reader, however slow the test
 

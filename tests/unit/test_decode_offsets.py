@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from streamer.decode import _offsets
+from streamer.kafka.topics import _offsets
 
 
 class Answers:

@@ -4,7 +4,8 @@ import threading
 
 import pytest
 
-from streamer import cli, deploy, service
+from streamer import cli
+from streamer.deploy import rollout, service
 
 
 def write(path, text, mode=0o600):
@@ -16,8 +17,8 @@ def write(path, text, mode=0o600):
 
 def test_env_file_readable_by_others_is_refused_with_the_fix(tmp_path):
     path = write(tmp_path / "main.env", "STREAMER_MYSQL_PASSWORD=s3cret\n", mode=0o644)
-    with pytest.raises(deploy.DeployError) as err:
-        deploy.read_env_file(str(path))
+    with pytest.raises(rollout.DeployError) as err:
+        rollout.read_env_file(str(path))
     assert "mode 644" in str(err.value) and f"chmod 600 {path}" in str(err.value)
     assert "s3cret" not in str(err.value)
 
@@ -25,15 +26,15 @@ def test_env_file_readable_by_others_is_refused_with_the_fix(tmp_path):
 def test_env_file_reads_like_systemd_environmentfile(tmp_path):
     path = write(tmp_path / "c.env", "# site\n\nSTREAMER__MYSQL__HOST=db1\n"
                  "STREAMER__KAFKA__BOOTSTRAP_SERVERS='k1:9092,k2:9092'\nA=\"x=y\"\n")
-    assert deploy.read_env_file(str(path)) == {
+    assert rollout.read_env_file(str(path)) == {
         "STREAMER__MYSQL__HOST": "db1", "STREAMER__KAFKA__BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
         "A": "x=y"}
 
 
 def test_env_file_with_a_line_that_is_not_key_value_names_the_line(tmp_path):
     path = write(tmp_path / "c.env", "OK=1\nexport X\n")
-    with pytest.raises(deploy.DeployError, match="line 2: expected KEY=VALUE"):
-        deploy.read_env_file(str(path))
+    with pytest.raises(rollout.DeployError, match="line 2: expected KEY=VALUE"):
+        rollout.read_env_file(str(path))
 
 
 def test_password_file_readable_by_group_is_refused(tmp_path):
@@ -42,15 +43,15 @@ def test_password_file_readable_by_group_is_refused(tmp_path):
     pw = write(tmp_path / "pw", "x\n", mode=0o640)
     (release / "env" / "canary.yaml").write_text(
         f"mysql: {{server_id: 7, password_file: {pw}}}\nmetrics: {{http_port: 9999}}\n")
-    with pytest.raises(deploy.DeployError, match="mysql.password_file.*chmod 600"):
-        deploy.release_config(str(release), "canary", {})
+    with pytest.raises(rollout.DeployError, match="mysql.password_file.*chmod 600"):
+        rollout.release_config(str(release), "canary", {})
 
 
 def test_unknown_environment_lists_the_ones_the_release_has(tmp_path):
     (tmp_path / "env").mkdir()
     (tmp_path / "env" / "canary.yaml").write_text("mysql: {server_id: 7}\n")
-    with pytest.raises(deploy.DeployError, match="no config for environment 'prod'.*have: canary"):
-        deploy.release_config(str(tmp_path), "prod", {})
+    with pytest.raises(rollout.DeployError, match="no config for environment 'prod'.*have: canary"):
+        rollout.release_config(str(tmp_path), "prod", {})
 
 
 def test_switch_replaces_the_link_so_readers_never_see_it_missing(tmp_path):
@@ -58,7 +59,7 @@ def test_switch_replaces_the_link_so_readers_never_see_it_missing(tmp_path):
     a.mkdir()
     b.mkdir()
     link = str(tmp_path / "env" / "current")
-    deploy.switch(link, str(a))
+    rollout.switch(link, str(a))
     seen_missing = []
     stop = threading.Event()
 
@@ -70,7 +71,7 @@ def test_switch_replaces_the_link_so_readers_never_see_it_missing(tmp_path):
     t = threading.Thread(target=reader)
     t.start()
     for i in range(300):
-        deploy.switch(link, str(b if i % 2 == 0 else a))
+        rollout.switch(link, str(b if i % 2 == 0 else a))
     stop.set()
     t.join()
     assert os.path.realpath(link) == str(a)
@@ -97,17 +98,17 @@ def test_unknown_service_manager_is_refused_with_the_choices(tmp_path):
 
 
 def test_profiles_stay_with_the_environment_unless_the_site_says_otherwise(tmp_path):
-    layout = deploy.Layout(str(tmp_path))
+    layout = rollout.Layout(str(tmp_path))
     (tmp_path / "etc").mkdir()
-    assert deploy.service_environment(layout, "canary")["STREAMER__PROFILER__DIR"] == \
+    assert rollout.service_environment(layout, "canary")["STREAMER__PROFILER__DIR"] == \
         str(tmp_path / "canary" / "profiles")
     write(tmp_path / "etc" / "main.env", "STREAMER__PROFILER__DIR=/srv/prof\n")
-    assert deploy.service_environment(layout, "main")["STREAMER__PROFILER__DIR"] == "/srv/prof"
+    assert rollout.service_environment(layout, "main")["STREAMER__PROFILER__DIR"] == "/srv/prof"
 
 
 def test_the_service_gets_pypys_gc_nursery_unless_the_site_sets_one(tmp_path):
-    layout = deploy.Layout(str(tmp_path))
+    layout = rollout.Layout(str(tmp_path))
     (tmp_path / "etc").mkdir()
-    assert deploy.service_environment(layout, "canary")["PYPY_GC_NURSERY"] == cli.GC_NURSERY
+    assert rollout.service_environment(layout, "canary")["PYPY_GC_NURSERY"] == cli.GC_NURSERY
     write(tmp_path / "etc" / "main.env", "PYPY_GC_NURSERY=16MB\n")
-    assert deploy.service_environment(layout, "main")["PYPY_GC_NURSERY"] == "16MB"
+    assert rollout.service_environment(layout, "main")["PYPY_GC_NURSERY"] == "16MB"

@@ -1,5 +1,5 @@
 """The canary verdict's rules, on /status bodies shaped as the endpoint serves them."""
-from streamer.verify import Limits, judge
+from streamer.deploy.verify import Limits, judge
 
 
 def status(pos=1000, rows=0, errors=0, lag_s=0.5, lag_bytes=0, file="mysql-bin.000001"):

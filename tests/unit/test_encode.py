@@ -6,8 +6,9 @@ import random
 import fastavro
 import pytest
 
-from streamer.encode import Unsupported, compile_writer
-from streamer.tables import SOURCE_SCHEMA
+from streamer.codec.encode import compile_writer
+from streamer.errors import GeneratedWriterUnsupported
+from streamer.schema.versions import SOURCE_SCHEMA
 
 ROW = {
     "type": "record", "name": "Row", "namespace": "db.t",
@@ -98,13 +99,13 @@ def test_decimal_that_does_not_fit_the_schema_is_refused_like_fastavro():
 
 
 def test_unsupported_types_are_reported_so_the_caller_can_fall_back():
-    with pytest.raises(Unsupported):
+    with pytest.raises(GeneratedWriterUnsupported):
         compile_writer({"type": "record", "name": "x", "fields": [
             {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["a"]}}]})
 
 
 def test_envelopes_assembled_from_parts_are_the_whole_envelopes_bytes():
-    from streamer.avro import OP_BYTES, EnvelopeWriter, Writer
+    from streamer.codec.avro import OP_BYTES, EnvelopeWriter, Writer
     rng = random.Random(5)
     writer = Writer(ENVELOPE)
     parts = EnvelopeWriter(writer, ROW)
@@ -124,7 +125,7 @@ def test_envelopes_assembled_from_parts_are_the_whole_envelopes_bytes():
 
 
 def test_envelope_parts_fall_back_to_fastavro_for_rows_the_generator_cannot_write():
-    from streamer.avro import OP_BYTES, EnvelopeWriter, Writer
+    from streamer.codec.avro import OP_BYTES, EnvelopeWriter, Writer
     row_schema = {"type": "record", "name": "Row", "namespace": "db.e", "fields": [
         {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["a", "b"]}}]}
     envelope = dict(ENVELOPE, namespace="db.e", fields=[
@@ -143,7 +144,7 @@ def test_envelope_parts_fall_back_to_fastavro_for_rows_the_generator_cannot_writ
 
 
 def test_an_envelope_schema_in_another_field_order_is_refused_not_miswritten():
-    from streamer.avro import EnvelopeWriter, Writer
+    from streamer.codec.avro import EnvelopeWriter, Writer
     fields = list(ENVELOPE["fields"])
     swapped = dict(ENVELOPE, fields=[fields[1], fields[0]] + fields[2:])
     swapped["fields"][0] = {"name": "after", "type": ["null", ROW], "default": None}

@@ -7,10 +7,11 @@ import fastavro
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from streamer import avro, evolution
-from streamer.ddl import truncated_table
-from streamer.decode import Decoder
-from streamer.tables import TableVersion
+from streamer.codec import avro
+from streamer.codec.decode import Decoder
+from streamer.schema import evolution
+from streamer.schema.versions import TableVersion
+from streamer.source.truncate import truncated_table
 
 
 def _col(name, type_code, pk=False, **extra):

@@ -4,7 +4,7 @@ import platform
 
 import pytest
 
-from streamer import heap
+from streamer.ops import gcpacing
 
 PYPY = platform.python_implementation() == "PyPy"
 
@@ -21,7 +21,7 @@ def _old_generation_garbage() -> None:
 @pytest.mark.skipif(not PYPY, reason="PyPy's GC only")
 def test_garbage_past_the_limit_is_collected_a_step_per_commit():
     _old_generation_garbage()
-    limit = heap.OldGenerationLimit(floor=8 * 1024 * 1024)
+    limit = gcpacing.OldGenerationLimit(floor=8 * 1024 * 1024)
     assert limit.active
     grown = limit.old_generation()
     assert grown > limit.limit
@@ -39,7 +39,7 @@ def test_a_collection_pypy_finishes_itself_ends_the_limits_collection():
     # PyPy advances a started major collection at its own minor collections, so it often ends
     # between two commits. The limit must see that, not start another at every commit.
     _old_generation_garbage()
-    limit = heap.OldGenerationLimit(floor=8 * 1024 * 1024)
+    limit = gcpacing.OldGenerationLimit(floor=8 * 1024 * 1024)
     grown = limit.old_generation()
     limit.after_commit()
     assert limit.collecting and limit.collections == 0
@@ -50,7 +50,7 @@ def test_a_collection_pypy_finishes_itself_ends_the_limits_collection():
     # The next limit comes from what that collection left, which no longer holds the garbage.
     # (Not "limit < grown": twice what a long test run keeps live can exceed the garbage.)
     assert 0 < limit.live_after < grown
-    assert limit.limit == max(limit.floor, int(limit.live_after * heap.GROWTH))
+    assert limit.limit == max(limit.floor, int(limit.live_after * gcpacing.GROWTH))
     # No new major collection was started: the collector is idle (state 0, scanning).
     step = gc.collect_step()
     assert step.oldstate == 0
@@ -61,12 +61,12 @@ def test_a_collection_pypy_finishes_itself_ends_the_limits_collection():
 @pytest.mark.skipif(not PYPY, reason="PyPy's GC only")
 def test_an_operators_pypy_gc_min_is_left_in_charge(monkeypatch):
     monkeypatch.setenv("PYPY_GC_MIN", "64MB")
-    assert not heap.OldGenerationLimit().active
+    assert not gcpacing.OldGenerationLimit().active
 
 
 @pytest.mark.skipif(PYPY, reason="CPython has no such GC")
 def test_off_pypy_nothing_is_done():
-    limit = heap.OldGenerationLimit()
+    limit = gcpacing.OldGenerationLimit()
     assert not limit.active
     limit.after_commit()
     assert limit.collections == 0

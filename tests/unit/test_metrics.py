@@ -7,10 +7,10 @@ import time
 import pytest
 
 from streamer import config
-from streamer.httpstatus import prometheus, status_text
-from streamer.metrics import LatencyWindow, Metrics
+from streamer.ops.httpstatus import prometheus, status_text
+from streamer.ops.metrics import LatencyWindow, Metrics
+from streamer.ops.reporter import backlog_bytes, datapoints, signalfx_token, summary_line
 from streamer.position import Position
-from streamer.reporter import backlog_bytes, datapoints, signalfx_token, summary_line
 
 
 def cfg(**over):
@@ -203,7 +203,7 @@ def test_status_text_and_summary_line_show_position_lag_throughput_and_percentil
 def test_debug_toggle_switches_the_root_level_only_when_the_loop_polls():
     import signal
 
-    from streamer.observe import DebugToggle
+    from streamer.ops.observe import DebugToggle
 
     m = Metrics(cfg())
     root = logging.getLogger()
@@ -245,7 +245,7 @@ def test_observability_config_defaults_and_errors_name_key_value_and_fix(tmp_pat
 
 
 def test_heartbeat_credentials_reuse_the_streamer_user_or_need_their_own_password(tmp_path):
-    from streamer.heartbeat import credentials
+    from streamer.ops.heartbeat import credentials
 
     c = cfg()
     s = credentials(c, {"STREAMER_MYSQL_PASSWORD": "pw"})

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from streamer import config
-from streamer.flamegraph import collapsed, frame_name, svg, top
-from streamer.metrics import Metrics
-from streamer.profiler import CPYTHON_REFUSAL, Profiler, prune, saturated
+from streamer.ops.metrics import Metrics
+from streamer.ops.profiler import CPYTHON_REFUSAL, Profiler, prune, saturated
+from streamer.tools.flamegraph import collapsed, frame_name, svg, top
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -99,7 +99,7 @@ def test_flame_graph_is_valid_svg_with_a_rect_and_label_per_visible_frame():
 def test_a_real_vmprof_profile_reads_back_with_this_modules_functions(tmp_path):
     import vmprof
 
-    from streamer.flamegraph import read_stacks
+    from streamer.tools.flamegraph import read_stacks
 
     def busy_streamer_test_function():
         # vmprof samples CPU time: spend 1 s of it, however busy the machine is. At 1 ms that is

@@ -3,9 +3,9 @@ import ssl
 
 import pymysql
 
-from streamer import mysql_fixes
+from streamer.source.patches import values
 
-mysql_fixes.apply()
+values.apply()
 
 
 def deferred(**kw):
@@ -33,7 +33,7 @@ def test_disabled_tls_builds_no_context():
 
 def test_applying_twice_wraps_once():
     before = pymysql.connections.Connection._create_ssl_ctx
-    mysql_fixes.apply()
+    values.apply()
     assert pymysql.connections.Connection._create_ssl_ctx is before
 
 

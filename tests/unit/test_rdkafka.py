@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaException
 
-from streamer import rdkafka
+from streamer.kafka import rdkafka
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -92,7 +92,7 @@ def test_the_prebuilt_declarations_are_current_and_used(tmp_path):
     rdkafka.generate(str(fresh))
     with open(os.path.join(os.path.dirname(rdkafka.__file__), rdkafka.PREBUILT + ".py")) as fh:
         committed = fh.read()
-    assert committed == fresh.read_text(), "streamer/_rdkafka_ffi.py is stale: run `make ffi`"
+    assert committed == fresh.read_text(), "streamer/kafka/_rdkafka_ffi.py is stale: run `make ffi`"
     assert rdkafka.FFI_SOURCE == "prebuilt"
 
 
@@ -123,7 +123,7 @@ def test_make_venv_installs_the_build_where_the_loader_looks():
 
 def _producer_log(setting: str) -> subprocess.CompletedProcess:
     code = ("import logging; logging.basicConfig(level=logging.INFO, format='%(levelname)s %(message)s')\n"
-            "from streamer import rdkafka\n"
+            "from streamer.kafka import rdkafka\n"
             f"p = rdkafka.Producer({{'bootstrap.servers': '{NOWHERE}'}}); print(rdkafka.LIBRARY); p.close()\n"
             "print(rdkafka.LIBRARY in {l.split()[-1] for l in open('/proc/self/maps')})\n")
     env = dict(os.environ, STREAMER_LIBRDKAFKA=setting) if setting else \

@@ -10,8 +10,8 @@ import types
 
 import pytest
 
-from streamer.arrival import CountingSocketIO, count_reads
-from streamer.reader import BinlogReader
+from streamer.source.caughtup import CountingSocketIO, count_reads
+from streamer.source.reader import BinlogReader
 
 
 def reader_over(sock):

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE
 from pymysqlreplication.row_event import WriteRowsEvent
 
-from streamer import reader  # noqa: F401  (applies the library fixes, as the streamer does)
-from streamer import columns, rowplan
+from streamer.schema import columns
+from streamer.source import rowplan
 from tests.unit.test_mysql_decimal import mysql_pack
 
 

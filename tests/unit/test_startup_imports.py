@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-RUN_MODULES = "import streamer.cli, streamer.pipeline, streamer.observe"
+RUN_MODULES = "import streamer.cli, streamer.engine.loop, streamer.ops.observe"
 
 
 def _imported(*names, modules=RUN_MODULES):
@@ -24,7 +24,7 @@ def test_the_cli_module_imports_no_yaml_until_a_config_is_read():
 
 def test_the_status_endpoint_is_not_imported_while_it_is_off():
     # http.server and what it pulls in cost ~25 ms of a PyPy start; metrics.http_port is 0 by default.
-    assert _imported("http.server", "streamer.httpstatus") == []
+    assert _imported("http.server", "streamer.ops.httpstatus") == []
 
 
 @pytest.mark.skipif(sys.implementation.name != "pypy",

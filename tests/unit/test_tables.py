@@ -1,9 +1,9 @@
 """Per-table versions built from table-map events, without a server."""
 import pytest
-
 from pymysqlreplication.constants import FIELD_TYPE
 
-from streamer.tables import MissingColumnNames, TableFilter, TableVersion
+from streamer.errors import MissingColumnNames
+from streamer.schema.versions import TableFilter, TableVersion
 
 
 class Col:

@@ -1,0 +1,134 @@
+"""Turn any message the streamer wrote back into a dict, with no server but Kafka.
+
+Messages are Avro single-object encoded. The writer schema of each fingerprint is in the
+compacted topic ``{namespace}.__schemas``; the decoder reads it when it meets a fingerprint it
+doesn't know yet. In schema-registry mode messages carry the Confluent wire format instead
+(``00`` + 4-byte schema id); the decoder then asks the registry for the schema of that id.
+"""
+from __future__ import annotations
+
+import datetime
+import io
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import fastavro
+
+from streamer.codec.avro import CONFLUENT_MAGIC, MAGIC
+from streamer.errors import UnknownSchema
+
+SchemaSource = Callable[[], Dict[str, Dict[str, Any]]]
+RegistrySource = Callable[[int], Dict[str, Any]]
+
+
+def _time_micros(value: int) -> datetime.timedelta:
+    return datetime.timedelta(microseconds=value)
+
+
+def _named(schema: Any, names: Dict[str, Any], space: str = "") -> Dict[str, Any]:
+    """Full name -> definition of every named record in a schema, for references by name."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _named(branch, names, space)
+    elif isinstance(schema, dict) and schema.get("type") == "record":
+        ns = schema.get("namespace", space)
+        full = schema["name"] if "." in schema["name"] or not ns else f"{ns}.{schema['name']}"
+        names[full] = schema
+        for f in schema["fields"]:
+            _named(f["type"], names, ns)
+    return names
+
+
+def _restore(datum: Any, schema: Any, names: Dict[str, Any]) -> Any:
+    """Apply what fastavro doesn't know: TIME as timedelta and original MySQL column names."""
+    if datum is None:
+        return None
+    if isinstance(schema, str):
+        schema = names.get(schema, schema)
+    if isinstance(schema, list):
+        for branch in schema:
+            if branch != "null":
+                return _restore(datum, branch, names)
+        return datum
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        if t == "record":
+            out = {}
+            for f in schema["fields"]:
+                out[f.get("mysql.column", f["name"])] = _restore(datum[f["name"]], f["type"], names)
+            return out
+        if schema.get("logicalType") == "streamer.time-micros":
+            return _time_micros(datum)
+    return datum
+
+
+class Decoder:
+    """Decodes keys and values; ``schemas`` loads {fingerprint hex: schema dict} on demand,
+    ``registry`` (schema id -> schema) serves messages in the Confluent wire format."""
+
+    def __init__(self, schemas: SchemaSource, registry: Optional[RegistrySource] = None):
+        self._load = schemas
+        self._registry = registry
+        self._parsed: Dict[bytes, Any] = {}
+        self._raw: Dict[bytes, Any] = {}
+        self._names: Dict[bytes, Dict[str, Any]] = {}
+
+    def _schema(self, fp: bytes) -> Any:
+        parsed = self._parsed.get(fp)
+        if parsed is None:
+            for hexfp, schema in self._load().items():
+                key = bytes.fromhex(hexfp)
+                self._raw[key] = schema
+                self._names[key] = _named(schema, {})
+                self._parsed[key] = fastavro.parse_schema(schema)
+            parsed = self._parsed.get(fp)
+            if parsed is None:
+                raise UnknownSchema(f"no writer schema with fingerprint {fp.hex()} in the schema topic")
+        return parsed
+
+    def decode(self, data: Optional[bytes]) -> Optional[Dict[str, Any]]:
+        if data is None:
+            return None
+        fp, body = self._split(data)
+        parsed = self._schema(fp)
+        datum = fastavro.schemaless_reader(io.BytesIO(data[body:]), parsed)
+        return _restore(datum, self._raw[fp], self._names[fp])
+
+    def _split(self, data: bytes) -> Tuple[bytes, int]:
+        """(cache key of the writer schema, offset of the body); loads a registry schema."""
+        if data[:2] == MAGIC:
+            return data[2:10], 10
+        if data[:1] == CONFLUENT_MAGIC and len(data) >= 5:
+            if self._registry is None:
+                raise ValueError("message in the Confluent wire format (schema id "
+                                 f"{int.from_bytes(data[1:5], 'big')}): pass the schema registry")
+            key = data[:5]
+            if key not in self._parsed:
+                schema = self._registry(int.from_bytes(data[1:5], "big"))
+                self._raw[key] = schema
+                self._names[key] = _named(schema, {})
+                self._parsed[key] = fastavro.parse_schema(schema)
+            return key, 5
+        raise ValueError("not a streamer message: neither Avro single-object encoding (C3 01) "
+                         "nor the Confluent wire format (00 + schema id)")
+
+    def schema_of(self, data: bytes) -> Dict[str, Any]:
+        fp, _ = self._split(data)
+        self._schema(fp)
+        return self._raw[fp]
+
+
+def to_jsonable(value: Any) -> Any:
+    """For printing: bytes as hex-free latin-1 escapes, decimals and times as strings."""
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return str(value)
+    if hasattr(value, "as_tuple"):
+        return str(value)
+    return value

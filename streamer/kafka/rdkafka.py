@@ -1,0 +1,343 @@
+"""A transactional Kafka producer that calls librdkafka through cffi.
+
+Why not confluent-kafka's Producer: under PyPy every call into a CPython C extension goes through
+cpyext, which copies each fresh ``bytes`` argument into a C-level object. Measured on PyPy with a
+new value and key per message, as the pipeline has: 3.9 µs per ``produce`` through confluent-kafka
+against 1.0 µs through cffi, which PyPy's JIT calls directly. ``produce`` was 20 % of a saturated
+catch-up's profile. cffi ships with PyPy; CPython takes it from PyPI.
+
+Only what the publisher needs is wrapped, with confluent-kafka's names and its exceptions
+(``KafkaException`` carrying a ``KafkaError``, ``BufferError`` for a full queue), so the
+publisher's error handling reads the same. AdminClient and Consumer stay confluent-kafka's.
+
+Which librdkafka: the project's build beside the interpreter (``lib/streamer/librdkafka.so.1``
+under ``sys.prefix``, put there by ``make venv`` and by a release build from
+deploy/librdkafka.sh), else the system's. Debian 12's 2.0.2 spins its main thread for ~1 ms per
+Kafka transaction (upstream #4684, fixed in 2.4.0); the project's build is that version with the
+spin fixed. ``STREAMER_LIBRDKAFKA`` names another file, or ``system``.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import os
+import threading
+from typing import Any, Dict, Optional, Tuple
+
+from confluent_kafka import KafkaError, KafkaException
+
+from streamer.kafka.bundle import (  # noqa: F401 - BUNDLED_RELPATH for callers
+    BUNDLED,
+    BUNDLED_RELPATH,
+    SYSTEM,
+)
+
+_CDEF = """
+typedef struct rd_kafka_s rd_kafka_t;
+typedef struct rd_kafka_conf_s rd_kafka_conf_t;
+typedef struct rd_kafka_topic_s rd_kafka_topic_t;
+typedef struct rd_kafka_error_s rd_kafka_error_t;
+typedef struct rd_kafka_queue_s rd_kafka_queue_t;
+typedef struct rd_kafka_op_s rd_kafka_event_t;
+struct rd_kafka_metadata;
+int rd_kafka_version(void);
+rd_kafka_conf_t *rd_kafka_conf_new(void);
+int rd_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+                      char *errstr, size_t errstr_size);
+void rd_kafka_conf_destroy(rd_kafka_conf_t *conf);
+void rd_kafka_conf_set_events(rd_kafka_conf_t *conf, int events);
+rd_kafka_t *rd_kafka_new(int type, rd_kafka_conf_t *conf, char *errstr, size_t errstr_size);
+void rd_kafka_destroy(rd_kafka_t *rk);
+rd_kafka_topic_t *rd_kafka_topic_new(rd_kafka_t *rk, const char *topic, void *conf);
+void rd_kafka_topic_destroy(rd_kafka_topic_t *rkt);
+int rd_kafka_produce(rd_kafka_topic_t *rkt, int32_t partition, int msgflags,
+                     const char *payload, size_t len, const char *key, size_t keylen,
+                     void *msg_opaque);
+int rd_kafka_last_error(void);
+const char *rd_kafka_err2str(int err);
+int rd_kafka_fatal_error(rd_kafka_t *rk, char *errstr, size_t errstr_size);
+rd_kafka_queue_t *rd_kafka_queue_get_main(rd_kafka_t *rk);
+void rd_kafka_queue_destroy(rd_kafka_queue_t *rkqu);
+size_t rd_kafka_queue_length(rd_kafka_queue_t *rkqu);
+rd_kafka_event_t *rd_kafka_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms);
+void rd_kafka_event_destroy(rd_kafka_event_t *rkev);
+int rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
+int rd_kafka_outq_len(rd_kafka_t *rk);
+int rd_kafka_metadata(rd_kafka_t *rk, int all_topics, rd_kafka_topic_t *only_rkt,
+                      const struct rd_kafka_metadata **metadatap, int timeout_ms);
+void rd_kafka_metadata_destroy(const struct rd_kafka_metadata *metadata);
+rd_kafka_error_t *rd_kafka_init_transactions(rd_kafka_t *rk, int timeout_ms);
+rd_kafka_error_t *rd_kafka_begin_transaction(rd_kafka_t *rk);
+rd_kafka_error_t *rd_kafka_commit_transaction(rd_kafka_t *rk, int timeout_ms);
+rd_kafka_error_t *rd_kafka_abort_transaction(rd_kafka_t *rk, int timeout_ms);
+int rd_kafka_error_code(const rd_kafka_error_t *error);
+const char *rd_kafka_error_string(const rd_kafka_error_t *error);
+int rd_kafka_error_is_fatal(const rd_kafka_error_t *error);
+int rd_kafka_error_is_retriable(const rd_kafka_error_t *error);
+int rd_kafka_error_txn_requires_abort(const rd_kafka_error_t *error);
+void rd_kafka_error_destroy(rd_kafka_error_t *error);
+"""
+
+RD_KAFKA_PRODUCER = 0
+PARTITION_UA = -1  # let the partitioner pick by key, as confluent-kafka's produce does
+MSG_F_COPY = 2  # librdkafka copies the payload; cffi's pointer lives only during the call
+EVENT_DR = 0x1
+DRAIN_WAIT_S = 0.1  # the drain thread's poll: how long close() may wait for it
+ERR_QUEUE_FULL = -184
+ERR_FATAL = -150
+ERR_INVALID_ARG = -186
+MIN_VERSION = 0x01060000  # error objects and the transactional API as used here
+_ERRSTR = 512
+
+PREBUILT = "_rdkafka_ffi"  # streamer/kafka/_rdkafka_ffi.py, written by `make ffi` from _CDEF
+NO_SPIN = 0x02040000  # 2.4.0: the main thread no longer polls out waits shorter than 1 ms
+
+log = logging.getLogger(__name__)
+
+
+def cdef_digest() -> str:
+    return hashlib.sha256(_CDEF.encode()).hexdigest()
+
+
+def generate(path: str) -> None:
+    """Write the out-of-line cffi module for _CDEF: its declarations already parsed.
+
+    Parsing _CDEF at import takes cffi's C parser 0.15-0.25 s under PyPy, on every start; the
+    generated module loads in ~5 ms. cffi 1.15 (PyPy's) and 2.x write the same file.
+    """
+    import cffi
+    builder = cffi.FFI()
+    builder.cdef(_CDEF)
+    builder.set_source(f"{__package__}.{PREBUILT}", None)
+    builder.emit_python_code(path)
+    with open(path, "a") as fh:
+        fh.write(f"\nCDEF_SHA256 = {cdef_digest()!r}\n")
+
+
+def _load_ffi() -> Tuple[Any, str]:
+    """The prebuilt ffi when it matches _CDEF, else one parsed now: (ffi, which)."""
+    try:
+        mod = importlib.import_module(f"{__package__}.{PREBUILT}")
+        if getattr(mod, "CDEF_SHA256", None) == cdef_digest():
+            return mod.ffi, "prebuilt"
+    except Exception:  # noqa: BLE001 - missing, or written for a cffi this one can't load
+        pass
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef(_CDEF)
+    return ffi, "parsed"
+
+
+_ffi, FFI_SOURCE = _load_ffi()
+_lib: Any = None
+LIBRARY: Optional[str] = None  # the file loaded, once a producer was made
+LIBRARY_VERSION: Optional[str] = None  # and its version, e.g. "2.0.2"
+
+
+def library_path(setting: Optional[str], bundled: str = BUNDLED) -> str:
+    """The file to load: ``STREAMER_LIBRDKAFKA``'s (``system``: the linker's choice), else the
+    project's build when it is there, else the system's."""
+    if setting:
+        return SYSTEM if setting == "system" else setting
+    return bundled if os.path.isfile(bundled) else SYSTEM
+
+
+def version_text(version: int) -> str:
+    return f"{version >> 24}.{(version >> 16) & 0xff}.{(version >> 8) & 0xff}"
+
+
+def _library() -> Any:
+    global _lib, LIBRARY, LIBRARY_VERSION
+    if _lib is None:
+        setting = os.environ.get("STREAMER_LIBRDKAFKA")
+        path = library_path(setting)
+        try:
+            lib = _ffi.dlopen(path)
+        except OSError as exc:
+            fix = (f"set STREAMER_LIBRDKAFKA to a librdkafka.so.1, or unset it (now {setting!r})"
+                   if setting and setting != "system" else
+                   "run 'make venv' (development) or install it: apt-get install librdkafka1")
+            raise KafkaException(KafkaError(ERR_INVALID_ARG, (
+                f"cannot load librdkafka from {path} ({exc}); {fix}"))) from None
+        version = lib.rd_kafka_version()
+        if version < MIN_VERSION:
+            raise KafkaException(KafkaError(ERR_INVALID_ARG, (
+                f"librdkafka {version_text(version)} ({path}) is too old; 1.6 or newer is needed")))
+        if path == SYSTEM and version < NO_SPIN:
+            log.warning("librdkafka %s (the system's) spins a core for ~1 ms per Kafka "
+                        "transaction; a release build (or 'make venv') installs the fixed copy "
+                        "as %s (deploy/librdkafka.sh), or install librdkafka 2.4 or newer",
+                        version_text(version), BUNDLED)
+        else:
+            log.info("librdkafka %s from %s", version_text(version), path)
+        _lib, LIBRARY, LIBRARY_VERSION = lib, path, version_text(version)
+    return _lib
+
+
+def _text(ptr: Any) -> str:
+    return _ffi.string(ptr).decode("utf-8", "replace") if ptr != _ffi.NULL else ""
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _ms(timeout_s: float) -> int:
+    return max(0, int(timeout_s * 1000))
+
+
+class Producer:
+    """The subset of confluent_kafka.Producer the publisher uses. ``close()`` ends it.
+
+    Delivery reports are events, and only for failed messages: no delivery callback into Python,
+    and a transaction's outcome, not each message's, is what the publisher acts on. The mode
+    matters for waiting. Without one, librdkafka 2.0's flush, which ``commit_transaction`` runs
+    first, polls an empty queue in 10 ms slices, so it returns up to 10 ms after the last message
+    was acknowledged (a small batch's commit: median ~22 ms, against ~7 ms in event mode). In
+    event mode it waits on a condition that the last acknowledgement signals. A failed message
+    counts as outstanding until its event is destroyed, so a thread does that as they come
+    (otherwise the commit would wait out its whole timeout, and report that, not the failure).
+    """
+
+    def __init__(self, conf: Dict[str, Any]):
+        lib = _library()
+        self._lib = lib
+        errstr = _ffi.new("char[]", _ERRSTR)
+        rconf = lib.rd_kafka_conf_new()
+        conf = dict(conf, **{"delivery.report.only.error": True})
+        for key, value in conf.items():
+            if lib.rd_kafka_conf_set(rconf, str(key).encode(), _conf_value(value).encode(),
+                                     errstr, _ERRSTR) != 0:
+                lib.rd_kafka_conf_destroy(rconf)
+                # librdkafka may name an alias ("compression.codec"): say which key was given.
+                raise KafkaException(KafkaError(ERR_INVALID_ARG, f"{key}: {_text(errstr)}"))
+        lib.rd_kafka_conf_set_events(rconf, EVENT_DR)
+        rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, _ERRSTR)
+        if rk == _ffi.NULL:
+            lib.rd_kafka_conf_destroy(rconf)  # rd_kafka_new owns the conf only on success
+            raise KafkaException(KafkaError(ERR_INVALID_ARG, _text(errstr)))
+        self._rk = rk
+        self._events = lib.rd_kafka_queue_get_main(rk)
+        self._closing = False
+        self._drainer = threading.Thread(target=self._drain, name="rdkafka-failures", daemon=True)
+        self._drainer.start()
+        self._topics: Dict[str, Any] = {}
+
+    def close(self) -> None:
+        """Destroy the handle; messages still queued are dropped (flush first to keep them)."""
+        rk, self._rk = self._rk, None
+        if rk is None:
+            return
+        self._closing = True
+        self._drainer.join()
+        for rkt in self._topics.values():
+            self._lib.rd_kafka_topic_destroy(rkt)
+        self._topics.clear()
+        self.poll(0)
+        self._lib.rd_kafka_queue_destroy(self._events)
+        self._lib.rd_kafka_destroy(rk)
+
+    def _drain(self) -> None:
+        while not self._closing:
+            self.poll(DRAIN_WAIT_S)  # cffi releases the GIL while librdkafka waits
+
+    def _topic(self, topic: str) -> Any:
+        rkt = self._topics.get(topic)
+        if rkt is None:
+            rkt = self._lib.rd_kafka_topic_new(self._rk, topic.encode(), _ffi.NULL)
+            if rkt == _ffi.NULL:
+                self._fail(self._lib.rd_kafka_last_error())
+            self._topics[topic] = rkt
+        return rkt
+
+    # -- messages -------------------------------------------------------------------------------
+    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes] = None) -> None:
+        rkt = self._topics.get(topic)
+        if rkt is None:
+            rkt = self._topic(topic)
+        if self._lib.rd_kafka_produce(
+                rkt, PARTITION_UA, MSG_F_COPY,
+                _ffi.NULL if value is None else value, 0 if value is None else len(value),
+                _ffi.NULL if key is None else key, 0 if key is None else len(key),
+                _ffi.NULL) != 0:
+            err = self._lib.rd_kafka_last_error()
+            if err == ERR_QUEUE_FULL:
+                raise BufferError("librdkafka's producer queue is full")
+            self._fail(err)
+
+    def _fail(self, err: int) -> None:
+        if err == ERR_FATAL:
+            # The code of the error that made the producer fatal says what happened (fenced...).
+            errstr = _ffi.new("char[]", _ERRSTR)
+            code = self._lib.rd_kafka_fatal_error(self._rk, errstr, _ERRSTR)
+            raise KafkaException(KafkaError(code, _text(errstr), fatal=True))
+        raise KafkaException(KafkaError(err, _text(self._lib.rd_kafka_err2str(err))))
+
+    def poll(self, timeout: float = 0.0) -> int:
+        """Wait up to ``timeout`` for delivery failures and discard them; returns how many.
+
+        The drain thread does this too. (rd_kafka_poll must not serve these events: with no
+        delivery callback set, it would call one.)
+        """
+        lib = self._lib
+        n = 0
+        ev = lib.rd_kafka_queue_poll(self._events, _ms(timeout))
+        while ev != _ffi.NULL:
+            lib.rd_kafka_event_destroy(ev)
+            n += 1
+            ev = lib.rd_kafka_queue_poll(self._events, 0)
+        return n
+
+    def flush(self, timeout: float = 60.0) -> int:
+        """Wait until every message is acknowledged or its failure discarded; returns how many
+        are still outstanding (0 once librdkafka's own wait succeeded)."""
+        if self._lib.rd_kafka_flush(self._rk, _ms(timeout)) == 0:
+            return 0
+        return max(1, len(self))
+
+    def __len__(self) -> int:
+        """Messages not yet acknowledged, or failed with their event not yet discarded.
+
+        rd_kafka_outq_len also counts every op on the main queue, and a broker's connection
+        failure puts an error op there as well as logging it. Only the drain thread sees those
+        ops, so they are taken off: they are not messages.
+        """
+        lib = self._lib
+        return max(0, int(lib.rd_kafka_outq_len(self._rk)) - int(lib.rd_kafka_queue_length(self._events)))
+
+    def list_topics(self, topic: str, timeout: float = 10.0) -> None:
+        """Fetch ``topic``'s metadata into the producer (the result itself is not needed)."""
+        md = _ffi.new("const struct rd_kafka_metadata **")
+        err = self._lib.rd_kafka_metadata(self._rk, 0, self._topic(topic), md, _ms(timeout))
+        if err != 0:
+            raise KafkaException(KafkaError(err, _text(self._lib.rd_kafka_err2str(err))))
+        self._lib.rd_kafka_metadata_destroy(md[0])
+
+    # -- transactions ---------------------------------------------------------------------------
+    def init_transactions(self, timeout: float) -> None:
+        self._check(self._lib.rd_kafka_init_transactions(self._rk, _ms(timeout)))
+
+    def begin_transaction(self) -> None:
+        self._check(self._lib.rd_kafka_begin_transaction(self._rk))
+
+    def commit_transaction(self, timeout: float) -> None:
+        self._check(self._lib.rd_kafka_commit_transaction(self._rk, _ms(timeout)))
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._check(self._lib.rd_kafka_abort_transaction(self._rk, _ms(timeout)))
+
+    def _check(self, error: Any) -> None:
+        if error == _ffi.NULL:
+            return
+        lib = self._lib
+        try:
+            kerr = KafkaError(lib.rd_kafka_error_code(error), _text(lib.rd_kafka_error_string(error)),
+                              fatal=bool(lib.rd_kafka_error_is_fatal(error)),
+                              retriable=bool(lib.rd_kafka_error_is_retriable(error)),
+                              txn_requires_abort=bool(lib.rd_kafka_error_txn_requires_abort(error)))
+        finally:
+            lib.rd_kafka_error_destroy(error)
+        raise KafkaException(kerr)

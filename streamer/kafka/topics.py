@@ -1,0 +1,128 @@
+"""Reading the streamer's own Kafka topics to their end, read_committed: the checkpoint's tail of
+``{namespace}.__positions`` and the writer schemas in ``{namespace}.__schemas``."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from streamer.codec.decode import SchemaSource
+from streamer.errors import OpenTransaction
+
+# How long the broker may hold an empty fetch while a topic is read to its end (read_topic).
+READ_FETCH_WAIT_MS = 10
+
+
+def read_topic(conf: Dict[str, Any], topic: str,
+               timeout: float = 60.0) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
+    """(key, value) of every committed record of a topic, read_committed, in offset order."""
+    return read_topic_tail(conf, topic, timeout)[0]
+
+
+def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
+                    tail: Optional[int] = None, settle: bool = False,
+                    on_open: Optional[Callable[[int, int, int], None]] = None
+                    ) -> Tuple[List[Tuple[Optional[bytes], Optional[bytes]]], bool]:
+    """``read_topic``, but with ``tail`` only the records among each partition's last ``tail``
+    offsets; and whether what was read is the whole topic (the tail reached back to each
+    partition's first offset), so a caller needs no second, full read.
+
+    A read_committed read ends at the partition's last stable offset: a transaction still open
+    there hides every record after its first, those of transactions committed since included.
+    With ``settle``, the read goes on until the records written before its end (the high
+    watermark it saw there) are decided, calling ``on_open(partition, stable, high)`` once when
+    it has to wait, and raises OpenTransaction if they are not by ``timeout``.
+
+    An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
+    """
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    # The end of a partition shows as an empty fetch, which the broker holds for up to
+    # fetch.wait.max.ms (500 ms by default): every start waited that long for its checkpoint.
+    c = Consumer(dict(conf, **{"group.id": f"streamer-reader-{time.time()}",
+                               "enable.auto.commit": False, "enable.partition.eof": True,
+                               "isolation.level": "read_committed",
+                               "fetch.wait.max.ms": READ_FETCH_WAIT_MS}))
+    try:
+        deadline = time.monotonic() + timeout
+        offsets = _offsets(c, topic, deadline)
+        if offsets is None:
+            return [], True
+        starts = {}
+        whole = True
+        for p, (low, high) in offsets.items():
+            # (high is the last stable offset: a partition whose records are all in an open
+            # transaction looks empty, so a settled read fetches it anyway.)
+            if high > low or settle:
+                starts[p] = low if tail is None else max(low, high - tail)
+                whole = whole and starts[p] == low
+        c.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
+        pending = set(starts)
+        settled_at: Dict[int, int] = {}  # partition -> the high watermark at its first end
+        out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
+        while pending and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    p = msg.partition()
+                    if settle and p not in settled_at:
+                        # The fetch's high watermark, cached: no request of its own.
+                        settled_at[p] = c.get_watermark_offsets(TopicPartition(topic, p),
+                                                                cached=True)[1]
+                        if msg.offset() < settled_at[p] and on_open is not None:
+                            on_open(p, msg.offset(), settled_at[p])
+                    if msg.offset() >= settled_at.get(p, -1):
+                        pending.discard(p)
+                    continue
+                raise RuntimeError(f"reading {topic}: {msg.error().str()}")
+            out.append((msg.key(), msg.value()))
+        if pending & set(settled_at):
+            raise OpenTransaction(f"a transaction on {topic} stayed open for {timeout:.0f} s")
+        if pending:
+            raise RuntimeError(f"timed out reading {topic}")
+        return out, whole
+    finally:
+        c.close()
+
+
+def _offsets(c: Any, topic: str, deadline: float) -> Optional[Dict[int, Tuple[int, int]]]:
+    """Each partition's (low, high) offsets, or None when the topic doesn't exist. A partition
+    whose leader is moving, or not yet known for a topic created a moment ago, is asked again
+    until the deadline: taking it for an empty topic would lose the checkpoint."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    moving = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+              KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION)
+    while True:
+        try:
+            md = c.list_topics(topic, timeout=30)
+            err = md.topics[topic].error
+            if err is not None:
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    return None
+                raise KafkaException(err)
+            return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+                    for p in md.topics[topic].partitions}
+        except KafkaException as exc:
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code not in moving or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
+def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, Any]]:
+    """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic)."""
+    return [json.loads(value) for _, value in read_topic(conf, f"{namespace}.__schemas")
+            if value is not None]
+
+
+def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:
+    """Reads the whole schema topic, read_committed, each time it is called."""
+
+    def load() -> Dict[str, Dict[str, Any]]:
+        return {rec["fingerprint"]: json.loads(rec["schema"])
+                for rec in read_schema_records(conf, namespace)}
+
+    return load

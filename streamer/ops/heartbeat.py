@@ -1,0 +1,137 @@
+"""The heartbeat writer: a µs timestamp written into a small table on the source every N ms.
+
+When the row comes back through the binlog the pipeline measures the true commit-to-publish latency
+from it (binlog event timestamps have one-second resolution), and it keeps the lag metric alive
+while the published tables are idle. The heartbeat database is never published.
+
+The value is ``UNIX_TIMESTAMP(NOW(6))`` in µs, so the server's time zone does not matter; the
+source's and the streamer's clocks must agree (NTP) for the latency to be true.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any, Dict, Optional
+
+import pymysql
+
+from streamer import config as config_mod
+from streamer.errors import SourceError
+from streamer.source.server import connect
+
+log = logging.getLogger(__name__)
+
+TABLE = "heartbeat"
+COLUMN = "ts_us"
+ER_NO_SUCH_TABLE = 1146
+ER_BAD_DB = 1049
+ER_DENIED = (1044, 1045, 1142)
+
+
+def table_sql(database: str) -> str:
+    return (f"CREATE TABLE IF NOT EXISTS `{database}`.`{TABLE}` (source VARCHAR(64) PRIMARY KEY, "
+            f"{COLUMN} BIGINT UNSIGNED NOT NULL)")
+
+
+def credentials(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Connection settings for the writer; the password comes from a file or the environment."""
+    environ = os.environ if environ is None else environ
+    hb = cfg["heartbeat"]
+    m = cfg["mysql"]
+    if hb["user"] is None:
+        user, password = m["user"], config_mod.mysql_password(cfg, environ)
+    else:
+        user = hb["user"]
+        if hb["password_file"]:
+            try:
+                with open(hb["password_file"], encoding="utf-8") as fh:
+                    password = fh.read().strip()
+            except OSError as exc:
+                raise config_mod.ConfigError(f"config key 'heartbeat.password_file': cannot read "
+                                             f"{hb['password_file']}: {exc.strerror}") from None
+        elif hb["password_env"] and hb["password_env"] in environ:
+            password = environ[hb["password_env"]]
+        else:
+            raise config_mod.ConfigError(
+                f"no password for heartbeat.user {user!r}: set heartbeat.password_file or the "
+                f"environment variable named by heartbeat.password_env ({hb['password_env']})")
+    return {"host": m["host"], "port": m["port"], "user": user, "password": password,
+            "connect_timeout": m["connect_timeout_s"]}
+
+
+class HeartbeatWriter:
+    """Background thread writing the heartbeat row. Use as a context manager."""
+
+    def __init__(self, cfg: Dict[str, Any]):
+        hb = cfg["heartbeat"]
+        self.settings = credentials(cfg)
+        self.interval = float(hb["interval_ms"]) / 1000.0
+        self.database = hb["database"]
+        self.source = cfg["source"]["name"]
+        self.sql = (f"INSERT INTO `{self.database}`.`{TABLE}` (source, {COLUMN}) VALUES "
+                    f"(%s, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)) "
+                    f"ON DUPLICATE KEY UPDATE {COLUMN} = VALUES({COLUMN})")
+        self.writes = 0
+        self._conn: Any = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="streamer-heartbeat", daemon=True)
+
+    def __enter__(self) -> "HeartbeatWriter":
+        # The first write is synchronous so a missing table or grant fails the start, clearly.
+        try:
+            self._write()
+        except pymysql.err.MySQLError as exc:
+            raise self._explain(exc) from None
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self._close()
+
+    def _explain(self, exc: Exception) -> SourceError:
+        code = exc.args[0] if exc.args else None
+        user = self.settings["user"]
+        if code in (ER_NO_SUCH_TABLE, ER_BAD_DB):
+            return SourceError(
+                f"heartbeat table {self.database}.{TABLE} does not exist: as an admin run "
+                f"CREATE DATABASE IF NOT EXISTS `{self.database}`; {table_sql(self.database)}; "
+                f"or set heartbeat.enabled: false")
+        if code in ER_DENIED:
+            return SourceError(
+                f"the heartbeat user {user!r} may not write {self.database}.{TABLE}: "
+                f"GRANT INSERT, UPDATE ON `{self.database}`.* TO that user ({exc.args[-1]})")
+        return SourceError(f"heartbeat write failed ({code}): {exc.args[-1]}")
+
+    def _write(self) -> None:
+        if self._conn is None:
+            self._conn = connect(self.settings)
+        with self._conn.cursor() as cur:
+            cur.execute(self.sql, (self.source,))
+        self.writes += 1
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except pymysql.err.Error:
+                log.debug("closing the heartbeat connection failed", exc_info=True)
+            self._conn = None
+
+    def _run(self) -> None:
+        failing = False
+        while not self._stop.wait(self.interval):
+            try:
+                self._write()
+                if failing:
+                    log.info("heartbeat writes work again")
+                failing = False
+            except pymysql.err.MySQLError as exc:
+                if not failing:
+                    log.warning("heartbeat write failed, retrying every %.1f s: %s",
+                                self.interval, self._explain(exc))
+                failing = True
+                self._close()

@@ -1,0 +1,177 @@
+"""The local HTTP endpoint: ``/health``, ``/status`` (JSON) and ``/metrics`` (Prometheus text).
+
+Served from a background thread on metrics.http_host:http_port (port 0 turns it off). Handlers
+only read the ``Metrics`` object; they never touch the pipeline.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional
+
+from streamer.errors import EndpointUnavailable
+from streamer.ops.metrics import COUNTERS, Metrics
+
+log = logging.getLogger(__name__)
+
+CONTENT_PROM = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _labels(dims: Dict[str, str], extra: Optional[Dict[str, str]] = None) -> str:
+    items = dict(dims, **(extra or {}))
+    body = ",".join('{}="{}"'.format(k, str(v).replace("\\", "\\\\").replace('"', '\\"')
+                                     .replace("\n", "\\n")) for k, v in items.items())
+    return "{" + body + "}"
+
+
+def prometheus(metrics: Metrics) -> str:
+    """The Prometheus text exposition of the current numbers."""
+    st = metrics.status()
+    dims = metrics.dimensions
+    lines: List[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: List[Any]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for extra, value in samples:
+            if value is not None:
+                lines.append(f"{name}{_labels(dims, extra)} {float(value)!r}")
+
+    helps = {"messages": "messages published", "rows": "row changes published",
+             "bytes": "key and value bytes published", "batches": "Kafka transactions committed",
+             "errors": "errors the stream recovered from", "reconnects": "binlog reconnects"}
+    for name in COUNTERS:
+        metric(f"streamer_{name}_total", "counter", helps[name], [(None, getattr(metrics, name))])
+    metric("streamer_lag_seconds", "gauge", "seconds behind the source's commits",
+           [(None, st["lag_seconds"])])
+    metric("streamer_lag_bytes", "gauge", "bytes of binlog not yet committed to Kafka",
+           [(None, st["lag_bytes"])])
+    metric("streamer_queue_depth", "gauge", "messages in the producer queue after the last commit",
+           [(None, st["queue_depth"])])
+    metric("streamer_commit_seconds", "gauge", "duration of the last transaction commit",
+           [(None, st["commit_seconds"])])
+    metric("streamer_batch_size", "gauge", "messages in the last batch", [(None, st["batch_size"])])
+    lat = st["latency_ms"]
+    quantiles = [({"quantile": q}, None if lat[k] is None else lat[k] / 1000.0)
+                 for q, k in (("0.5", "p50"), ("0.99", "p99"), ("1", "max"))]
+    metric("streamer_latency_seconds", "gauge",
+           "MySQL commit to Kafka commit, over the last interval", quantiles)
+    metric("streamer_latency_over_threshold_ratio", "gauge",
+           f"share of changes slower than {lat['threshold_ms']:g} ms",
+           [(None, lat["over_threshold_share"])])
+    return "\n".join(lines) + "\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    metrics: Metrics
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server interface
+        path = self.path.split("?", 1)[0]
+        if path == "/health":
+            status, reason = self.metrics.health()
+            body: Dict[str, Any] = {"status": status, "reason": reason}
+            if status == "ok":
+                body["lag_seconds"] = self.metrics.status()["lag_seconds"]
+            self._send(200 if status == "ok" else 503, "application/json", json.dumps(body))
+        elif path == "/status":
+            self._send(200, "application/json", json.dumps(self.metrics.status()))
+        elif path == "/metrics":
+            self._send(200, CONTENT_PROM, prometheus(self.metrics))
+        else:
+            self._send(404, "application/json",
+                       json.dumps({"error": f"no such path {path}; try /health, /status, /metrics"}))
+
+    def _send(self, code: int, ctype: str, body: str) -> None:
+        data = body.encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        log.debug("http %s", fmt % args)
+
+
+class StatusServer:
+    """The endpoint's server thread, as a context manager. Observability makes one only when
+    metrics.http_port is set (0 turns the endpoint off, and this module is then not imported)."""
+
+    def __init__(self, cfg: Dict[str, Any], metrics: Metrics):
+        self.host = cfg["metrics"]["http_host"]
+        self.port = int(cfg["metrics"]["http_port"])
+        self.metrics = metrics
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def __enter__(self) -> "StatusServer":
+        handler = type("Handler", (_Handler,), {"metrics": self.metrics})
+        try:
+            self._server = ThreadingHTTPServer((self.host, self.port), handler)
+        except OSError as exc:
+            from streamer.errors import ConfigError
+
+            raise ConfigError(f"config key 'metrics.http_port': cannot listen on "
+                              f"{self.host}:{self.port} ({exc.strerror}); pick a free port, "
+                              f"or 0 to turn the endpoint off") from None
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="streamer-http",
+                                        daemon=True)
+        self._thread.start()
+        log.info("status endpoint on http://%s:%d (/health /status /metrics)", self.host, self.port)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def fetch_status(cfg: Dict[str, Any], timeout: float = 5.0) -> Dict[str, Any]:
+    """The running instance's /status, read over its local endpoint."""
+    import urllib.error
+    import urllib.request
+
+    from streamer.errors import ConfigError
+
+    host, port = cfg["metrics"]["http_host"], int(cfg["metrics"]["http_port"])
+    if not port:
+        raise ConfigError("config key 'metrics.http_port' is 0, so the streamer serves no status "
+                          "endpoint: set it to a free port and restart the streamer")
+    url = f"http://{host}:{port}/status"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return json.loads(resp.read().decode("utf-8"))
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise EndpointUnavailable(f"no streamer answered at {url} ({reason}); is `streamer run` "
+                                  f"running with this config?") from None
+
+
+def status_text(st: Dict[str, Any]) -> str:
+    """/status for humans."""
+    pos, t, lat, c = st["position"], st["throughput"], st["latency_ms"], st["counters"]
+
+    def ms(v: Any) -> str:
+        return "-" if v is None else f"{v:.1f} ms"
+
+    share = lat["over_threshold_share"]
+    lines = [
+        f"source {st['source']}  namespace {st['namespace']}  environment {st['environment']}  "
+        f"up {st['uptime_s']:.0f} s",
+        f"position   {pos['file']}:{pos['pos']}" + (f" +{pos['rows']} rows" if pos["rows"] else "")
+        + (f"  gtid {pos['gtid_set']}" if pos["gtid_set"] else ""),
+        f"lag        {'-' if st['lag_seconds'] is None else format(st['lag_seconds'], '.3f') + ' s'}"
+        f"  {'-' if st['lag_bytes'] is None else str(st['lag_bytes']) + ' bytes'} of binlog behind",
+        f"throughput {t['messages_per_s']:.1f} msg/s  {t['rows_per_s']:.1f} rows/s  "
+        f"{t['bytes_per_s'] / 1024:.1f} KiB/s",
+        f"latency    p50 {ms(lat['p50'])}  p99 {ms(lat['p99'])}  max {ms(lat['max'])}  "
+        f"over {lat['threshold_ms']:g} ms: "
+        f"{'-' if share is None else format(100 * share, '.1f') + '%'}",
+        f"totals     {c['messages_total']} messages  {c['rows_total']} rows  {c['bytes_total']} bytes  "
+        f"{c['batches_total']} batches  {c['errors_total']} errors  {c['reconnects_total']} reconnects",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,148 @@
+"""The background reporter: polls the binlog backlog and sends the numbers to the sinks.
+
+One thread, its own MySQL connection: SHOW BINARY LOGS is polled here, never in the hot loop.
+Every ``metrics.interval_s`` it rolls the metrics into rates and a latency distribution, sends
+them to SignalFx (the library posts from its own thread, so a slow ingest never blocks us) and
+logs a one-line summary.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import pymysql
+
+from streamer import config as config_mod
+from streamer.ops.metrics import COUNTERS, Metrics
+from streamer.source.server import connect, connection_settings
+
+log = logging.getLogger(__name__)
+
+
+def backlog_bytes(logs: List[Tuple[str, int]], file: Optional[str], pos: Optional[int]) -> Optional[int]:
+    """Bytes of binlog after (file, pos), given SHOW BINARY LOGS rows; None if the file is gone."""
+    if file is None or pos is None:
+        return None
+    names = [name for name, _ in logs]
+    if file not in names:
+        return None
+    i = names.index(file)
+    return max(0, int(logs[i][1]) - pos) + sum(int(size) for _, size in logs[i + 1:])
+
+
+def signalfx_token(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> str:
+    environ = os.environ if environ is None else environ
+    s = cfg["signalfx"]
+    if s["token_file"]:
+        return config_mod.read_secret_file("signalfx.token_file", s["token_file"])
+    if s["token_env"] and environ.get(s["token_env"]):
+        return environ[s["token_env"]]
+    raise config_mod.ConfigError(
+        f"signalfx.enabled is true but there is no token: set the environment variable "
+        f"{s['token_env']} (signalfx.token_env) or signalfx.token_file")
+
+
+def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
+    """The SignalFx datapoints of one interval: cumulative counters and gauges."""
+    dims = metrics.dimensions
+    st = metrics.status()
+    counters = [{"metric": f"streamer.{name}", "value": getattr(metrics, name), "dimensions": dims}
+                for name in COUNTERS]
+    gauges: List[Dict[str, Any]] = []
+
+    def gauge(name: str, value: Any) -> None:
+        if value is not None:
+            gauges.append({"metric": name, "value": value, "dimensions": dims})
+
+    for key, value in st["throughput"].items():
+        gauge(f"streamer.throughput.{key}", value)
+    lat = st["latency_ms"]
+    for key in ("p50", "p99", "max"):
+        gauge(f"streamer.latency_ms.{key}", lat[key])
+    gauge("streamer.latency.over_threshold_ratio", lat["over_threshold_share"])
+    gauge("streamer.lag_seconds", st["lag_seconds"])
+    gauge("streamer.lag_bytes", st["lag_bytes"])
+    gauge("streamer.queue_depth", st["queue_depth"])
+    gauge("streamer.commit_seconds", st["commit_seconds"])
+    gauge("streamer.batch_size", st["batch_size"])
+    return {"cumulative_counters": counters, "gauges": gauges}
+
+
+def summary_line(metrics: Metrics) -> str:
+    st = metrics.status()
+    t, lat, pos = st["throughput"], st["latency_ms"], st["position"]
+    return (f"{t['messages_per_s']:.0f} msg/s {t['rows_per_s']:.0f} rows/s "
+            f"{t['bytes_per_s'] / 1024:.0f} KiB/s; latency p50 {lat['p50']} ms p99 {lat['p99']} ms "
+            f"max {lat['max']} ms; lag {st['lag_seconds']} s {st['lag_bytes']} B; "
+            f"position {pos['file']}:{pos['pos']}; {st['counters']['messages_total']} messages, "
+            f"{st['counters']['errors_total']} errors")
+
+
+class Reporter:
+    """Background thread: backlog polling plus the SignalFx and log sinks. A context manager."""
+
+    def __init__(self, cfg: Dict[str, Any], metrics: Metrics):
+        self.cfg = cfg
+        self.metrics = metrics
+        self.interval = float(cfg["metrics"]["interval_s"])
+        self.poll_s = min(1.0, self.interval)
+        self.log_summary = bool(cfg["metrics"]["log_summary"])
+        self.settings = connection_settings(cfg, config_mod.mysql_password(cfg))
+        self.sfx: Any = None
+        if cfg["signalfx"]["enabled"]:
+            import signalfx
+
+            client = signalfx.SignalFx(ingest_endpoint=cfg["signalfx"]["ingest_endpoint"])
+            self.sfx = client.ingest(signalfx_token(cfg))
+        self._conn: Any = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="streamer-reporter", daemon=True)
+
+    def __enter__(self) -> "Reporter":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        if self.sfx is not None:
+            self.report()
+            self.sfx.stop()  # flushes what is queued
+        if self._conn is not None:
+            self._conn.close()
+
+    def poll_backlog(self) -> None:
+        try:
+            if self._conn is None:
+                self._conn = connect(self.settings)
+            with self._conn.cursor() as cur:
+                cur.execute("SHOW BINARY LOGS")
+                logs = [(row[0], int(row[1])) for row in cur.fetchall()]
+        except pymysql.err.MySQLError as exc:
+            log.warning("backlog poll failed (will retry): %s", exc)
+            self._conn = None
+            return
+        pos = self.metrics.position
+        self.metrics.lag_bytes = backlog_bytes(logs, pos["file"], pos["pos"])
+
+    def report(self) -> None:
+        self.metrics.roll()
+        if self.sfx is not None:
+            self.sfx.send(**datapoints(self.metrics))
+        if self.log_summary:
+            log.info("%s", summary_line(self.metrics))
+
+    def _run(self) -> None:
+        next_report = time.monotonic() + self.interval
+        while not self._stop.wait(self.poll_s):
+            self.poll_backlog()
+            if time.monotonic() >= next_report:
+                next_report += self.interval
+                try:
+                    self.report()
+                except Exception:  # noqa: BLE001 - a sink failure must not kill the reporter
+                    log.exception("metrics report failed")

@@ -1,0 +1,222 @@
+"""Per-table work done once per table version: filters, schemas, converters, topic, key extractor.
+
+A *table version* is a table's column list as one binlog table-map event describes it. Everything
+the hot loop needs for a row of that table is prepared here, so ``process_event`` does no schema work.
+"""
+from __future__ import annotations
+
+import copy
+import fnmatch
+import logging
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from streamer.codec import avro
+from streamer.errors import MissingColumnNames
+from streamer.schema import columns, evolution
+from streamer.source import rowplan
+
+log = logging.getLogger(__name__)
+
+SOURCE_SCHEMA = avro.load_static("source")
+
+
+class TableFilter:
+    """`db.table` glob include/exclude patterns, answered once per table and cached."""
+
+    def __init__(self, include: Sequence[str], exclude: Sequence[str]):
+        self.include = list(include)
+        self.exclude = list(exclude)
+        self._cache: Dict[Tuple[str, str], bool] = {}
+
+    def __call__(self, db: str, table: str) -> bool:
+        key = (db, table)
+        hit = self._cache.get(key)
+        if hit is None:
+            name = f"{db}.{table}"
+            hit = any(fnmatch.fnmatchcase(name, p) for p in self.include) and not any(
+                fnmatch.fnmatchcase(name, p) for p in self.exclude)
+            self._cache[key] = hit
+        return hit
+
+
+def _nullable(bitmask: bytes, i: int) -> bool:
+    return bool(bitmask[i >> 3] & (1 << (i & 7)))
+
+
+def signature(event: Any) -> Tuple:
+    """Everything about a table-map event's columns that can change the schema or the decoding."""
+    cols = []
+    for i, c in enumerate(event.columns):
+        cols.append((c.name, c.type, c.unsigned, c.is_primary, _nullable(event.null_bitmask, i),
+                     c.character_set_name, getattr(c, "precision", None),
+                     getattr(c, "decimals", None), getattr(c, "fsp", None),
+                     getattr(c, "bits", None), getattr(c, "max_length", None),
+                     tuple(c.enum_values or ()), tuple(c.set_values or ())))
+    return (event.schema, event.table, tuple(cols))
+
+
+class TableVersion:
+    """Schemas and converters for one version of one table.
+
+    ``previous`` is the table's previous version in this run (or from the schema topic): it makes
+    columns new to the table nullable (see ``evolution``).
+    """
+
+    def __init__(self, namespace: str, event: Any,
+                 previous: Optional[evolution.Previous] = None):
+        self.db: str = event.schema
+        self.table: str = event.table
+        self.topic = f"{namespace}.{self.db}.{self.table}"
+        table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
+        fields: List[Dict[str, Any]] = []
+        self.conversions: List[Tuple[str, str, Optional[Callable[[Any], Any]], Any]] = []
+        self.empty_set_columns: List[Tuple[str, bool]] = []
+        pk: List[Tuple[str, Dict[str, Any]]] = []
+        used = set()
+        for i, col in enumerate(event.columns):
+            if not col.name or col.name.startswith("UNKNOWN_COL"):
+                raise MissingColumnNames(
+                    f"table {self.db}.{self.table}: the binlog carries no column names; set "
+                    f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
+            atype, conv, kind = columns.avro_type(col)
+            name = avro.avro_name(col.name)
+            while name in used:
+                name += "_"
+            nullable = _nullable(event.null_bitmask, i) or kind in columns.ALWAYS_NULLABLE or \
+                evolution.nullable_by_lineage(name, previous)
+            used.add(name)
+            field: Dict[str, Any] = {"name": name, "type": ["null", atype] if nullable else atype}
+            if nullable:
+                field["default"] = None
+            field["mysql.type"] = kind
+            if name != col.name:
+                field["mysql.column"] = col.name
+            fields.append(field)
+            branch = _branch(atype) if nullable else None
+            if conv is not None or branch is not None or name != col.name:
+                self.conversions.append((col.name, name, conv, branch))
+            if kind == "set":
+                self.empty_set_columns.append((name, nullable))
+            if col.is_primary:
+                pk.append((name, copy.deepcopy(field)))
+        # The namespace carries a hash of the exact fields: distinct full schemas, distinct
+        # fingerprints (see evolution.short_hash). Readers match records by unqualified name.
+        space = f"{table_space}.v{evolution.short_hash(fields)}"
+        self.row_schema = {"type": "record", "name": "Row", "namespace": space, "fields": fields}
+        self.value_schema = {
+            "type": "record", "name": "Envelope", "namespace": space,
+            "fields": [
+                {"name": "before", "type": ["null", self.row_schema], "default": None},
+                {"name": "after", "type": ["null", f"{space}.Row"], "default": None},
+                {"name": "op", "type": "string", "doc": "c, u, d, t (truncate)"},
+                {"name": "ts_ms", "type": "long", "doc": "event time: MySQL commit, ms"},
+                {"name": "source", "type": SOURCE_SCHEMA},
+            ],
+        }
+        self.row_name = f"{space}.Row"
+        self.read_plan = rowplan.plan_for(event.columns)
+        self.pk_names = [n for n, _ in pk]
+        self.value_writer = avro.Writer(self.value_schema)
+        self.envelope = avro.EnvelopeWriter(self.value_writer, self.row_schema)
+        self.key_writer: Optional[avro.Writer] = None
+        if pk:
+            key_fields = [f for _, f in pk]
+            self.key_schema: Optional[Dict[str, Any]] = {
+                "type": "record", "name": "Key",
+                "namespace": f"{table_space}.k{evolution.short_hash(key_fields)}",
+                "fields": key_fields}
+            self.key_writer = avro.Writer(self.key_schema)
+        else:
+            self.key_schema = None
+        if not self.value_writer.uses_fastavro():
+            # The generated writers take [null, T] values as they are: no per-value tuple.
+            self.conversions = [(m, n, c, None) for m, n, c, _ in self.conversions
+                                if c is not None or m != n]
+
+    def convert(self, values: Dict[str, Any], none_sources: Optional[Dict[str, str]] = None) -> None:
+        """Turn a row dict from the reader into the Avro row datum, in place."""
+        for mysql_name, name, conv, branch in self.conversions:
+            v = values[mysql_name] if name == mysql_name else values.pop(mysql_name)
+            if v is not None:
+                if conv is not None:
+                    v = conv(v)
+                if branch is not None:
+                    v = (branch, v)
+            values[name] = v
+        if self.empty_set_columns:
+            for name, nullable in self.empty_set_columns:
+                if values[name] is None and (not nullable or (
+                        none_sources is not None and none_sources.get(name) == "empty set")):
+                    values[name] = ("string", "") if nullable else ""
+
+    def key(self, values: Dict[str, Any]) -> Optional[bytes]:
+        if self.key_writer is None:
+            return None
+        return self.key_writer.encode({n: values[n] for n in self.pk_names})
+
+
+def _branch(atype: Any) -> str:
+    return atype if isinstance(atype, str) else atype["type"]
+
+
+class TableRegistry:
+    """Maps binlog table ids to table versions, building each version once.
+
+    ``on_new_version`` is called whenever a table's current version changes (a new version, or
+    an older one again, or the first sight after ``forget_current``), so the schema topic's last
+    record per table is always the table's current version. ``lineage`` (by topic) seeds the
+    previous version of tables from an earlier run (see ``evolution``).
+    """
+
+    def __init__(self, namespace: str, table_filter: TableFilter,
+                 on_new_version: Optional[Callable[[TableVersion], None]] = None,
+                 lineage: Optional[Dict[str, evolution.Previous]] = None):
+        self.namespace = namespace
+        self.filter = table_filter
+        self.by_id: Dict[int, Optional[TableVersion]] = {}
+        self.current: Dict[Tuple[str, str], TableVersion] = {}
+        self._by_signature: Dict[Tuple, TableVersion] = {}
+        self.on_new_version = on_new_version
+        self._lineage = dict(lineage or {})
+
+    def forget_current(self) -> None:
+        """After a reconnect: announce each table's version again (its schema record may have
+        been in the aborted batch), keeping the versions themselves so a re-read is identical."""
+        for key, tv in self.current.items():
+            self._lineage[tv.topic] = evolution.previous_of(tv.row_schema["fields"], tv.pk_names)
+        self.current.clear()
+
+    def on_table_map(self, event: Any) -> None:
+        table = event.get_table()
+        tv = getattr(table, "streamer_version", None)
+        if tv is not None and self.current.get((event.schema, event.table)) is tv:
+            # The same table map as before (mysql_fixes keeps one Table per distinct event):
+            # its version, plan and announcement are done; only the id's entry may be new.
+            self.by_id[event.table_id] = tv
+            return
+        if not self.filter(event.schema, event.table):
+            self.by_id[event.table_id] = None
+            return
+        sig = signature(event)
+        tv = self._by_signature.get(sig)
+        key = (event.schema, event.table)
+        cur = self.current.get(key)
+        if tv is None:
+            previous = self._lineage.get(f"{self.namespace}.{event.schema}.{event.table}")
+            if cur is not None:
+                previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
+            tv = TableVersion(self.namespace, event, previous)
+            self._by_signature[sig] = tv
+            log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
+                     tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]))
+            if previous is not None:
+                evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
+                    previous, tv.row_schema["fields"], tv.pk_names))
+        self.by_id[event.table_id] = tv
+        rowplan.attach(event, tv.read_plan, bool(tv.empty_set_columns))
+        table.streamer_version = tv
+        if cur is not tv:
+            self.current[key] = tv
+            self._lineage.pop(tv.topic, None)
+            if self.on_new_version is not None:
+                self.on_new_version(tv)

@@ -1,0 +1,136 @@
+"""The binlog edge: a BinLogStreamReader that starts at a transaction start and never reconnects silently.
+
+python-mysql-replication reconnects by itself after a dropped connection, resuming at the last
+event it read, which can be in the middle of a transaction. We forbid that: a second stream
+connection raises ``StreamInterrupted`` and the pipeline resumes from its last committed checkpoint.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Optional
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent,
+                                      RotateEvent, XidEvent)
+from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
+                                          WriteRowsEvent)
+
+from streamer.errors import PurgedBinlog, SourceError, StreamInterrupted
+from streamer.position import Position
+from streamer.source import caughtup, rowplan
+from streamer.source.patches import values
+from streamer.source.server import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, binlog_files,
+                                    connect, connection_settings)
+
+values.apply()
+rowplan.apply()
+log = logging.getLogger(__name__)
+
+EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, RotateEvent,
+          GtidEvent, MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent]
+
+
+class _Connector:
+    """pymysql.connect for the reader that refuses the library's silent stream reconnect."""
+
+    def __init__(self) -> None:
+        self.stream_connections = 0
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if "cursorclass" in kwargs:
+            return pymysql.connect(**kwargs)
+        self.stream_connections += 1
+        if self.stream_connections > 1:
+            raise StreamInterrupted("the binlog connection dropped")
+        conn = pymysql.connect(**kwargs)
+        caughtup.count_reads(conn)
+        return conn
+
+
+class BinlogReader:
+    """Iterates binlog events from a transaction start. Use as a context manager."""
+
+    def __init__(self, cfg: Dict[str, Any], password: str, start: Position,
+                 gtid_start: Optional[str] = None):
+        self.cfg = cfg
+        self.settings = connection_settings(cfg, password)
+        self.start = start
+        self.gtid_start = gtid_start
+        self._stream: Optional[BinLogStreamReader] = None
+
+    def check_start(self) -> None:
+        """Refuse a start file the server no longer has, instead of silently skipping."""
+        if self.gtid_start is not None:
+            return
+        conn = connect(self.settings)
+        try:
+            files = binlog_files(conn)
+        finally:
+            conn.close()
+        if self.start.file not in files:
+            raise PurgedBinlog(
+                f"binlog file {self.start.file} (resume position {self.start.describe()}) is no "
+                f"longer on the server (it has {files[0] if files else 'none'} .. "
+                f"{files[-1] if files else 'none'}); changes after that position are lost to "
+                f"replication. Take a snapshot of the tables and restart from a new position "
+                f"(streamer run --start-file/--start-pos), after raising the server's "
+                f"binlog retention (expire_logs_days / binlog_expire_logs_seconds)")
+
+    def __enter__(self) -> "BinlogReader":
+        self.check_start()
+        m = self.cfg["mysql"]
+        settings = dict(self.settings)
+        # A read timeout well above the heartbeat turns a silent network cut into an error.
+        settings["read_timeout"] = max(10, int(m["heartbeat_s"] * 20))
+        kwargs: Dict[str, Any] = {}
+        if self.gtid_start is not None:
+            kwargs["auto_position"] = self.gtid_start
+            kwargs["is_mariadb"] = "-" in self.gtid_start.split(",")[0] and ":" not in self.gtid_start
+        else:
+            kwargs["log_file"] = self.start.file
+            kwargs["log_pos"] = self.start.pos
+            kwargs["resume_stream"] = True
+        self._stream = BinLogStreamReader(
+            connection_settings=settings,
+            server_id=m["server_id"],
+            blocking=True,
+            only_events=EVENTS,
+            slave_heartbeat=m["heartbeat_s"],
+            pymysql_wrapper=_Connector(),
+            enable_logging=False,
+            **kwargs,
+        )
+        return self
+
+    def __iter__(self) -> Any:
+        assert self._stream is not None
+        try:
+            for event in self._stream:
+                yield event
+        except pymysql.err.OperationalError as exc:
+            raise _classify(exc, self.start) from exc
+        except pymysql.err.InternalError as exc:
+            raise _classify(exc, self.start) from exc
+
+    def more_arrived(self) -> bool:
+        """Whether more of the stream has already arrived (streamer.arrival says why that matters)."""
+        return caughtup.more_arrived(getattr(self._stream, "_stream_connection", None))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def _classify(exc: Exception, start: Position) -> Exception:
+    code = exc.args[0] if exc.args else None
+    msg = exc.args[1] if len(exc.args) > 1 else str(exc)
+    if code == ER_MASTER_FATAL_READING_BINLOG:
+        return PurgedBinlog(
+            f"the server cannot send the binlog from {start.describe()}: {msg}. If the file was "
+            f"purged, take a snapshot of the tables and restart from a new position")
+    if code in ER_ACCESS_DENIED:
+        return SourceError(f"MySQL refused the streamer's user: {msg}. Grant it SELECT, "
+                           f"REPLICATION SLAVE, REPLICATION CLIENT ON *.*")
+    return StreamInterrupted(f"binlog connection failed ({code}): {msg}")

@@ -1,0 +1,50 @@
+"""``streamer tail``: a topic's messages decoded to JSON lines, read_committed, like kcat."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any, Dict
+
+from confluent_kafka import Consumer, KafkaError
+
+from streamer import config as config_mod
+from streamer.codec.decode import Decoder, to_jsonable
+from streamer.kafka.topics import kafka_schema_source
+
+
+def tail(args: argparse.Namespace) -> int:
+    """`streamer tail`: print each committed message of a topic as one JSON line."""
+    conf: Dict[str, Any] = {"bootstrap.servers": args.bootstrap}
+    if args.config:
+        conf = dict(config_mod.load(args.config)["kafka"])
+    namespace = args.namespace or args.topic.split(".")[0]
+    decoder = Decoder(kafka_schema_source(conf, namespace))
+    consumer = Consumer(dict(conf, **{
+        "group.id": f"streamer-tail-{time.time()}", "enable.auto.commit": False,
+        "auto.offset.reset": "latest" if args.from_end else "earliest",
+        "isolation.level": "read_committed"}))
+    consumer.subscribe([args.topic])
+    seen = 0
+    idle_since = time.monotonic()
+    try:
+        while args.max is None or seen < args.max:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if args.idle_exit and time.monotonic() - idle_since > args.idle_exit:
+                    break
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise RuntimeError(msg.error().str())
+            idle_since = time.monotonic()
+            line = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
+                    "key": decoder.decode(msg.key()), "value": decoder.decode(msg.value())}
+            print(json.dumps(to_jsonable(line), sort_keys=True), flush=True)
+            seen += 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    return 0
