@@ -21,9 +21,8 @@ def _setup_logging(level: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-# PyPy's JIT compiles a loop after ~1000 iterations by default. The streamer's loops are few
-# and hot, so compiling them sooner shortens warm-up: a 200k-row bulk catch-up went from
-# 65k to 74k rows/s cold (medians of 2; warm unchanged at ~80k).
+# PyPy's JIT compiles a loop after ~1000 iterations by default; the streamer's few hot loops are
+# worth compiling sooner (docs/benchmarks.md, "After the optimisation": a shorter warm-up).
 JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=50"
 
 
@@ -49,11 +48,12 @@ def _restart_with_gc_settings() -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from streamer.engine.loop import Streamer
+    from streamer.source import patches
     from streamer.position import Position
 
     cfg = config_mod.load(args.config)
-    # After the config, not before: with the eager thresholds, PyPy also compiled yaml's one-off
-    # parse of it, and reading the config took 52-90 ms instead of 26-40 (7 cold starts each).
+    # After the config, not before: eager thresholds would compile yaml's one-off parse of it too
+    # (docs/benchmarks.md, "The eager JIT thresholds after the config").
     _tune_jit()
     _setup_logging(cfg["log_level"])
     if sys.implementation.name == "pypy":
@@ -66,6 +66,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.start_file is not None:
         start = Position(args.start_file, args.start_pos)
     from streamer.ops.observe import Observability
+
+    # The library fixes, checked and applied before anything reads the binlog.
+    patches.apply(allow_untested=cfg["mysql"]["allow_untested_libraries"])
 
     with Observability(cfg) as obs:
         streamer = Streamer(cfg, start=start, start_gtid=args.start_gtid, metrics=obs.metrics)
@@ -103,7 +106,7 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     import pymysql
     from confluent_kafka.admin import AdminClient
 
-    from streamer.source.server import REQUIRED_SETTINGS, connect, connection_settings, variables
+    from streamer.source.server import connect, connection_settings, settings_checks
 
     results: List[Tuple[str, bool, str]] = []
     m = cfg["mysql"]
@@ -121,11 +124,9 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     if conn is not None:
         results.append((f"MySQL login {where}", True, conn.get_server_info()))
         try:
-            found = variables(conn, [n for n, _, _ in REQUIRED_SETTINGS])
-            for name, want, fix in REQUIRED_SETTINGS:
-                have = found.get(name, "not available")
-                ok = have.upper() == want
-                results.append((f"{name} = {want}", ok, f"is {have}" if ok else f"is {have}: {fix}"))
+            for c in settings_checks(conn):
+                results.append((f"{c.name} = {c.want}", c.ok,
+                                f"is {c.have}" if c.ok else f"is {c.have}: {c.fix}"))
             results.extend(_privilege_checks(conn))
         finally:
             conn.close()

@@ -14,6 +14,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import fastavro
+from fastavro.schema import fingerprint as schema_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
 from streamer.codec.encode import compile_writer, write_long, write_string
@@ -27,33 +28,15 @@ SCHEMA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
 MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"
 
-_CRC_EMPTY = 0xC15D213AA4D7A795
-
-
-def _crc_table() -> List[int]:
-    table = []
-    for i in range(256):
-        fp = i
-        for _ in range(8):
-            fp = (fp >> 1) ^ (_CRC_EMPTY & -(fp & 1))
-        table.append(fp)
-    return table
-
-
-_CRC_TABLE = _crc_table()
-
-
 def crc64_avro(data: bytes) -> int:
-    fp = _CRC_EMPTY
-    for byte in data:
-        fp = (fp >> 8) ^ _CRC_TABLE[(fp ^ byte) & 0xFF]
-    return fp
+    """The Avro spec's CRC-64-AVRO (Rabin) fingerprint of ``data``, as an integer."""
+    return int.from_bytes(bytes.fromhex(schema_fingerprint(data.decode("utf-8"), "CRC-64-AVRO")),
+                          "little")
 
 
 def fingerprint(schema: Any) -> bytes:
     """8-byte little-endian CRC-64-AVRO fingerprint of the schema's canonical form."""
-    canonical = to_parsing_canonical_form(schema)
-    return crc64_avro(canonical.encode("utf-8")).to_bytes(8, "little")
+    return bytes.fromhex(schema_fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO"))
 
 
 def header(schema: Any) -> bytes:
@@ -140,7 +123,7 @@ OP_BYTES = {op: bytes([2]) + op.encode() for op in ("c", "u", "d", "t")}
 
 
 class EnvelopeWriter:
-    """The bytes of a table's Envelope (``tables.TableVersion.value_schema``), assembled from parts.
+    """The bytes of a table's Envelope (``schema.versions.TableVersion.value_schema``), assembled from parts.
 
     Of the fields, only before/after, op, source.row and source.tx_row change between the rows of
     one binlog event; the rest (ts_ms and most of the source) are encoded once per event by

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import fastavro
+import fastavro.read
 
 from streamer.codec.avro import CONFLUENT_MAGIC, MAGIC
 from streamer.errors import UnknownSchema
@@ -20,7 +22,12 @@ SchemaSource = Callable[[], Dict[str, Dict[str, Any]]]
 RegistrySource = Callable[[int], Dict[str, Any]]
 
 
-def _time_micros(value: int) -> datetime.timedelta:
+TIME_MICROS = "long-streamer.time-micros"  # fastavro's key: Avro type, then logical type
+
+
+def _read_time_micros(value: int, writer_schema: Any = None, reader_schema: Any = None
+                      ) -> datetime.timedelta:
+    """TIME columns: signed microseconds (schema/columns.py) back to a timedelta."""
     return datetime.timedelta(microseconds=value)
 
 
@@ -39,7 +46,7 @@ def _named(schema: Any, names: Dict[str, Any], space: str = "") -> Dict[str, Any
 
 
 def _restore(datum: Any, schema: Any, names: Dict[str, Any]) -> Any:
-    """Apply what fastavro doesn't know: TIME as timedelta and original MySQL column names."""
+    """The MySQL column names that Avro names could not carry (``mysql.column``)."""
     if datum is None:
         return None
     if isinstance(schema, str):
@@ -49,16 +56,17 @@ def _restore(datum: Any, schema: Any, names: Dict[str, Any]) -> Any:
             if branch != "null":
                 return _restore(datum, branch, names)
         return datum
-    if isinstance(schema, dict):
-        t = schema.get("type")
-        if t == "record":
-            out = {}
-            for f in schema["fields"]:
-                out[f.get("mysql.column", f["name"])] = _restore(datum[f["name"]], f["type"], names)
-            return out
-        if schema.get("logicalType") == "streamer.time-micros":
-            return _time_micros(datum)
+    if isinstance(schema, dict) and schema.get("type") == "record":
+        out = {}
+        for f in schema["fields"]:
+            out[f.get("mysql.column", f["name"])] = _restore(datum[f["name"]], f["type"], names)
+        return out
     return datum
+
+
+def _renames(schema: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The named records of a schema that renames a column, for _restore; None when none does."""
+    return _named(schema, {}) if '"mysql.column"' in json.dumps(schema) else None
 
 
 class Decoder:
@@ -70,7 +78,10 @@ class Decoder:
         self._registry = registry
         self._parsed: Dict[bytes, Any] = {}
         self._raw: Dict[bytes, Any] = {}
-        self._names: Dict[bytes, Dict[str, Any]] = {}
+        self._names: Dict[bytes, Optional[Dict[str, Any]]] = {}
+        # TIME's logical type, through fastavro's registry of logical-type readers (documented
+        # for this): set here, by whoever decodes, never as a side effect of an import.
+        fastavro.read.LOGICAL_READERS[TIME_MICROS] = _read_time_micros
 
     def _schema(self, fp: bytes) -> Any:
         parsed = self._parsed.get(fp)
@@ -78,7 +89,7 @@ class Decoder:
             for hexfp, schema in self._load().items():
                 key = bytes.fromhex(hexfp)
                 self._raw[key] = schema
-                self._names[key] = _named(schema, {})
+                self._names[key] = _renames(schema)
                 self._parsed[key] = fastavro.parse_schema(schema)
             parsed = self._parsed.get(fp)
             if parsed is None:
@@ -91,7 +102,8 @@ class Decoder:
         fp, body = self._split(data)
         parsed = self._schema(fp)
         datum = fastavro.schemaless_reader(io.BytesIO(data[body:]), parsed)
-        return _restore(datum, self._raw[fp], self._names[fp])
+        names = self._names[fp]
+        return datum if names is None else _restore(datum, self._raw[fp], names)
 
     def _split(self, data: bytes) -> Tuple[bytes, int]:
         """(cache key of the writer schema, offset of the body); loads a registry schema."""
@@ -105,7 +117,7 @@ class Decoder:
             if key not in self._parsed:
                 schema = self._registry(int.from_bytes(data[1:5], "big"))
                 self._raw[key] = schema
-                self._names[key] = _named(schema, {})
+                self._names[key] = _renames(schema)
                 self._parsed[key] = fastavro.parse_schema(schema)
             return key, 5
         raise ValueError("not a streamer message: neither Avro single-object encoding (C3 01) "

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import urllib.parse
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from streamer.codec import avro
 from streamer.errors import RegistryError
-from streamer.schema.versions import TableVersion
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +76,11 @@ class SchemaRegistry:
             self._schemas[schema_id] = found
         return found
 
-    def frame(self, tv: TableVersion) -> None:
-        """Register the version's key and value schemas and switch its writers to Confluent framing."""
-        tv.value_writer.header = avro.confluent_header(
-            self.register(f"{tv.topic}-value", tv.value_writer.schema))
-        if tv.key_writer is not None:
-            tv.key_writer.header = avro.confluent_header(
-                self.register(f"{tv.topic}-key", tv.key_writer.schema))
+    def frame(self, topic: str, value_writer: avro.Writer,
+              key_writer: Optional[avro.Writer]) -> None:
+        """Register a table version's key and value schemas and switch its writers to the
+        Confluent framing."""
+        value_writer.header = avro.confluent_header(
+            self.register(f"{topic}-value", value_writer.schema))
+        if key_writer is not None:
+            key_writer.header = avro.confluent_header(self.register(f"{topic}-key", key_writer.schema))

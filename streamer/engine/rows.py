@@ -1,16 +1,28 @@
-"""process_event: one binlog row event -> (topic, key, value) messages, one per row change.
+"""Row changes to messages: ``process_event`` for a rows event, ``publish_truncate`` for TRUNCATE.
 
-This is the hot path. Everything per table was prepared in ``tables.TableVersion``; here we only
-convert values in place and encode each row into an envelope whose other fields were encoded
+This is the hot path. Everything per table was prepared in ``schema.versions.TableVersion``; here we
+only convert values in place and encode each row into an envelope whose other fields were encoded
 once for the event.
+
+TRUNCATE TABLE is the one DDL statement published, as an envelope with op ``t``. Every other DDL
+needs no parsing: ALTER, RENAME and CREATE show up as new columns in the next table-map event, and
+DROP TABLE publishes nothing (the table's rows were not deleted one by one, and no row event
+follows). A TRUNCATE is one statement with no row events, so it is recognised from the query text
+(``source.truncate``). Its message has ``before`` and ``after`` null, no key, and the writer schema
+of the table's current version; a table with no row event since the start of the run has no known
+version yet, so its TRUNCATE is logged and not published.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Optional
 
 from streamer.codec.avro import OP_BYTES
 from streamer.engine.tracker import Tracker
-from streamer.schema.versions import TableVersion
+from streamer.schema.versions import TableCatalog, TableVersion
+from streamer.source.truncate import truncated_table
+
+log = logging.getLogger(__name__)
 
 Produce = Callable[[str, bytes, Optional[bytes]], None]
 OP_CREATE = OP_BYTES["c"]
@@ -20,6 +32,11 @@ OP_DELETE = OP_BYTES["d"]
 def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produce: Produce) -> int:
     """Publish the row changes of one rows event; returns how many messages were produced."""
     rows = event.rows
+    n = len(rows)
+    skip = tracker.count(n)
+    if skip == n:
+        return 0
+    base = tracker.tx_rows - n  # the transaction's index of this event's first row change
     packet = event.packet
     write = tv.envelope.encode
     # Everything in the envelope but before/after, op and the row indexes, encoded once.
@@ -29,20 +46,17 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
     op_bytes = OP_BYTES[op]
     convert = tv.convert
     topic = tv.topic
-    skip = tracker.skip
     sent = 0
-    for i, row in enumerate(rows):
-        tracker.tx_rows += 1
-        if tracker.tx_rows <= skip:
-            continue
-        tx_row = tracker.tx_rows - 1
+    for i in range(skip, n):
+        row = rows[i]
+        tx_row = base + i
         if op == "u":
             before = row["before_values"]
             after = row["after_values"]
             convert(before, row.get("before_none_sources"))
             convert(after, row.get("after_none_sources"))
             key = tv.key(after)
-            if tv.key_writer is not None and any(before[n] != after[n] for n in tv.pk_names):
+            if tv.key_writer is not None and any(before[k] != after[k] for k in tv.pk_names):
                 # A primary-key change is a delete of the old key and a create of the new one,
                 # so each key's own history stays complete and in order.
                 produce(topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), tv.key(before))
@@ -61,3 +75,34 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
         produce(topic, value, key)
         sent += 1
     return sent
+
+
+def truncated_version(event: Any, tables: TableCatalog) -> Optional[TableVersion]:
+    """The current version of the table a TRUNCATE query event empties, when it is published."""
+    schema = event.schema
+    db = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+    target = truncated_table(event.query, db)
+    if target is None or not tables.filter(*target):
+        return None
+    tv = tables.current.get(target)
+    if tv is None:
+        log.info("TRUNCATE of %s.%s not published: no row change of it seen since the start of "
+                 "this run, so its schema is unknown", *target)
+    return tv
+
+
+def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker, produce: Produce) -> int:
+    """Produce the op ``t`` message; returns how many messages were produced (0 on a re-read)."""
+    if tracker.count(1):
+        return 0
+    packet = event.packet
+    gtid = tracker.gtid
+    source = {"server_id": packet.server_id, "file": tracker.file,
+              "pos": packet.log_pos - packet.event_size,
+              "gtid": None if gtid is None else ("string", gtid),
+              "db": tv.db, "table": tv.table, "row": 0, "txid": tracker.txid,
+              "tx_row": tracker.tx_rows - 1}
+    envelope = {"before": None, "after": None, "op": "t", "ts_ms": event.timestamp * 1000,
+                "source": source}
+    produce(tv.topic, tv.value_writer.encode(envelope), None)
+    return 1

@@ -2,8 +2,15 @@
 and the reconnect backoff."""
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Any, Callable, Dict, Generic, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, NamedTuple, Optional, Tuple, TypeVar
+
+from streamer.errors import SourceError
+from streamer.position import Position
+from streamer.source import server
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -52,3 +59,78 @@ class Backoff:
         delay = self.delay
         self.delay = min(delay * 2, self.max_s)
         return delay
+
+
+class SourceInfo(NamedTuple):
+    """What the start position needs from MySQL, read once the settings are known to be right."""
+    server_id: int
+    end: Optional[Tuple[str, int]]  # SHOW MASTER STATUS, for start.initial: end
+    first_file: Optional[str]  # the oldest binlog, for start.initial: beginning
+
+
+def probe_source(cfg: Dict[str, Any], password: str) -> SourceInfo:
+    """Check that MySQL is set up for row-based CDC and read what a start position needs."""
+    conn = server.connect(server.connection_settings(cfg, password))
+    try:
+        problems = server.settings_problems(conn)
+        if problems:
+            raise SourceError("the MySQL source is not set up for row-based CDC: " +
+                              "; ".join(problems))
+        beginning = cfg["start"]["initial"] == "beginning"
+        return SourceInfo(server.server_id(conn), None if beginning else server.master_status(conn),
+                          server.binlog_files(conn)[0] if beginning else None)
+    finally:
+        conn.close()
+
+
+def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source: SourceInfo,
+                     override: Optional[Position], override_gtid: Optional[str]) -> Position:
+    """The explicit start position if one was given (it overrides the checkpoint, loudly), else
+    the committed checkpoint, else the end or the beginning of the binlog (start.initial)."""
+    start_cfg = cfg["start"]
+    if override is not None or override_gtid is not None or start_cfg["file"] or start_cfg["gtid"]:
+        pos = override
+        if pos is None and start_cfg["file"]:
+            pos = Position(start_cfg["file"], start_cfg["pos"])
+        gtid = override_gtid or (start_cfg["gtid"] if pos is None else None)
+        if gtid is not None:
+            pos = Position("", 4, gtid_set=gtid)
+        assert pos is not None
+        log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint %s !!!",
+                    pos.describe(), checkpoint.describe() if checkpoint else "(none)")
+        pos.server_id = source.server_id
+        return pos
+    if checkpoint is not None:
+        log.info("resuming from committed checkpoint %s", checkpoint.describe())
+        return checkpoint
+    if source.first_file is not None:
+        pos = Position(source.first_file, 4)
+    else:
+        assert source.end is not None
+        pos = Position(*source.end)
+    pos.server_id = source.server_id
+    log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
+             cfg["source"]["name"], start_cfg["initial"], pos.describe())
+    return pos
+
+
+def gtid_for(cfg: Dict[str, Any], position: Position) -> Optional[str]:
+    """The GTID set to resume by, or None to resume by file/offset."""
+    if position.gtid_set and (not position.file or cfg["mysql"]["position_mode"] == "gtid"):
+        return position.gtid_set
+    return None
+
+
+def refusal(exc: Any, mysql: Dict[str, Any]) -> Optional[SourceError]:
+    """The error that ends a start at once for a MySQL error no retry will fix, or None."""
+    code = exc.args[0] if exc.args else None
+    where = f"MySQL at {mysql['host']}:{mysql['port']}"
+    if code in server.ER_LOGIN_REFUSED:
+        return SourceError(f"{where} refused the streamer's user {mysql['user']!r}: "
+                           f"{exc.args[-1]}. Check mysql.user and mysql.password_file, "
+                           f"and that the account exists and is not locked")
+    if code in server.ER_ACCESS_DENIED:
+        return SourceError(f"{where}: the streamer's user {mysql['user']!r} lacks a "
+                           f"privilege: {exc.args[-1]}. Grant it SELECT, REPLICATION "
+                           f"SLAVE, REPLICATION CLIENT ON *.*")
+    return None

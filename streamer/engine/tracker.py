@@ -1,9 +1,25 @@
-"""Transaction boundaries in the event stream, and what to checkpoint at any point of it."""
+"""Transaction boundaries in the event stream, the resume skip, and what to checkpoint at any point.
+
+Resume always seeks to a transaction start (never to a row event, where python-mysql-replication
+would silently drop rows until the next table map) and skips the row changes of that transaction
+that the previous run already published. The Tracker is the one place that counts them: every
+row change of a transaction is counted here, published or not, so a checkpoint's ``rows`` means
+the same whichever tables the changes belonged to.
+"""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, Tuple
+
+from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
 
 from streamer.position import GtidSet, Position
+
+# MariaDB's GTID event flag for a statement that is a transaction of its own (no BEGIN follows).
+FL_STANDALONE = 1
+
+
+def _start_of(event: Any) -> int:
+    return event.packet.log_pos - event.packet.event_size
 
 
 class Tracker:
@@ -22,10 +38,49 @@ class Tracker:
         self.in_tx = False
         self.server_id = start.server_id
         self.txid = ""
-        # Rows of the first transaction that the previous run already published.
+        # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
         # True once the transaction has an explicit BEGIN; a statement outside one ends itself.
         self.explicit = False
+
+    def count(self, n: int) -> int:
+        """Count ``n`` row changes of the current transaction, in binlog order; returns how many
+        of them, from the first, the previous run already published (0 but on a resume)."""
+        done = self.tx_rows
+        self.tx_rows = done + n
+        if done >= self.skip:
+            return 0
+        return min(self.skip - done, n)
+
+    def on_event(self, event: Any, cls: Any) -> bool:
+        """Follow a non-row event; True when it ended a transaction (an XID, or a statement that
+        is a transaction of its own, such as DDL)."""
+        if cls is XidEvent:
+            self.end(event.packet.log_pos)
+            return True
+        if cls is QueryEvent:
+            query = event.query
+            if query == "BEGIN":
+                if not self.in_tx:
+                    self.begin(_start_of(event), None)
+                self.explicit = True
+                return False
+            if query == "COMMIT" or not self.explicit or not self.in_tx:
+                self.end(event.packet.log_pos)
+                return True
+            return False
+        if cls is MariadbGtidEvent:
+            self.begin(_start_of(event), event.gtid)
+            self.explicit = not (event.flags & FL_STANDALONE)
+        elif cls is GtidEvent:
+            self.begin(_start_of(event), event.gtid)
+            self.explicit = False
+        elif cls is RotateEvent:
+            self.file = event.next_binlog
+            if not self.in_tx:
+                self.next_pos = event.position
+                self.tx_start = event.position
+        return False
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
         self.in_tx = True
@@ -43,6 +98,10 @@ class Tracker:
         self.skip = 0
         self.next_pos = next_pos
         self.tx_start = next_pos
+
+    def mark(self) -> Tuple[str, int, int]:
+        """Where the stream is, cheaply: equal marks, equal checkpoints."""
+        return self.file, self.tx_start, self.tx_rows
 
     def position(self) -> Position:
         if self.in_tx:

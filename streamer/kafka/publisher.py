@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamer.errors import BatchAborted, Fenced, KafkaFatal, OpenTransaction, ProducerBroken
 from streamer.kafka.rdkafka import Producer
-from streamer.kafka.topics import read_topic_tail
+from streamer.kafka.topics import read_schema_records, read_topic_tail
 from streamer.position import Position
 
 log = logging.getLogger(__name__)
@@ -382,6 +382,14 @@ class Publisher:
             self.abort()
             raise BatchAborted(f"{what} failed ({err.str()}); the batch was aborted") from None
         raise KafkaFatal(f"Kafka error during {what}: {err.str()}") from None
+
+    def queue_depth(self) -> int:
+        """Messages waiting in the producer's queue."""
+        return len(self.producer) if self.producer is not None else 0
+
+    def read_schema_records(self) -> List[Dict[str, Any]]:
+        """Every committed record of the namespace's schema topic, in offset order."""
+        return read_schema_records(self.cfg["kafka"], self.cfg["namespace"])
 
     def topics_in(self, names: List[str]) -> List[str]:
         return [n for n in names if n in self._topics]

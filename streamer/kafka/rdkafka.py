@@ -1,10 +1,9 @@
 """A transactional Kafka producer that calls librdkafka through cffi.
 
 Why not confluent-kafka's Producer: under PyPy every call into a CPython C extension goes through
-cpyext, which copies each fresh ``bytes`` argument into a C-level object. Measured on PyPy with a
-new value and key per message, as the pipeline has: 3.9 µs per ``produce`` through confluent-kafka
-against 1.0 µs through cffi, which PyPy's JIT calls directly. ``produce`` was 20 % of a saturated
-catch-up's profile. cffi ships with PyPy; CPython takes it from PyPI.
+cpyext, which copies each fresh ``bytes`` argument into a C-level object, while PyPy's JIT calls
+cffi functions directly (docs/benchmarks.md, "The per-row path after catch-up batching"). cffi
+ships with PyPy; CPython takes it from PyPI.
 
 Only what the publisher needs is wrapped, with confluent-kafka's names and its exceptions
 (``KafkaException`` carrying a ``KafkaError``, ``BufferError`` for a full queue), so the

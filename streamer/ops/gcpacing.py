@@ -1,10 +1,9 @@
 """Keeps PyPy's old generation near what is live, whatever the machine's cache size.
 
 PyPy sizes its nursery from the CPU's last-level cache and starts no major collection before the
-heap reaches PYPY_GC_MIN, eight nurseries by default. On a machine with a 105 MB L3 that is a
-52.5 MB nursery and a 420 MB floor, and the row data that outlived a minor collection piled up:
-~10 MB per 250k rows of bulk catch-up, RSS past 260 MB at 4M rows and still rising. (With
-confluent-kafka's C extension, cpyext's memory pressure used to start major collections early.)
+heap reaches PYPY_GC_MIN, eight nurseries by default. On a machine with a large L3 that floor is
+hundreds of MB, and the row data that outlived a minor collection piled up below it
+(docs/benchmarks.md, "PyPy's garbage collector").
 
 After each commit, once the old generation has grown past twice what was live after the last
 major collection (and past a 32 MB floor), the incremental major collection runs one step per commit,
@@ -13,9 +12,8 @@ so no batch waits for a whole collection. Nothing is done off PyPy, or when PYPY
 
 A collection started here is also advanced by PyPy itself, a step at each minor collection, so
 it usually completes between two commits, not in a step taken here. Completions are therefore
-learnt from PyPy's ``on_gc_collect`` hook, whoever drove them. (Waiting for a step of our own to
-report the end missed those: every commit then started a new major collection, 84 in 81 commits
-of a 400k-row catch-up, which ran at 117k rows/s against 167k with the hook.)
+learnt from PyPy's ``on_gc_collect`` hook, whoever drove them: a step of our own reporting the end
+missed them, and every commit then started a new major collection.
 """
 from __future__ import annotations
 

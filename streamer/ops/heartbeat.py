@@ -18,15 +18,13 @@ import pymysql
 
 from streamer import config as config_mod
 from streamer.errors import SourceError
+from streamer.source import server
 from streamer.source.server import connect
 
 log = logging.getLogger(__name__)
 
 TABLE = "heartbeat"
 COLUMN = "ts_us"
-ER_NO_SUCH_TABLE = 1146
-ER_BAD_DB = 1049
-ER_DENIED = (1044, 1045, 1142)
 
 
 def table_sql(database: str) -> str:
@@ -95,12 +93,12 @@ class HeartbeatWriter:
     def _explain(self, exc: Exception) -> SourceError:
         code = exc.args[0] if exc.args else None
         user = self.settings["user"]
-        if code in (ER_NO_SUCH_TABLE, ER_BAD_DB):
+        if code in (server.ER_NO_SUCH_TABLE, server.ER_BAD_DB):
             return SourceError(
                 f"heartbeat table {self.database}.{TABLE} does not exist: as an admin run "
                 f"CREATE DATABASE IF NOT EXISTS `{self.database}`; {table_sql(self.database)}; "
                 f"or set heartbeat.enabled: false")
-        if code in ER_DENIED:
+        if code in server.ER_ACCESS_DENIED:
             return SourceError(
                 f"the heartbeat user {user!r} may not write {self.database}.{TABLE}: "
                 f"GRANT INSERT, UPDATE ON `{self.database}`.* TO that user ({exc.args[-1]})")

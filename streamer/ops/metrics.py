@@ -158,13 +158,11 @@ class Metrics:
         # Lazy args: nothing is formatted unless DEBUG is on (SIGHUP toggles it).
         log.debug("committed %d messages up to %s:%s in %.1f ms, producer queue %d", messages,
                   position.file, position.pos, commit_s * 1000.0, queue_depth)
-        self.tick()
 
     def on_idle(self) -> None:
         """The server sent a binlog heartbeat: the reader is waiting on the socket, caught up."""
         self.last_idle_mono = time.monotonic()
         self.last_error = None  # connected again and nothing left to read: recovered
-        self.tick()
 
     def on_error(self, exc: BaseException, reconnect: bool) -> None:
         self.errors += 1
@@ -175,7 +173,8 @@ class Metrics:
         self._beats.clear()
 
     def tick(self) -> None:
-        # Where the main loop does what signal handlers asked for (profiler, log level).
+        """Run the hooks (profiler, log level): what signal handlers asked for is done here, in
+        the main loop, which calls this after each commit and at each idle heartbeat."""
         for hook in self.hooks:
             hook()
 

@@ -6,7 +6,6 @@ schema (a ``["null", T]`` union for nullable columns).
 """
 from __future__ import annotations
 
-import datetime
 import decimal
 import json
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -14,11 +13,11 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.errors import UnsupportedColumn, UnsupportedValue
+from streamer.source.rowplan import EPOCH_ORDINAL
 
 Converter = Optional[Callable[[Any], Any]]
 
 # Proleptic ordinal of 1970-01-01: Avro dates and timestamps count from it (rowplan shares it).
-EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _ZERO_YEAR_AS_READ = 1900  # the reader adds 1900 to the stored byte; YEAR '0000' is byte 0
 
 

@@ -159,44 +159,43 @@ def _branch(atype: Any) -> str:
     return atype if isinstance(atype, str) else atype["type"]
 
 
-class TableRegistry:
+class TableCatalog:
     """Maps binlog table ids to table versions, building each version once.
 
-    ``on_new_version`` is called whenever a table's current version changes (a new version, or
-    an older one again, or the first sight after ``forget_current``), so the schema topic's last
-    record per table is always the table's current version. ``lineage`` (by topic) seeds the
-    previous version of tables from an earlier run (see ``evolution``).
+    ``on_table_map`` returns a table's version whenever the table's current version changes (a
+    new version, or an older one again, or the first sight after ``forget_current``), so that the
+    caller announces it and the schema topic's last record per table is always the table's
+    current version. ``lineage`` (by topic) seeds the previous version of tables from an earlier
+    run (see ``evolution``).
     """
 
     def __init__(self, namespace: str, table_filter: TableFilter,
-                 on_new_version: Optional[Callable[[TableVersion], None]] = None,
                  lineage: Optional[Dict[str, evolution.Previous]] = None):
         self.namespace = namespace
         self.filter = table_filter
         self.by_id: Dict[int, Optional[TableVersion]] = {}
         self.current: Dict[Tuple[str, str], TableVersion] = {}
         self._by_signature: Dict[Tuple, TableVersion] = {}
-        self.on_new_version = on_new_version
         self._lineage = dict(lineage or {})
 
     def forget_current(self) -> None:
         """After a reconnect: announce each table's version again (its schema record may have
         been in the aborted batch), keeping the versions themselves so a re-read is identical."""
-        for key, tv in self.current.items():
+        for tv in self.current.values():
             self._lineage[tv.topic] = evolution.previous_of(tv.row_schema["fields"], tv.pk_names)
         self.current.clear()
 
-    def on_table_map(self, event: Any) -> None:
-        table = event.get_table()
-        tv = getattr(table, "streamer_version", None)
-        if tv is not None and self.current.get((event.schema, event.table)) is tv:
-            # The same table map as before (mysql_fixes keeps one Table per distinct event):
+    def on_table_map(self, event: Any) -> Optional[TableVersion]:
+        """Follow a table-map event; the table's version when it is new to announce, else None."""
+        state = rowplan.state_of(event.get_table())
+        if state is not None and self.current.get((event.schema, event.table)) is state.version:
+            # The same table map as before (source.patches keeps one Table per distinct event):
             # its version, plan and announcement are done; only the id's entry may be new.
-            self.by_id[event.table_id] = tv
-            return
+            self.by_id[event.table_id] = state.version
+            return None
         if not self.filter(event.schema, event.table):
             self.by_id[event.table_id] = None
-            return
+            return None
         sig = signature(event)
         tv = self._by_signature.get(sig)
         key = (event.schema, event.table)
@@ -213,10 +212,9 @@ class TableRegistry:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
-        rowplan.attach(event, tv.read_plan, bool(tv.empty_set_columns))
-        table.streamer_version = tv
-        if cur is not tv:
-            self.current[key] = tv
-            self._lineage.pop(tv.topic, None)
-            if self.on_new_version is not None:
-                self.on_new_version(tv)
+        rowplan.attach(event, tv, tv.read_plan, bool(tv.empty_set_columns))
+        if cur is tv:
+            return None
+        self.current[key] = tv
+        self._lineage.pop(tv.topic, None)
+        return tv

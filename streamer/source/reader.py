@@ -2,7 +2,7 @@
 
 python-mysql-replication reconnects by itself after a dropped connection, resuming at the last
 event it read, which can be in the middle of a transaction. We forbid that: a second stream
-connection raises ``StreamInterrupted`` and the pipeline resumes from its last committed checkpoint.
+connection raises ``StreamInterrupted`` and the engine resumes from its last committed checkpoint.
 """
 from __future__ import annotations
 
@@ -18,13 +18,10 @@ from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, Update
 
 from streamer.errors import PurgedBinlog, SourceError, StreamInterrupted
 from streamer.position import Position
-from streamer.source import caughtup, rowplan
-from streamer.source.patches import values
-from streamer.source.server import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, binlog_files,
-                                    connect, connection_settings)
+from streamer.source import caughtup, patches
+from streamer.source.server import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, Connection,
+                                    binlog_files, connect, connection_settings)
 
-values.apply()
-rowplan.apply()
 log = logging.getLogger(__name__)
 
 EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, RotateEvent,
@@ -32,18 +29,19 @@ EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, Rotat
 
 
 class _Connector:
-    """pymysql.connect for the reader that refuses the library's silent stream reconnect."""
+    """The library's ``pymysql_wrapper``: the streamer's own connections, and a refusal of the
+    library's silent stream reconnect."""
 
     def __init__(self) -> None:
         self.stream_connections = 0
 
     def __call__(self, **kwargs: Any) -> Any:
-        if "cursorclass" in kwargs:
-            return pymysql.connect(**kwargs)
+        if "cursorclass" in kwargs:  # the control connection
+            return Connection(**kwargs)
         self.stream_connections += 1
         if self.stream_connections > 1:
             raise StreamInterrupted("the binlog connection dropped")
-        conn = pymysql.connect(**kwargs)
+        conn = Connection(**kwargs)
         caughtup.count_reads(conn)
         return conn
 
@@ -78,6 +76,9 @@ class BinlogReader:
                 f"binlog retention (expire_logs_days / binlog_expire_logs_seconds)")
 
     def __enter__(self) -> "BinlogReader":
+        if not patches.applied():
+            # Without them the library decodes some values wrong (negative TIME(fsp)).
+            raise RuntimeError("source.patches.apply() must run before the binlog is read")
         self.check_start()
         m = self.cfg["mysql"]
         settings = dict(self.settings)
@@ -114,7 +115,7 @@ class BinlogReader:
             raise _classify(exc, self.start) from exc
 
     def more_arrived(self) -> bool:
-        """Whether more of the stream has already arrived (streamer.arrival says why that matters)."""
+        """Whether more of the stream has already arrived (source.caughtup says why that matters)."""
         return caughtup.more_arrived(getattr(self._stream, "_stream_connection", None))
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,16 +1,17 @@
-"""Row decoding planned once per table version, instead of python-mysql-replication's per-value
-type dispatch.
+"""Row decoding planned once per table version, instead of python-mysql-replication's per-value type
+dispatch.
 
-For every value of every row the library walks an if/elif chain over the column type and looks
-the column's name and flags up through the table map twice: ~17 % of a bulk catch-up's vmprof
-samples under PyPy. A table version (tables.TableVersion) builds a plan, one reader per column
-chosen by its type, and the streamer hangs it on the library's Table object of each matching
-table map. Rows of planned tables are read column by column through it. Types without a
-reader here, partial JSON updates, and tables without a plan (not published) take the library's
-path. Values and "none sources" are the same as the library's, but for DATE, TIME, DATETIME
-and TIMESTAMP: those are read straight into the days or microseconds their Avro types carry,
-the numbers columns.py's converters make of the library's date, timedelta and datetime values.
-test_rowplan and the type round-trip tests hold it to that.
+For every value of every row the library walks an if/elif chain over the column type and looks the
+column's name and flags up through the table map twice (a sixth of a bulk catch-up under PyPy:
+docs/benchmarks.md). A table version (schema.versions.TableVersion) builds a plan, one reader per
+column chosen by its type, and the catalog hangs it on the library's Table object of each matching
+table map (``attach``); source.patches installs the reader that uses it. Rows of planned tables are
+read column by column through it. Types without a reader here, partial JSON updates, and tables
+without a plan (not published) take the library's path. Values and "none sources" are the same as
+the library's, but for DATE, TIME, DATETIME and TIMESTAMP: those are read straight into the days or
+microseconds their Avro types carry, the numbers schema/columns.py's converters make of the
+library's date, timedelta and datetime values. test_rowplan and the type round-trip tests hold it
+to that.
 """
 from __future__ import annotations
 
@@ -20,17 +21,14 @@ from typing import Any, Callable, List, Optional, Tuple
 
 from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
-from pymysqlreplication.row_event import RowsEvent
 
-from streamer.schema.columns import EPOCH_ORDINAL
-from streamer.source.patches.values import (_read_string, decimal_layout, decimal_unscaled,
+from streamer.source.decoders import (read_string, decimal_layout, decimal_unscaled,
                                             make_decimal, time2_micros, time2_packed_from_binary)
 
 Reader = Callable[[Any, Any], Any]
 Plan = List[Tuple[str, Optional[Reader]]]
 
-_library_read_column_data = RowsEvent._read_column_data
-_library_get_none_sources = RowsEvent._get_none_sources
+EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _FLOAT = struct.Struct("<f").unpack
 _DOUBLE = struct.Struct("<d").unpack
 
@@ -107,7 +105,7 @@ def _date(event: Any, column: Any) -> Optional[int]:
 
 
 def _time2(event: Any, column: Any) -> int:
-    """TIME(fsp) as signed microseconds (mysql_fixes reads the same bytes into a timedelta)."""
+    """TIME(fsp) as signed microseconds (source.decoders reads the same bytes into a timedelta)."""
     fsp = column.fsp or 0
     return time2_micros(time2_packed_from_binary(event.packet.read(3 + (fsp + 1) // 2), fsp))
 
@@ -119,11 +117,11 @@ def _enum_reader(size: int, values: List[str]) -> Reader:
 
 
 def _varchar(event: Any, column: Any) -> Any:
-    return _read_string(event, 2 if column.max_length > 255 else 1, column)
+    return read_string(event, 2 if column.max_length > 255 else 1, column)
 
 
 def _blob(event: Any, column: Any) -> Any:
-    return _read_string(event, column.length_size, column)
+    return read_string(event, column.length_size, column)
 
 
 def _float(event: Any, column: Any) -> float:
@@ -177,48 +175,70 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
     return plan
 
 
-def attach(table_map_event: Any, plan: Optional[Plan], none_sources: bool) -> None:
+class TableState:
+    """What the streamer keeps on the library's Table of a published table map, in one slot
+    (``SLOT``): the table version it was built for, its plan, and whether its rows may skip the
+    library's none sources."""
+
+    __slots__ = ("version", "plan", "skip_none_sources")
+
+    def __init__(self, version: Any, plan: Optional[Plan], skip_none_sources: bool) -> None:
+        self.version = version
+        self.plan = plan
+        self.skip_none_sources = skip_none_sources
+
+
+SLOT = "streamer"
+
+
+def attach(table_map_event: Any, version: Any, plan: Optional[Plan], none_sources: bool) -> None:
     """Use ``plan`` for the rows that follow this table map (the library's Table object).
     Without ``none_sources`` the rows skip the library's per-row list of why each None is None
     (only an empty SET needs it, to tell it from NULL)."""
-    table = table_map_event.get_table()
-    table.streamer_plan = plan
-    table.streamer_skip_none_sources = not none_sources
+    setattr(table_map_event.get_table(), SLOT, TableState(version, plan, not none_sources))
 
 
-def _get_none_sources(self: Any, column_data: Any) -> Any:
-    if getattr(self.table_map[self.table_id], "streamer_skip_none_sources", False):
-        return {}
-    return _library_get_none_sources(self, column_data)
+def state_of(table: Any) -> Optional[TableState]:
+    return getattr(table, SLOT, None)
 
 
-def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None) -> Any:
-    plan = getattr(self.table_map[self.table_id], "streamer_plan", None)
-    if plan is None or self.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
-        return _library_read_column_data(self, cols_bitmap, row_image_type)
-    null_bitmap = self.packet.read((BitCount(cols_bitmap) + 7) // 8)
-    none_sources = self._RowsEvent__none_sources
-    columns = self.columns
-    values = {}
-    at = 0  # the null bitmap has a bit per column present in the image only
-    for i, (name, read) in enumerate(plan):
-        if not cols_bitmap[i >> 3] & (1 << (i & 7)):
-            none_sources[name] = NONE_SOURCE.COLS_BITMAP
-            values[name] = None
-            continue
-        if null_bitmap[at >> 3] & (1 << (at & 7)):
-            none_sources[name] = NONE_SOURCE.NULL
-            values[name] = None
-        elif read is not None:
-            values[name] = read(self, columns[i])
-        else:
-            column = columns[i]
-            values[name] = self._RowsEvent__read_values_name(
-                column, null_bitmap, at, False, cols_bitmap, column.unsigned, i)
-        at += 1
-    return values
+def get_none_sources(library: Reader) -> Reader:
+    """RowsEvent._get_none_sources, given the library's (source.patches installs it)."""
+    def _get_none_sources(self: Any, column_data: Any) -> Any:
+        state = getattr(self.table_map[self.table_id], SLOT, None)
+        if state is not None and state.skip_none_sources:
+            return {}
+        return library(self, column_data)
+    return _get_none_sources
 
 
-def apply() -> None:
-    RowsEvent._read_column_data = _read_column_data  # type: ignore[method-assign]
-    RowsEvent._get_none_sources = _get_none_sources  # type: ignore[method-assign]
+def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
+    """RowsEvent._read_column_data, given the library's (source.patches installs it): rows of a
+    planned table are read through its plan, the rest by the library."""
+    def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None) -> Any:
+        state = getattr(self.table_map[self.table_id], SLOT, None)
+        plan = None if state is None else state.plan
+        if plan is None or self.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
+            return library(self, cols_bitmap, row_image_type)
+        null_bitmap = self.packet.read((BitCount(cols_bitmap) + 7) // 8)
+        none_sources = self._RowsEvent__none_sources
+        columns = self.columns
+        values = {}
+        at = 0  # the null bitmap has a bit per column present in the image only
+        for i, (name, read) in enumerate(plan):
+            if not cols_bitmap[i >> 3] & (1 << (i & 7)):
+                none_sources[name] = NONE_SOURCE.COLS_BITMAP
+                values[name] = None
+                continue
+            if null_bitmap[at >> 3] & (1 << (at & 7)):
+                none_sources[name] = NONE_SOURCE.NULL
+                values[name] = None
+            elif read is not None:
+                values[name] = read(self, columns[i])
+            else:
+                column = columns[i]
+                values[name] = self._RowsEvent__read_values_name(
+                    column, null_bitmap, at, False, cols_bitmap, column.unsigned, i)
+            at += 1
+        return values
+    return _read_column_data

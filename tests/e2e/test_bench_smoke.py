@@ -77,7 +77,7 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
 
 def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
     out_file = tmp_path / "results.jsonl"
-    pyc = importlib.util.cache_from_source(os.path.join(env.ROOT, "streamer", "pipeline.py"))
+    pyc = importlib.util.cache_from_source(os.path.join(env.ROOT, "streamer", "engine", "loop.py"))
     if os.path.exists(pyc):
         os.remove(pyc)
 

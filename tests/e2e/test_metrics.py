@@ -134,7 +134,7 @@ def test_signalfx_endpoint_receives_counts_throughput_latency_and_dimensions(db,
     assert 0 < sink.latest("streamer.commit_seconds")[2] < 30
     assert sink.latest("streamer.lag_bytes")[2] >= 0
     assert sink.latest("streamer.queue_depth")[2] >= 0
-    assert re.search(r"INFO streamer.reporter: \d+ msg/s .* latency p50 .* lag ", out)
+    assert re.search(r"INFO streamer.ops.reporter: \d+ msg/s .* latency p50 .* lag ", out)
 
 
 class StallWatch:
@@ -308,7 +308,7 @@ def test_sighup_toggles_debug_logging_and_the_hot_path_logs_nothing_at_info(db, 
         proc.proc.send_signal(signal.SIGHUP)
         support.wait_for(lambda: "debug logging on" in proc.output(), timeout=60)
         table_with_rows(conn, 5, 500)
-        support.wait_for(lambda: re.search(r"DEBUG streamer.metrics: committed 5 messages",
+        support.wait_for(lambda: re.search(r"DEBUG streamer.ops.metrics: committed 5 messages",
                                            proc.output()), timeout=60, what="a DEBUG batch line")
 
         proc.proc.send_signal(signal.SIGHUP)

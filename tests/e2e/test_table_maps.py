@@ -1,11 +1,14 @@
-"""Table-map events with the same bytes are parsed once (streamer.mysql_fixes), and what a later
-one takes over is what a parse of its own gives."""
+"""Table-map events with the same bytes are parsed once (source.patches.table_map), and what a
+later one takes over is what a parse of its own gives."""
 import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import TableMapEvent
 
-from streamer.source.patches import values
+from streamer.source import patches
+from streamer.source.patches import table_map
 from tests import support
+
+patches.apply()  # as `streamer run` does before reading
 
 
 def _table_maps(start, schema):
@@ -40,7 +43,7 @@ def history(db):
 
 def test_the_same_table_map_is_parsed_once_and_a_changed_table_again(history):
     name, start = history
-    values._table_maps.clear()
+    table_map._table_maps.clear()
     cached = _table_maps(start, name)
     assert [len(ev.columns) for ev in cached] == [2, 2, 3, 3]
     # Two parses, one per definition: the repeat of each takes over its Table.
@@ -50,7 +53,7 @@ def test_the_same_table_map_is_parsed_once_and_a_changed_table_again(history):
     assert [c.name for c in cached[3].columns] == ["id", "v", "n"]
     # Each event keeps its own header fields, and all the rest equals a parse of its own.
     for ev in cached:
-        values._table_maps.clear()  # a parse of its own: read from the event's start
+        table_map._table_maps.clear()  # a parse of its own: read from the event's start
         assert _parsed(ev) == _parsed(_table_maps((start[0], ev.packet.log_pos - ev.packet.event_size),
                                                   name)[0])
     assert len({ev.packet.log_pos for ev in cached}) == 4

@@ -93,7 +93,7 @@ def test_tracker_skips_only_within_the_first_transaction():
 def test_negative_fractional_time_is_decoded_from_mysql_packed_form():
     import datetime as dt
 
-    from streamer.source.patches.values import time2_from_packed, time2_packed_from_binary
+    from streamer.source.decoders import time2_from_packed, time2_packed_from_binary
 
     # TIME(6) is one 48-bit offset integer: hms << 24 | micros, plus 0x800000000000.
     raw = (-1 + 0x800000000000).to_bytes(6, "big")

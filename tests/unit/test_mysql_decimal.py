@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from streamer.source.patches.values import decimal_layout, decimal_unscaled, make_decimal
+from streamer.source.decoders import decimal_layout, decimal_unscaled, make_decimal
 
 _BYTES_FOR = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 

@@ -3,13 +3,12 @@ import ssl
 
 import pymysql
 
-from streamer.source.patches import values
-
-values.apply()
+from streamer.source import patches, server
 
 
 def deferred(**kw):
-    return pymysql.connect(host="127.0.0.1", port=1, user="u", password="p", defer_connect=True, **kw)
+    return server.Connection(host="127.0.0.1", port=1, user="u", password="p", defer_connect=True,
+                             **kw)
 
 
 def test_connections_without_tls_options_share_one_unverified_context():
@@ -31,15 +30,19 @@ def test_disabled_tls_builds_no_context():
     assert not c.ssl and getattr(c, "ctx", None) is None
 
 
-def test_applying_twice_wraps_once():
+def test_pymysqls_own_connection_is_left_as_it_is():
+    # A subclass, not a patch: applying the library fixes replaces nothing of pymysql's.
     before = pymysql.connections.Connection._create_ssl_ctx
-    values.apply()
+    patches.apply()
     assert pymysql.connections.Connection._create_ssl_ctx is before
+    assert not hasattr(pymysql.connections.Connection._create_ssl_ctx, "__wrapped__")
+    plain = pymysql.connect(host="127.0.0.1", port=1, user="u", password="p", defer_connect=True)
+    assert plain.ctx is not deferred().ctx
 
 
 def test_the_shared_context_is_pymysqls_less_the_ca_bundle():
     ours = deferred().ctx
-    theirs = pymysql.connections.Connection._create_ssl_ctx.__wrapped__(deferred(), {})
+    theirs = pymysql.connections.Connection._create_ssl_ctx(deferred(), {})
     for attr in ("protocol", "verify_mode", "check_hostname", "options", "verify_flags",
                  "minimum_version", "maximum_version"):
         assert getattr(ours, attr) == getattr(theirs, attr), attr

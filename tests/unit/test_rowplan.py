@@ -6,11 +6,16 @@ import struct
 from types import SimpleNamespace
 
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE
-from pymysqlreplication.row_event import WriteRowsEvent
+from pymysqlreplication.row_event import RowsEvent, WriteRowsEvent
 
 from streamer.schema import columns
-from streamer.source import rowplan
+from streamer.source import patches, rowplan
 from tests.unit.test_mysql_decimal import mysql_pack
+
+# As the streamer does before reading: the rows below go through the installed fixes.
+patches.apply()
+read_column_data = RowsEvent._read_column_data
+get_none_sources = RowsEvent._get_none_sources
 
 
 class Packet:
@@ -98,7 +103,7 @@ def row_bytes() -> bytes:
 
 def event(data: bytes, plan):
     ev = WriteRowsEvent.__new__(WriteRowsEvent)
-    table = SimpleNamespace(columns=COLUMNS, streamer_plan=plan)
+    table = SimpleNamespace(columns=COLUMNS, streamer=rowplan.TableState(None, plan, False))
     ev.__dict__.update({"table_map": {7: table}, "table_id": 7, "packet": Packet(data),
                         "columns": COLUMNS, "event_type": BINLOG.WRITE_ROWS_EVENT_V2,
                         "_RowsEvent__none_sources": {}, "_ignore_decode_errors": False})
@@ -129,8 +134,8 @@ def test_planned_reads_equal_the_librarys_and_consume_the_same_bytes():
     present = bytes([0xFF, 0xFF, 0x0F])
     planned = event(data, rowplan.plan_for(COLUMNS))
     library = event(data, None)
-    got = rowplan._read_column_data(planned, present)
-    want = avro_values(rowplan._read_column_data(library, present))
+    got = read_column_data(planned, present)
+    want = avro_values(read_column_data(library, present))
     assert got == want
     assert planned.packet.at == library.packet.at == len(data)
     assert planned._RowsEvent__none_sources == library._RowsEvent__none_sources == {
@@ -159,12 +164,12 @@ def test_every_type_gets_a_reader_or_the_librarys_and_a_nameless_table_gets_no_p
 
 def test_none_sources_are_listed_only_for_tables_that_need_them():
     ev = event(row_bytes(), rowplan.plan_for(COLUMNS))
-    values = rowplan._read_column_data(ev, bytes([0xFF, 0xFF, 0x0F]))
-    ev.table_map[7].streamer_skip_none_sources = False
-    assert rowplan._get_none_sources(ev, values) == {"note": "null", "zero": "out of datetime2 range",
+    values = read_column_data(ev, bytes([0xFF, 0xFF, 0x0F]))
+    ev.table_map[7].streamer.skip_none_sources = False
+    assert get_none_sources(ev, values) == {"note": "null", "zero": "out of datetime2 range",
                                                      "zday": "out of date range"}
-    ev.table_map[7].streamer_skip_none_sources = True
-    assert rowplan._get_none_sources(ev, values) == {}
+    ev.table_map[7].streamer.skip_none_sources = True
+    assert get_none_sources(ev, values) == {}
 
 
 def _one_column(column, data, plan):
@@ -179,7 +184,7 @@ def _read_both(column, data):
     for plan in (rowplan.plan_for([column]), None):
         ev = _one_column(column, bytes([0]) + data, plan)
         try:
-            value = rowplan._read_column_data(ev, bytes([1]))[column.name]
+            value = read_column_data(ev, bytes([1]))[column.name]
             if plan is None and value is not None:
                 value = TEMPORAL[column.type](value)
             out.append((value, ev._RowsEvent__none_sources, ev.packet.at))

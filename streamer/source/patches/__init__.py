@@ -1,0 +1,154 @@
+"""Fixes to python-mysql-replication (and one check of PyMySQL), applied on purpose, never silently.
+
+``apply()`` is called by the commands that read the binlog (``streamer run``), before the first
+connection; importing a module changes nothing. Before anything is replaced:
+
+- the installed libraries must be versions the fixes were tested with (``TESTED``); on any other
+  the streamer refuses to start, naming both, unless ``mysql.allow_untested_libraries`` is set,
+  which warns loudly and goes on;
+- every target must exist where it is expected, with the parameters it is expected to have. A
+  fix assigned to a renamed (or name-mangled) attribute would otherwise succeed and do nothing,
+  and a correctness fix such as negative TIME(fsp) would be dropped without a word.
+
+Where the library offers a seam, the streamer uses it instead of a patch: connections are made
+through ``source.server.Connection`` (a subclass), and the reader's stream and control
+connections through the library's ``pymysql_wrapper`` hook. What is left has no seam: the
+library builds its events and tables itself, so their private readers are replaced here.
+Each fix is written up for upstream in docs/library-fixes.md.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pymysql
+import pymysqlreplication
+from pymysql.connections import Connection
+from pymysqlreplication.row_event import RowsEvent, TableMapEvent
+from pymysqlreplication.table import Table
+
+from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
+from streamer.source import decoders, rowplan
+from streamer.source.patches import table_map
+
+log = logging.getLogger(__name__)
+
+# Distribution name -> the versions every fix and check here was tested with.
+TESTED: Dict[str, Tuple[str, ...]] = {"mysql-replication": ("1.0.17",), "PyMySQL": ("1.2.4",)}
+_MODULES = {"mysql-replication": pymysqlreplication, "PyMySQL": pymysql}
+
+
+class Fix:
+    """``owner.attr`` (a function with parameters ``params``) replaced by ``make(original)``."""
+
+    def __init__(self, owner: Any, attr: str, params: Tuple[str, ...],
+                 make: Callable[[Any], Any], why: str) -> None:
+        self.owner, self.attr, self.params, self.make, self.why = owner, attr, params, make, why
+
+    def target(self) -> str:
+        return f"{self.owner.__module__}.{self.owner.__name__}.{self.attr}"
+
+
+def _keep(replacement: Any) -> Callable[[Any], Any]:
+    return lambda original: replacement
+
+
+FIXES: List[Fix] = [
+    Fix(RowsEvent, "_RowsEvent__read_time2", ("self", "column"), _keep(decoders.read_time2),
+        "correctness: negative TIME(fsp) values"),
+    Fix(RowsEvent, "_RowsEvent__read_new_decimal", ("self", "column"),
+        _keep(decoders.read_new_decimal), "speed: DECIMAL from its packed groups"),
+    Fix(RowsEvent, "_RowsEvent__read_string", ("self", "size", "column"),
+        _keep(decoders.read_string), "speed: ASCII text skips the charset codec"),
+    Fix(RowsEvent, "_read_column_data", ("self", "cols_bitmap", "row_image_type"),
+        rowplan.read_column_data, "speed: rows read through a plan made once per table version"),
+    Fix(RowsEvent, "_get_none_sources", ("self", "column_data"), rowplan.get_none_sources,
+        "speed: no per-row none sources where no empty SET needs them"),
+    Fix(Table, "__init__", ("self", "table_id", "schema", "table", "columns", "primary_key",
+                            "column_name_flag"), _keep(table_map.table_init),
+        "speed: the primary key found without each column's data dict"),
+    Fix(TableMapEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
+                                    "ctl_connection"), table_map.cached_init,
+        "speed: each distinct table-map event parsed once"),
+]
+# Used as they are, not replaced: a change to them would break a fix just as silently.
+USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
+    (RowsEvent, "_RowsEvent__read_values_name", ("self", "column", "null_bitmap",
+                                                 "null_bitmap_index", "is_partial", "cols_bitmap",
+                                                 "unsigned", "i")),
+    (Connection, "_create_ssl_ctx", ("self", "sslp")),  # overridden by source.server.Connection
+]
+_applied: Dict[str, Any] = {}
+
+
+def installed_version(distribution: str, module: Any) -> Optional[str]:
+    """The version of the distribution that provides ``module``, from its metadata folder beside
+    it (importlib.metadata would cost a PyPy start ~40 ms of imports for two names)."""
+    site = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+    prefix = distribution.lower().replace("-", "_") + "-"
+    for name in os.listdir(site):
+        if name.lower().startswith(prefix) and name.endswith((".dist-info", ".egg-info")):
+            return name[len(prefix):].rsplit(".", 1)[0].split("-")[0]
+    return None
+
+
+def check_versions(found: Dict[str, Optional[str]], allow_untested: bool) -> None:
+    untested = [f"{name} {found[name] or '(version unknown)'} (tested: {', '.join(TESTED[name])})"
+                for name in TESTED if found.get(name) not in TESTED[name]]
+    if not untested:
+        return
+    what = "; ".join(untested)
+    if not allow_untested:
+        raise LibraryVersionUnsupported(
+            f"untested library version: {what}. The streamer corrects these libraries' decoding "
+            f"(source/patches) and has not been tested with this version. Install the tested "
+            f"version (pip install -e . pins it), or set mysql.allow_untested_libraries: true to "
+            f"run anyway")
+    log.warning("!!! running with an UNTESTED library version: %s (mysql.allow_untested_libraries"
+                " is set). Every fix's target was checked, but the library's behaviour around "
+                "them was not: compare a topic against its table before trusting it !!!", what)
+
+
+def _params(function: Any) -> Optional[Tuple[str, ...]]:
+    code = getattr(function, "__code__", None)
+    return None if code is None else tuple(code.co_varnames[:code.co_argcount])
+
+
+def check_target(owner: Any, attr: str, params: Tuple[str, ...]) -> Any:
+    """The function at ``owner.attr`` (defined on ``owner`` itself), or PatchTargetMissing."""
+    where = f"{owner.__module__}.{owner.__name__}.{attr}"
+    found = owner.__dict__.get(attr)
+    if found is None:
+        raise PatchTargetMissing(f"library fix target {where} is missing: the library changed. "
+                                 f"Install the tested version ({_tested()})")
+    original = getattr(found, "__wrapped__", found)
+    if _params(original) != params:
+        raise PatchTargetMissing(f"library fix target {where} takes {_params(original)}, the fix "
+                                 f"expects {params}: the library changed. Install the tested "
+                                 f"version ({_tested()})")
+    return original
+
+
+def _tested() -> str:
+    return ", ".join(f"{name} {' or '.join(v)}" for name, v in TESTED.items())
+
+
+def apply(allow_untested: bool = False) -> None:
+    """Check the libraries and every target, then apply the fixes; once per process."""
+    if _applied:
+        return
+    check_versions({name: installed_version(name, module) for name, module in _MODULES.items()},
+                   allow_untested)
+    originals = [check_target(f.owner, f.attr, f.params) for f in FIXES]
+    for owner, attr, params in USED:
+        check_target(owner, attr, params)
+    for fix, original in zip(FIXES, originals):
+        replacement = fix.make(original)
+        replacement.__wrapped__ = original
+        setattr(fix.owner, fix.attr, replacement)
+        _applied[fix.target()] = original
+
+
+def applied() -> bool:
+    return bool(_applied)

@@ -1,0 +1,156 @@
+"""MySQL's binary value formats, decoded: used by the row plans (source.rowplan), and as fixes to
+python-mysql-replication's own readers (source.patches installs them).
+
+A correction:
+
+- TIME(1..6) with a negative value: the library reads the integer and fractional parts
+  separately, so '-00:00:00.000001' came back as -0.999999 s. MySQL packs both parts into
+  one offset integer (see the server's my_time.cc); we decode it as such.
+  (docs/library-fixes.md has the upstream report.)
+
+And speed fixes for the hot path, with the same results (docs/benchmarks.md has the profiles):
+
+- Strings in latin1 (MySQL's latin1 is cp1252) went through Python's charmap codec, slow on
+  PyPy. Text that is pure ASCII decodes the same in every ASCII-compatible charset, so it
+  takes the ASCII path.
+- DECIMAL columns were decoded into a digit string, read by ``Decimal(str)``; PyPy's decimal
+  module is pure Python and parses the string with a regular expression. We read the packed
+  groups into the unscaled integer and build the Decimal from (sign, digits, exponent), with
+  the same value and exponent.
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+import sys
+from typing import Any, Callable, Dict, List, Tuple
+
+_TIMEF_INT_OFS = 0x800000
+_TIMEF_OFS = 0x800000000000
+
+
+def time2_micros(packed: int) -> int:
+    """A MySQL 'packed' TIME (hms << 24 | microseconds, signed) as signed microseconds."""
+    magnitude = -packed if packed < 0 else packed
+    hms = magnitude >> 24
+    micros = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 0x3F) * 60 + (hms & 0x3F)) * 1000000 \
+        + (magnitude & 0xFFFFFF)
+    return -micros if packed < 0 else micros
+
+
+def time2_from_packed(packed: int) -> datetime.timedelta:
+    """A MySQL 'packed' TIME as a timedelta."""
+    return datetime.timedelta(microseconds=time2_micros(packed))
+
+
+def time2_packed_from_binary(raw: bytes, fsp: int) -> int:
+    """The packed value of a TIME2 column's binlog bytes (3 + (fsp + 1) // 2 bytes)."""
+    if fsp >= 5:
+        return int.from_bytes(raw[:6], "big") - _TIMEF_OFS
+    intpart = int.from_bytes(raw[:3], "big") - _TIMEF_INT_OFS
+    if fsp == 0:
+        return intpart << 24
+    if fsp <= 2:
+        frac = raw[3]
+        if intpart < 0 and frac:
+            intpart += 1
+            frac -= 0x100
+        return (intpart << 24) + frac * 10000
+    frac = int.from_bytes(raw[3:5], "big")
+    if intpart < 0 and frac:
+        intpart += 1
+        frac -= 0x10000
+    return (intpart << 24) + frac * 100
+
+
+def read_time2(self: Any, column: Any) -> datetime.timedelta:
+    fsp = column.fsp or 0
+    raw = self.packet.read(3 + (fsp + 1) // 2)
+    return time2_from_packed(time2_packed_from_binary(raw, fsp))
+
+
+_ASCII_COMPATIBLE = frozenset(["latin1", "utf8", "utf8mb3", "utf8mb4", "ascii", "cp1252"])
+
+
+def read_string(self: Any, size: int, column: Any) -> Any:
+    raw = self.packet.read_length_coded_pascal_string(size)
+    name = column.character_set_name
+    if name in _ASCII_COMPATIBLE and raw.isascii():
+        return raw.decode("ascii")
+    errors = "ignore" if self._ignore_decode_errors else "strict"
+    if name is None:
+        return raw.decode("utf-8", errors)
+    try:
+        return raw.decode(self.charset_to_encoding(name), errors)
+    except LookupError:
+        # No Python codec (e.g. 'binary', 'swe7'): hand back the stored bytes.
+        return raw
+
+
+# MySQL packs a DECIMAL as groups of 9 digits in 4 bytes; a shorter leading integral group and
+# trailing fractional group take the fewest bytes that hold their digits (the server's decimal.cc).
+_DIG_PER_INT = 9
+_BYTES_FOR_DIGITS = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+Layout = Tuple[int, List[Tuple[int, int, int]]]
+_layouts: Dict[Tuple[int, int], Layout] = {}
+
+
+def decimal_layout(precision: int, scale: int) -> Layout:
+    """(bytes, [(bit shift, bit mask, 10 ** digits) per group, most significant first]) of a
+    DECIMAL(precision, scale), computed once per column type."""
+    key = (precision, scale)
+    found = _layouts.get(key)
+    if found is None:
+        integral = precision - scale
+        sizes = []  # (bytes, digits)
+        if integral % _DIG_PER_INT:
+            sizes.append((_BYTES_FOR_DIGITS[integral % _DIG_PER_INT], integral % _DIG_PER_INT))
+        sizes += [(4, _DIG_PER_INT)] * (integral // _DIG_PER_INT + scale // _DIG_PER_INT)
+        if scale % _DIG_PER_INT:
+            sizes.append((_BYTES_FOR_DIGITS[scale % _DIG_PER_INT], scale % _DIG_PER_INT))
+        total = sum(n for n, _ in sizes)
+        groups = []
+        shift = total * 8
+        for nbytes, digits in sizes:
+            shift -= nbytes * 8
+            groups.append((shift, (1 << nbytes * 8) - 1, 10 ** digits))
+        found = _layouts[key] = (total, groups)
+    return found
+
+
+def decimal_unscaled(raw: bytes, groups: List[Tuple[int, int, int]]) -> Tuple[int, int]:
+    """(sign, unscaled magnitude) of a packed DECIMAL: the top bit is set for a non-negative
+    value, and a negative one is stored with every bit inverted."""
+    bits = len(raw) * 8
+    packed = int.from_bytes(raw, "big") ^ (1 << bits - 1)
+    negative = not raw[0] & 0x80
+    if negative:
+        packed ^= (1 << bits) - 1
+    unscaled = 0
+    for shift, mask, scale in groups:
+        unscaled = unscaled * scale + ((packed >> shift) & mask)
+    return (1 if negative else 0), unscaled
+
+
+def _decimal_factory() -> Callable[[int, int, int], decimal.Decimal]:
+    """Decimal from (sign, unscaled, scale), with exponent -scale as Decimal('1.2300') has.
+    PyPy's pure-Python decimal builds one from its parts directly; CPython's C decimal parses
+    a string fast."""
+    # PyPy's decimal star-imports _pydecimal, which keeps the helper to itself; CPython loads
+    # its C decimal and not _pydecimal at all.
+    pure = sys.modules.get("_pydecimal")
+    if pure is not None and decimal.Decimal is pure.Decimal:
+        triple = pure._dec_from_triple
+        return lambda sign, unscaled, scale: triple(sign, str(unscaled), -scale)
+    return lambda sign, unscaled, scale: decimal.Decimal(
+        f"{'-' if sign else ''}{unscaled}E-{scale}")
+
+
+make_decimal = _decimal_factory()
+
+
+def read_new_decimal(self: Any, column: Any) -> decimal.Decimal:
+    scale = column.decimals
+    size, groups = decimal_layout(column.precision, scale)
+    sign, unscaled = decimal_unscaled(self.packet.read(size), groups)
+    return make_decimal(sign, unscaled, scale)

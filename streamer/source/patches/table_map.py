@@ -1,0 +1,72 @@
+"""Speed fixes to python-mysql-replication's table-map events (source.patches applies them).
+
+- Every table-map event built a ``Table`` whose primary key was found through each column's
+  ``data`` property, a dict of all its attributes built per call (~17 % of a bulk catch-up).
+- A table-map event was parsed in full before each transaction's rows, its optional metadata
+  (column names, charsets, keys) included (~30 % of a live OLTP load of single-row
+  transactions). While a table is unchanged its table-map events are the same bytes, so the
+  parse of those bytes is kept and the next such event takes it over (``cached_init``).
+
+docs/benchmarks.md has the profiles behind both numbers.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+def table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
+                primary_key: Any = None, column_name_flag: bool = False) -> None:
+    if primary_key is None:
+        names = [c.name for c in columns if c.is_primary]
+        primary_key = "" if not names else names[0] if len(names) == 1 else tuple(names)
+    self.__dict__.update({"table_id": table_id, "schema": schema, "table": table,
+                          "columns": columns, "primary_key": primary_key,
+                          "column_name_flag": column_name_flag})
+
+
+# The packet wrapper reads the OK byte and the 19-byte event header before the event's own reads.
+_EVENT_BODY_AT = 20
+TABLE_MAP_CACHE = 4096  # parsed table maps kept; a changed table's maps are new bytes, so old ones go stale
+_table_maps: Dict[bytes, Dict[str, Any]] = {}
+# The stream the kept parses belong to (the library's table_map dict, one per stream; a
+# streamer reads one stream at a time), and whether they may be used for it.
+_stream: List[Any] = [None, False]
+# Library filters, names looked up on the server, and checksum checks (a field per event) make
+# a parse depend on more than the event's bytes; the streamer uses none of them.
+_FILTERS = ("only_tables", "ignored_tables", "only_schemas", "ignored_schemas")
+_STEP_ASIDE = ("freeze_schema", "use_column_name_cache", "verify_checksum")
+
+
+def cached_init(parse: Callable[..., None]) -> Callable[..., None]:
+    """TableMapEvent.__init__ that parses each distinct event body (the checksum and the header,
+    with its timestamp and position, left out) once per stream. A later event with the same
+    bytes takes over the first parse, the same Table object included, with its own packet and
+    timestamp: the only fields BinLogEvent.__init__ takes from the event. The others it sets
+    come from the stream (its connection, server and options), and parses are kept for one
+    stream at a time, so they are the stream's. A table's definition is in its table-map bytes
+    (with binlog_row_metadata=FULL its names, keys and charsets too), so the same bytes parse
+    the same."""
+    def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
+                 ctl_connection: Any, **kwargs: Any) -> None:
+        if table_map is not _stream[0]:
+            _table_maps.clear()
+            _stream[0] = table_map
+            _stream[1] = not any(kwargs.get(k) for k in _STEP_ASIDE) and \
+                all(kwargs.get(k) is None for k in _FILTERS)
+        if not _stream[1]:
+            parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+            return
+        body = from_packet.packet.get_bytes(_EVENT_BODY_AT + from_packet.read_bytes, event_size)
+        known = _table_maps.get(body)
+        if known is None:
+            parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+            if len(_table_maps) >= TABLE_MAP_CACHE:
+                _table_maps.clear()
+            _table_maps[body] = dict(self.__dict__)
+            return
+        state = known.copy()
+        state["packet"] = from_packet
+        state["timestamp"] = from_packet.timestamp
+        self.__dict__ = state
+        if state["_processed"]:
+            table_map[state["table_id"]] = state["table_obj"]
+    return __init__

@@ -1,0 +1,183 @@
+"""The engine's loop, driven without servers: a recorded binlog replayed through the library's own
+packet layer (binlogs/engine.sql says what it holds), an in-memory publisher and a test clock."""
+import pytest
+
+from streamer import config
+from streamer.engine.loop import Streamer
+from streamer.ops.metrics import Metrics
+from streamer.position import Position
+from streamer.source import patches
+from tests.unit.engine_parts import FakeClock, InMemoryPublisher, ReplayedBinlog
+
+patches.apply()  # as `streamer run` does before reading
+
+FILE = "mysql-bin.000002"
+# Every row change of the recording, as published: (op, key). Transaction 2 holds seven row
+# changes, one of them to the unpublished other.skip, and its primary-key change is a delete and
+# a create; the heartbeat and other.skip's own transaction publish nothing.
+ALL = [("c", 1), ("c", 2), ("c", 3),
+       ("c", 4), ("u", 2), ("c", 5), ("c", 6), ("d", 1), ("d", 6), ("c", 7),
+       ("c", 8), ("t", None), ("c", 9)]
+# Binlog offsets of transaction starts (their GTID events) in the recording.
+TX2 = 1234  # transaction 2
+TX4 = 2652  # the transaction that only writes other.skip
+ALTER = 2878
+
+
+@pytest.fixture
+def make(tmp_path, monkeypatch):
+    def make(batch=None, heartbeat=False, clock=None, **publisher_args):
+        path = tmp_path / "streamer.yaml"
+        (tmp_path / "pw").write_text("unused: nothing connects\n")
+        path.write_text("namespace: test\nsource: {name: src}\n"
+                        "mysql: {server_id: 99, password_file: pw}\n"
+                        "tables: {include: ['app.*']}\n")
+        cfg = config.load(str(path), environ={})
+        cfg["batch"].update(batch or {})
+        publisher = InMemoryPublisher(**publisher_args)
+        streamer = Streamer(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
+                            publisher=lambda _: publisher, clock=clock or FakeClock())
+        streamer.publisher = publisher
+        return streamer, publisher
+    return make
+
+
+def replay(streamer, publisher, start=Position(FILE, 4), **kwargs):
+    """Stream the recording from ``start`` to its end, then stop as a SIGTERM would."""
+    reader = ReplayedBinlog("engine.binlog", start, on_end=streamer.request_stop, **kwargs)
+    with reader:
+        streamer.stream(publisher, reader, start)
+    return reader
+
+
+def test_catching_up_batches_are_cut_at_max_messages_and_every_change_is_published_once(make):
+    streamer, publisher = make(batch={"max_messages": 3})
+    replay(streamer, publisher)
+    assert publisher.changes() == ALL
+    sizes = [sum(1 for m in msgs if m[0].startswith("test.app")) for msgs, _ in publisher.log]
+    # Cut after the rows event that reached 3 (tx 2's two-row insert makes 4; its key change
+    # is two messages), never by time: the backlog's events are years older than the clock.
+    assert sizes == [3, 4, 3, 3, 0]  # the last: the checkpoint of the stop at the end
+    # A cut inside transaction 2 checkpoints its start and the row changes done, the
+    # unpublished one counted: 4, skip, 2, 5 and 6; then 1 and 6->7, before its XID.
+    assert (publisher.log[1][1].pos, publisher.log[1][1].rows) == (TX2, 5)
+    assert (publisher.log[2][1].pos, publisher.log[2][1].rows) == (TX2, 7)
+    assert not publisher.in_tx and publisher.aborts == 0
+
+
+def test_live_a_batch_commits_as_soon_as_the_reader_is_caught_up(make):
+    clock = FakeClock(step=0.0001)
+    streamer, publisher = make(batch={"linger_ms": 10000, "min_linger_ms": 0}, clock=clock)
+    first = next(e for e in ReplayedBinlog("engine.binlog", Position(FILE, 4))
+                 if getattr(e, "rows", None))
+    clock.wall = first.timestamp + 0.5  # a live reader: changes under CATCHUP_LAG_S old
+    replay(streamer, publisher, live=True)
+    assert publisher.changes() == ALL
+    # Each transaction with changes is its own batch, committed at its end, far inside the
+    # linger: whole transactions only, so every checkpoint is a transaction's end.
+    published = [msgs for msgs, _ in publisher.log if any(m[0].startswith("test.app") for m in msgs)]
+    assert len(published) == 5  # transactions 1 and 2, the ALTER's row, TRUNCATE, the last row
+    assert all(pos.rows == 0 for _, pos in publisher.log)
+
+
+def test_resume_in_the_middle_of_a_multi_batch_transaction_publishes_the_rest_once(make):
+    streamer, publisher = make(batch={"max_messages": 2})
+
+    def stop_inside_transaction_2(position):
+        if position.pos == TX2 and position.rows:
+            streamer.request_stop()
+
+    publisher.on_commit = stop_inside_transaction_2
+    replay(streamer, publisher)
+    first = publisher.changes()
+    checkpoint = publisher.committed
+    assert checkpoint.pos == TX2 and 0 < checkpoint.rows < 7
+    assert first == ALL[:len(first)] and len(first) < len(ALL)
+
+    again, resumed = make(batch={"max_messages": 2})
+    replay(again, resumed, start=checkpoint)
+    assert first + resumed.changes() == ALL
+    # The rows of transaction 2 keep the indexes they had: the skip counted, not restarted.
+    decoder = resumed.decoder()
+    tx_rows = [decoder.decode(v)["source"]["tx_row"] for _, _, v in resumed.messages()[:3]]
+    assert tx_rows[0] == checkpoint.rows
+
+
+def test_an_idle_checkpoint_moves_the_position_past_changes_nothing_publishes(make):
+    clock = FakeClock(step=0.5)  # every event is half a second later: idle_checkpoint_ms is 1000
+    streamer, publisher = make(clock=clock)
+    replay(streamer, publisher, start=Position(FILE, TX4))
+    # Nothing to publish until the row after the ALTER; the position still moved, in a commit of
+    # its own with no message, to the end of other.skip's transaction (where the ALTER starts).
+    empty = [pos for msgs, pos in publisher.log if not msgs]
+    assert (empty[0].pos, empty[0].rows) == (ALTER, 0)
+    assert publisher.changes() == ALL[-3:]
+
+
+def test_heartbeat_rows_are_measured_and_committed_but_never_published(make):
+    streamer, publisher = make(heartbeat=True)
+    replay(streamer, publisher, live=True)
+    # Its µs timestamp, not the binlog's whole seconds, is what the latency is measured from.
+    assert streamer.metrics.last_event_ts == pytest.approx(1700000000.123456)
+    topics = {m[0] for m in publisher.messages(all_topics=True)}
+    assert not any("heartbeat" in t for t in topics)
+    assert publisher.changes() == ALL
+    # The heartbeat's own transaction commits (it measures the latency a change would see).
+    beat_tx = [pos for msgs, pos in publisher.log if not msgs and pos.gtid_set.endswith("0-1-10")]
+    assert len(beat_tx) == 1
+
+
+def test_truncate_is_published_with_op_t_and_the_tables_current_schema(make):
+    streamer, publisher = make()
+    replay(streamer, publisher)
+    decoder = publisher.decoder()
+    truncate = [decoder.decode(v) for _, k, v in publisher.messages() if k is None]
+    assert len(truncate) == 1
+    env = truncate[0]
+    assert env["op"] == "t" and env["before"] is None and env["after"] is None
+    assert (env["source"]["db"], env["source"]["table"]) == ("app", "t")
+    # Written with the version after the ALTER: its writer schema has column n.
+    schema = decoder.schema_of([v for _, k, v in publisher.messages() if k is None][0])
+    row = schema["fields"][0]["type"][1]
+    assert [f["name"] for f in row["fields"]] == ["id", "v", "n"]
+
+
+def test_a_ddl_between_batches_announces_the_new_version_before_its_first_row(make):
+    streamer, publisher = make()
+    replay(streamer, publisher, live=True)
+    schemas, first_new = None, None
+    for msgs, _ in publisher.log:
+        topics = [m[0] for m in msgs]
+        if "test.app.t" in topics and schemas is None:
+            schemas = topics
+        decoded = [publisher.decoder().decode(m[2]) for m in msgs if m[0] == "test.app.t"]
+        if any(d["after"] and d["after"].get("n") == 80 for d in decoded):
+            first_new = topics
+    # The first batch announces version 1 before its rows; the batch with the ALTER's first row
+    # announces version 2 (value schema, then key schema) before it, in the same transaction.
+    assert schemas[:2] == ["test.__schemas", "test.__schemas"]
+    assert first_new[:3] == ["test.__schemas", "test.__schemas", "test.app.t"]
+    records = publisher.read_schema_records()
+    assert [r["kind"] for r in records] == ["value", "key", "value", "key"]
+    assert records[0]["fingerprint"] != records[2]["fingerprint"]
+
+
+def test_shutdown_in_the_middle_of_a_batch_commits_what_was_read_and_stops_there(make):
+    streamer, publisher = make(batch={"linger_ms": 100000, "catchup_linger_ms": 100000})
+    stop_at = 18  # other.skip's row in transaction 2, after the first insert: its batch is open
+
+    def stop(n):
+        if n == stop_at:
+            streamer.request_stop()
+
+    reader = ReplayedBinlog("engine.binlog", Position(FILE, 4), on_event=stop)
+    with reader:
+        streamer.stream(publisher, reader, Position(FILE, 4))
+    assert reader.handed_out == stop_at  # nothing read after the stop
+    assert len(publisher.log) == 1 and not publisher.in_tx
+    checkpoint = publisher.committed
+    assert checkpoint.pos == TX2 and checkpoint.rows == 2  # one published, one unpublished
+    assert publisher.changes() == ALL[:4]
+    again, resumed = make()
+    replay(again, resumed, start=checkpoint)
+    assert publisher.changes() + resumed.changes() == ALL

@@ -1,0 +1,106 @@
+"""The package's folders are its architecture: a row travels source → schema → codec → kafka, driven
+by the engine, with ops, deploy and tools aside. Imports follow that road and never run back up it."""
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "streamer")
+# What every layer may use: the shared vocabulary at the package's top.
+BASE = {"errors", "config", "position"}
+# Layer -> the layers it may import besides itself and BASE.
+ALLOWED = {
+    "source": set(),                 # the binlog and the server: knows nothing downstream
+    "codec": set(),                  # Avro bytes, for any schema
+    "schema": {"source", "codec"},   # a table version plans its row reads and holds its writers
+    "kafka": {"codec"},              # publishes bytes; reads back the writer schemas it published
+    "ops": {"source"},               # watches the run; its own connections to the source
+    "engine": {"source", "schema", "codec", "kafka", "ops"},
+    "deploy": {"ops", "kafka.bundle"},
+    "tools": {"source", "schema", "codec", "kafka", "ops"},
+}
+
+
+def _modules():
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, os.path.dirname(PACKAGE))[:-3].replace(os.sep, ".")
+                yield rel[: -len(".__init__")] if rel.endswith(".__init__") else rel, path
+
+
+def _imports(path):
+    """Every streamer module a file imports, at its top or inside a function."""
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "streamer":
+                yield from (f"streamer.{a.name}" for a in node.names)
+            elif node.module.startswith("streamer."):
+                yield node.module
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}: relative import; name the layer (from streamer.X ...)")
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("streamer."))
+
+
+def _allowed(layer, target):
+    parts = target.split(".")
+    if len(parts) < 2 or parts[1] in BASE or parts[1] == "decode" and layer == "tools":
+        return True
+    if parts[1] == layer:
+        return True
+    allowed = ALLOWED[layer]
+    return parts[1] in allowed or ".".join(parts[1:3]) in allowed
+
+
+def violations():
+    found = []
+    for module, path in _modules():
+        parts = module.split(".")
+        if len(parts) < 3 or parts[1] not in ALLOWED:
+            continue  # cli, errors, config, position, decode: the top and the base
+        for target in _imports(path):
+            if not _allowed(parts[1], target):
+                found.append(f"{module} imports {target}")
+    return sorted(found)
+
+
+def test_every_layer_imports_only_the_layers_before_it_on_the_road():
+    assert violations() == []
+
+
+def test_the_base_modules_import_no_layer():
+    for name in BASE:
+        targets = set(_imports(os.path.join(PACKAGE, name + ".py")))
+        assert {t for t in targets if t.split(".")[1] not in BASE} == set(), name
+
+
+def test_every_subpackage_is_a_known_layer():
+    folders = {d for d in os.listdir(PACKAGE)
+               if os.path.isfile(os.path.join(PACKAGE, d, "__init__.py"))}
+    assert folders == set(ALLOWED)
+
+
+def test_the_check_catches_an_import_against_the_road(tmp_path, monkeypatch):
+    # The rule itself, on a file that breaks it: source must never import kafka.
+    bad = tmp_path / "streamer" / "source"
+    bad.mkdir(parents=True)
+    (bad / "__init__.py").write_text("")
+    (bad / "leak.py").write_text("from streamer.kafka.publisher import Publisher\n"
+                                 "def f():\n    from streamer import engine\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", str(tmp_path / "streamer"))
+    assert violations() == ["streamer.source.leak imports streamer.engine",
+                            "streamer.source.leak imports streamer.kafka.publisher"]
+
+
+@pytest.mark.parametrize("entry", ["streamer.cli", "streamer.engine.loop", "streamer.ops.observe"])
+def test_what_streamer_run_imports_pulls_in_neither_deploy_nor_tools(entry):
+    code = ("import json, sys; import " + entry + "; print(json.dumps(sorted(m for m in sys.modules "
+            "if m.startswith(('streamer.deploy', 'streamer.tools')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

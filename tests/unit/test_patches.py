@@ -1,0 +1,168 @@
+"""The library fixes: applied on purpose, refused on an untested library, checked target by target,
+and each one doing what it says (a correctness fix changes what the library reads; a speed fix
+reads the same, faster)."""
+import datetime
+import json
+import logging
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+from pymysqlreplication.column import Column
+from pymysqlreplication.packet import BinLogPacketWrapper
+from pymysqlreplication.row_event import RowsEvent
+from pymysqlreplication.table import Table
+
+from streamer import errors
+from streamer.source import patches
+from tests.unit.test_mysql_decimal import mysql_pack
+from tests.unit.test_rowplan import Packet
+
+patches.apply()
+
+
+def library(owner, attr):
+    """The library's own function, which the fix replaced."""
+    return getattr(owner, attr).__wrapped__
+
+
+def reader_over(data: bytes):
+    """A rows event reading ``data`` through the library's own packet wrapper."""
+    wrapper = BinLogPacketWrapper.__new__(BinLogPacketWrapper)
+    wrapper.__dict__.update({"packet": Packet(data), "read_bytes": 0,
+                             "_BinLogPacketWrapper__data_buffer": b""})
+    ev = RowsEvent.__new__(RowsEvent)
+    ev.__dict__.update({"packet": wrapper, "_ignore_decode_errors": False})
+    return ev
+
+
+# -- refusing an untested library -----------------------------------------------------------------
+def test_the_installed_libraries_are_the_tested_versions():
+    import pymysql
+    import pymysqlreplication
+
+    assert patches.installed_version("mysql-replication", pymysqlreplication) in \
+        patches.TESTED["mysql-replication"]
+    assert patches.installed_version("PyMySQL", pymysql) in patches.TESTED["PyMySQL"]
+
+
+def test_an_unknown_library_version_is_refused_naming_it_and_the_way_out(monkeypatch):
+    monkeypatch.setattr(patches, "_applied", {})
+    monkeypatch.setattr(patches, "installed_version",
+                        lambda name, module: "1.0.99" if name == "mysql-replication" else "1.2.4")
+    before = RowsEvent._read_column_data
+    with pytest.raises(errors.LibraryVersionUnsupported) as refused:
+        patches.apply()
+    message = str(refused.value)
+    assert "mysql-replication 1.0.99 (tested: 1.0.17)" in message and "PyMySQL" not in message
+    assert "mysql.allow_untested_libraries" in message
+    assert refused.value.exit_code == errors.EXIT_SOURCE
+    assert RowsEvent._read_column_data is before and not patches._applied  # nothing replaced
+
+
+def test_the_config_switch_runs_an_untested_version_with_a_loud_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="streamer.source.patches"):
+        patches.check_versions({"mysql-replication": "1.0.99", "PyMySQL": None}, True)
+    assert "UNTESTED library version: mysql-replication 1.0.99" in caplog.text
+    assert "PyMySQL (version unknown)" in caplog.text
+
+
+# -- every target checked before anything is replaced ---------------------------------------------
+class Library:
+    def _Library__read(self, column):
+        return column
+
+
+def test_a_renamed_target_is_refused_instead_of_assigned_silently():
+    with pytest.raises(errors.PatchTargetMissing) as missing:
+        patches.check_target(Library, "_Library__read_time2", ("self", "column"))
+    assert "Library._Library__read_time2 is missing" in str(missing.value)
+    assert "mysql-replication 1.0.17" in str(missing.value)
+
+
+def test_a_target_with_other_parameters_is_refused():
+    with pytest.raises(errors.PatchTargetMissing) as changed:
+        patches.check_target(Library, "_Library__read", ("self", "column", "unsigned"))
+    assert "takes ('self', 'column')" in str(changed.value)
+
+
+def test_an_inherited_attribute_is_not_taken_for_the_target():
+    class Child(Library):
+        pass
+
+    with pytest.raises(errors.PatchTargetMissing):
+        patches.check_target(Child, "_Library__read", ("self", "column"))
+
+
+def test_every_fix_is_installed_over_the_librarys_function_it_checked():
+    for fix in patches.FIXES:
+        installed = getattr(fix.owner, fix.attr)
+        assert installed.__wrapped__ is patches._applied[fix.target()], fix.target()
+        assert patches.check_target(fix.owner, fix.attr, fix.params) is installed.__wrapped__
+
+
+def test_applying_again_changes_nothing():
+    before = {f.target(): getattr(f.owner, f.attr) for f in patches.FIXES}
+    patches.apply()
+    assert before == {f.target(): getattr(f.owner, f.attr) for f in patches.FIXES}
+
+
+# -- what each fix does ---------------------------------------------------------------------------
+def test_negative_time_with_fraction_is_corrected():
+    # TIME(6) '-00:00:00.000001' is one 48-bit integer, -1 + 0x800000000000; the library read
+    # its whole and fractional parts apart and got -0.999999 s.
+    raw = (-1 + 0x800000000000).to_bytes(6, "big")
+    column = SimpleNamespace(fsp=6)
+    fixed = RowsEvent._RowsEvent__read_time2(reader_over(raw), column)
+    wrong = library(RowsEvent, "_RowsEvent__read_time2")(reader_over(raw), column)
+    assert fixed == -datetime.timedelta(microseconds=1)
+    assert wrong != fixed
+
+
+@pytest.mark.parametrize("value", ["-1234.5678", "0.0000", "99999999.9999", "-0.0001"])
+def test_decimal_reads_what_the_library_reads(value):
+    column = SimpleNamespace(precision=12, decimals=4)
+    raw = mysql_pack(value, 12, 4)
+    got = RowsEvent._RowsEvent__read_new_decimal(reader_over(raw), column)
+    want = library(RowsEvent, "_RowsEvent__read_new_decimal")(reader_over(raw), column)
+    assert got == want and got.as_tuple() == want.as_tuple()
+
+
+@pytest.mark.parametrize("charset,text", [("latin1", "plain"), ("latin1", "café"),
+                                          ("utf8mb4", "naïve ☃"), ("ascii", "abc")])
+def test_strings_read_what_the_library_reads(charset, text):
+    raw = text.encode("cp1252" if charset == "latin1" else "utf-8")
+    data = bytes([len(raw)]) + raw
+    column = SimpleNamespace(character_set_name=charset)
+
+    got = RowsEvent._RowsEvent__read_string(reader_over(data), 1, column)
+    want = library(RowsEvent, "_RowsEvent__read_string")(reader_over(data), 1, column)
+    assert got == want == text
+
+
+@pytest.mark.parametrize("keys", [[], ["id"], ["a", "b"]])
+def test_a_table_finds_the_primary_key_the_library_finds(keys):
+    cols = []
+    for name in ("id", "a", "b", "v"):
+        col = Column.__new__(Column)
+        col.__dict__.update({"name": name, "is_primary": name in keys, "type": 3})
+        cols.append(col)
+    ours = Table(7, "db", "t", cols)
+    theirs = Table.__new__(Table)
+    library(Table, "__init__")(theirs, 7, "db", "t", cols)
+    assert ours.primary_key == theirs.primary_key
+    assert (ours.table_id, ours.schema, ours.table) == (7, "db", "t")
+
+
+def test_importing_the_streamer_changes_nothing_in_the_libraries():
+    # In a fresh interpreter: every module that `streamer run` and its observers import.
+    code = ("import json, streamer.cli, streamer.engine.loop, streamer.ops.observe, "
+            "streamer.ops.reporter, streamer.ops.heartbeat, streamer.source.reader\n"
+            "from pymysqlreplication.row_event import RowsEvent, TableMapEvent\n"
+            "from streamer.source import patches\n"
+            "print(json.dumps([patches.applied(), RowsEvent._read_column_data.__module__,\n"
+            "                  TableMapEvent.__init__.__module__]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [False, "pymysqlreplication.row_event",
+                                      "pymysqlreplication.row_event"]
