@@ -1,8 +1,12 @@
 """MySQL's binary value formats, decoded: used by the row plans (source.rowplan), and as fixes to
 python-mysql-replication's own readers (source.patches installs them).
 
-A correction:
+Corrections:
 
+- MySQL's latin1 is cp1252 plus five bytes cp1252 leaves undefined; the library decoded it as
+  strict cp1252, so a row holding one of them (double-encoded UTF-8 'Á' is C3 81) stopped the
+  streamer, again at every restart. UTF-16, UCS-2 and UTF-32 are big-endian in MySQL; the library
+  decoded utf16 and utf32 little-endian and had no codec for ucs2 and utf16le.
 - TIME(1..6) with a negative value: the library reads the integer and fractional parts
   separately, so '-00:00:00.000001' came back as -0.999999 s. MySQL packs both parts into
   one offset integer (see the server's my_time.cc); we decode it as such.
@@ -10,9 +14,8 @@ A correction:
 
 And speed fixes for the hot path, with the same results (docs/benchmarks.md has the profiles):
 
-- Strings in latin1 (MySQL's latin1 is cp1252) went through Python's charmap codec, slow on
-  PyPy. Text that is pure ASCII decodes the same in every ASCII-compatible charset, so it
-  takes the ASCII path.
+- Strings in latin1 went through Python's charmap codec, slow on PyPy. Text that is pure ASCII
+  decodes the same in every ASCII-compatible charset, so it takes the ASCII path.
 - DECIMAL columns were decoded into a digit string, read by ``Decimal(str)``; PyPy's decimal
   module is pure Python and parses the string with a regular expression. We read the packed
   groups into the unscaled integer and build the Decimal from (sign, digits, exponent), with
@@ -20,6 +23,7 @@ And speed fixes for the hot path, with the same results (docs/benchmarks.md has 
 """
 from __future__ import annotations
 
+import codecs
 import datetime
 import decimal
 import sys
@@ -72,6 +76,27 @@ def read_time2(self: Any, column: Any) -> datetime.timedelta:
 _ASCII_COMPATIBLE = frozenset(["latin1", "utf8", "utf8mb3", "utf8mb4", "ascii", "cp1252"])
 
 
+def _mysql_latin1() -> str:
+    """MySQL's latin1 as a charmap decoding table: cp1252, but for the five bytes cp1252 leaves
+    undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D), which MySQL maps to the C1 controls of the same
+    number (the server's strings/ctype-latin1.c). Every byte decodes, as in the server."""
+    table = []
+    for byte in range(256):
+        try:
+            table.append(bytes([byte]).decode("cp1252"))
+        except UnicodeDecodeError:
+            table.append(chr(byte))
+    return "".join(table)
+
+
+MYSQL_LATIN1 = _mysql_latin1()
+# MySQL's UTF-16, UCS-2 and UTF-32 are big-endian, and utf16le is its own charset. The library
+# names these columns' codecs 'utf16' and 'utf32' (to Python: little-endian without a byte-order
+# mark), and 'ucs2' and 'utf16le', which Python doesn't know.
+BYTE_ORDER = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le",
+              "utf32": "utf-32-be"}
+
+
 def read_string(self: Any, size: int, column: Any) -> Any:
     raw = self.packet.read_length_coded_pascal_string(size)
     name = column.character_set_name
@@ -80,8 +105,10 @@ def read_string(self: Any, size: int, column: Any) -> Any:
     errors = "ignore" if self._ignore_decode_errors else "strict"
     if name is None:
         return raw.decode("utf-8", errors)
+    if name == "cp1252":  # the library names MySQL's latin1 by the codec it took it for
+        return codecs.charmap_decode(raw, errors, MYSQL_LATIN1)[0]
     try:
-        return raw.decode(self.charset_to_encoding(name), errors)
+        return raw.decode(BYTE_ORDER.get(name) or self.charset_to_encoding(name), errors)
     except LookupError:
         # No Python codec (e.g. 'binary', 'swe7'): hand back the stored bytes.
         return raw

@@ -111,6 +111,41 @@ def test_every_type_round_trips_including_edges_and_nulls(typed_table, tmp_path)
     assert msgs[0]["value"]["after"]["tm"] == -datetime.timedelta(hours=838, minutes=59, seconds=59)
 
 
+CHARSETS = [
+    # MySQL's latin1 defines the five bytes cp1252 leaves undefined: double-encoded UTF-8 ('Á' is
+    # C3 81) must not stop the streamer.
+    ("l1", "latin1", "X'C381'", "X'818D8F909D'"),
+    ("u16", "utf16", "'A€😀'", "'z'"),
+    ("u16le", "utf16le", "'A€😀'", "'z'"),
+    ("ucs", "ucs2", "'A€'", "'z'"),
+    ("u32", "utf32", "'A€😀'", "'z'"),
+]
+
+
+def test_text_in_every_byte_order_and_all_of_latin1_reads_as_the_server_reads_it(db, tmp_path):
+    name, conn = db
+    cols = ", ".join(f"{c} VARCHAR(8) CHARACTER SET {cs}" for c, cs, _, _ in CHARSETS)
+    support.sql(conn, f"CREATE TABLE cs (id INT PRIMARY KEY, {cols})")
+    ns = support.unique("cs")
+    f, p = support.master_pos(conn)
+    names = ", ".join(c for c, _, _, _ in CHARSETS)
+    for row_id, idx in ((1, 2), (2, 3)):
+        values = ", ".join(col[idx] for col in CHARSETS)
+        support.sql(conn, f"INSERT INTO cs (id, {names}) VALUES ({row_id}, {values})")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.cs"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.cs"], expect=2, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {names} FROM cs ORDER BY id")
+        rows = cur.fetchall()
+    got = [tuple(m["value"]["after"][c] for c, _, _, _ in CHARSETS) for m in msgs]
+    assert got == [tuple(r) for r in rows]
+    assert got[0][0] == "Ã\x81" and got[1][0] == "\x81\x8d\x8f\x90\x9d"
+    assert got[0][1:] == ("A€😀", "A€😀", "A€", "A€😀")
+
+
 def test_zero_dates_are_published_as_null(db, tmp_path):
     name, conn = db
     support.sql(conn, "SET SESSION sql_mode = ''",

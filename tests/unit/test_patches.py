@@ -166,3 +166,37 @@ def test_importing_the_streamer_changes_nothing_in_the_libraries():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [False, "pymysqlreplication.row_event",
                                       "pymysqlreplication.row_event"]
+
+
+def _string(charset, raw):
+    column = SimpleNamespace(character_set_name=charset)  # the library's name: the codec it chose
+    data = bytes([len(raw)]) + raw
+    return (lambda reader: reader(reader_over(data), 1, column))
+
+
+def test_latin1_decodes_every_byte_as_mysql_defines_it():
+    read = _string("cp1252", bytes(range(128, 256)))
+    got = read(RowsEvent._RowsEvent__read_string)
+    assert len(got) == 128
+    undefined = {0x81, 0x8D, 0x8F, 0x90, 0x9D}
+    for byte, char in zip(range(128, 256), got):
+        assert char == (chr(byte) if byte in undefined else bytes([byte]).decode("cp1252")), byte
+    # Double-encoded UTF-8: 'Á' is C3 81. The library refused the row, on every restart.
+    poison = _string("cp1252", b"\xc3\x81")
+    assert poison(RowsEvent._RowsEvent__read_string) == "Ã\x81"
+    with pytest.raises(UnicodeDecodeError):
+        poison(library(RowsEvent, "_RowsEvent__read_string"))
+
+
+@pytest.mark.parametrize("charset,codec,text", [("utf16", "utf-16-be", "A€😀"),
+                                                ("utf16le", "utf-16-le", "A€😀"),
+                                                ("ucs2", "utf-16-be", "A€"),
+                                                ("utf32", "utf-32-be", "A€😀")])
+def test_utf16_ucs2_and_utf32_decode_in_mysqls_byte_order(charset, codec, text):
+    read = _string(charset, text.encode(codec))
+    assert read(RowsEvent._RowsEvent__read_string) == text
+    try:  # the library read it little-endian: other characters, or none at all
+        theirs = read(library(RowsEvent, "_RowsEvent__read_string"))
+    except (UnicodeDecodeError, LookupError) as refused:
+        theirs = refused
+    assert theirs != text
