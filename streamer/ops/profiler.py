@@ -68,10 +68,12 @@ class Profiler:
         self._previous_handler: Any = None
 
     def __enter__(self) -> "Profiler":
+        # Installed whether or not profiling is on: SIGUSR2's default action ends the process,
+        # and a signal meant for the canary must not take another instance down.
+        self._previous_handler = signal.signal(signal.SIGUSR2, self._on_signal)
+        self.metrics.hooks.append(self.poll)
         if self.enabled:
             os.makedirs(self.directory, exist_ok=True)
-            self._previous_handler = signal.signal(signal.SIGUSR2, self._on_signal)
-            self.metrics.hooks.append(self.poll)
             log.info("profiler ready: SIGUSR2 (kill -USR2 %d) starts and stops vmprof into %s%s",
                      os.getpid(), self.directory, "; auto-profiling when saturated" if self.auto else "")
         return self
@@ -79,10 +81,9 @@ class Profiler:
     def __exit__(self, *exc: Any) -> None:
         if self.path is not None:
             self.stop("shutdown")
-        if self.enabled:
-            signal.signal(signal.SIGUSR2, self._previous_handler or signal.SIG_DFL)
-            if self.poll in self.metrics.hooks:
-                self.metrics.hooks.remove(self.poll)
+        signal.signal(signal.SIGUSR2, self._previous_handler or signal.SIG_DFL)
+        if self.poll in self.metrics.hooks:
+            self.metrics.hooks.remove(self.poll)
 
     def _on_signal(self, *_: Any) -> None:
         # Only a flag: see the module docstring.
@@ -91,7 +92,11 @@ class Profiler:
     def poll(self) -> None:
         if self.toggle_requested:
             self.toggle_requested = False
-            if self.path is None:
+            if not self.enabled:
+                log.warning("SIGUSR2: a profile was asked for, but profiling is off in this "
+                            "instance's config; set profiler.enabled: true (under PyPy) and "
+                            "restart to profile by signal. Streaming goes on")
+            elif self.path is None:
                 self.start("signal")
             else:
                 self.stop("SIGUSR2")

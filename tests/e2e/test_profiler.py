@@ -145,3 +145,26 @@ def test_cpython_refuses_the_profiler_with_the_reason_and_starts_it_with_force(d
         assert proc.stop() == 0, proc.output()
     assert "profiling stopped (shutdown)" in proc.output()
     assert len(glob.glob(str(pdir / "streamer-*-signal.vmprof"))) == 1
+
+
+def test_sigusr2_to_an_instance_without_the_profiler_is_refused_and_streaming_goes_on(db, tmp_path):
+    # The default config, as on every main instance: the signal's default action would end it.
+    name, conn = db
+    make_table(conn)
+    ns = support.unique("nopr")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    topic = f"{ns}.{name}.t"
+    start = support.master_pos(conn)
+    with support.StreamerProcess(cfg, str(tmp_path / "s.log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        bulk_rows(conn, 10, 0)
+        support.consume([topic], expect=10, idle=0.2)
+        proc.proc.send_signal(signal.SIGUSR2)
+        support.wait_for(lambda: "SIGUSR2: a profile was asked for, but profiling is off" in
+                         proc.output(), timeout=60)
+        assert "profiler.enabled: true" in proc.output()
+        bulk_rows(conn, 10, 100)
+        support.consume([topic], expect=20, idle=0.2)
+        assert proc.proc.poll() is None, proc.output()
+        assert proc.stop() == 0, proc.output()
+    assert proc.output().count("SIGUSR2:") == 1
