@@ -8,8 +8,9 @@ setup(
     package_data={"streamer": ["../schemas/*.avsc"]},
     python_requires=">=3.9",
     install_requires=[
+        # Exact: streamer/source/patches refuses to start on versions its fixes weren't tested with.
         "mysql-replication==1.0.17",
-        "PyMySQL>=1.1,<2",
+        "PyMySQL==1.2.4",
         "fastavro==1.12.2",
         "PyYAML>=6,<7",
         'confluent-kafka==2.16.1; platform_python_implementation == "CPython"',
