@@ -53,6 +53,10 @@ class UnsupportedValue(SourceError, ValueError):
     """A value of a supported type that the reader could not read faithfully."""
 
 
+class UnsupportedEvent(SourceError):
+    """A binlog event that carries changes the streamer cannot read (source.events)."""
+
+
 class LibraryVersionUnsupported(SourceError):
     """The installed python-mysql-replication or PyMySQL is not a version the fixes were tested
     with (source.patches)."""

@@ -35,11 +35,13 @@ from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
+from streamer.source import events
 from streamer.source.reader import BinlogReader
 
 log = logging.getLogger(__name__)
 
 OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
+FOLLOWED = frozenset(events.FOLLOWED)
 RETRIED = (StreamInterrupted, BatchAborted, ProducerBroken, pymysql.err.OperationalError)
 
 
@@ -235,6 +237,8 @@ class Streamer:
                     if tv is not None:
                         batch.open()
                         batch.pending += publish_truncate(event, tv, tracker, produce)
+                elif cls not in FOLLOWED:
+                    events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)
             if batch.pending >= max_messages or self.stop_requested:
                 self._commit(publisher, batch, tracker)

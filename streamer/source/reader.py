@@ -11,22 +11,14 @@ from typing import Any, Dict, Optional
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent,
-                                      RotateEvent, XidEvent)
-from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
-                                          WriteRowsEvent)
 
 from streamer.errors import PurgedBinlog, SourceError, StreamInterrupted
 from streamer.position import Position
-from streamer.source import caughtup, patches
+from streamer.source import caughtup, events, patches
 from streamer.source.server import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, Connection,
                                     binlog_files, connect, connection_settings)
 
 log = logging.getLogger(__name__)
-
-EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent, RotateEvent,
-          GtidEvent, MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent]
-
 
 class _Connector:
     """The library's ``pymysql_wrapper``: the streamer's own connections, and a refusal of the
@@ -96,7 +88,8 @@ class BinlogReader:
             connection_settings=settings,
             server_id=m["server_id"],
             blocking=True,
-            only_events=EVENTS,
+            only_events=events.READ,
+            filter_non_implemented_events=False,  # refused by name, never dropped
             slave_heartbeat=m["heartbeat_s"],
             pymysql_wrapper=_Connector(),
             enable_logging=False,

@@ -16,7 +16,7 @@ from pymysqlreplication.row_event import TableMapEvent
 
 from streamer.codec.decode import Decoder
 from streamer.position import Position
-from streamer.source.reader import EVENTS
+from streamer.source.events import READ
 
 BINLOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "binlogs")
 MAGIC = b"\xfebin"
@@ -85,7 +85,7 @@ class ReplayedBinlog:
         table_map: Dict[int, Any] = {}
         version, post_header = (0, 0, 0), None
         control = _Control()
-        allowed = set(EVENTS)
+        allowed = set(READ)
         rotate = _event_bytes(ROTATE_EVENT, struct.pack("<Q", self.start.pos) + self.file.encode())
         raw = [(None, rotate)] + [(at, b) for at, b in self.raw_events()
                                   if at >= self.start.pos or b[4] == 15]  # 15: format description
@@ -126,7 +126,7 @@ class ReplayedBinlog:
     def heartbeat(self) -> Any:
         raw = _event_bytes(HEARTBEAT_LOG_EVENT, self.file.encode())
         return BinLogPacketWrapper(MysqlPacket(b"\x00" + raw, "utf8"), {}, _Control(), (0, 0, 0),
-                                   True, set(EVENTS), None, None, None, None, False, False, False,
+                                   True, set(READ), None, None, None, None, False, False, False,
                                    True, False, False, None).event
 
 

@@ -2,15 +2,13 @@
 packet layer (binlogs/engine.sql says what it holds), an in-memory publisher and a test clock."""
 import pytest
 
-from streamer import config
-from streamer.engine.loop import Streamer
-from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.source import patches
-from tests.unit.engine_parts import FakeClock, InMemoryPublisher, ReplayedBinlog
+from tests.unit.engine_parts import FakeClock, ReplayedBinlog
 
 patches.apply()  # as `streamer run` does before reading
 
+# ``make`` (tests/unit/conftest.py): a Streamer on an in-memory publisher and a test clock.
 FILE = "mysql-bin.000002"
 # Every row change of the recording, as published: (op, key). Transaction 2 holds seven row
 # changes, one of them to the unpublished other.skip, and its primary-key change is a delete and
@@ -22,24 +20,6 @@ ALL = [("c", 1), ("c", 2), ("c", 3),
 TX2 = 1234  # transaction 2
 TX4 = 2652  # the transaction that only writes other.skip
 ALTER = 2878
-
-
-@pytest.fixture
-def make(tmp_path, monkeypatch):
-    def make(batch=None, heartbeat=False, clock=None, **publisher_args):
-        path = tmp_path / "streamer.yaml"
-        (tmp_path / "pw").write_text("unused: nothing connects\n")
-        path.write_text("namespace: test\nsource: {name: src}\n"
-                        "mysql: {server_id: 99, password_file: pw}\n"
-                        "tables: {include: ['app.*']}\n")
-        cfg = config.load(str(path), environ={})
-        cfg["batch"].update(batch or {})
-        publisher = InMemoryPublisher(**publisher_args)
-        streamer = Streamer(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
-                            publisher=lambda _: publisher, clock=clock or FakeClock())
-        streamer.publisher = publisher
-        return streamer, publisher
-    return make
 
 
 def replay(streamer, publisher, start=Position(FILE, 4), **kwargs):

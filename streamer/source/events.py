@@ -1,0 +1,96 @@
+"""Which binlog events the streamer reads, which carry nothing it needs, and which it refuses.
+
+python-mysql-replication drops every event whose class a reader did not ask for, and turns every
+event type it does not know into ``NotImplementedEvent``, which it drops too unless asked: a
+MariaDB binlog written with ``log_bin_compress=ON``, or MySQL 8's compressed transactions, would
+reach Kafka as nothing at all. So every event type is in exactly one of three lists here:
+
+- ``FOLLOWED``: read and acted on by the engine;
+- ``NO_DATA``: known to carry no row change (formats, checkpoints, GTID lists, annotations); not
+  asked for, so the library does not even parse them;
+- refused: everything else, the event types the library does not know included. The engine stops
+  at the first such event with exit 3, naming its type, its position, the setting behind it and the
+  fix; the position is not moved past it, so after the fix a restart loses nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, FrozenSet, List
+
+from pymysqlreplication.constants import BINLOG
+from pymysqlreplication.event import (BeginLoadQueryEvent, ExecuteLoadQueryEvent,
+                                      FormatDescriptionEvent, GtidEvent, HeartbeatLogEvent,
+                                      IntvarEvent, MariadbAnnotateRowsEvent,
+                                      MariadbBinLogCheckPointEvent, MariadbGtidEvent,
+                                      MariadbGtidListEvent, MariadbStartEncryptionEvent,
+                                      NotImplementedEvent, PreviousGtidsEvent, QueryEvent,
+                                      RandEvent, RotateEvent, RowsQueryLogEvent, StopEvent,
+                                      UserVarEvent, XAPrepareEvent, XidEvent)
+from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, TableMapEvent,
+                                          UpdateRowsEvent, WriteRowsEvent)
+
+from streamer.errors import UnsupportedEvent
+
+FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent,
+                       RotateEvent, GtidEvent, MariadbGtidEvent, XidEvent, QueryEvent,
+                       HeartbeatLogEvent]
+NO_DATA: List[Any] = [FormatDescriptionEvent, StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
+                      MariadbAnnotateRowsEvent, MariadbBinLogCheckPointEvent, MariadbGtidListEvent,
+                      MariadbStartEncryptionEvent]
+# Event types the library has no class for that carry no row change: MySQL's GTID event of a
+# server with gtid_mode=OFF (a transaction's first event, before its BEGIN), Group Replication's
+# transaction context and view change, and the heartbeat of MySQL 8.0.26+ past a 4 GB offset.
+NO_DATA_TYPES: FrozenSet[int] = frozenset([BINLOG.ANONYMOUS_GTID_LOG_EVENT, 36, 37, 41])
+# The server's own contract: an event with this flag may be skipped by a reader that doesn't know
+# its type (LOG_EVENT_IGNORABLE_F); any other unknown type must not be.
+IGNORABLE_F = 0x80
+
+# Why a refused event is there, and what to do about it.
+_STATEMENT = ("a statement logged as a statement (binlog_format STATEMENT or MIXED for that "
+              "session, or a stored program's): the streamer reads row changes only. Set "
+              "binlog_format=ROW globally and for every session (SET GLOBAL binlog_format='ROW'; "
+              "sessions started before keep their own)")
+_REFUSED: Dict[Any, str] = {
+    PartialUpdateRowsEvent: "a partial JSON update (binlog_row_value_options=PARTIAL_JSON): "
+                            "the row image holds a diff, not the column. Set "
+                            "binlog_row_value_options='' on the server",
+    XAPrepareEvent: "an XA transaction's PREPARE: its rows would be published before its "
+                    "outcome is known. Do not stream a source that uses XA transactions",
+    IntvarEvent: _STATEMENT, RandEvent: _STATEMENT, UserVarEvent: _STATEMENT,
+    BeginLoadQueryEvent: _STATEMENT, ExecuteLoadQueryEvent: _STATEMENT,
+}
+# Type codes the library doesn't know, with the setting that writes them.
+_UNKNOWN: Dict[int, str] = {
+    165: "Query_compressed", 166: "Write_rows_compressed_v1", 167: "Update_rows_compressed_v1",
+    168: "Delete_rows_compressed_v1", 169: "Write_rows_compressed", 170: "Update_rows_compressed",
+    171: "Delete_rows_compressed", 40: "Transaction_payload",
+}
+_COMPRESSED_FIX = {
+    "Transaction_payload": "MySQL's binlog_transaction_compression=ON, which the streamer cannot "
+                           "read yet. Set binlog_transaction_compression=OFF",
+}
+# What the streamer asks the library for: its own events and those it must see to refuse.
+READ: List[Any] = FOLLOWED + list(_REFUSED) + [NotImplementedEvent]
+
+
+def refuse(event: Any, file: str) -> None:
+    """Stop at an event the streamer can't read, unless it is known to carry no row change."""
+    cls = event.__class__
+    packet = event.packet
+    code = packet.event_type
+    if cls is NotImplementedEvent and (code in NO_DATA_TYPES or packet.flags & IGNORABLE_F):
+        return
+    where = f"{file}:{packet.log_pos - packet.event_size}"
+    why = _REFUSED.get(cls)
+    if why is None:
+        name = _UNKNOWN.get(code, "unknown" if cls is NotImplementedEvent else cls.__name__)
+        why = _COMPRESSED_FIX.get(name) or (
+            "MariaDB's log_bin_compress=ON, whose compressed events the streamer cannot read yet. "
+            "Set log_bin_compress=OFF" if name.endswith(("_compressed", "_compressed_v1"))
+            else "an event type the streamer does not know")
+    else:
+        name = cls.__name__
+    raise UnsupportedEvent(f"binlog event {name} (type {code}) at {where}: {why}. Nothing from "
+                           f"this event on was published, and the checkpoint stays before it. "
+                           f"Events already written this way stay in the binlog: once their "
+                           f"changes are accounted for, restart past them (streamer run "
+                           f"--start-file/--start-pos or --start-gtid)")

@@ -1,0 +1,25 @@
+"""Fixtures of the engine's unit tests (test_engine, test_events)."""
+import pytest
+
+from streamer import config
+from streamer.engine.loop import Streamer
+from streamer.ops.metrics import Metrics
+from tests.unit.engine_parts import FakeClock, InMemoryPublisher
+
+
+@pytest.fixture
+def make(tmp_path):
+    def make(batch=None, heartbeat=False, clock=None, **publisher_args):
+        path = tmp_path / "streamer.yaml"
+        (tmp_path / "pw").write_text("unused: nothing connects\n")
+        path.write_text("namespace: test\nsource: {name: src}\n"
+                        "mysql: {server_id: 99, password_file: pw}\n"
+                        "tables: {include: ['app.*']}\n")
+        cfg = config.load(str(path), environ={})
+        cfg["batch"].update(batch or {})
+        publisher = InMemoryPublisher(**publisher_args)
+        streamer = Streamer(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
+                            publisher=lambda _: publisher, clock=clock or FakeClock())
+        streamer.publisher = publisher
+        return streamer, publisher
+    return make
