@@ -48,8 +48,8 @@ def _restart_with_gc_settings() -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from streamer.engine.loop import Streamer
-    from streamer.source import patches
     from streamer.position import Position
+    from streamer.source import patches
 
     cfg = config_mod.load(args.config)
     # After the config, not before: eager thresholds would compile yaml's one-off parse of it too

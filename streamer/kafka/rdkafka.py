@@ -26,11 +26,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from confluent_kafka import KafkaError, KafkaException
 
-from streamer.kafka.bundle import (  # noqa: F401 - BUNDLED_RELPATH for callers
-    BUNDLED,
-    BUNDLED_RELPATH,
-    SYSTEM,
-)
+from streamer.kafka.bundle import BUNDLED, SYSTEM
 
 _CDEF = """
 typedef struct rd_kafka_s rd_kafka_t;

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from streamer.deploy import release, service, verify
-from streamer.kafka import rdkafka
+from streamer.kafka import bundle
 from tests import support
 from tests.e2e.servers import free_port
 
@@ -145,7 +145,7 @@ def test_the_release_holds_the_projects_bytecode(site):
 def test_the_service_runs_on_the_releases_own_librdkafka(site):
     # The release carries deploy/librdkafka.sh's build (Debian's 2.0.2 without its 1 ms spin
     # per transaction), and the running service's producer loaded it, not the system's.
-    bundled = os.path.join(site.prefix, "releases", "A", rdkafka.BUNDLED_RELPATH)
+    bundled = os.path.join(site.prefix, "releases", "A", bundle.BUNDLED_RELPATH)
     assert os.path.isfile(bundled)
     pid = service.Supervisord(site.prefix).ctl("pid", "streamer-main").stdout.strip()
     with open(f"/proc/{int(pid)}/maps") as fh:

@@ -38,6 +38,15 @@ def _event_bytes(event_type: int, body: bytes, timestamp: int = 0, log_pos: int 
     return HEADER.pack(timestamp, event_type, 1, size, log_pos, ARTIFICIAL) + body + b"\0" * 4
 
 
+def _decoded(event_bytes: bytes, table_map: Dict[int, Any], version: Any, allowed: Any,
+             post_header: Any) -> Any:
+    """The event the library's packet layer makes of one event's bytes, as a stream's packet
+    (the OK byte first), checksummed, with no library filter; None for a class not allowed."""
+    return BinLogPacketWrapper(
+        MysqlPacket(b"\x00" + event_bytes, "utf8"), table_map, _Control(), version, True, allowed,
+        None, None, None, None, False, False, False, True, False, False, post_header).event
+
+
 class ReplayedBinlog:
     """The events of a recorded binlog file from ``start``, as a server would send them: a rotate
     to the file first, then its format description, then every event from ``start.pos`` on,
@@ -84,17 +93,13 @@ class ReplayedBinlog:
     def __iter__(self) -> Any:
         table_map: Dict[int, Any] = {}
         version, post_header = (0, 0, 0), None
-        control = _Control()
         allowed = set(READ)
         rotate = _event_bytes(ROTATE_EVENT, struct.pack("<Q", self.start.pos) + self.file.encode())
         raw = [(None, rotate)] + [(at, b) for at, b in self.raw_events()
                                   if at >= self.start.pos or b[4] == 15]  # 15: format description
         for _, event_bytes in raw:
-            wrapper = BinLogPacketWrapper(
-                MysqlPacket(b"\x00" + event_bytes, "utf8"), table_map, control, version, True,
-                allowed | {FormatDescriptionEvent}, None, None, None, None, False, False, False,
-                True, False, False, post_header)
-            event = wrapper.event
+            event = _decoded(event_bytes, table_map, version, allowed | {FormatDescriptionEvent},
+                             post_header)
             if event is None:
                 continue
             if isinstance(event, FormatDescriptionEvent):
@@ -124,10 +129,8 @@ class ReplayedBinlog:
         return query is not None and query != "BEGIN" and not isinstance(event, RotateEvent)
 
     def heartbeat(self) -> Any:
-        raw = _event_bytes(HEARTBEAT_LOG_EVENT, self.file.encode())
-        return BinLogPacketWrapper(MysqlPacket(b"\x00" + raw, "utf8"), {}, _Control(), (0, 0, 0),
-                                   True, set(READ), None, None, None, None, False, False, False,
-                                   True, False, False, None).event
+        return _decoded(_event_bytes(HEARTBEAT_LOG_EVENT, self.file.encode()), {}, (0, 0, 0),
+                        set(READ), None)
 
 
 class InMemoryPublisher:

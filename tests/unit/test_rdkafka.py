@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaException
 
-from streamer.kafka import rdkafka
+from streamer.kafka import bundle, rdkafka
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -117,7 +117,7 @@ def test_the_project_s_build_is_loaded_when_it_is_there_else_the_system_s(tmp_pa
 def test_make_venv_installs_the_build_where_the_loader_looks():
     with open(os.path.join(ROOT, "Makefile")) as fh:
         makefile = fh.read()
-    assert f"BUNDLED_LIB := {rdkafka.BUNDLED_RELPATH}\n" in makefile
+    assert f"BUNDLED_LIB := {bundle.BUNDLED_RELPATH}\n" in makefile
     assert os.path.isfile(rdkafka.BUNDLED), "run 'make venv': it builds deploy/librdkafka.sh"
 
 
