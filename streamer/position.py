@@ -17,17 +17,20 @@ class Position:
     A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, ~10 ms of a PyPy start,
     and under PyPy nothing else that ``run`` imports needs them."""
 
-    __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts")
+    __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
-                 server_id: int = 0, ts: Optional[float] = None) -> None:
+                 server_id: int = 0, ts: Optional[float] = None,
+                 snapshot: Optional[Dict[str, Any]] = None) -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
         self.rows = rows
         self.server_id = server_id
         self.ts = time.time() if ts is None else ts
+        # The progress of the snapshots under way (engine.snapshot), committed with the position.
+        self.snapshot = snapshot
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -41,19 +44,27 @@ class Position:
         return "Position(" + ", ".join(f"{k}={v!r}" for k, v in self._fields().items()) + ")"
 
     def to_json(self) -> bytes:
-        return json.dumps(self._fields(), sort_keys=True).encode("utf-8")
+        fields = self._fields()
+        if fields["snapshot"] is None:
+            del fields["snapshot"]  # a checkpoint without snapshots reads as it always did
+        return json.dumps(fields, sort_keys=True).encode("utf-8")
 
     @classmethod
     def from_json(cls, raw: bytes) -> "Position":
         data = json.loads(raw)
         return cls(file=data["file"], pos=int(data["pos"]), gtid_set=data.get("gtid_set", ""),
                    rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
-                   ts=float(data.get("ts", 0.0)))
+                   ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""
         gtid = f" gtid={self.gtid_set}" if self.gtid_set else ""
-        return f"{self.file}:{self.pos}{extra}{gtid}"
+        snap = ""
+        if self.snapshot and self.snapshot.get("queue"):
+            job = self.snapshot["queue"][0]
+            snap = (f" (snapshot of {job['table']} at chunk {job['chunk']}, "
+                    f"{len(self.snapshot['queue']) - 1} more tables queued)")
+        return f"{self.file}:{self.pos}{extra}{gtid}{snap}"
 
 
 class GtidSet:

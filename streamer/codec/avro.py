@@ -106,7 +106,7 @@ class Writer:
 # The envelope's field order that EnvelopeWriter's parts are written in (schemas/source.avsc).
 ENVELOPE_LAYOUT = ["before", "after", "op", "ts_ms",
                    ("source", ["server_id", "file", "pos", "gtid", "db", "table", "row", "txid",
-                               "tx_row"])]
+                               "tx_row", "snapshot"])]
 
 
 def _field_names(record: Dict[str, Any]) -> List[Any]:
@@ -119,7 +119,12 @@ def _field_names(record: Dict[str, Any]) -> List[Any]:
 
 
 # An op as its Avro string encoding: length (zig-zag) and the letter.
-OP_BYTES = {op: bytes([2]) + op.encode() for op in ("c", "u", "d", "t")}
+OP_BYTES = {op: bytes([2]) + op.encode() for op in ("c", "u", "d", "t", "r")}
+# source.snapshot: null for a binlog change; the string branch for a snapshot's rows.
+SNAPSHOT_BYTES = {"true": b"\x02\x08true", "last": b"\x02\x08last"}
+
+
+OP_READ = OP_BYTES["r"]
 
 
 class EnvelopeWriter:
@@ -189,4 +194,20 @@ class EnvelopeWriter:
         write_long(buf, row)
         buf += txid
         write_long(buf, tx_row)
+        buf.append(0)  # source.snapshot: null
+        return bytes(buf)
+
+    def encode_read(self, after: Any, mid: bytes, row: int, txid: bytes, snapshot: bytes) -> bytes:
+        """A snapshot's row (op r): ``snapshot`` is one of SNAPSHOT_BYTES; row and tx_row are both
+        the row's index in its chunk."""
+        buf = bytearray(self.value_writer.header)
+        buf.append(0)
+        buf.append(2)
+        self._row(buf, after)
+        buf += OP_READ
+        buf += mid
+        write_long(buf, row)
+        buf += txid
+        write_long(buf, row)
+        buf += snapshot
         return bytes(buf)

@@ -101,7 +101,7 @@ def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker, produce: Pr
               "pos": packet.log_pos - packet.event_size,
               "gtid": None if gtid is None else ("string", gtid),
               "db": tv.db, "table": tv.table, "row": 0, "txid": tracker.txid,
-              "tx_row": tracker.tx_rows - 1}
+              "tx_row": tracker.tx_rows - 1, "snapshot": None}
     envelope = {"before": None, "after": None, "op": "t", "ts_ms": event.timestamp * 1000,
                 "source": source}
     produce(tv.topic, tv.value_writer.encode(envelope), None)

@@ -63,7 +63,7 @@ class TableVersion:
     """
 
     def __init__(self, namespace: str, event: Any,
-                 previous: Optional[evolution.Previous] = None):
+                 previous: Optional[evolution.Previous] = None, binlog: bool = True):
         self.db: str = event.schema
         self.table: str = event.table
         self.topic = f"{namespace}.{self.db}.{self.table}"
@@ -108,13 +108,14 @@ class TableVersion:
             "fields": [
                 {"name": "before", "type": ["null", self.row_schema], "default": None},
                 {"name": "after", "type": ["null", f"{space}.Row"], "default": None},
-                {"name": "op", "type": "string", "doc": "c, u, d, t (truncate)"},
+                {"name": "op", "type": "string", "doc": "c, u, d, t (truncate), r (read by a snapshot)"},
                 {"name": "ts_ms", "type": "long", "doc": "event time: MySQL commit, ms"},
                 {"name": "source", "type": SOURCE_SCHEMA},
             ],
         }
         self.row_name = f"{space}.Row"
-        self.read_plan = rowplan.plan_for(event.columns)
+        # A version described for a snapshot (binlog False) reads no binlog rows.
+        self.read_plan = rowplan.plan_for(event.columns) if binlog else None
         self.pk_names = [n for n, _ in pk]
         self.value_writer = avro.Writer(self.value_schema)
         self.envelope = avro.EnvelopeWriter(self.value_writer, self.row_schema)
@@ -176,6 +177,7 @@ class TableCatalog:
         self.by_id: Dict[int, Optional[TableVersion]] = {}
         self.current: Dict[Tuple[str, str], TableVersion] = {}
         self._by_signature: Dict[Tuple, TableVersion] = {}
+        self._described: Dict[Tuple, TableVersion] = {}
         self._lineage = dict(lineage or {})
 
     def forget_current(self) -> None:
@@ -184,6 +186,25 @@ class TableCatalog:
         for tv in self.current.values():
             self._lineage[tv.topic] = evolution.previous_of(tv.row_schema["fields"], tv.pk_names)
         self.current.clear()
+
+    def snapshot_version(self, described: Any) -> TableVersion:
+        """The version of a table as a snapshot describes it (``source.chunks.Described``, which
+        has a table-map event's attributes). The table's current binlog version when its schemas
+        are the same, so its announcement holds; else one built like it, with the same lineage,
+        kept apart from the binlog's versions (it has no row reader)."""
+        sig = signature(described)
+        tv = self._described.get(sig)
+        cur = self.current.get((described.schema, described.table))
+        if tv is None:
+            previous = self._lineage.get(f"{self.namespace}.{described.schema}.{described.table}")
+            if cur is not None:
+                previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
+            tv = TableVersion(self.namespace, described, previous, binlog=False)
+            self._described[sig] = tv
+        if cur is not None and cur.value_writer.fingerprint == tv.value_writer.fingerprint and \
+                cur.key_schema == tv.key_schema:
+            return cur
+        return tv
 
     def on_table_map(self, event: Any) -> Optional[TableVersion]:
         """Follow a table-map event; the table's version when it is new to announce, else None."""

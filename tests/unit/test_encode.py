@@ -83,7 +83,7 @@ def test_rows_match_fastavro_for_every_type_and_edge():
 def test_envelopes_with_named_references_and_tuple_branches_match_fastavro():
     rng = random.Random(4)
     source = {"server_id": 1, "file": "mysql-bin.000001", "pos": 4, "gtid": ("string", "0-1-2"),
-              "db": "db", "table": "t", "row": 0, "txid": "mysql-bin.000001:4", "tx_row": 0}
+              "db": "db", "table": "t", "row": 0, "txid": "mysql-bin.000001:4", "tx_row": 0, "snapshot": None}
     for op in ("c", "u", "d"):
         env = {"before": None if op == "c" else ("db.t.Row", _row(rng)),
                "after": None if op == "d" else ("db.t.Row", _row(rng)),
@@ -116,7 +116,7 @@ def test_envelopes_assembled_from_parts_are_the_whole_envelopes_bytes():
             row, tx_row, pos = rng.randint(0, 5000), rng.randint(0, 10 ** 7), rng.randint(4, 2 ** 40)
             source = {"server_id": 2 ** 32 - 1, "file": "mysql-bin.000042", "pos": pos,
                       "gtid": gtid, "db": "db", "table": "tä", "row": row,
-                      "txid": f"mysql-bin.000042:{pos}", "tx_row": tx_row}
+                      "txid": f"mysql-bin.000042:{pos}", "tx_row": tx_row, "snapshot": None}
             whole = writer.encode({"before": before, "after": after, "op": op,
                                    "ts_ms": 1700000000123, "source": source})
             mid, txid = EnvelopeWriter.event_parts(1700000000123, 2 ** 32 - 1, "mysql-bin.000042",
@@ -134,7 +134,7 @@ def test_envelope_parts_fall_back_to_fastavro_for_rows_the_generator_cannot_writ
     writer = Writer(envelope)
     assert writer.uses_fastavro()
     source = {"server_id": 1, "file": "f", "pos": 4, "gtid": None, "db": "db", "table": "e",
-              "row": 3, "txid": "f:4", "tx_row": 9}
+              "row": 3, "txid": "f:4", "tx_row": 9, "snapshot": None}
     whole = writer.encode({"before": {"e": "a"}, "after": {"e": "b"}, "op": "u", "ts_ms": 5,
                            "source": source})
     mid, txid = EnvelopeWriter.event_parts(5, 1, "f", 4, None, "db", "e", "f:4")

@@ -89,7 +89,7 @@ def test_a_new_reader_reads_old_data_after_an_added_column():
     data = v1.value_writer.encode({"before": None, "after": (row, {"id": 3}), "op": "c", "ts_ms": 0,
                                    "source": {"server_id": 1, "file": "f", "pos": 4, "gtid": None,
                                               "db": "shop", "table": "orders", "row": 0,
-                                              "txid": "f:4", "tx_row": 0}})
+                                              "txid": "f:4", "tx_row": 0, "snapshot": None}})
     got = fastavro.schemaless_reader(io.BytesIO(data[10:]), v1.value_writer.parsed,
                                      v2.value_writer.parsed)
     assert got["after"] == {"id": 3, "n": None}
