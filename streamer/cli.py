@@ -1,4 +1,4 @@
-"""Command line: ``streamer run | check | tail | verify | status | profile``."""
+"""Command line: ``streamer run | check | tail | verify | status | profile | snapshot``."""
 from __future__ import annotations
 
 import argparse
@@ -178,6 +178,22 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return tail(args)
 
 
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from streamer.tools import snapshot
+
+    cfg = config_mod.load(args.config)
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    if not tables:
+        raise config_mod.ConfigError("--tables names no table; give db.table[,db.table...]")
+    request_id = snapshot.request(cfg, tables, args.where)
+    print(f"snapshot request {request_id} written for {', '.join(tables)}: the streamer carries it "
+          f"out when its binlog reading reaches the request (at once when it is running and "
+          f"caught up; else when it next starts)")
+    if args.follow:
+        return snapshot.follow(cfg, request_id, len(tables))
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from streamer.deploy import verify
 
@@ -217,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--collapsed", help="collapsed-stack output (default FILE.collapsed)")
     prof.add_argument("--top", type=int, default=20, help="functions per table")
     prof.set_defaults(func=cmd_profile)
+    snap = sub.add_parser("snapshot", help="ask the streamer to copy tables' existing rows (op r)")
+    snap.add_argument("-c", "--config", required=True)
+    snap.add_argument("--tables", required=True, help="db.table[,db.table...]")
+    snap.add_argument("--where", help="SQL condition: only the rows it selects")
+    snap.add_argument("--follow", action="store_true",
+                      help="show the progress (from the running streamer's /status) until done")
+    snap.set_defaults(func=cmd_snapshot)
     ver = sub.add_parser("verify", help="canary verdict: watch its /status over a window")
     ver.add_argument("-c", "--config", required=True, help="the canary's config")
     ver.add_argument("--main-config", help="main's config, to compare throughput when it runs")

@@ -62,6 +62,9 @@ DEFAULTS: Dict[str, Any] = {
     # user null: the streamer's own MySQL user and password (it needs INSERT, UPDATE on database).
     "heartbeat": {"enabled": False, "interval_ms": 500, "database": "streamer_heartbeat",
                   "user": None, "password_env": "STREAMER_HEARTBEAT_PASSWORD", "password_file": None},
+    # Snapshots (README, "Snapshots"): the watermark and request tables live in database (null:
+    # the heartbeat's, so one grant covers both), which is never published.
+    "snapshot": {"database": None, "chunk_rows": 10000},
 }
 
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
@@ -143,7 +146,8 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     mode = cfg["mysql"]["position_mode"]
     _require(mode in ("file", "gtid"), "mysql.position_mode", mode, "'file' or 'gtid'")
     initial = cfg["start"]["initial"]
-    _require(initial in ("end", "beginning"), "start.initial", initial, "'end' or 'beginning'")
+    _require(initial in ("end", "beginning", "snapshot"), "start.initial", initial,
+             "'end', 'beginning' or 'snapshot' (copy the tables' rows, then stream from the end)")
     start = cfg["start"]
     if (start["file"] is None) != (start["pos"] is None):
         raise ConfigError("config keys 'start.file' and 'start.pos' go together: set both or neither")
@@ -198,6 +202,14 @@ def _validate_observability(cfg: Dict[str, Any]) -> None:
     db = cfg["heartbeat"]["database"]
     _require(isinstance(db, str) and bool(re.match(r"^[A-Za-z0-9_]+$", db)), "heartbeat.database",
              db, "a database name of letters, digits and '_'")
+    snap = cfg["snapshot"]
+    if snap["database"] is None:
+        snap["database"] = db
+    _require(isinstance(snap["database"], str) and bool(re.match(r"^[A-Za-z0-9_]+$", snap["database"])),
+             "snapshot.database", snap["database"], "a database name of letters, digits and '_'")
+    rows = snap["chunk_rows"]
+    _require(isinstance(rows, int) and not isinstance(rows, bool) and 1 <= rows <= 1000000,
+             "snapshot.chunk_rows", rows, "an integer 1..1000000 (rows read per chunk)")
     if cfg["profiler"]["auto"] and not cfg["profiler"]["enabled"]:
         raise ConfigError("config key 'profiler.auto' needs 'profiler.enabled: true' as well")
 

@@ -57,6 +57,11 @@ class UnsupportedEvent(SourceError):
     """A binlog event that carries changes the streamer cannot read (source.events)."""
 
 
+class SnapshotRefused(SourceError):
+    """A snapshot can't be done as asked (no key to chunk by, a table not included, a condition
+    the server refuses); the message names the table and the fix."""
+
+
 class LibraryVersionUnsupported(SourceError):
     """The installed python-mysql-replication or PyMySQL is not a version the fixes were tested
     with (source.patches)."""

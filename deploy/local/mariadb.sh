@@ -75,7 +75,8 @@ init_datadir() {
 }
 
 provision() {
-    # Idempotent: users, grants, the demo database and the heartbeat table (the streamer user may
+    # Idempotent: users, grants, the demo database, the heartbeat table and the snapshots'
+    # watermark and request tables (signals.tables_sql; the streamer user may
     # write only that database: heartbeat.user null reuses the streamer's own credentials). Passwords are read from their files by the
     # shell and sent inside the SQL on stdin. The files only ever hold [A-Za-z0-9].
     local admin_pw streamer_pw
@@ -98,6 +99,8 @@ SET SESSION sql_log_bin = 1;
 CREATE DATABASE IF NOT EXISTS demo;
 CREATE DATABASE IF NOT EXISTS streamer_heartbeat;
 CREATE TABLE IF NOT EXISTS streamer_heartbeat.heartbeat (source VARCHAR(64) PRIMARY KEY, ts_us BIGINT UNSIGNED NOT NULL);
+CREATE TABLE IF NOT EXISTS streamer_heartbeat.snapshot_watermark (streamer VARCHAR(191) PRIMARY KEY, mark VARCHAR(64) NOT NULL);
+CREATE TABLE IF NOT EXISTS streamer_heartbeat.snapshot_signal (id BIGINT AUTO_INCREMENT PRIMARY KEY, streamer VARCHAR(191) NOT NULL, request TEXT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6));
 SQL
         # The client's error text can quote SQL; keep only the error codes in the output.
         grep -o 'ERROR [0-9]* ([0-9A-Z]*)' "$DIR/provision.err" >&2 || true

@@ -20,10 +20,11 @@ from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, Update
                                           WriteRowsEvent)
 
 from streamer import config as config_mod
-from streamer.codec.avro import canonical_json
+from streamer.codec.avro import SNAPSHOT_BYTES, canonical_json
 from streamer.codec.schema_registry import SchemaRegistry
 from streamer.engine import start as start_mod
 from streamer.engine.batch import Batch
+from streamer.engine.snapshot import Chunk, Snapshots
 from streamer.engine.rows import process_event, publish_truncate, truncated_version
 from streamer.engine.start import Backoff, _Ahead
 from streamer.engine.tracker import Tracker
@@ -31,6 +32,7 @@ from streamer.errors import BatchAborted, ProducerBroken, SourceError, StreamInt
 from streamer.kafka.publisher import Publisher
 from streamer.ops import gcpacing
 from streamer.ops.heartbeat import COLUMN as HEARTBEAT_COLUMN
+from streamer.ops.heartbeat import TABLE as HEARTBEAT_TABLE
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.schema import evolution
@@ -65,9 +67,13 @@ class Streamer:
         self.new_reader = reader
         self.clock = clock
         self.stop_requested = False
-        # The heartbeat database is never published, whatever the patterns say.
+        # The heartbeat's and the snapshots' databases are never published, whatever the
+        # patterns say.
         self.filter = TableFilter(cfg["tables"]["include"], list(cfg["tables"]["exclude"]) +
-                                  [cfg["heartbeat"]["database"] + ".*"])
+                                  [cfg["heartbeat"]["database"] + ".*",
+                                   cfg["snapshot"]["database"] + ".*"])
+        self.snapshots = Snapshots(cfg, self.password, self.filter, clock)
+        self.metrics.snapshot_status = self.snapshots.status
         self.published = 0
         self.batches = 0
         self.reconnects = 0
@@ -94,7 +100,7 @@ class Streamer:
     def run(self) -> int:
         # MySQL's checks run while the producer starts; the schema topic is read while the
         # checkpoint is (measured: see docs/benchmarks.md, "Start-up").
-        probe = _Ahead(lambda: start_mod.probe_source(self.cfg, self.password),
+        probe = _Ahead(lambda: start_mod.probe_source(self.cfg, self.password, self.filter),
                        "streamer-mysql-probe")
         with self.new_publisher(self.cfg) as publisher:
             self.publisher = publisher
@@ -128,6 +134,7 @@ class Streamer:
                         position = publisher.committed
                     log.warning("%s; resuming from %s in %.1fs", exc, position.describe(), backoff)
                     self._sleep(backoff)
+        self.snapshots.close()
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
 
@@ -142,7 +149,7 @@ class Streamer:
             try:
                 ahead, probe = probe, None  # a retry probes again
                 source = ahead.result() if ahead is not None else \
-                    start_mod.probe_source(self.cfg, self.password)
+                    start_mod.probe_source(self.cfg, self.password, self.filter)
                 return start_mod.initial_position(self.cfg, publisher.read_checkpoint(), source,
                                                   self.override, self.override_gtid)
             except pymysql.err.OperationalError as exc:
@@ -197,6 +204,10 @@ class Streamer:
         tracker = Tracker(start)
         tables = self._catalog(publisher)
         batch = Batch(publisher, self.cfg["batch"], self.clock, tracker.mark())
+        snaps = self.snapshots
+        snaps.reset(start.snapshot, tables)
+        snap_db = snaps.database
+        snap_ids = snaps.ids
         by_id = tables.by_id
         metrics = self.metrics
         produce = metrics.counting(publisher.produce)
@@ -206,6 +217,11 @@ class Streamer:
         monotonic = self.clock.monotonic
         max_messages = batch.max_messages
         last_ts = 0
+
+        def emit(chunk: Chunk, event: Any) -> int:
+            return self._emit_chunk(publisher, batch, tracker, produce, tables, chunk, event)
+
+        snaps.pump()
         for event in reader:
             cls = event.__class__
             tx_end = False
@@ -217,9 +233,14 @@ class Streamer:
                     batch.open()
                     batch.pending += process_event(event, op, tv, tracker, produce)
                     on_rows(last_ts, len(event.rows))
+                    if snaps.window is not None:
+                        snaps.on_change(tv, event, op)
                 else:
-                    tracker.count(len(event.rows))
-                    if event.table_id in beat_ids:
+                    skip = tracker.count(len(event.rows))
+                    if event.table_id in snap_ids:
+                        # A watermark (the high one publishes its chunk) or a snapshot request.
+                        batch.pending += snaps.on_marks(event, skip, emit)
+                    elif event.table_id in beat_ids:
                         # Never published; committed within linger like a change, so it
                         # measures the latency a change would see and keeps lag alive.
                         metrics.on_heartbeat(_beat_of(event))
@@ -229,14 +250,18 @@ class Streamer:
                 tv = tables.on_table_map(event)
                 if tv is not None:
                     self._announce(publisher, batch, tv)
-                if event.schema == beat_db:
+                if event.schema == beat_db and event.table == HEARTBEAT_TABLE:
                     beat_ids.add(event.table_id)
+                elif event.schema == snap_db:
+                    snaps.on_table_map(event)
             else:
                 if cls is QueryEvent:
                     tv = truncated_version(event, tables)
                     if tv is not None:
                         batch.open()
                         batch.pending += publish_truncate(event, tv, tracker, produce)
+                    if snaps.chunk is not None and event.query not in ("BEGIN", "COMMIT"):
+                        snaps.on_query(event.query)
                 elif cls not in FOLLOWED:
                     events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)
@@ -273,8 +298,32 @@ class Streamer:
                 publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
                                          tv.topic, kind)
 
+    def _emit_chunk(self, publisher: Any, batch: Batch, tracker: Tracker, produce: Any,
+                    tables: TableCatalog, chunk: Chunk, event: Any) -> int:
+        """Publish a snapshot chunk's rows as op r at its high watermark ``event``: in binlog
+        order, that is where they were read. Returns the messages published."""
+        tv = chunk.tv
+        if tv is not tables.current.get((tv.db, tv.table)) and tv not in self.snapshots.announced:
+            self._announce(publisher, batch, tv)  # a version no table map of this run announced
+            self.snapshots.announced.add(tv)
+        batch.open()
+        packet = event.packet
+        mid, txid = tv.envelope.event_parts(
+            event.timestamp * 1000, packet.server_id, tracker.file,
+            packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid)
+        flag = SNAPSHOT_BYTES["last" if chunk.final else "true"]
+        encode = tv.envelope.encode_read
+        key = tv.key
+        topic = tv.topic
+        n = 0
+        for datum in chunk.rows.values():
+            produce(topic, encode(datum, mid, n, txid, flag), key(datum))
+            n += 1
+        return n
+
     def _commit(self, publisher: Any, batch: Batch, tracker: Tracker) -> None:
         position = tracker.position()
+        position.snapshot = self.snapshots.progress()
         timeout = float(self.cfg["shutdown_timeout_s"]) if self.stop_requested else 60.0
         publisher.commit(position, timeout)
         pending = batch.pending

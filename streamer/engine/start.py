@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Dict, Generic, NamedTuple, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tuple, TypeVar
 
 from streamer.errors import SourceError
 from streamer.position import Position
@@ -66,9 +66,12 @@ class SourceInfo(NamedTuple):
     server_id: int
     end: Optional[Tuple[str, int]]  # SHOW MASTER STATUS, for start.initial: end
     first_file: Optional[str]  # the oldest binlog, for start.initial: beginning
+    # start.initial: snapshot, the tables to snapshot (read only when there is no checkpoint)
+    snapshot: Optional[Callable[[], List[Dict[str, Any]]]] = None
 
 
-def probe_source(cfg: Dict[str, Any], password: str) -> SourceInfo:
+def probe_source(cfg: Dict[str, Any], password: str,
+                 table_filter: Optional[Callable[[str, str], bool]] = None) -> SourceInfo:
     """Check that MySQL is set up for row-based CDC and read what a start position needs."""
     conn = server.connect(server.connection_settings(cfg, password))
     try:
@@ -76,9 +79,22 @@ def probe_source(cfg: Dict[str, Any], password: str) -> SourceInfo:
         if problems:
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
-        beginning = cfg["start"]["initial"] == "beginning"
+        initial = cfg["start"]["initial"]
+        beginning = initial == "beginning"
+        snapshot = None
+        if initial == "snapshot":
+            assert table_filter is not None
+            settings = server.connection_settings(cfg, password)
+
+            def snapshot() -> List[Dict[str, Any]]:
+                from streamer.engine.snapshot import initial_jobs
+                listing = server.connect(settings)
+                try:
+                    return initial_jobs(listing, table_filter)
+                finally:
+                    listing.close()
         return SourceInfo(server.server_id(conn), None if beginning else server.master_status(conn),
-                          server.binlog_files(conn)[0] if beginning else None)
+                          server.binlog_files(conn)[0] if beginning else None, snapshot)
     finally:
         conn.close()
 
@@ -109,6 +125,12 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         assert source.end is not None
         pos = Position(*source.end)
     pos.server_id = source.server_id
+    if source.snapshot is not None:
+        jobs = source.snapshot()
+        pos.snapshot = {"queue": jobs, "done": 0, "rows": 0}
+        log.info("no checkpoint for source %s: snapshotting %d tables, then streaming from the "
+                 "end of the binlog, %s", cfg["source"]["name"], len(jobs), pos.describe())
+        return pos
     log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
              cfg["source"]["name"], start_cfg["initial"], pos.describe())
     return pos

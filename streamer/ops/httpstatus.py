@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional
 
 from streamer.errors import EndpointUnavailable
-from streamer.ops.metrics import COUNTERS, Metrics
+from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, snapshot_line
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,11 @@ def prometheus(metrics: Metrics) -> str:
     metric("streamer_latency_over_threshold_ratio", "gauge",
            f"share of changes slower than {lat['threshold_ms']:g} ms",
            [(None, lat["over_threshold_share"])])
+    snap = st["snapshot"]
+    if snap is not None:
+        for key, kind, text in SNAPSHOT_SERIES:
+            metric(f"streamer_snapshot_{key}" + ("_total" if kind == "counter" else ""), kind,
+                   text, [(None, snap[key])])
     return "\n".join(lines) + "\n"
 
 
@@ -174,4 +179,6 @@ def status_text(st: Dict[str, Any]) -> str:
         f"totals     {c['messages_total']} messages  {c['rows_total']} rows  {c['bytes_total']} bytes  "
         f"{c['batches_total']} batches  {c['errors_total']} errors  {c['reconnects_total']} reconnects",
     ]
+    if st.get("snapshot"):
+        lines.append(snapshot_line(st["snapshot"]))
     return "\n".join(lines)

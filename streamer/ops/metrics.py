@@ -100,6 +100,8 @@ class Metrics:
         self.last_idle_mono: Optional[float] = None
         self.last_error: Optional[Tuple[float, str]] = None
         self.hooks: List[Callable[[], None]] = []
+        # The snapshots' progress (engine.snapshot.Snapshots.status), None when there are none.
+        self.snapshot_status: Callable[[], Optional[Dict[str, Any]]] = lambda: None
         self.rates = {"messages_per_s": 0.0, "rows_per_s": 0.0, "bytes_per_s": 0.0}
         self.latency = LatencyWindow(float(m["latency_threshold_ms"])).summary()
         self._window = LatencyWindow(float(m["latency_threshold_ms"]))
@@ -238,7 +240,29 @@ class Metrics:
             "batch_size": self.batch_size,
             "heartbeat": self.heartbeat,
             "uptime_s": round(time.monotonic() - self.started_mono, 3),
+            "snapshot": self.snapshot_status(),
         })
         state, reason = self.health()
         out["health"] = {"status": state, "reason": reason}
         return out
+
+
+# The snapshot numbers of /status, as metric series: (key, type, help).
+SNAPSHOT_SERIES = [
+    ("rows", "counter", "rows published by snapshots"),
+    ("chunks", "counter", "snapshot chunks published by this run"),
+    ("tables_left", "gauge", "tables whose snapshot is queued or under way"),
+    ("tables_done", "gauge", "tables whose snapshot ended"),
+    ("rows_per_s", "gauge", "snapshot rows per second in this run"),
+    ("eta_s", "gauge", "seconds until the queued snapshots end, at the current rate"),
+]
+
+
+def snapshot_line(snap: Dict[str, Any]) -> str:
+    """The snapshots' progress in one line (``streamer status`` and the log)."""
+    eta = snap.get("eta_s")
+    if not snap["tables_left"]:
+        return f"snapshot   done: {snap['tables_done']} tables, {snap['rows']} rows"
+    return (f"snapshot   {snap['table']} {snap['table_rows']}/~{snap['table_estimate']} rows, "
+            f"{snap['tables_left']} tables left, {snap['rows_per_s']:.0f} rows/s, "
+            f"ETA {'-' if eta is None else format(eta, '.0f') + ' s'}")

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pymysql
 
 from streamer import config as config_mod
-from streamer.ops.metrics import COUNTERS, Metrics
+from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, snapshot_line
 from streamer.source.server import connect, connection_settings
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,12 @@ def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
     gauge("streamer.queue_depth", st["queue_depth"])
     gauge("streamer.commit_seconds", st["commit_seconds"])
     gauge("streamer.batch_size", st["batch_size"])
+    snap = st["snapshot"]
+    if snap is not None:
+        for key, kind, _ in SNAPSHOT_SERIES:
+            if snap[key] is not None:
+                point = {"metric": f"streamer.snapshot.{key}", "value": snap[key], "dimensions": dims}
+                (counters if kind == "counter" else gauges).append(point)
     return {"cumulative_counters": counters, "gauges": gauges}
 
 
@@ -78,7 +84,8 @@ def summary_line(metrics: Metrics) -> str:
             f"{t['bytes_per_s'] / 1024:.0f} KiB/s; latency p50 {lat['p50']} ms p99 {lat['p99']} ms "
             f"max {lat['max']} ms; lag {st['lag_seconds']} s {st['lag_bytes']} B; "
             f"position {pos['file']}:{pos['pos']}; {st['counters']['messages_total']} messages, "
-            f"{st['counters']['errors_total']} errors")
+            f"{st['counters']['errors_total']} errors"
+            + (f"; {snapshot_line(st['snapshot']).split(None, 1)[1]}" if st["snapshot"] else ""))
 
 
 class Reporter:

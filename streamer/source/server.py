@@ -14,6 +14,8 @@ ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
 ER_LOGIN_REFUSED = (1045, 4151)  # wrong user or password; account locked
 ER_BAD_DB = 1049
 ER_NO_SUCH_TABLE = 1146
+ER_READ_ONLY = 1290  # the server runs with --read-only (or super_read_only)
+CR_MIN = 2000  # codes from here on are the client's: the connection, not the statement
 
 
 def connection_settings(cfg: Dict[str, Any], password: str) -> Dict[str, Any]:

@@ -14,6 +14,7 @@ BY_CODE = [
     (errors.SourceError("binlog_format is MIXED, must be ROW"), 3, "error"),
     (errors.PurgedBinlog("binlog file mysql-bin.000001 is no longer on the server"), 3, "error"),
     (errors.MissingColumnNames("set binlog_row_metadata=FULL"), 3, "error"),
+    (errors.SnapshotRefused("table db.t has no primary key"), 3, "error"),
     (errors.LibraryVersionUnsupported("untested library version"), 3, "error"),
     (errors.PatchTargetMissing("library fix target is missing"), 3, "error"),
     (errors.StreamInterrupted("gave up"), 3, "error"),

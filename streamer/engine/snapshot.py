@@ -1,0 +1,331 @@
+"""Snapshots: a table's existing rows published as op ``r``, in chunks interleaved with the binlog.
+
+The algorithm is the watermark one of Netflix's DBLog (Andreas & Marinos, arXiv 2010.12597):
+
+1. Write a *low* watermark (a fresh mark in the watermark table: ``source.signals``), read the
+   next chunk of the table in key order (``source.chunks``), write a *high* watermark. The chunk
+   is held in memory, keyed by its chunk key.
+2. Reading the binlog on, the low watermark opens the chunk's *window*: every change of the table
+   read before the high watermark removes its keys from the chunk. A changed row's own change
+   is in the binlog, in its place, so the chunk's copy of it is not needed (and could be older).
+3. At the high watermark, the rows left are published as op ``r``, in the open batch: in binlog
+   order they sit where the chunk was read. Then the next chunk starts.
+
+Why this is exactly once: the chunk's rows, the progress (the chunk's last key, in ``queue[0]``)
+and the binlog position all go into the same Kafka transaction. A crash loses the open chunk with
+the open batch; the checkpoint's progress starts that chunk again with new watermarks, and the
+old ones, read again from the binlog, match no chunk. The reader pauses for one chunk at a time
+(its SELECT), and holds at most one chunk in memory.
+
+Progress (``progress()``, in the checkpoint): the queue of tables still to read, each with its
+request id, condition, last key (SQL literals) and counts; how many tables and rows are done.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pymysql
+
+from streamer.errors import SnapshotRefused
+from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
+from streamer.source import chunks, server, signals
+
+log = logging.getLogger(__name__)
+
+ER_BAD_FIELD = 1054
+DEFAULT_CHUNK_ROWS = 10000
+
+
+def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
+    return {"id": request_id, "table": table, "where": where, "last_key": None, "chunk": 0,
+            "rows": 0, "estimate": 0}
+
+
+class Chunk:
+    """One chunk read and waiting for its watermarks: ``rows`` by chunk key, in key order."""
+
+    __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
+                 "final", "removed")
+
+    def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
+                 key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
+                 last_key: Optional[List[str]], final: bool) -> None:
+        self.job = job_
+        self.low = low
+        self.high = high
+        self.tv = tv
+        self.db = tv.db
+        self.table = tv.table
+        self.key_names = key_names
+        self.rows = rows
+        self.last_key = last_key
+        self.final = final
+        self.removed = 0
+
+    def remove(self, values: Dict[str, Any]) -> None:
+        if self.rows.pop(tuple([values[n] for n in self.key_names]), None) is not None:
+            self.removed += 1
+
+
+class Snapshots:
+    """The snapshots of one streamer: requests, progress, the chunk in flight and its window.
+
+    The engine calls ``on_table_map`` for tables of ``snapshot.database``, ``on_marks`` for their
+    rows, ``on_change`` for the changes of the table in the window (``window`` is not None), and
+    ``on_query`` for statements while a chunk is in flight; ``pump`` starts the next chunk."""
+
+    def __init__(self, cfg: Dict[str, Any], password: str, table_filter: TableFilter,
+                 clock: Any = time, tables: Optional[Callable[[], Any]] = None) -> None:
+        snap = cfg["snapshot"]
+        self.database = snap["database"]
+        self.chunk_rows = int(snap["chunk_rows"])
+        self.name = signals.streamer_name(cfg)
+        settings = server.connection_settings(cfg, password)
+        # tables() -> a source.chunks.TableReader, or what stands in for one
+        self.new_tables = tables or (lambda: chunks.TableReader(settings, self.database, self.name))
+        self.filter = table_filter
+        self.clock = clock
+        self.source: Any = None
+        self.catalog: Optional[TableCatalog] = None
+        self.queue: List[Dict[str, Any]] = []
+        self.done = 0
+        self.rows = 0
+        self.chunks = 0
+        self.chunk: Optional[Chunk] = None
+        self.window: Optional[Chunk] = None
+        self.ids: Dict[int, str] = {}  # table id -> WATERMARK or SIGNAL
+        self.announced: set = set()
+        self._progress: Optional[Dict[str, Any]] = None
+        self._run = uuid.uuid4().hex[:12] + "-"
+        self._marks = 0
+        self.started = self.clock.monotonic()
+        self.rows_at_start = 0
+
+    # -- state ----------------------------------------------------------------------------------
+    def reset(self, progress: Optional[Dict[str, Any]], catalog: TableCatalog) -> None:
+        """Start (again) from committed progress: what was in flight went with the aborted batch."""
+        self.close()  # a connection that broke with the stream is not reused
+        progress = progress or {}
+        self.queue = [dict(j) for j in progress.get("queue", [])]
+        self.done = int(progress.get("done", 0))
+        self.rows = self.rows_at_start = int(progress.get("rows", 0))
+        self.catalog = catalog
+        self.chunk = self.window = None
+        self.ids.clear()
+        self.announced.clear()
+        self._progress = None
+        self.started = self.clock.monotonic()
+
+    def progress(self) -> Optional[Dict[str, Any]]:
+        """What the checkpoint carries; None when no snapshot was ever asked for."""
+        if not self.queue and not self.done:
+            return None
+        if self._progress is None:
+            self._progress = {"queue": [dict(j) for j in self.queue], "done": self.done,
+                              "rows": self.rows}
+        return self._progress
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+
+    def status(self) -> Optional[Dict[str, Any]]:
+        """For /status and the metrics: rows done, chunks, tables left and an ETA."""
+        if not self.queue and not self.done:
+            return None
+        elapsed = self.clock.monotonic() - self.started
+        rate = (self.rows - self.rows_at_start) / elapsed if elapsed > 0 else 0.0
+        left = sum(max(j["estimate"] - j["rows"], 0) for j in self.queue)
+        out: Dict[str, Any] = {"tables_left": len(self.queue), "tables_done": self.done,
+                               "rows": self.rows, "chunks": self.chunks,
+                               "rows_per_s": round(rate, 1),
+                               "eta_s": round(left / rate, 1) if rate > 0 and self.queue else None}
+        if self.queue:
+            j = self.queue[0]
+            out.update(table=j["table"], table_rows=j["rows"], table_estimate=j["estimate"])
+        return out
+
+    def add(self, request_id: str, tables: List[str], where: Optional[str]) -> None:
+        for name in tables:
+            db, _, table = name.partition(".")
+            if not self.filter(db, table):
+                log.error("snapshot request %s: table %s is not streamed (tables.include/exclude), "
+                          "so it is not snapshotted; include it and ask again", request_id, name)
+                continue
+            self.queue.append(job(request_id, name, where))
+            log.info("snapshot request %s: %s queued%s", request_id, name,
+                     f" (where {where})" if where else "")
+        self._progress = None
+
+    # -- the binlog side --------------------------------------------------------------------------
+    def on_table_map(self, event: Any) -> None:
+        if event.table in (signals.WATERMARK, signals.SIGNAL):
+            self.ids[event.table_id] = event.table
+
+    def on_marks(self, event: Any, skip: int, emit: Callable[[Chunk, Any], int]) -> int:
+        """Rows of the watermark or request table (the first ``skip`` were handled by the previous
+        run); returns the messages published."""
+        rows = event.rows
+        sent = 0
+        for i in range(skip, len(rows)):
+            row = rows[i]
+            values = row.get("after_values") or row.get("values")
+            if values is None or values.get("streamer") != self.name:
+                continue
+            if self.ids.get(event.table_id) == signals.SIGNAL:
+                self._on_request(values)
+                continue
+            mark = values.get("mark")
+            chunk = self.chunk
+            if chunk is None:
+                continue  # a watermark of a chunk that went with an aborted batch
+            if mark == chunk.low:
+                self.window = chunk
+            elif mark == chunk.high:
+                sent += self._finish(chunk, emit(chunk, event))
+        return sent
+
+    def _on_request(self, values: Dict[str, Any]) -> None:
+        request_id = str(values.get("id"))
+        try:
+            req = signals.parse_request(values.get("request") or "")
+        except ValueError as exc:
+            log.error("snapshot request %s is not readable and is ignored: %s", request_id, exc)
+            return
+        self.add(request_id, req["tables"], req["where"])
+        self.pump()
+
+    def on_change(self, tv: TableVersion, event: Any, op: str) -> None:
+        """A change of the window's table, read between its watermarks: its keys leave the chunk.
+        (Its rows were converted in place when they were published.)"""
+        chunk = self.window
+        if chunk is None or tv.table != chunk.table or tv.db != chunk.db:
+            return
+        for row in event.rows:
+            if op == "u":
+                chunk.remove(row["before_values"])
+                chunk.remove(row["after_values"])
+            else:
+                chunk.remove(row["values"])
+
+    def on_query(self, query: str) -> None:
+        """A statement (DDL) naming the table of the chunk in flight: the chunk was read with
+        columns that may have changed, so it is read again, with the table as it is now."""
+        chunk = self.chunk
+        if chunk is not None and re.search(r"(?<![\w$])" + re.escape(chunk.table) + r"(?![\w$])",
+                                           query, re.IGNORECASE):
+            log.info("snapshot of %s.%s: a statement on the table while chunk %d was in flight; "
+                     "reading that chunk again", chunk.db, chunk.table, chunk.job["chunk"] + 1)
+            self.chunk = self.window = None
+            self.pump()
+
+    def _finish(self, chunk: Chunk, sent: int) -> int:
+        """The chunk's rows were published (``sent``): its progress goes with them."""
+        j = chunk.job
+        j["chunk"] += 1
+        j["rows"] += sent
+        j["last_key"] = chunk.last_key
+        self.rows += sent
+        self.chunks += 1
+        self.chunk = self.window = None
+        self._progress = None
+        if chunk.final:
+            self.queue.pop(0)
+            self.done += 1
+            log.info("snapshot of %s done: %d rows in %d chunks (request %s)", j["table"],
+                     j["rows"], j["chunk"], j["id"])
+        self.pump()
+        return sent
+
+    # -- the table side ---------------------------------------------------------------------------
+    def pump(self) -> None:
+        """Read the next chunk, framed by its watermarks, unless one is in flight."""
+        while self.queue and self.chunk is None:
+            j = self.queue[0]
+            try:
+                self._read(j)
+            except SnapshotRefused as exc:
+                log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc)
+                self._drop()
+
+    def _drop(self) -> None:
+        self.queue.pop(0)
+        self.done += 1
+        self._progress = None
+
+    def _tables(self) -> Any:
+        if self.source is None:
+            self.source = self.new_tables()
+        return self.source
+
+    def _read(self, j: Dict[str, Any], retried: bool = False) -> None:
+        source = self._tables()
+        db, _, table = j["table"].partition(".")
+        described = source.describe(db, table)
+        if described is None:
+            log.warning("snapshot of %s ends: the table no longer exists (%d rows published)",
+                        j["table"], j["rows"])
+            self._drop()
+            return
+        if j["chunk"] == 0 and not j["estimate"]:
+            j["estimate"] = described.estimate
+            log.info("snapshot of %s begins: about %d rows, chunks of %d (request %s)", j["table"],
+                     described.estimate, self.chunk_rows, j["id"])
+        assert self.catalog is not None
+        tv = self.catalog.snapshot_version(described)
+        names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
+        # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
+        self._marks += 1
+        low, high = f"L{self._run}{self._marks}", f"H{self._run}{self._marks}"
+        source.watermark(low)
+        try:
+            rows, last, final = source.read(described, j["last_key"], j["where"], self.chunk_rows)
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            if not isinstance(code, int) or code >= server.CR_MIN:
+                raise  # the connection, not the query: retried like a dropped stream
+            if code == server.ER_NO_SUCH_TABLE:
+                log.warning("snapshot of %s ends: the table was dropped (%d rows published)",
+                            j["table"], j["rows"])
+                self._drop()
+                return
+            if code == ER_BAD_FIELD and not j["where"] and not retried:
+                return self._read(j, retried=True)  # a column went between describe and SELECT
+            raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
+                                  + (f"; check the request's condition {j['where']!r}"
+                                     if j["where"] else "")) from None
+        source.watermark(high)
+        key_names = [names[k] for k in described.chunk_key]
+        convert = tv.convert
+        by_key: Dict[Tuple, Dict[str, Any]] = {}
+        for values in rows:
+            convert(values)
+            by_key[tuple([values[n] for n in key_names])] = values
+        self.chunk = Chunk(j, low, high, tv, key_names, by_key, last, final)
+
+
+def initial_jobs(conn: Any, table_filter: TableFilter) -> List[Dict[str, Any]]:
+    """``start.initial: snapshot``: every streamed table, in name order. Refuses, naming them all,
+    when some have no key to chunk by."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                    "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
+                    "('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1, 2")
+        names = [(db, t) for db, t in cur.fetchall() if table_filter(db, t)]
+    keyless = []
+    for db, t in names:
+        try:
+            chunks.describe(conn, db, t)
+        except SnapshotRefused:
+            keyless.append(f"{db}.{t}")
+    if keyless:
+        raise SnapshotRefused(
+            f"start.initial is snapshot, but {', '.join(keyless)} ha{'s' if len(keyless) == 1 else 've'} "
+            f"no primary key and no unique key of NOT NULL columns to read in chunks; add one, "
+            f"or leave the table out with tables.exclude")
+    return [job("initial", f"{db}.{t}", None) for db, t in names]

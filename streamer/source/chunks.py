@@ -1,0 +1,288 @@
+"""A table's existing rows, read in chunks ordered by its key, shaped as the binlog reader shapes them.
+
+A snapshot (``engine.snapshot``) reads a table with ``WHERE key > last ORDER BY key LIMIT n``: the
+server compares and orders, so collations and composite keys are right. The columns come from
+``information_schema`` as binlog-like column descriptions (``Column``), from which ``schema``
+builds the same Avro schema a table-map event of the table gives (tests/e2e/test_snapshot.py
+compares the two for every type). Values arrive over the text protocol and are turned into what
+the binlog reader hands back for the same column (``shape``), so the same converters apply.
+
+Two columns can't be read faithfully as text, so they are selected as something else: FLOAT as
+``col + 0e0`` (the text form has six digits, the stored float more), and TIMESTAMP in a session
+whose time zone is UTC (the binlog carries the instant, the text form the session's wall clock).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer.errors import SnapshotRefused, UnsupportedColumn
+
+# information_schema DATA_TYPE -> the field type a table-map event gives for it (MariaDB, with
+# mysql56_temporal_format on, its default).
+_TYPES = {
+    "tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
+    "bigint": T.LONGLONG, "float": T.FLOAT, "double": T.DOUBLE, "decimal": T.NEWDECIMAL,
+    "date": T.DATE, "datetime": T.DATETIME2, "timestamp": T.TIMESTAMP2, "time": T.TIME2,
+    "year": T.YEAR, "char": T.STRING, "varchar": T.VARCHAR, "binary": T.STRING,
+    "varbinary": T.VARCHAR, "enum": T.ENUM, "set": T.SET, "bit": T.BIT,
+    **{t: T.BLOB for t in ("tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob",
+                           "mediumblob", "longblob", "json")},
+    **{t: T.GEOMETRY for t in ("geometry", "point", "linestring", "polygon", "multipoint",
+                               "multilinestring", "multipolygon", "geometrycollection")},
+}
+
+_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+
+
+def members(column_type: str) -> Tuple[str, ...]:
+    """The members of an ``enum('a','b''c')`` or ``set(...)`` COLUMN_TYPE, unquoted."""
+    inner = column_type[column_type.index("(") + 1:column_type.rindex(")")]
+    return tuple(m.replace("''", "'") for m in _QUOTED.findall(inner))
+
+
+class Column:
+    """A column as a table-map event describes it, with the attributes ``schema`` reads."""
+
+    __slots__ = ("name", "type", "unsigned", "is_primary", "nullable", "character_set_name",
+                 "precision", "decimals", "fsp", "bits", "bytes", "max_length", "enum_values",
+                 "set_values")
+
+    def __init__(self, name: str, type_code: int, **attrs: Any) -> None:
+        self.name = name
+        self.type = type_code
+        for slot in self.__slots__[2:]:
+            setattr(self, slot, attrs.get(slot))
+
+
+def column_of(row: Dict[str, Any], primary: Sequence[str], where: str) -> Column:
+    """A ``Column`` from one information_schema.COLUMNS row (upper-case keys)."""
+    name = row["COLUMN_NAME"]
+    data_type = row["DATA_TYPE"].lower()
+    code = _TYPES.get(data_type)
+    if code is None:
+        raise UnsupportedColumn(f"table {where}: column '{name}' has type {data_type}, which a "
+                                f"snapshot can't read; exclude the table with 'tables.exclude'")
+    column_type = row["COLUMN_TYPE"].lower()
+    charset = row["CHARACTER_SET_NAME"]
+    attrs: Dict[str, Any] = {
+        "unsigned": "unsigned" in column_type,
+        "is_primary": name in primary,
+        "nullable": row["IS_NULLABLE"] == "YES",
+        "character_set_name": charset if charset is not None else (
+            "binary" if code in (T.STRING, T.VARCHAR, T.BLOB) else None),
+        "precision": row["NUMERIC_PRECISION"],
+        "decimals": row["NUMERIC_SCALE"],
+        "fsp": row["DATETIME_PRECISION"],
+        "max_length": row["CHARACTER_OCTET_LENGTH"],
+    }
+    if code == T.BIT:
+        attrs["bits"] = int(row["NUMERIC_PRECISION"])
+        attrs["bytes"] = (attrs["bits"] + 7) // 8
+    elif code == T.ENUM:
+        attrs["enum_values"] = members(row["COLUMN_TYPE"])
+    elif code == T.SET:
+        attrs["set_values"] = members(row["COLUMN_TYPE"])
+    return Column(name, code, **attrs)
+
+
+class Described(NamedTuple):
+    """A table as a snapshot reads it: its columns, in order, and the key its chunks follow."""
+    schema: str
+    table: str
+    columns: List[Column]
+    chunk_key: List[str]      # the primary key, or a unique key of NOT NULL columns
+    estimate: int             # information_schema's row estimate
+
+    @property
+    def null_bitmask(self) -> bytes:
+        """The nullability bits, as a table-map event carries them."""
+        bits = bytearray((len(self.columns) + 7) // 8)
+        for i, c in enumerate(self.columns):
+            if c.nullable:
+                bits[i >> 3] |= 1 << (i & 7)
+        return bytes(bits)
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def describe(conn: Any, db: str, table: str) -> Optional[Described]:
+    """The table's columns and chunk key; None when the table doesn't exist. Refuses a table with
+    neither a primary key nor a unique key of NOT NULL columns, naming the fix."""
+    where = f"{db}.{table}"
+    with conn.cursor() as cur:
+        cur.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
+                    "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_OCTET_LENGTH "
+                    "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                    "ORDER BY ORDINAL_POSITION", (db, table))
+        names = [d[0].upper() for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        if not rows:
+            return None
+        cur.execute("SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
+                    "ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX", (db, table))
+        indexes: Dict[str, List[str]] = {}
+        for index, column in cur.fetchall():
+            indexes.setdefault(index, []).append(column)
+        cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                    "AND TABLE_NAME = %s", (db, table))
+        found = cur.fetchone()
+    estimate = int(found[0] or 0) if found else 0
+    primary = indexes.get("PRIMARY", [])
+    not_null = {r["COLUMN_NAME"] for r in rows if r["IS_NULLABLE"] == "NO"}
+    key = primary or next((cols for cols in indexes.values() if set(cols) <= not_null), [])
+    if not key:
+        raise SnapshotRefused(
+            f"table {where} has no primary key and no unique key of NOT NULL columns, so its "
+            f"rows can't be read in chunks exactly once; add one (ALTER TABLE ... ADD PRIMARY KEY), "
+            f"or leave the table out of the snapshot")
+    return Described(db, table, [column_of(r, primary, where) for r in rows], key, estimate)
+
+
+# -- values: text protocol -> what the binlog reader hands back -------------------------------------
+
+def _none_unless(kind: type) -> Callable[[Any], Any]:
+    """Zero and partly-zero dates come back as text, which the binlog reader gives as None."""
+    def shape(value: Any) -> Any:
+        return value if isinstance(value, kind) else None
+    return shape
+
+
+def _zero_timestamp(value: Any) -> Any:
+    return 0 if isinstance(value, str) else value
+
+
+def _set_members(value: str) -> Any:
+    return set(value.split(",")) if value else set()
+
+
+def _bits(value: bytes) -> str:
+    return format(int.from_bytes(value, "big"), "b")
+
+
+def shapers(columns: Sequence[Column]) -> List[Tuple[int, Callable[[Any], Any]]]:
+    """(index, shaper) for each column whose text-protocol value differs from the binlog's."""
+    import datetime
+
+    out: List[Tuple[int, Callable[[Any], Any]]] = []
+    for i, c in enumerate(columns):
+        if c.type == T.DATE:
+            out.append((i, _none_unless(datetime.date)))
+        elif c.type == T.DATETIME2:
+            out.append((i, _none_unless(datetime.datetime)))
+        elif c.type == T.TIMESTAMP2:
+            out.append((i, _zero_timestamp))
+        elif c.type == T.SET:
+            out.append((i, _set_members))
+        elif c.type == T.BIT:
+            out.append((i, _bits))
+    return out
+
+
+def select_list(columns: Sequence[Column]) -> str:
+    return ", ".join(quote(c.name) + " + 0e0" if c.type == T.FLOAT else quote(c.name)
+                     for c in columns)
+
+
+def after_key(key: Sequence[str], literals: Sequence[str]) -> str:
+    """``(k1, k2) > (v1, v2)`` spelt as ``k1 > v1 OR (k1 = v1 AND k2 > v2)``, which every
+    server's range optimizer turns into one index range."""
+    terms = []
+    for i, name in enumerate(key):
+        eq = [f"{quote(key[j])} = {literals[j]}" for j in range(i)]
+        terms.append(" AND ".join(eq + [f"{quote(name)} > {literals[i]}"]))
+    return " OR ".join(f"({t})" for t in terms)
+
+
+def chunk_sql(d: Described, last: Optional[Sequence[str]], condition: Optional[str],
+              limit: int) -> str:
+    """The SELECT of the chunk after the key ``last`` (SQL literals; None: from the start)."""
+    where = []
+    if last is not None:
+        where.append(f"({after_key(d.chunk_key, last)})")
+    if condition:
+        where.append(f"({condition})")
+    return (f"SELECT {select_list(d.columns)} FROM {quote(d.schema)}.{quote(d.table)}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + f" ORDER BY {', '.join(quote(k) for k in d.chunk_key)} LIMIT {int(limit)}")
+
+
+def session(conn: Any) -> None:
+    """What a snapshot connection needs: UTC, so TIMESTAMP text is the instant, and backslash
+    escapes, which the key literals use. (Each chunk's SELECT runs in autocommit mode: one
+    consistent, non-locking read of its own.)"""
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION time_zone = '+00:00', "
+                    "sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')")
+
+
+def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
+               limit: int) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
+    """Up to ``limit`` rows after ``last``, as binlog-shaped dicts by column name; the SQL literals
+    of the last row's key; and whether this was the table's last chunk."""
+    names = [c.name for c in d.columns]
+    key_at = [names.index(k) for k in d.chunk_key]
+    with conn.cursor() as cur:
+        cur.execute(chunk_sql(d, last, condition, limit + 1))
+        raw = cur.fetchall()
+    final = len(raw) <= limit
+    if not final:
+        raw = raw[:limit]
+    fix = shapers(d.columns)
+    rows = []
+    for r in raw:
+        values = list(r)
+        for i, shape in fix:
+            if values[i] is not None:
+                values[i] = shape(values[i])
+        rows.append(dict(zip(names, values)))
+    new_last = [conn.escape(raw[-1][i]) for i in key_at] if raw else (
+        list(last) if last is not None else None)
+    return rows, new_last, final
+
+
+class TableReader:
+    """A snapshot's own connection to the source: it describes tables, writes watermarks and
+    reads chunks. (The engine's tests put an in-memory one in its place.)"""
+
+    def __init__(self, settings: Dict[str, Any], database: str, name: str) -> None:
+        self.settings = settings
+        self.database = database
+        self.name = name
+        self.conn: Any = None
+
+    def _connection(self) -> Any:
+        if self.conn is None:
+            from streamer.source import server
+
+            self.conn = server.connect(self.settings)
+            session(self.conn)
+        return self.conn
+
+    def describe(self, db: str, table: str) -> Optional[Described]:
+        return describe(self._connection(), db, table)
+
+    def watermark(self, mark: str) -> None:
+        from streamer.source import signals
+
+        signals.write_watermark(self._connection(), self.database, self.name, mark,
+                                self.settings["user"])
+
+    def read(self, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
+             limit: int) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
+        return read_chunk(self._connection(), d, last, condition, limit)
+
+    def close(self) -> None:
+        import pymysql
+
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except pymysql.err.Error:
+                pass  # closing a connection that already broke
+            self.conn = None

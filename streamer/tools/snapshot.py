@@ -1,0 +1,89 @@
+"""``streamer snapshot``: ask a streamer, running or stopped, to snapshot some tables.
+
+The request is a row in the source's request table (``source.signals``); the streamer reads it
+where the binlog has it. Everything a request could get wrong is checked here first, against the
+same server, so that a bad request fails at once, on the command line, naming its fix.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import pymysql
+
+from streamer import config as config_mod
+from streamer.errors import EndpointUnavailable, SnapshotRefused
+from streamer.schema.versions import TableFilter
+from streamer.source import chunks, server, signals
+
+
+def table_filter(cfg: Dict[str, Any]) -> TableFilter:
+    """The streamer's own filter: its patterns, less the heartbeat's and the snapshots' databases."""
+    return TableFilter(cfg["tables"]["include"], list(cfg["tables"]["exclude"]) +
+                       [cfg["heartbeat"]["database"] + ".*", cfg["snapshot"]["database"] + ".*"])
+
+
+def check(conn: Any, cfg: Dict[str, Any], tables: List[str], condition: Optional[str]) -> None:
+    """Refuse, naming the fix, a table that isn't streamed, doesn't exist or has no key to chunk
+    by, and a condition the server doesn't accept for every table."""
+    streamed = table_filter(cfg)
+    for name in tables:
+        db, dot, table = name.partition(".")
+        if not dot or not db or not table:
+            raise SnapshotRefused(f"{name!r} is not a table name; write it as db.table")
+        if not streamed(db, table):
+            raise SnapshotRefused(f"table {name} is not streamed by this config (tables.include "
+                                  f"{cfg['tables']['include']}, tables.exclude "
+                                  f"{cfg['tables']['exclude']}); include it, restart the "
+                                  f"streamer, then ask again")
+        if chunks.describe(conn, db, table) is None:
+            raise SnapshotRefused(f"table {name} does not exist on "
+                                  f"{cfg['mysql']['host']}:{cfg['mysql']['port']}")
+        if condition:
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(f"SELECT 1 FROM {chunks.quote(db)}.{chunks.quote(table)} "
+                                f"WHERE ({condition}) LIMIT 0")
+            except pymysql.err.MySQLError as exc:
+                raise SnapshotRefused(f"the server refuses --where {condition!r} on {name}: "
+                                      f"{exc.args[-1]}") from None
+
+
+def request(cfg: Dict[str, Any], tables: List[str], condition: Optional[str]) -> int:
+    """Check the request and write it; the request's id."""
+    m = cfg["mysql"]
+    conn = server.connect(server.connection_settings(cfg, config_mod.mysql_password(cfg)))
+    try:
+        check(conn, cfg, tables, condition)
+        return signals.insert_request(conn, cfg["snapshot"]["database"],
+                                      signals.streamer_name(cfg), tables, condition, m["user"])
+    finally:
+        conn.close()
+
+
+def follow(cfg: Dict[str, Any], request_id: int, tables: int, interval: float = 2.0) -> int:
+    """Print the running streamer's snapshot progress (its /status) until the request's
+    ``tables`` have ended: over one line on a terminal, a line every ``interval`` otherwise."""
+    from streamer.ops.httpstatus import fetch_status
+    from streamer.ops.metrics import snapshot_line
+
+    tty = sys.stdout.isatty()
+    baseline: Optional[int] = None
+    while True:
+        try:
+            snap = fetch_status(cfg).get("snapshot") or {"tables_done": 0, "tables_left": 0}
+        except EndpointUnavailable as exc:
+            print(f"streamer: {exc}", file=sys.stderr)
+            return 1
+        if baseline is None:
+            # Tables ended before this request: the ones queued ahead of it end first.
+            baseline = snap["tables_done"]
+        if snap["tables_left"]:
+            line = snapshot_line(snap)
+            print(("\r" + line.ljust(110)) if tty else line, end="" if tty else "\n", flush=True)
+        elif snap["tables_done"] >= baseline + tables:
+            print(("\n" if tty else "") + f"request {request_id}: done, "
+                  f"{snap['tables_done']} tables and {snap.get('rows', 0)} rows snapshotted so far")
+            return 0
+        time.sleep(interval)

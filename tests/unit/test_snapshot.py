@@ -1,0 +1,279 @@
+"""Snapshots without servers: the watermark algorithm in the real engine loop, over a recorded binlog
+(binlogs/snapshot.sql says what it holds) and an in-memory table reader, and the pure parts."""
+import pytest
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer import config
+from streamer.engine.loop import Streamer
+from streamer.engine.snapshot import Snapshots
+from streamer.errors import SnapshotRefused
+from streamer.ops.metrics import Metrics
+from streamer.position import Position
+from streamer.schema.versions import TableFilter
+from streamer.source import chunks, patches, signals
+from tests.unit.engine_parts import FakeClock, InMemoryPublisher, ReplayedBinlog
+
+patches.apply()
+
+FILE = "mysql-bin.000002"
+
+
+def shop_t(with_n):
+    cols = [chunks.Column("id", T.LONG, is_primary=True, unsigned=False, nullable=False),
+            chunks.Column("v", T.VARCHAR, character_set_name="utf8mb4", nullable=True,
+                          unsigned=False, is_primary=False)]
+    if with_n:
+        cols.append(chunks.Column("n", T.LONG, nullable=True, unsigned=False, is_primary=False))
+    return chunks.Described("shop", "t", cols, ["id"], 6)
+
+
+class Tables:
+    """The table reader's contract in memory: each ``read`` hands out the next of ``chunks``
+    (rows, last key, final), as the server would have answered between that chunk's watermarks."""
+
+    def __init__(self, answers, versions):
+        self.answers = list(answers)
+        self.versions = list(versions)
+        self.marks = []
+        self.reads = []
+
+    def describe(self, db, table):
+        return self.versions.pop(0) if len(self.versions) > 1 else self.versions[0]
+
+    def watermark(self, mark):
+        self.marks.append(mark)
+
+    def read(self, described, last, where, limit):
+        self.reads.append((last, where, limit, [c.name for c in described.columns]))
+        rows, new_last, final = self.answers.pop(0)
+        return [dict(r) for r in rows], new_last, final
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def snapshot_streamer(tmp_path):
+    def make(tables, run=""):
+        path = tmp_path / "streamer.yaml"
+        (tmp_path / "pw").write_text("unused\n")
+        path.write_text("namespace: ns\nsource: {name: src}\n"
+                        "mysql: {server_id: 99, password_file: pw}\n"
+                        "tables: {include: ['shop.*']}\nsnapshot: {chunk_rows: 4}\n"
+                        "batch: {max_messages: 1}\n")  # a commit after every event
+        cfg = config.load(str(path), environ={})
+        publisher = InMemoryPublisher(namespace="ns")
+        streamer = Streamer(cfg, metrics=Metrics(cfg), publisher=lambda _: publisher,
+                            clock=FakeClock())
+        streamer.publisher = publisher
+        streamer.snapshots.new_tables = lambda: tables
+        streamer.snapshots._run = run  # the recording's marks are L1, H1, L2...
+        return streamer, publisher
+    return make
+
+
+def replay(streamer, publisher):
+    start = Position(FILE, 4)
+    reader = ReplayedBinlog("snapshot.binlog", start, on_end=streamer.request_stop)
+    with reader:
+        streamer.stream(publisher, reader, start)
+
+
+def published(publisher):
+    dec = publisher.decoder()
+    out = []
+    for _, key, value in publisher.messages():
+        env = dec.decode(value)
+        out.append((env["op"], dec.decode(key)["id"], env["after"], env["source"]["snapshot"]))
+    return out
+
+
+CHUNK1 = ([{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}, {"id": 3, "v": "c"}, {"id": 4, "v": "d"}],
+          ["4"], False)
+CHUNK2_OLD = ([{"id": 5, "v": "e"}, {"id": 6, "v": "f"}], ["6"], True)
+CHUNK2_NEW = ([{"id": 5, "v": "e", "n": None}, {"id": 6, "v": "f", "n": None}], ["6"], True)
+
+
+def test_the_window_drops_changed_keys_and_the_chunk_lands_at_its_high_watermark(
+        snapshot_streamer):
+    tables = Tables([CHUNK1, CHUNK2_OLD, CHUNK2_NEW], [shop_t(False), shop_t(False), shop_t(True)])
+    streamer, publisher = snapshot_streamer(tables)
+    replay(streamer, publisher)
+    got = [(op, k, snap) for op, k, _, snap in published(publisher)]
+    assert got == [
+        ("c", 1, None), ("c", 2, None), ("c", 3, None), ("c", 4, None), ("c", 6, None),
+        # chunk 1's window: 2 updated, 3 deleted, 5 inserted; 2 and 3 leave the chunk
+        ("u", 2, None), ("d", 3, None), ("c", 5, None),
+        ("r", 1, "true"), ("r", 4, "true"),      # at H1
+        ("u", 1, None),                          # after H1
+        ("r", 5, "last"), ("r", 6, "last"),      # chunk 2 read again after the ALTER, at H3
+        ("c", 7, None)]
+    rows = {(op, k): after for op, k, after, _ in published(publisher)}
+    assert rows[("r", 1)] == {"id": 1, "v": "a"} and rows[("r", 5)] == {"id": 5, "v": "e", "n": None}
+    # Chunk 2 was read from after key 4 both times; the second read saw the new column.
+    assert [(last, cols) for last, _, _, cols in tables.reads] == [
+        (None, ["id", "v"]), (["4"], ["id", "v"]), (["4"], ["id", "v", "n"])]
+    assert tables.marks == ["L1", "H1", "L2", "H2", "L3", "H3"]
+    # The progress is committed with the rows it accounts for, in the same transaction.
+    dec = publisher.decoder()
+    progress = [(sorted(dec.decode(k)["id"] for t, k, v in msgs
+                        if t == "ns.shop.t" and dec.decode(v)["op"] == "r"), pos.snapshot)
+                for msgs, pos in publisher.log]
+    with_reads = [(ids, p) for ids, p in progress if ids]
+    assert [ids for ids, _ in with_reads] == [[1, 4], [5, 6]]
+    chunk1 = with_reads[0][1]["queue"][0]
+    assert (chunk1["table"], chunk1["chunk"], chunk1["last_key"], chunk1["rows"]) == \
+        ("shop.t", 1, ["4"], 2)
+    assert with_reads[1][1] == {"queue": [], "done": 1, "rows": 4}
+    assert publisher.log[-1][1].snapshot == {"queue": [], "done": 1, "rows": 4}
+    # Before the request, checkpoints carry no snapshot at all.
+    assert publisher.log[0][1].snapshot is None
+
+
+def test_watermarks_of_a_chunk_that_went_with_a_crash_match_nothing(snapshot_streamer):
+    # A run whose marks differ from the recording's: its watermarks never come back, so its
+    # chunk never lands, and the old ones publish nothing.
+    tables = Tables([CHUNK1, CHUNK1], [shop_t(False)])  # read again after the ALTER
+    streamer, publisher = snapshot_streamer(tables, run="other-")
+    replay(streamer, publisher)
+    assert [op for op, _, _, _ in published(publisher)].count("r") == 0
+    queue = publisher.log[-1][1].snapshot["queue"]
+    assert [(j["table"], j["chunk"], j["last_key"]) for j in queue] == [("shop.t", 0, None)]
+    assert streamer.snapshots.chunk is not None
+    assert tables.marks == ["Lother-1", "Hother-1", "Lother-2", "Hother-2"]
+
+
+def _request_tx_start():
+    """The offset of the request's transaction (its GTID event) in the recording."""
+    start = None
+    for e in ReplayedBinlog("snapshot.binlog", Position(FILE, 4)):
+        if e.__class__.__name__ == "MariadbGtidEvent":
+            start = e.packet.log_pos - e.packet.event_size
+        if e.__class__.__name__ == "TableMapEvent" and e.table == signals.SIGNAL:
+            return start
+    raise AssertionError("no request in the recording")
+
+
+@pytest.mark.parametrize("done", [0, 1])
+def test_a_request_is_taken_once_even_when_a_checkpoint_fell_inside_its_transaction(
+        snapshot_streamer, done):
+    # Resume inside the request's transaction: with its one row published (done=1) the
+    # checkpoint already holds the request and it is not taken again; with none, it is taken.
+    tables = Tables([CHUNK1, CHUNK2_OLD, CHUNK2_NEW], [shop_t(False), shop_t(False), shop_t(True)])
+    streamer, publisher = snapshot_streamer(tables)
+    progress = {"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
+                           "chunk": 0, "rows": 0, "estimate": 6}], "done": 0, "rows": 0}
+    start = Position(FILE, _request_tx_start(), rows=done, snapshot=progress if done else None)
+    reader = ReplayedBinlog("snapshot.binlog", start, on_end=streamer.request_stop)
+    with reader:
+        streamer.stream(publisher, reader, start)
+    assert all(len(p.snapshot["queue"]) <= 1 for _, p in publisher.log if p.snapshot)
+    assert publisher.committed.snapshot == {"queue": [], "done": 1, "rows": 4}
+    assert [k for op, k, _, _ in published(publisher) if op == "r"] == [1, 4, 5, 6]
+
+
+def _cfg(tmp_path, extra=""):
+    path = tmp_path / "s.yaml"
+    (tmp_path / "pw").write_text("x\n")
+    path.write_text("mysql: {server_id: 9, password_file: pw}\ntables: {include: ['shop.*']}\n" + extra)
+    return config.load(str(path), environ={})
+
+
+def test_a_request_for_a_table_the_streamer_does_not_stream_is_refused_loudly(tmp_path, caplog):
+    cfg = _cfg(tmp_path)
+    snaps = Snapshots(cfg, "pw", TableFilter(["shop.*"], []))
+    snaps.add("12", ["shop.a", "other.b"], None)
+    assert [j["table"] for j in snaps.queue] == ["shop.a"]
+    assert "table other.b is not streamed" in caplog.text and "request 12" in caplog.text
+
+
+def test_config_snapshot_defaults_and_refusals(tmp_path):
+    cfg = _cfg(tmp_path, "start: {initial: snapshot}\n")
+    assert cfg["snapshot"] == {"database": "streamer_heartbeat", "chunk_rows": 10000}
+    with pytest.raises(config.ConfigError, match="snapshot.chunk_rows"):
+        _cfg(tmp_path, "snapshot: {chunk_rows: 0}\n")
+    with pytest.raises(config.ConfigError, match="snapshot.database"):
+        _cfg(tmp_path, "snapshot: {database: 'a;b'}\n")
+    with pytest.raises(config.ConfigError, match="'end', 'beginning' or 'snapshot'"):
+        _cfg(tmp_path, "start: {initial: sometimes}\n")
+
+
+# -- the pure parts -------------------------------------------------------------------------------
+
+def test_enum_and_set_members_are_unquoted_as_the_server_quotes_them():
+    assert chunks.members("enum('a','b''c','d,e')") == ("a", "b'c", "d,e")
+    assert chunks.members("set('')") == ("",)
+
+
+def test_the_chunk_after_a_composite_key_is_one_range_the_server_compares():
+    d = chunks.Described("db", "t`x", [chunks.Column("a", T.LONG), chunks.Column("b", T.FLOAT)],
+                         ["a", "b"], 0)
+    assert chunks.chunk_sql(d, None, None, 11) == \
+        "SELECT `a`, `b` + 0e0 FROM `db`.`t``x` ORDER BY `a`, `b` LIMIT 11"
+    assert chunks.chunk_sql(d, ["1", "'x'"], "a < 5", 3) == (
+        "SELECT `a`, `b` + 0e0 FROM `db`.`t``x` WHERE ((`a` > 1) OR (`a` = 1 AND `b` > 'x')) "
+        "AND (a < 5) ORDER BY `a`, `b` LIMIT 3")
+
+
+def test_text_protocol_values_are_shaped_as_the_binlog_reader_hands_them_back():
+    import datetime
+    cols = [chunks.Column("d", T.DATE), chunks.Column("dt", T.DATETIME2),
+            chunks.Column("ts", T.TIMESTAMP2), chunks.Column("s", T.SET),
+            chunks.Column("b", T.BIT), chunks.Column("i", T.LONG)]
+    shape = dict(chunks.shapers(cols))
+    assert 5 not in shape  # an INT is the same either way
+    assert shape[0]("0000-00-00") is None and shape[0](datetime.date(2020, 1, 2)) == \
+        datetime.date(2020, 1, 2)
+    assert shape[1]("2020-00-01 00:00:00") is None
+    assert shape[2]("0000-00-00 00:00:00") == 0
+    assert shape[3]("a,c") == {"a", "c"} and shape[3]("") == set()
+    assert shape[4](b"\x02\xaa") == "1010101010"
+
+
+def test_a_keyless_table_is_refused_naming_the_fix():
+    class Cursor:
+        def __init__(self):
+            self.results = [
+                ([("COLUMN_NAME",), ("DATA_TYPE",), ("COLUMN_TYPE",), ("IS_NULLABLE",),
+                  ("CHARACTER_SET_NAME",), ("NUMERIC_PRECISION",), ("NUMERIC_SCALE",),
+                  ("DATETIME_PRECISION",), ("CHARACTER_OCTET_LENGTH",)],
+                 [("v", "varchar", "varchar(3)", "YES", "utf8mb4", None, None, None, 12)]),
+                (None, []), (None, [(5,)])]
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            pass
+
+        def execute(self, sql, args=None):
+            self.description, self.rows = self.results.pop(0)
+
+        def fetchall(self):
+            return self.rows
+
+        def fetchone(self):
+            return self.rows[0]
+
+    class Conn:
+        def cursor(self):
+            return cursor
+    cursor = Cursor()
+    with pytest.raises(SnapshotRefused, match="db.t has no primary key and no unique key of NOT "
+                                              "NULL columns.*ADD PRIMARY KEY"):
+        chunks.describe(Conn(), "db", "t")
+
+
+def test_requests_parse_or_say_what_is_wrong():
+    assert signals.parse_request(signals.request(["a.b"], "x > 1")) == {"tables": ["a.b"],
+                                                                        "where": "x > 1"}
+    with pytest.raises(ValueError, match="db.table"):
+        signals.parse_request('{"tables": ["nodot"]}')
+
+
+def test_the_local_server_is_provisioned_with_the_snapshot_tables_the_code_names():
+    import os
+    script = open(os.path.join(os.path.dirname(__file__), "..", "..", "deploy", "local",
+                               "mariadb.sh")).read()
+    for statement in signals.tables_sql("streamer_heartbeat"):
+        assert statement.replace("`", "") + ";" in script
