@@ -158,3 +158,186 @@ def test_snapshot_under_load_and_sigkills_converges_to_the_table_exactly_once(db
     bad = [k for k, seq in per_key.items() if seq != sorted(seq)]
     assert not bad, f"keys whose messages are out of binlog order: {bad[:5]}"
     assert sum(1 for m in msgs if m["value"]["op"] in "cud") > 100, "the load made few changes"
+
+
+def _after_by_id(msgs, op):
+    return {m["key"]["id"]: m for m in msgs if m["value"]["op"] == op}
+
+
+def test_a_snapshot_row_is_the_binlog_row_for_every_type(db, tmp_path):
+    from tests.e2e.test_types import CHARSETS, COLUMNS
+    name, conn = db
+    cols = [(c, t) for c, t, _, _ in COLUMNS] + [(c, f"VARCHAR(8) CHARACTER SET {cs}")
+                                                for c, cs, _, _ in CHARSETS]
+    cols += [("g", "POINT"), ("`my-col`", "INT"), ("z", "DATE"), ("zt", "DATETIME(6)")]
+    support.sql(conn, "SET SESSION sql_mode = ''",
+                f"CREATE TABLE types (id INT PRIMARY KEY, "
+                f"{', '.join(f'{c} {t}' for c, t in cols)})")
+    names = ", ".join(c for c, _, _, _ in COLUMNS + CHARSETS) + ", g, `my-col`, z, zt"
+    ns = support.unique("st")
+    f, p = support.master_pos(conn)
+    for row_id, idx in ((1, 2), (2, 3)):
+        values = ", ".join(col[idx] for col in COLUMNS + CHARSETS)
+        support.sql(conn, f"INSERT INTO types (id, {names}) VALUES ({row_id}, {values}, "
+                          f"POINT({row_id}, 2.5), {row_id}, '0000-00-00', '2020-00-10 00:00:00')")
+    support.sql(conn, "INSERT INTO types (id) VALUES (3)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    topic = f"{ns}.{name}.types"
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        assert len(support.consume([topic], expect=3, decode_ns=ns)) == 3
+        rc, out, err = snapshot_cli(cfg, "--tables", f"{name}.types")
+        assert rc == 0, err
+        msgs = support.consume([topic], expect=6, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    streamed, read = _after_by_id(msgs, "c"), _after_by_id(msgs, "r")
+    assert sorted(read) == [1, 2, 3]
+    for row_id in (1, 2, 3):
+        c, r = streamed[row_id], read[row_id]
+        # The same writer schema (fingerprint in the single-object header), the same values.
+        assert r["raw_value"][:10] == c["raw_value"][:10], row_id
+        assert r["raw_key"] == c["raw_key"]
+        for col, value in c["value"]["after"].items():
+            assert r["value"]["after"][col] == value, f"row {row_id} column {col}"
+    assert read[3]["value"]["source"]["snapshot"] == "last"
+
+
+def test_on_demand_snapshots_while_running_and_while_stopped(db, tmp_path):
+    name, conn = db
+    support.sql(conn,
+                "CREATE TABLE pair (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))",
+                "INSERT INTO pair SELECT seq % 7, CONCAT('k', seq), seq FROM seq_1_to_300",
+                "CREATE TABLE word (w VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, n INT)",
+                "INSERT INTO word VALUES ('apple', 1), ('Banana', 2), ('cherry', 3), ('Äpfel', 4), "
+                "('zed', 5), ('Zulu', 6), ('b', 7), ('C', 8)",
+                "CREATE TABLE other (id INT PRIMARY KEY, v INT)")
+    ns = support.unique("sd")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               snapshot={"chunk_rows": 3},
+                               metrics={"http_port": 19000 + os.getpid() % 500})
+    pair, word, other = (f"{ns}.{name}.{t}" for t in ("pair", "word", "other"))
+    with support.StreamerProcess(cfg, str(tmp_path / "run1.log")) as proc:
+        proc.wait_reading()
+        stop = threading.Event()
+
+        def stream_other():
+            with support.admin(name) as c2:
+                i = 0
+                while not stop.is_set():
+                    i += 1
+                    support.sql(c2, f"INSERT INTO other VALUES ({i}, {i})")
+                    time.sleep(0.005)
+        writer = threading.Thread(target=stream_other, daemon=True)
+        writer.start()
+        rc, out, err = snapshot_cli(cfg, "--tables", f"{name}.pair", "--where", "a < 3 AND v > 10",
+                                    "--follow")
+        stop.set()
+        writer.join()
+        assert rc == 0, err + out
+        assert "done" in out.splitlines()[-1]
+        want = {(a, b): v for a, b, v in support.sql(conn, "SELECT a, b, v FROM pair "
+                                                           "WHERE a < 3 AND v > 10")}
+        msgs = support.consume([pair], expect=len(want), decode_ns=ns)
+        got = {(m["key"]["a"], m["key"]["b"]): m["value"]["after"]["v"] for m in msgs}
+        assert got == want and len(msgs) == len(want)
+        assert all(m["value"]["op"] == "r" for m in msgs)
+        others = support.consume([other], decode_ns=ns)
+        assert len(others) >= 10 and all(m["value"]["op"] == "c" for m in others)
+        assert proc.stop() == 0, proc.output()[-3000:]
+
+    # Stopped: the request waits in the binlog for the next start.
+    rc, out, err = snapshot_cli(cfg, "--tables", f"{name}.word")
+    assert rc == 0 and "when it next starts" in out, err
+    with support.StreamerProcess(cfg, str(tmp_path / "run2.log")) as proc:
+        msgs = support.consume([word], expect=8, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    order = [m["key"]["w"] for m in msgs]
+    # The server's collation ordered the chunks: case-insensitive, 'Äpfel' beside 'apple'.
+    assert order == [r[0] for r in support.sql(conn, "SELECT w FROM word ORDER BY w")]
+    assert len(set(order)) == 8
+
+
+def test_an_alter_in_the_middle_of_a_snapshot_shapes_every_row_read_after_it(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+                "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_20000")
+    ns = support.unique("sa")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               start={"initial": "snapshot"}, snapshot={"chunk_rows": 50})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        support.wait_for(lambda: "begins" in proc.output(), what="the snapshot to begin")
+        support.sql(conn, "ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 7")
+        alter = support.master_pos(conn)
+        support.sql(conn, "UPDATE t SET n = 8 WHERE id % 1000 = 0")
+        support.wait_for(lambda: " done: " in proc.output(), timeout=120, what="the snapshot")
+        msgs = support.consume([f"{ns}.{name}.t"], idle=3, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    reads = [m for m in msgs if m["value"]["op"] == "r"]
+    before = [m for m in reads if (m["value"]["source"]["file"], m["value"]["source"]["pos"]) < alter]
+    after = [m for m in reads if m not in before]
+    assert before and after, "the ALTER did not fall inside the snapshot: it tested nothing"
+    # A row is read with the columns the table had at its place in the binlog order: an ADD
+    # COLUMN writes no row event, so rows read before it keep the old shape, as changes would.
+    assert all("n" not in m["value"]["after"] for m in before)
+    assert all("n" in m["value"]["after"] for m in after)
+    want = table_state(conn, "t", ["id"])
+    got = materialize(msgs)
+    assert got.keys() == want.keys()
+    assert all(got[k] == {c: want[k][c] for c in got[k]} for k in want)
+    counts = collections.Counter(m["key"]["id"] for m in reads)
+    assert all(counts[i] == 1 for i in range(1, 20001) if i % 1000), "a key read twice or never"
+
+
+def test_each_bad_request_gets_one_clear_error(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE keyless (v INT)", "CREATE TABLE ok (id INT PRIMARY KEY)",
+                "CREATE TABLE uniq (u INT NOT NULL, UNIQUE KEY (u))",
+                "INSERT INTO uniq VALUES (1), (2)")
+    ns = support.unique("se")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    cases = [
+        (["--tables", f"{name}.keyless"], "has no primary key and no unique key of NOT NULL"),
+        (["--tables", f"{name}.ok", "--where", "id >>> 3"], "the server refuses --where"),
+        (["--tables", f"{name}.ok", "--where", "nope = 1"], "Unknown column 'nope'"),
+        (["--tables", f"{name}_elsewhere.t"], "is not streamed by this config"),
+        (["--tables", f"{name}.missing"], "does not exist"),
+        (["--tables", "nodot"], "write it as db.table"),
+    ]
+    for args, expected in cases:
+        rc, out, err = snapshot_cli(cfg, *args)
+        assert rc == 3 and expected in err and err.count("\n") == 1, (args, rc, err)
+    # A unique NOT NULL key serves when there is no primary key.
+    rc, out, err = snapshot_cli(cfg, "--tables", f"{name}.uniq")
+    assert rc == 0, err
+
+    # start.initial: snapshot refuses, before reading anything, when a table can't be chunked.
+    cfg2 = support.write_config(str(tmp_path / "c2.yaml"), support.unique("se"), [f"{name}.*"],
+                                start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg2, str(tmp_path / "log2")) as proc:
+        assert proc.wait(60) == 3
+        assert f"{name}.keyless has no primary key" in proc.output()
+        assert "tables.exclude" in proc.output() and "Traceback" not in proc.output()
+
+
+def test_a_user_that_may_not_write_the_watermark_table_is_told_the_grant(db, tmp_path):
+    name, conn = db
+    user, password = support.unique("ro"), support.unique("pw")
+    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'",
+                f"GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'127.0.0.1'",
+                "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    try:
+        (tmp_path / "pw").write_text(password)
+        ns = support.unique("sp")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                                   start={"initial": "snapshot"},
+                                   mysql={"user": user, "password_file": str(tmp_path / "pw"),
+                                          "host": "127.0.0.1", "port": support.MYSQL_PORT,
+                                          "server_id": 7123})
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            assert proc.wait(60) == 3
+            out = proc.output()
+        assert f"the streamer's user '{user}' may not write the watermark to " \
+               f"streamer_heartbeat.snapshot_watermark" in out, out[-2000:]
+        assert "GRANT INSERT, UPDATE ON `streamer_heartbeat`.*" in out and "Traceback" not in out
+    finally:
+        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
