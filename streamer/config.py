@@ -64,7 +64,9 @@ DEFAULTS: Dict[str, Any] = {
                   "user": None, "password_env": "STREAMER_HEARTBEAT_PASSWORD", "password_file": None},
     # Snapshots (README, "Snapshots"): the watermark and request tables live in database (null:
     # the heartbeat's, so one grant covers both), which is never published.
-    "snapshot": {"database": None, "chunk_rows": 10000},
+    # mode read_only: no watermark writes; the server's GTID position before and after each
+    # chunk's SELECT frames it instead (for a replica, or a user that may not write).
+    "snapshot": {"database": None, "chunk_rows": 10000, "mode": "watermark"},
 }
 
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
@@ -207,6 +209,8 @@ def _validate_observability(cfg: Dict[str, Any]) -> None:
         snap["database"] = db
     _require(isinstance(snap["database"], str) and bool(re.match(r"^[A-Za-z0-9_]+$", snap["database"])),
              "snapshot.database", snap["database"], "a database name of letters, digits and '_'")
+    _require(snap["mode"] in ("watermark", "read_only"), "snapshot.mode", snap["mode"],
+             "'watermark' (writes to snapshot.database) or 'read_only' (GTID positions)")
     rows = snap["chunk_rows"]
     _require(isinstance(rows, int) and not isinstance(rows, bool) and 1 <= rows <= 1000000,
              "snapshot.chunk_rows", rows, "an integer 1..1000000 (rows read per chunk)")

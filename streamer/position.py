@@ -109,6 +109,20 @@ class GtidSet:
             d, s, n = (int(x) for x in gtid.split("-"))
             self.mariadb[d] = (s, n)
 
+    def contains(self, other: "GtidSet") -> bool:
+        """Whether every transaction ``other`` stands for is in this set: MariaDB, per domain, a
+        sequence number at least as high; MySQL, every interval covered."""
+        for domain, (_, seq) in other.mariadb.items():
+            mine = self.mariadb.get(domain)
+            if mine is None or mine[1] < seq:
+                return False
+        for uuid, ivs in other.mysql.items():
+            mine_ivs = self.mysql.get(uuid, [])
+            for lo, hi in ivs:
+                if not any(a <= lo and hi <= b for a, b in mine_ivs):
+                    return False
+        return True
+
     def __str__(self) -> str:
         parts = [f"{d}-{s}-{n}" for d, (s, n) in sorted(self.mariadb.items())]
         for uuid, ivs in sorted(self.mysql.items()):

@@ -206,6 +206,8 @@ class Streamer:
         batch = Batch(publisher, self.cfg["batch"], self.clock, tracker.mark())
         snaps = self.snapshots
         snaps.reset(start.snapshot, tables)
+        if snaps.read_only:
+            snaps.seed(tracker.gtids, start)
         snap_db = snaps.database
         snap_ids = snaps.ids
         by_id = tables.by_id
@@ -265,6 +267,8 @@ class Streamer:
                 elif cls not in FOLLOWED:
                     events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)
+                if tx_end and snaps.read_only and snaps.chunk is not None:
+                    batch.pending += snaps.on_position(tracker.gtids, emit)
             if batch.pending >= max_messages or self.stop_requested:
                 self._commit(publisher, batch, tracker)
                 if self.stop_requested:
@@ -278,6 +282,8 @@ class Streamer:
             if caught_up:
                 metrics.on_idle()
                 metrics.tick()
+                if snaps.read_only and snaps.chunk is not None and not tracker.in_tx:
+                    batch.pending += snaps.on_position(tracker.gtids, emit)
             elif tx_end and (batch.pending or batch.beat) and batch.clock.live(last_ts):
                 caught_up = not reader.more_arrived()  # at a transaction's end
             if batch.due(now, caught_up, last_ts):
@@ -300,17 +306,24 @@ class Streamer:
 
     def _emit_chunk(self, publisher: Any, batch: Batch, tracker: Tracker, produce: Any,
                     tables: TableCatalog, chunk: Chunk, event: Any) -> int:
-        """Publish a snapshot chunk's rows as op r at its high watermark ``event``: in binlog
-        order, that is where they were read. Returns the messages published."""
+        """Publish a snapshot chunk's rows as op r at its high watermark ``event`` (None in
+        read-only mode: between transactions): in binlog order, that is where they were read.
+        Returns the messages published."""
         tv = chunk.tv
         if tv is not tables.current.get((tv.db, tv.table)) and tv not in self.snapshots.announced:
             self._announce(publisher, batch, tv)  # a version no table map of this run announced
             self.snapshots.announced.add(tv)
         batch.open()
-        packet = event.packet
-        mid, txid = tv.envelope.event_parts(
-            event.timestamp * 1000, packet.server_id, tracker.file,
-            packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid)
+        if event is not None:  # the high watermark's rows event
+            packet = event.packet
+            mid, txid = tv.envelope.event_parts(
+                event.timestamp * 1000, packet.server_id, tracker.file,
+                packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid)
+        else:  # read-only mode: between transactions, where the reader reached the high position
+            at = tracker.next_pos
+            mid, txid = tv.envelope.event_parts(
+                int(self.clock.time() * 1000), tracker.server_id, tracker.file, at, None, tv.db,
+                tv.table, f"{tracker.file}:{at}:snapshot")
         flag = SNAPSHOT_BYTES["last" if chunk.final else "true"]
         encode = tv.envelope.encode_read
         key = tv.key

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pymysql
 
 from streamer.errors import SnapshotRefused
+from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
 from streamer.source import chunks, server, signals
 
@@ -49,7 +50,7 @@ class Chunk:
     """One chunk read and waiting for its watermarks: ``rows`` by chunk key, in key order."""
 
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
-                 "final", "removed")
+                 "final", "removed", "low_set", "high_set")
 
     def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
                  key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
@@ -65,6 +66,9 @@ class Chunk:
         self.last_key = last_key
         self.final = final
         self.removed = 0
+        # Read-only mode: the watermarks are GTID positions, reached rather than read.
+        self.low_set: Optional[GtidSet] = None
+        self.high_set: Optional[GtidSet] = None
 
     def remove(self, values: Dict[str, Any]) -> None:
         if self.rows.pop(tuple([values[n] for n in self.key_names]), None) is not None:
@@ -83,6 +87,7 @@ class Snapshots:
         snap = cfg["snapshot"]
         self.database = snap["database"]
         self.chunk_rows = int(snap["chunk_rows"])
+        self.read_only = snap["mode"] == "read_only"
         self.name = signals.streamer_name(cfg)
         settings = server.connection_settings(cfg, password)
         # tables() -> a source.chunks.TableReader, or what stands in for one
@@ -282,7 +287,10 @@ class Snapshots:
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
         self._marks += 1
         low, high = f"L{self._run}{self._marks}", f"H{self._run}{self._marks}"
-        source.watermark(low)
+        if self.read_only:
+            low = source.gtid_position()
+        else:
+            source.watermark(low)
         try:
             rows, last, final = source.read(described, j["last_key"], j["where"], self.chunk_rows)
         except pymysql.err.MySQLError as exc:
@@ -299,7 +307,10 @@ class Snapshots:
             raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
                                   + (f"; check the request's condition {j['where']!r}"
                                      if j["where"] else "")) from None
-        source.watermark(high)
+        if self.read_only:
+            high = source.gtid_position()
+        else:
+            source.watermark(high)
         key_names = [names[k] for k in described.chunk_key]
         convert = tv.convert
         by_key: Dict[Tuple, Dict[str, Any]] = {}
@@ -307,6 +318,34 @@ class Snapshots:
             convert(values)
             by_key[tuple([values[n] for n in key_names])] = values
         self.chunk = Chunk(j, low, high, tv, key_names, by_key, last, final)
+        if self.read_only:
+            self.chunk.low_set, self.chunk.high_set = GtidSet(low), GtidSet(high)
+
+    # -- read-only mode -----------------------------------------------------------------------------
+    def seed(self, gtids: GtidSet, start: Position) -> None:
+        """Read-only mode compares the reader's executed GTIDs with the server's positions, so they
+        must hold every domain the server has, also those with no transaction since ``start``."""
+        at = self._tables().gtid_at(start.file, start.pos) if start.file else None
+        if at is None:
+            if not start.gtid_set:
+                raise SnapshotRefused(
+                    "snapshot.mode read_only needs the GTID position of the start, and this server "
+                    "can't tell it from a binlog file and offset; set mysql.position_mode: gtid")
+            return
+        for domain, value in GtidSet(at).mariadb.items():
+            gtids.mariadb.setdefault(domain, value)
+
+    def on_position(self, gtids: GtidSet, emit: Callable[[Chunk, Any], int]) -> int:
+        """Read-only mode, between transactions: the chunk's window opens once the reader has
+        executed its low position, and the chunk is published once it has executed its high one."""
+        chunk = self.chunk
+        if chunk is None or chunk.high_set is None:
+            return 0
+        if self.window is None and gtids.contains(chunk.low_set):  # type: ignore[arg-type]
+            self.window = chunk
+        if self.window is chunk and gtids.contains(chunk.high_set):
+            return self._finish(chunk, emit(chunk, None))
+        return 0
 
 
 def initial_jobs(conn: Any, table_filter: TableFilter) -> List[Dict[str, Any]]:

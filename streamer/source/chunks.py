@@ -277,6 +277,28 @@ class TableReader:
              limit: int) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
         return read_chunk(self._connection(), d, last, condition, limit)
 
+    def gtid_position(self) -> str:
+        """The server's GTID position now: read-only mode's watermark (snapshot.mode)."""
+        from streamer.source import server
+
+        conn = self._connection()
+        name = "gtid_binlog_pos" if server.is_mariadb(conn) else "gtid_executed"
+        row = server.query_one(conn, f"SELECT @@GLOBAL.{name}")
+        return str(row[0] or "") if row else ""
+
+    def gtid_at(self, file: str, pos: int) -> Optional[str]:
+        """The GTID position at a binlog file and offset (MariaDB's BINLOG_GTID_POS), or None
+        where the server can't tell."""
+        from streamer.source import server
+
+        conn = self._connection()
+        if not server.is_mariadb(conn):
+            return None
+        with conn.cursor() as cur:
+            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+            row = cur.fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
     def close(self) -> None:
         import pymysql
 

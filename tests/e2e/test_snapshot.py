@@ -341,3 +341,59 @@ def test_a_user_that_may_not_write_the_watermark_table_is_told_the_grant(db, tmp
         assert "GRANT INSERT, UPDATE ON `streamer_heartbeat`.*" in out and "Traceback" not in out
     finally:
         support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+
+
+def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path):
+    name, conn = db
+    user, password = support.unique("ro"), support.unique("pw")
+    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'",
+                f"GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'127.0.0.1'",
+                "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+                "INSERT INTO t SELECT seq, seq FROM seq_1_to_20000")
+    try:
+        (tmp_path / "pw").write_text(password)
+        ns = support.unique("sr")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                                   start={"initial": "snapshot"},
+                                   snapshot={"chunk_rows": 100, "mode": "read_only"},
+                                   mysql={"user": user, "password_file": str(tmp_path / "pw"),
+                                          "host": "127.0.0.1", "port": support.MYSQL_PORT,
+                                          "server_id": 7124})
+        stop = threading.Event()
+
+        def load():
+            with support.admin(name) as c2:
+                rng = random.Random(9)
+                while not stop.is_set():
+                    support.sql(c2, "UPDATE t SET v = v + 1 WHERE id = %s",
+                                args=(rng.randrange(1, 2001) * 10,))
+        writer = threading.Thread(target=load, daemon=True)
+        writer.start()
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            support.wait_for(lambda: "t done: " in proc.output() or proc.proc.poll() is not None,
+                             timeout=120, what="the snapshot of t")
+            stop.set()
+            writer.join()
+            # A table created since, asked for by a request another user wrote (here: on the same
+            # server; on a replica, on its primary), is read the same way.
+            support.sql(conn, "CREATE TABLE later (id INT PRIMARY KEY)",
+                        "INSERT INTO later VALUES (1), (2)")
+            support.sql(conn, "INSERT INTO streamer_heartbeat.snapshot_signal (streamer, request) "
+                              "VALUES (%s, %s)",
+                        args=(f"{ns}/{ns}", f'{{"tables": ["{name}.later"], "where": null}}'))
+            msgs = support.consume([f"{ns}.{name}.t", f"{ns}.{name}.later"], idle=3,
+                                   decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+            out = proc.output()
+        assert "snapshot_watermark" not in out and "Traceback" not in out
+        t_msgs = [m for m in msgs if m["topic"].endswith(".t")]
+        assert materialize(t_msgs) == table_state(conn, "t", ["id"])
+        reads = collections.Counter(m["key"]["id"] for m in t_msgs if m["value"]["op"] == "r")
+        assert max(reads.values()) == 1
+        assert all(reads[i] == 1 for i in range(1, 20001) if i % 10)
+        later = [(m["value"]["op"], m["key"]["id"]) for m in msgs if m["topic"].endswith(".later")]
+        assert later == [("c", 1), ("c", 2), ("r", 1), ("r", 2)]
+        assert all(":snapshot" in m["value"]["source"]["txid"] for m in msgs
+                   if m["value"]["op"] == "r")
+    finally:
+        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")

@@ -112,3 +112,14 @@ def test_negative_fractional_time_is_decoded_from_mysql_packed_form():
     raw = (0x800000 + ((12 << 12) | (34 << 6) | 56)).to_bytes(3, "big")
     assert time2_from_packed(time2_packed_from_binary(raw, 0)) == dt.timedelta(
         hours=12, minutes=34, seconds=56)
+
+
+def test_a_gtid_set_contains_another_per_domain_or_per_interval():
+    assert GtidSet("0-1-10,1-2-5").contains(GtidSet("0-1-9,1-2-5"))
+    assert not GtidSet("0-1-10").contains(GtidSet("0-1-11"))
+    assert not GtidSet("0-1-10").contains(GtidSet("0-1-3,2-1-1"))  # a domain it never saw
+    assert GtidSet("0-1-10").contains(GtidSet(""))
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    assert GtidSet(f"{uuid}:1-6:9-12").contains(GtidSet(f"{uuid}:2-5:10"))
+    assert not GtidSet(f"{uuid}:1-6:9-12").contains(GtidSet(f"{uuid}:6-9"))
+    assert not GtidSet(f"{uuid}:1-6").contains(GtidSet("aaaaaaaa-71ca-11e1-9e33-c80aa9429562:1"))

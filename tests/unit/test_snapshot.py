@@ -189,7 +189,10 @@ def test_a_request_for_a_table_the_streamer_does_not_stream_is_refused_loudly(tm
 
 def test_config_snapshot_defaults_and_refusals(tmp_path):
     cfg = _cfg(tmp_path, "start: {initial: snapshot}\n")
-    assert cfg["snapshot"] == {"database": "streamer_heartbeat", "chunk_rows": 10000}
+    assert cfg["snapshot"] == {"database": "streamer_heartbeat", "chunk_rows": 10000,
+                               "mode": "watermark"}
+    with pytest.raises(config.ConfigError, match="snapshot.mode"):
+        _cfg(tmp_path, "snapshot: {mode: maybe}\n")
     with pytest.raises(config.ConfigError, match="snapshot.chunk_rows"):
         _cfg(tmp_path, "snapshot: {chunk_rows: 0}\n")
     with pytest.raises(config.ConfigError, match="snapshot.database"):
@@ -277,3 +280,52 @@ def test_the_local_server_is_provisioned_with_the_snapshot_tables_the_code_names
                                "mariadb.sh")).read()
     for statement in signals.tables_sql("streamer_heartbeat"):
         assert statement.replace("`", "") + ";" in script
+
+
+def test_read_only_mode_frames_a_chunk_by_the_gtid_positions_around_its_select(tmp_path):
+    from streamer.position import GtidSet
+    from streamer.schema.versions import TableCatalog
+
+    class ReadOnlyTables(Tables):
+        def __init__(self):
+            super().__init__([CHUNK1, CHUNK2_OLD], [shop_t(False)])
+            self.positions = ["0-1-10", "0-1-12", "0-1-12", "0-1-12"]  # around each SELECT
+
+        def gtid_position(self):
+            return self.positions.pop(0)
+
+        def watermark(self, mark):
+            raise AssertionError("read-only mode writes nothing")
+
+    cfg = _cfg(tmp_path, "snapshot: {mode: read_only, chunk_rows: 4}\n")
+    table_filter = TableFilter(["shop.*"], [])
+    snaps = Snapshots(cfg, "pw", table_filter, tables=ReadOnlyTables)
+    catalog = TableCatalog("ns", table_filter)
+    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
+                            "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
+                catalog)
+    snaps.pump()
+    emitted = []
+
+    def emit(chunk, event):
+        assert event is None
+        emitted.append(sorted(k[0] for k in chunk.rows))
+        return len(chunk.rows)
+
+    tv = snaps.chunk.tv
+
+    class Rows:
+        def __init__(self, *ids):
+            self.rows = [{"values": {"id": i, "v": "x"}} for i in ids]
+
+    assert snaps.on_position(GtidSet("0-1-9"), emit) == 0 and snaps.window is None
+    snaps.on_change(tv, Rows(1), "c")  # before the low position: the chunk keeps key 1
+    assert snaps.on_position(GtidSet("0-1-10"), emit) == 0 and snaps.window is snaps.chunk
+    snaps.on_change(tv, Rows(3), "d")  # between the positions: key 3 leaves
+    assert snaps.on_position(GtidSet("0-1-11"), emit) == 0
+    assert snaps.on_position(GtidSet("0-1-12"), emit) == 3
+    assert emitted == [[1, 2, 4]]
+    assert snaps.progress()["queue"][0]["last_key"] == ["4"]
+    # The next chunk was read at once; the reader has its positions already, so it lands next.
+    assert snaps.on_position(GtidSet("0-1-12"), emit) == 2 and emitted[-1] == [5, 6]
+    assert snaps.progress() == {"queue": [], "done": 1, "rows": 5}
