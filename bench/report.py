@@ -63,6 +63,12 @@ TXN: List[Tuple[str, str, int]] = [
     ("commit p99 ms", "commit_p99_ms", 1),
 ]
 
+SNAPSHOT: List[Tuple[str, str, int]] = [
+    ("rows", "rows", 0), ("chunk rows", "chunk_rows", 0), ("rows/s", "rows_s", 0),
+    ("s", "snapshot_s", 1), ("CPU s", "cpu_s", 1), ("CPU us/row", "cpu_us_per_row", 1),
+    ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
+]
+
 STARTUP: List[Tuple[str, str, int]] = [
     ("first start", "fresh_start_s", 2), ("restart", "restart_s", 2), ("runs", "runs", 0),
 ]
@@ -77,6 +83,12 @@ def render(records: List[Dict[str, Any]]) -> str:
                 [_num(r.get(key), d) for _, key, d in CATCHUP] for r in catchup]
         parts.append("catch-up (rows/s; cold = whole run of a fresh process, warm = its second half)\n"
                      + _table(["shape", "python", "rows"] + [h for h, _, _ in CATCHUP], rows))
+    snaps = [r for r in records if r["shape"] == "snapshot"]
+    if snaps:
+        rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in SNAPSHOT] for r in snaps]
+        parts.append("snapshot of a table with the bulk shape's columns (start.initial: "
+                     "snapshot; rows/s between the log's begins and done lines)\n" +
+                     _table(["python"] + [h for h, _, _ in SNAPSHOT], rows))
     starts = [r for r in records if r["shape"] == "startup"]
     if starts:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in STARTUP] for r in starts]

@@ -15,11 +15,11 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pymysql
 
-from . import binlogs, catchup, env, live, loaded, report, results, startup, targets
+from . import binlogs, catchup, env, live, loaded, report, results, snapshot, startup, targets
 from .proc import JIT_THREADS, BenchError, run_json, server_pids, threads_cpu_seconds
 from .shapes import SHAPES, Backlog, drop, load_backlog
 from .watch import delete_namespace
@@ -141,6 +141,25 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
     return rec
 
 
+def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows: Optional[int],
+                      rows: Optional[int]) -> List[Dict[str, Any]]:
+    """The snapshot shape (bench.snapshot): one table, snapshotted by each interpreter in turn."""
+    db, rows, load_s = snapshot.load(quick, rows)
+    print(f"bench: snapshot: {rows} rows loaded in {load_s:.1f}s into {db}", flush=True)
+    out = []
+    try:
+        for python in pythons:
+            rec = {"shape": "snapshot", "python": _label(python), **_interpreter_of(python),
+                   **snapshot.run(python, db, rows, workdir, chunk_rows), "repeat": 1}
+            print(f"bench: snapshot {rec['interpreter']}: {rec['rows_s']:.0f} rows/s, "
+                  f"{rec['cpu_s']} CPU-s, peak RSS {rec['rss_mb']:.0f} MB "
+                  f"(+{rec['rss_growth_mb']} MB over the second half)", flush=True)
+            out.append(rec)
+    finally:
+        drop(db)
+    return out
+
+
 def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     out = startup.run(python, workdir, runs)
     rec = {"shape": "startup", "python": _label(python), **_interpreter_of(python), **out,
@@ -202,6 +221,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="skip the live sysbench loads (at --live-rate and at --share)")
     p.add_argument("--no-rate-live", action="store_true", help="skip the load at --live-rate")
     p.add_argument("--no-catchup", action="store_true", help="skip the catch-up shapes")
+    p.add_argument("--no-snapshot", action="store_true",
+                   help="skip the snapshot shape (1M rows of the bulk shape's columns)")
+    p.add_argument("--snapshot-chunk-rows", type=int,
+                   help="snapshot.chunk_rows for the snapshot shape (default: the config's)")
+    p.add_argument("--snapshot-rows", type=int,
+                   help=f"rows of the snapshot shape's table (default {snapshot.FULL_ROWS}, "
+                   f"quick {snapshot.QUICK_ROWS})")
     p.add_argument("--no-startup", action="store_true",
                    help="skip timing start-up (spawn to reading the binlog)")
     p.add_argument("--no-txn", action="store_true",
@@ -310,6 +336,9 @@ def _measure(args: argparse.Namespace) -> int:
             if not args.no_catchup:
                 for shape in args.shape:
                     records.extend(measure_shape(shape, args.python, args.repeat, args.quick, workdir))
+            if not args.no_snapshot:
+                records.extend(measure_snapshots(args.python, args.quick, workdir,
+                                                 args.snapshot_chunk_rows, args.snapshot_rows))
             if not args.no_startup:
                 runs = 1 if args.quick else max(5, args.repeat)
                 records.extend(measure_startup(p, runs, workdir) for p in args.python)

@@ -54,6 +54,8 @@ def _targets() -> List[Target]:
         what = s if engine == "innodb" else f"{s}, source in {engine.upper()}"
         out.append(Target(f"PyPy p50 ms at half of saturation, {what}", group, "p50_ms", False, 20.0, 1))
         out.append(Target(f"PyPy p99 ms at half of saturation, {what}", group, "p99_ms", False, 100.0, 1))
+    out.append(Target("PyPy snapshot rows/s", ("snapshot", "pypy"), "rows_s", True, 150000.0, 0))
+    out.append(Target("PyPy snapshot peak RSS MB", ("snapshot", "pypy"), "rss_mb", False, 300.0, 0))
     return out
 
 

@@ -1,0 +1,109 @@
+"""The snapshot shape: a table of the bulk shape's columns read whole by ``start.initial: snapshot``,
+with nothing else running.
+
+The table is loaded once (outside the binlog: a snapshot reads tables, not the log), then each
+interpreter snapshots it into a namespace of its own. The rate is the rows the streamer reported
+over the seconds between its log's "begins" and "done" lines; CPU seconds are the whole process's
+(start-up included); peak RSS is VmHWM, and ``rss_growth_mb`` how much RSS grew over the second
+half of the snapshot (a flat line holds memory to one chunk, whatever the table's size).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import yaml
+
+from . import env
+from .proc import BenchError, Streamer
+from .shapes import BULK_DDL, BULK_INSERT
+from .watch import delete_namespace
+
+FULL_ROWS = 1000000
+QUICK_ROWS = 50000
+_STAMP = re.compile(rb"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*snapshot of \S+ (begins|done)",
+                    re.MULTILINE)
+_DONE_ROWS = re.compile(rb"done: (\d+) rows in (\d+) chunks")
+
+
+def load(quick: bool, rows: Optional[int] = None) -> Tuple[str, int, float]:
+    """A database with the table ``snap`` of ``rows`` (FULL_ROWS, quick QUICK_ROWS) rows:
+    (db, rows, seconds)."""
+    rows = rows or (QUICK_ROWS if quick else FULL_ROWS)
+    db = env.unique("bench_snap_")
+    conn = env.admin()
+    began = time.monotonic()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+            cur.execute(f"USE {db}")
+            cur.execute(BULK_DDL.replace("TABLE bulk", "TABLE snap"))
+            for lo in range(1, rows + 1, 10000):
+                cur.execute(BULK_INSERT.replace("INTO bulk", "INTO snap")
+                            .format(lo=lo, hi=min(lo + 9999, rows)))
+    finally:
+        conn.close()
+    return db, rows, time.monotonic() - began
+
+
+def _stamps(log: bytes) -> Dict[str, float]:
+    out = {}
+    for stamp, what in _STAMP.findall(log):
+        when = datetime.datetime.strptime(stamp.decode(), "%Y-%m-%d %H:%M:%S,%f")
+        out[what.decode()] = when.timestamp()
+    return out
+
+
+def run(python: str, db: str, rows: int, workdir: str,
+        chunk_rows: Optional[int] = None) -> Dict[str, Any]:
+    ns = env.unique("snap")
+    cfg_path = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.snap"])
+    with open(cfg_path, encoding="utf-8") as fh:
+        cfg = yaml.safe_load(fh)
+    cfg["start"] = {"initial": "snapshot"}
+    if chunk_rows:
+        cfg["snapshot"] = {"chunk_rows": chunk_rows}
+    with open(cfg_path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(cfg, fh)
+    log_path = os.path.join(workdir, f"{ns}.log")
+    samples: List[Tuple[float, float]] = []
+    try:
+        with Streamer(python, cfg_path, log_path, []) as streamer:
+            deadline = time.monotonic() + 1800
+            while True:
+                streamer.sample()
+                rss = streamer.rss_now_mb()
+                if rss is not None:
+                    samples.append((time.monotonic(), rss))
+                with open(log_path, "rb") as fh:
+                    log = fh.read()
+                if b" done: " in log:
+                    break
+                if time.monotonic() > deadline:
+                    raise BenchError(f"the snapshot did not finish in 30 min (log {log_path})")
+                time.sleep(0.25)
+            streamer.stop()
+    finally:
+        delete_namespace(ns)
+    stamps = _stamps(log)
+    done = _DONE_ROWS.search(log)
+    if "begins" not in stamps or "done" not in stamps or done is None:
+        raise BenchError(f"no snapshot begins/done lines in {log_path}")
+    published, chunks = int(done.group(1)), int(done.group(2))
+    if published != rows:
+        raise BenchError(f"the snapshot published {published} rows of {rows} (log {log_path})")
+    seconds = max(stamps["done"] - stamps["begins"], 0.001)
+    mid = samples[0][0] + (samples[-1][0] - samples[0][0]) / 2 if samples else 0.0
+    first = [r for t, r in samples if t <= mid]
+    second = [r for t, r in samples if t > mid]
+    cpu = streamer.cpu_s
+    return {"rows": rows, "chunks": chunks, "snapshot_s": round(seconds, 2),
+            "rows_s": round(rows / seconds, 0), "cpu_s": None if cpu is None else round(cpu, 2),
+            "cpu_us_per_row": None if cpu is None else round(cpu / rows * 1e6, 2),
+            "rss_mb": round(streamer.rss_mb, 1),
+            "rss_growth_mb": round(max(second) - max(first), 1) if first and second else None,
+            "chunk_rows": chunk_rows or 10000}
