@@ -69,6 +69,12 @@ SNAPSHOT: List[Tuple[str, str, int]] = [
     ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
 ]
 
+SNAPSHOT_LIVE: List[Tuple[str, str, int]] = [
+    ("p50 without", "without_p50_ms", 1), ("p99 without", "without_p99_ms", 1),
+    ("max without", "without_max_ms", 1), ("p50 during", "p50_ms", 1),
+    ("p99 during", "p99_ms", 1), ("max during", "max_ms", 1),
+]
+
 STARTUP: List[Tuple[str, str, int]] = [
     ("first start", "fresh_start_s", 2), ("restart", "restart_s", 2), ("runs", "runs", 0),
 ]
@@ -89,6 +95,12 @@ def render(records: List[Dict[str, Any]]) -> str:
         parts.append("snapshot of a table with the bulk shape's columns (start.initial: "
                      "snapshot; rows/s between the log's begins and done lines)\n" +
                      _table(["python"] + [h for h, _, _ in SNAPSHOT], rows))
+    costs = [r for r in records if r["shape"] == "snapshot-live"]
+    if costs:
+        rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in SNAPSHOT_LIVE]
+                for r in costs]
+        parts.append("a live stream's latency (heartbeat rows, ms) without and during a snapshot "
+                     "of that table\n" + _table(["python"] + [h for h, _, _ in SNAPSHOT_LIVE], rows))
     starts = [r for r in records if r["shape"] == "startup"]
     if starts:
         rows = [[r["interpreter"]] + [_num(r.get(key), d) for _, key, d in STARTUP] for r in starts]

@@ -107,3 +107,74 @@ def run(python: str, db: str, rows: int, workdir: str,
             "rss_mb": round(streamer.rss_mb, 1),
             "rss_growth_mb": round(max(second) - max(first), 1) if first and second else None,
             "chunk_rows": chunk_rows or 10000}
+
+
+def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
+              rate: float = 50.0) -> Dict[str, Any]:
+    """What a snapshot costs a live stream: the latency of µs-stamped heartbeat rows (bench.live)
+    for ``seconds`` with nothing else running, then while an on-demand snapshot reads the table.
+    The streamer runs warm for ``seconds`` first, uncounted."""
+    from streamer.codec.decode import Decoder
+    from streamer.kafka.topics import kafka_schema_source
+    from streamer.source import signals
+
+    from .live import HEARTBEAT_DDL, Heartbeat, latency_stats
+    from .watch import Watcher
+
+    hb_db = env.unique("bench_snaplive_")
+    conn = env.admin()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {hb_db}")
+        cur.execute(f"CREATE TABLE {hb_db}.{HEARTBEAT_DDL[len('CREATE TABLE '):]}")
+    ns = env.unique("snaplive")
+    cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns,
+                                    [f"{db}.snap", f"{hb_db}.heartbeat"])
+    topic = f"{ns}.{hb_db}.heartbeat"
+    decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
+    log_path = os.path.join(workdir, f"{ns}.log")
+    phases: Dict[str, List[float]] = {"warmup": [], "without": [], "with": []}
+    try:
+        with Watcher(f"{ns}.{hb_db}.") as watcher, \
+                Streamer(python, cfg, log_path, []) as streamer:
+            phase = "warmup"
+            beat = Heartbeat(hb_db, rate)
+            beat.start()
+            began = time.monotonic()
+            asked = False
+            while True:
+                for msg in watcher.poll(0.05):
+                    if msg.topic() == topic:
+                        row = decoder.decode(msg.value())["after"]
+                        phases[phase].append(time.time() * 1000 - row["ts_us"] / 1000)
+                streamer.sample()
+                now = time.monotonic() - began
+                if phase == "warmup" and now >= seconds:
+                    phase = "without"
+                elif phase == "without" and now >= 2 * seconds and not asked:
+                    with conn.cursor() as cur:
+                        cur.execute(f"INSERT INTO streamer_heartbeat.{signals.SIGNAL} (streamer, "
+                                    f"request) VALUES (%s, %s)",
+                                    (f"{ns}/{ns}", signals.request([f"{db}.snap"], None)))
+                    asked = True
+                    phase = "with"
+                elif asked:
+                    with open(log_path, "rb") as fh:
+                        if b" done: " in fh.read():
+                            break
+                    if now > 2 * seconds + 1800:
+                        raise BenchError(f"the snapshot did not finish (log {log_path})")
+            beat.stop()
+            streamer.stop()
+    finally:
+        delete_namespace(ns)
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {hb_db}")
+        conn.close()
+    without, during = latency_stats(phases["without"]), latency_stats(phases["with"])
+    for stats in (without, during):
+        for key, value in stats.items():
+            stats[key] = None if value is None else round(value, 1)
+    return {"heartbeat_rows_s": rate, "seconds": seconds,
+            "p50_ms": during["p50_ms"], "p99_ms": during["p99_ms"], "max_ms": during["max_ms"],
+            "without_p50_ms": without["p50_ms"], "without_p99_ms": without["p99_ms"],
+            "without_max_ms": without["max_ms"], "beats_during": len(phases["with"])}

@@ -155,6 +155,13 @@ def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows:
                   f"{rec['cpu_s']} CPU-s, peak RSS {rec['rss_mb']:.0f} MB "
                   f"(+{rec['rss_growth_mb']} MB over the second half)", flush=True)
             out.append(rec)
+            cost = {"shape": "snapshot-live", "python": _label(python), **_interpreter_of(python),
+                    **snapshot.live_cost(python, db, workdir, 3.0 if quick else 10.0),
+                    "repeat": 1}
+            print(f"bench: snapshot-live {cost['interpreter']}: heartbeat latency p50/p99 "
+                  f"{cost['without_p50_ms']}/{cost['without_p99_ms']} ms without a snapshot, "
+                  f"{cost['p50_ms']}/{cost['p99_ms']} ms during one", flush=True)
+            out.append(cost)
     finally:
         drop(db)
     return out
