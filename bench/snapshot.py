@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 
 from . import env
-from .proc import BenchError, Streamer
+from .proc import BenchError, CpuWindow, Streamer
 from .shapes import BULK_DDL, BULK_INSERT
 from .watch import delete_namespace
 
@@ -141,6 +141,9 @@ def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
             beat.start()
             began = time.monotonic()
             asked = False
+            busy: Any = None
+            quiet_busy: Optional[float] = None
+            used: Dict[str, Optional[float]] = {}
             while True:
                 for msg in watcher.poll(0.05):
                     if msg.topic() == topic:
@@ -150,6 +153,10 @@ def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
                 now = time.monotonic() - began
                 if phase == "warmup" and now >= seconds:
                     phase = "without"
+                elif phase == "warmup":
+                    continue
+                if phase == "without" and busy is None:
+                    busy = env.Steal()
                 elif phase == "without" and now >= 2 * seconds and not asked:
                     with conn.cursor() as cur:
                         cur.execute(f"INSERT INTO streamer_heartbeat.{signals.SIGNAL} (streamer, "
@@ -157,9 +164,15 @@ def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
                                     (f"{ns}/{ns}", signals.request([f"{db}.snap"], None)))
                     asked = True
                     phase = "with"
+                    busy.stop()
+                    quiet_busy = busy.busy_pct
+                    busy = env.Steal()
+                    cpu = CpuWindow({"streamer": streamer.proc.pid, **CpuWindow.servers()})
                 elif asked:
                     with open(log_path, "rb") as fh:
                         if b" done: " in fh.read():
+                            busy.stop()
+                            used = cpu.stop()
                             break
                     if now > 2 * seconds + 1800:
                         raise BenchError(f"the snapshot did not finish (log {log_path})")
@@ -177,4 +190,5 @@ def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
     return {"heartbeat_rows_s": rate, "seconds": seconds,
             "p50_ms": during["p50_ms"], "p99_ms": during["p99_ms"], "max_ms": during["max_ms"],
             "without_p50_ms": without["p50_ms"], "without_p99_ms": without["p99_ms"],
-            "without_max_ms": without["max_ms"], "beats_during": len(phases["with"])}
+            "without_max_ms": without["max_ms"], "beats_during": len(phases["with"]),
+            "without_busy_pct": quiet_busy, "busy_pct": busy.busy_pct, **used}

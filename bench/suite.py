@@ -160,7 +160,8 @@ def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows:
                     "repeat": 1}
             print(f"bench: snapshot-live {cost['interpreter']}: heartbeat latency p50/p99 "
                   f"{cost['without_p50_ms']}/{cost['without_p99_ms']} ms without a snapshot, "
-                  f"{cost['p50_ms']}/{cost['p99_ms']} ms during one", flush=True)
+                  f"{cost['p50_ms']}/{cost['p99_ms']} ms during one (host busy "
+                  f"{cost['without_busy_pct']}% / {cost['busy_pct']}%)", flush=True)
             out.append(cost)
     finally:
         drop(db)

@@ -223,6 +223,7 @@ class Streamer:
         def emit(chunk: Chunk, event: Any) -> int:
             return self._emit_chunk(publisher, batch, tracker, produce, tables, chunk, event)
 
+        landed = False  # a snapshot chunk was published in the open transaction
         snaps.pump()
         for event in reader:
             cls = event.__class__
@@ -241,7 +242,10 @@ class Streamer:
                     skip = tracker.count(len(event.rows))
                     if event.table_id in snap_ids:
                         # A watermark (the high one publishes its chunk) or a snapshot request.
-                        batch.pending += snaps.on_marks(event, skip, emit)
+                        sent = snaps.on_marks(event, skip, emit)
+                        if sent:
+                            batch.pending += sent
+                            landed = True
                     elif event.table_id in beat_ids:
                         # Never published; committed within linger like a change, so it
                         # measures the latency a change would see and keeps lag alive.
@@ -268,7 +272,10 @@ class Streamer:
                     events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)
                 if tx_end and snaps.read_only and snaps.chunk is not None:
-                    batch.pending += snaps.on_position(tracker.gtids, emit)
+                    sent = snaps.on_position(tracker.gtids, emit)
+                    if sent:
+                        batch.pending += sent
+                        landed = True
             if batch.pending >= max_messages or self.stop_requested:
                 self._commit(publisher, batch, tracker)
                 if self.stop_requested:
@@ -284,6 +291,12 @@ class Streamer:
                 metrics.tick()
                 if snaps.read_only and snaps.chunk is not None and not tracker.in_tx:
                     batch.pending += snaps.on_position(tracker.gtids, emit)
+            elif tx_end and landed:
+                # A snapshot chunk landed: what arrived meanwhile is mostly the next chunk's own
+                # watermarks, no backlog. Committing now keeps live changes from waiting for
+                # catch-up lingers behind a snapshot's batches.
+                caught_up = True
+                landed = False
             elif tx_end and (batch.pending or batch.beat) and batch.clock.live(last_ts):
                 caught_up = not reader.more_arrived()  # at a transaction's end
             if batch.due(now, caught_up, last_ts):

@@ -27,7 +27,9 @@ def _all_met():
     lines = [_catchup(s, i) for s in targets.SHAPES for i in ("pypy", "cpython")]
     return lines + [_share(s, 10.0, 60.0) for s in targets.LIVE_SHAPES] + \
         [_share("bulk", 10.0, 60.0, source_engine="blackhole"),
-         _share("oltp", 10.0, 60.0, source_engine="memory")]
+         _share("oltp", 10.0, 60.0, source_engine="memory"),
+         {"shape": "snapshot", "interpreter": "pypy", "quick": False, "repeat": 1,
+          "rows_s": 160000.0, "rss_mb": 150.0, "rss_growth_mb": 0.5}]
 
 
 def _by_name(rows):
@@ -39,6 +41,14 @@ def test_lines_that_meet_every_target_miss_none():
     assert missed == 0 and not quick
     assert len(rows) == len(targets.TARGETS) + 3  # peak RSS, and flat RSS per interpreter
     assert {row[5] for row in rows} == {"yes"}
+
+
+def test_a_snapshot_under_150k_rows_s_misses_its_target():
+    lines = [r for r in _all_met() if r["shape"] != "snapshot"] + [
+        {"shape": "snapshot", "interpreter": "pypy", "quick": False, "repeat": 1,
+         "rows_s": 120000.0, "rss_mb": 150.0}]
+    rows, missed, _ = targets.judge(lines)
+    assert _by_name(rows)["PyPy snapshot rows/s"][5] == "NO" and missed == 1
 
 
 def test_a_target_is_judged_on_the_median_of_its_lines():
