@@ -18,6 +18,8 @@ setup(
         # The producer calls Debian's librdkafka through cffi (streamer/rdkafka.py); PyPy has it built in.
         'cffi>=1.15; platform_python_implementation == "CPython"',
         "signalfx==1.1.16",
+        # `streamer snapshot --follow`'s progress bars, on a terminal only (tools/snapshot.py).
+        "tqdm==4.70.1",
         # vmprof 0.6.0 needs Python >= 3.10; 0.4.18.1 is the last release for PyPy 3.9.
         'vmprof==0.6.0; python_version >= "3.10"',
         'vmprof==0.4.18.1; python_version < "3.10"',

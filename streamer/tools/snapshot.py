@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pymysql
 
@@ -62,28 +62,69 @@ def request(cfg: Dict[str, Any], tables: List[str], condition: Optional[str]) ->
         conn.close()
 
 
-def follow(cfg: Dict[str, Any], request_id: int, tables: int, interval: float = 2.0) -> int:
-    """Print the running streamer's snapshot progress (its /status) until the request's
-    ``tables`` have ended: over one line on a terminal, a line every ``interval`` otherwise."""
+def follow(cfg: Dict[str, Any], request_id: int, tables: int, interval: float = 2.0,
+           fetch: Optional[Callable[[], Dict[str, Any]]] = None, out: Any = None) -> int:
+    """Show the running streamer's snapshot progress (its /status) until the request's ``tables``
+    have ended: on a terminal a progress bar per table (rows of the estimate, rate, ETA), else a
+    plain line every ``interval`` seconds."""
     from streamer.ops.httpstatus import fetch_status
     from streamer.ops.metrics import snapshot_line
 
-    tty = sys.stdout.isatty()
+    out = out if out is not None else sys.stdout
+    fetch = fetch if fetch is not None else (lambda: fetch_status(cfg))
+    bar = Bars(out) if out.isatty() else None
     baseline: Optional[int] = None
-    while True:
-        try:
-            snap = fetch_status(cfg).get("snapshot") or {"tables_done": 0, "tables_left": 0}
-        except EndpointUnavailable as exc:
-            print(f"streamer: {exc}", file=sys.stderr)
-            return 1
-        if baseline is None:
-            # Tables ended before this request: the ones queued ahead of it end first.
-            baseline = snap["tables_done"]
-        if snap["tables_left"]:
-            line = snapshot_line(snap)
-            print(("\r" + line.ljust(110)) if tty else line, end="" if tty else "\n", flush=True)
-        elif snap["tables_done"] >= baseline + tables:
-            print(("\n" if tty else "") + f"request {request_id}: done, "
-                  f"{snap['tables_done']} tables and {snap.get('rows', 0)} rows snapshotted so far")
-            return 0
-        time.sleep(interval)
+    try:
+        while True:
+            try:
+                snap = fetch().get("snapshot") or {"tables_done": 0, "tables_left": 0}
+            except EndpointUnavailable as exc:
+                print(f"streamer: {exc}", file=sys.stderr)
+                return 1
+            if baseline is None:
+                # Tables ended before this request: the ones queued ahead of it end first.
+                baseline = snap["tables_done"]
+            if snap["tables_left"]:
+                if bar is not None:
+                    bar.show(snap)
+                else:
+                    print(snapshot_line(snap), file=out, flush=True)
+            elif snap["tables_done"] >= baseline + tables:
+                if bar is not None:
+                    bar.close()
+                print(f"request {request_id}: done, {snap['tables_done']} tables and "
+                      f"{snap.get('rows', 0)} rows snapshotted so far", file=out, flush=True)
+                return 0
+            time.sleep(interval)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class Bars:
+    """One tqdm bar per table, in turn. (tqdm is imported only here: ~80 ms of a PyPy start.)"""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.table: Optional[str] = None
+        self.bar: Any = None
+
+    def show(self, snap: Dict[str, Any]) -> None:
+        from tqdm import tqdm
+
+        if snap["table"] != self.table:
+            self.close()
+            self.table = snap["table"]
+            self.bar = tqdm(total=max(snap["table_estimate"], snap["table_rows"]), unit="rows",
+                            unit_scale=True, desc=self.table, file=self.out, dynamic_ncols=True,
+                            postfix=f"{snap['tables_left'] - 1} tables after it")
+        bar = self.bar
+        if snap["table_rows"] > bar.total:  # the estimate was low: the count is what it is
+            bar.total = snap["table_rows"]
+        bar.update(snap["table_rows"] - bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+            self.table = None

@@ -329,3 +329,41 @@ def test_read_only_mode_frames_a_chunk_by_the_gtid_positions_around_its_select(t
     # The next chunk was read at once; the reader has its positions already, so it lands next.
     assert snaps.on_position(GtidSet("0-1-12"), emit) == 2 and emitted[-1] == [5, 6]
     assert snaps.progress() == {"queue": [], "done": 1, "rows": 5}
+
+
+def _statuses(*snaps):
+    queue = list(snaps)
+
+    def fetch():
+        return {"snapshot": queue.pop(0) if len(queue) > 1 else queue[0]}
+    return fetch
+
+
+def _snap(table, rows, estimate, left, done, total):
+    return {"table": table, "table_rows": rows, "table_estimate": estimate, "tables_left": left,
+            "tables_done": done, "rows": total, "chunks": 1, "rows_per_s": 1000.0, "eta_s": 3.0}
+
+
+def test_follow_shows_a_bar_per_table_on_a_terminal_and_lines_elsewhere(tmp_path):
+    import io
+
+    from streamer.tools import snapshot as tool
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    steps = [{"tables_done": 2, "tables_left": 0, "rows": 10},  # before the request is taken
+             _snap("db.a", 500, 1000, 2, 2, 510), _snap("db.a", 1000, 1000, 2, 2, 1010),
+             _snap("db.b", 300, 200, 1, 3, 1310),  # an estimate that was low
+             {"tables_done": 4, "tables_left": 0, "rows": 1400}]
+    term = Terminal()
+    assert tool.follow({}, 7, 2, interval=0, fetch=_statuses(*steps), out=term) == 0
+    text = term.getvalue()
+    assert "db.a" in text and "db.b" in text and "100%" in text and "rows/s" in text
+    assert text.rstrip().endswith("request 7: done, 4 tables and 1400 rows snapshotted so far")
+
+    plain = io.StringIO()
+    assert tool.follow({}, 7, 2, interval=0, fetch=_statuses(*steps), out=plain) == 0
+    lines = plain.getvalue().splitlines()
+    assert lines[0].startswith("snapshot   db.a 500/~1000 rows, 2 tables left") and len(lines) == 4
