@@ -30,6 +30,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pymysql
 
+from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
+
 from streamer.errors import SnapshotRefused
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
@@ -141,17 +143,18 @@ class Snapshots:
 
     def status(self) -> Optional[Dict[str, Any]]:
         """For /status and the metrics: rows done, chunks, tables left and an ETA."""
-        if not self.queue and not self.done:
+        queue = list(self.queue)  # read from the status thread while the loop changes it
+        if not queue and not self.done:
             return None
         elapsed = self.clock.monotonic() - self.started
         rate = (self.rows - self.rows_at_start) / elapsed if elapsed > 0 else 0.0
-        left = sum(max(j["estimate"] - j["rows"], 0) for j in self.queue)
-        out: Dict[str, Any] = {"tables_left": len(self.queue), "tables_done": self.done,
+        left = sum(max(j["estimate"] - j["rows"], 0) for j in queue)
+        out: Dict[str, Any] = {"tables_left": len(queue), "tables_done": self.done,
                                "rows": self.rows, "chunks": self.chunks,
                                "rows_per_s": round(rate, 1),
-                               "eta_s": round(left / rate, 1) if rate > 0 and self.queue else None}
-        if self.queue:
-            j = self.queue[0]
+                               "eta_s": round(left / rate, 1) if rate > 0 and queue else None}
+        if queue:
+            j = queue[0]
             out.update(table=j["table"], table_rows=j["rows"], table_estimate=j["estimate"])
         return out
 
@@ -175,6 +178,11 @@ class Snapshots:
     def on_marks(self, event: Any, skip: int, emit: Callable[[Chunk, Any], int]) -> int:
         """Rows of the watermark or request table (the first ``skip`` were handled by the previous
         run); returns the messages published."""
+        if event.__class__ is DeleteRowsEvent:
+            return 0  # a request or mark removed (by an operator, say): nothing to do
+        request = self.ids.get(event.table_id) == signals.SIGNAL
+        if request and event.__class__ is not WriteRowsEvent:
+            return 0  # a request is a new row; an edited one is not asked again
         rows = event.rows
         sent = 0
         for i in range(skip, len(rows)):
@@ -182,7 +190,7 @@ class Snapshots:
             values = row.get("after_values") or row.get("values")
             if values is None or values.get("streamer") != self.name:
                 continue
-            if self.ids.get(event.table_id) == signals.SIGNAL:
+            if request:
                 self._on_request(values)
                 continue
             mark = values.get("mark")
@@ -279,6 +287,7 @@ class Snapshots:
             return
         if j["chunk"] == 0 and not j["estimate"]:
             j["estimate"] = described.estimate
+            self._progress = None
             log.info("snapshot of %s begins: about %d rows, chunks of %d (request %s)", j["table"],
                      described.estimate, self.chunk_rows, j["id"])
         assert self.catalog is not None

@@ -115,6 +115,10 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint %s !!!",
                     pos.describe(), checkpoint.describe() if checkpoint else "(none)")
         pos.server_id = source.server_id
+        if checkpoint is not None and checkpoint.snapshot is not None:
+            # Snapshots don't depend on the binlog position: the ones under way go on from
+            # their last committed chunk.
+            pos.snapshot = checkpoint.snapshot
         return pos
     if checkpoint is not None:
         log.info("resuming from committed checkpoint %s", checkpoint.describe())

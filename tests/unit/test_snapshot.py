@@ -367,3 +367,14 @@ def test_follow_shows_a_bar_per_table_on_a_terminal_and_lines_elsewhere(tmp_path
     assert tool.follow({}, 7, 2, interval=0, fetch=_statuses(*steps), out=plain) == 0
     lines = plain.getvalue().splitlines()
     assert lines[0].startswith("snapshot   db.a 500/~1000 rows, 2 tables left") and len(lines) == 4
+
+
+def test_an_explicit_start_position_keeps_the_snapshots_under_way(tmp_path):
+    from streamer.engine.start import SourceInfo, initial_position
+    cfg = _cfg(tmp_path)
+    progress = {"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": ["9"],
+                           "chunk": 3, "rows": 30, "estimate": 100}], "done": 0, "rows": 30}
+    checkpoint = Position("mysql-bin.000007", 1234, snapshot=progress)
+    pos = initial_position(cfg, checkpoint, SourceInfo(1, ("mysql-bin.000009", 4), None),
+                           Position("mysql-bin.000008", 4), None)
+    assert (pos.file, pos.pos) == ("mysql-bin.000008", 4) and pos.snapshot == progress

@@ -34,3 +34,7 @@ INSERT INTO streamer_heartbeat.snapshot_watermark VALUES ('ns/src', 'L3')
 INSERT INTO streamer_heartbeat.snapshot_watermark VALUES ('ns/src', 'H3')
   ON DUPLICATE KEY UPDATE mark = VALUES(mark);
 INSERT INTO shop.t VALUES (7, 'g', 70);
+-- An operator edits the request row, then removes it: neither is a new request.
+UPDATE streamer_heartbeat.snapshot_signal SET request = '{"tables": ["shop.t"], "where": "id > 1"}'
+  WHERE streamer = 'ns/src';
+DELETE FROM streamer_heartbeat.snapshot_signal WHERE streamer = 'ns/src';
