@@ -42,7 +42,7 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     committed_before = _committed_results_state()
 
     done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live", "--no-startup",
-                "--no-txn", "--warmup", "1", "--python", sys.executable, "--results", str(out_file))
+                "--no-txn", "--no-snapshot", "--warmup", "1", "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
@@ -87,7 +87,7 @@ def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
     files_before, _ = _binlog_files()
 
     done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-live", "--no-txn",
-                "--keep-binlogs", "--python", sys.executable, "--results", str(out_file),
+                "--no-snapshot", "--keep-binlogs", "--python", sys.executable, "--results", str(out_file),
                 environ=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -138,7 +138,7 @@ def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tm
     out_file = tmp_path / "results.jsonl"
 
     done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-startup", "--warmup", "0",
-                "--no-txn", "--no-rate-live", "--share-live", "bulk", "--python", sys.executable,
+                "--no-txn", "--no-snapshot", "--no-rate-live", "--share-live", "bulk", "--python", sys.executable,
                 "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -164,7 +164,7 @@ def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_
     out_file = tmp_path / "results.jsonl"
 
     done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-startup", "--no-live",
-                "--python", sys.executable, "--results", str(out_file))
+                "--no-snapshot", "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
     own, system, batch = [json.loads(x) for x in out_file.read_text().splitlines()]
@@ -180,3 +180,21 @@ def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_
         assert 0 < rec["rdk_main_ms_per_commit"] < rec["cpu_ms_per_commit"]
         assert 0 < rec["commit_p50_ms"] <= rec["commit_p99_ms"]
     assert "Kafka transactions back to back" in done.stdout
+
+
+def test_quick_snapshot_reads_the_whole_table_and_measures_a_live_stream_beside_it(tmp_path):
+    out_file = tmp_path / "results.jsonl"
+
+    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-startup", "--no-live",
+                "--no-txn", "--snapshot-chunk-rows", "5000", "--python", sys.executable,
+                "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    snap, cost = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert (snap["shape"], cost["shape"]) == ("snapshot", "snapshot-live")
+    # bench.snapshot fails the run unless exactly the table's rows were published.
+    assert snap["rows"] == 50000 and snap["chunks"] == 10 and snap["chunk_rows"] == 5000
+    assert snap["rows_s"] > 0 and snap["cpu_s"] > 0 and snap["rss_mb"] > 0
+    assert cost["beats_during"] > 0 and 0 < cost["without_p50_ms"] <= cost["without_p99_ms"]
+    assert 0 < cost["p50_ms"] <= cost["p99_ms"] and cost["streamer_cores"] > 0
+    assert "snapshot of a table" in done.stdout and "without and during a snapshot" in done.stdout
