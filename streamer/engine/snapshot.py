@@ -1,6 +1,6 @@
 """Snapshots: a table's existing rows published as op ``r``, in chunks interleaved with the binlog.
 
-The algorithm is the watermark one of Netflix's DBLog (Andreas & Marinos, arXiv 2010.12597):
+The algorithm is the watermark one of Netflix's DBLog (Andreakis & Papapanagiotou, arXiv 2010.12597):
 
 1. Write a *low* watermark (a fresh mark in the watermark table: ``source.signals``), read the
    next chunk of the table in key order (``source.chunks``), write a *high* watermark. The chunk
@@ -29,7 +29,6 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pymysql
-
 from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
 from streamer.errors import SnapshotRefused
@@ -40,7 +39,6 @@ from streamer.source import chunks, server, signals
 log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
-DEFAULT_CHUNK_ROWS = 10000
 
 
 def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
@@ -52,7 +50,7 @@ class Chunk:
     """One chunk read and waiting for its watermarks: ``rows`` by chunk key, in key order."""
 
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
-                 "final", "removed", "low_set", "high_set")
+                 "final", "low_set", "high_set")
 
     def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
                  key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
@@ -67,14 +65,12 @@ class Chunk:
         self.rows = rows
         self.last_key = last_key
         self.final = final
-        self.removed = 0
         # Read-only mode: the watermarks are GTID positions, reached rather than read.
         self.low_set: Optional[GtidSet] = None
         self.high_set: Optional[GtidSet] = None
 
     def remove(self, values: Dict[str, Any]) -> None:
-        if self.rows.pop(tuple([values[n] for n in self.key_names]), None) is not None:
-            self.removed += 1
+        self.rows.pop(tuple([values[n] for n in self.key_names]), None)
 
 
 class Snapshots:

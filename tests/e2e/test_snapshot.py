@@ -3,6 +3,7 @@ an ALTER in the middle, and one clear error for each bad request."""
 import collections
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -397,3 +398,24 @@ def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path):
                    if m["value"]["op"] == "r")
     finally:
         support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+
+
+def test_a_table_dropped_mid_snapshot_ends_its_snapshot_with_a_warning_and_the_next_goes_on(
+        db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)",
+                "INSERT INTO a SELECT seq FROM seq_1_to_30000", "INSERT INTO b VALUES (1), (2)")
+    ns = support.unique("sx")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               start={"initial": "snapshot"}, snapshot={"chunk_rows": 20})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        support.wait_for(lambda: f"{name}.a begins" in proc.output(), what="the snapshot of a")
+        support.sql(conn, "DROP TABLE a")
+        support.wait_for(lambda: f"{name}.b done" in proc.output() or proc.proc.poll() is not None,
+                         timeout=120, what="the snapshot of b")
+        msgs = support.consume([f"{ns}.{name}.b"], expect=2, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    assert re.search(rf"WARNING .*snapshot of {name}\.a ends: the table (was dropped|no longer "
+                     rf"exists) \(\d+ rows published\)", out), out[-3000:]
+    assert sorted(m["key"]["id"] for m in msgs) == [1, 2]

@@ -254,3 +254,24 @@ def test_heartbeat_credentials_reuse_the_streamer_user_or_need_their_own_passwor
     with pytest.raises(config.ConfigError, match="heartbeat.password_file.*STREAMER_HEARTBEAT_PASSWORD"):
         credentials(c, {"STREAMER_MYSQL_PASSWORD": "pw"})
     assert credentials(c, {"STREAMER_HEARTBEAT_PASSWORD": "b"})["password"] == "b"
+
+
+def test_snapshot_progress_reaches_status_prometheus_signalfx_and_the_log_line():
+    m = Metrics(cfg())
+    assert m.status()["snapshot"] is None and "snapshot" not in prometheus(m)
+    m.snapshot_status = lambda: {"tables_left": 2, "tables_done": 1, "rows": 1500, "chunks": 3,
+                                 "rows_per_s": 500.0, "eta_s": 4.0, "table": "db.t",
+                                 "table_rows": 500, "table_estimate": 2500}
+    m.roll()
+    text = prometheus(m)
+    assert re.search(r"^streamer_snapshot_rows_total\{.*\} 1500\.0$", text, re.M)
+    assert "# TYPE streamer_snapshot_chunks_total counter" in text
+    assert re.search(r"^streamer_snapshot_eta_s\{.*\} 4\.0$", text, re.M)
+    assert re.search(r"^streamer_snapshot_tables_left\{.*\} 2\.0$", text, re.M)
+    dp = datapoints(m)
+    counters = {d["metric"]: d["value"] for d in dp["cumulative_counters"]}
+    gauges = {d["metric"]: d["value"] for d in dp["gauges"]}
+    assert counters["streamer.snapshot.rows"] == 1500 and gauges["streamer.snapshot.eta_s"] == 4.0
+    assert "snapshot   db.t 500/~2500 rows, 2 tables left, 500 rows/s, ETA 4 s" in \
+        status_text(m.status())
+    assert summary_line(m).endswith("; db.t 500/~2500 rows, 2 tables left, 500 rows/s, ETA 4 s")
