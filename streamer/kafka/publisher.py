@@ -140,16 +140,22 @@ class Publisher:
 
     def reset(self) -> None:
         """Replace a producer that hit a fatal error other than fencing (e.g. INVALID_TXN_STATE
-        after aborting while a new topic's partitions were being added). The new producer's
-        init_transactions aborts whatever the old one left open; the caller then resumes from
-        the last committed checkpoint."""
-        log.warning("replacing the Kafka producer after a fatal error; resuming from %s",
-                    self.committed.describe() if self.committed else "the start position")
+        after aborting while a new topic's partitions were being added), or whose commit's
+        outcome is unknown. The new producer's init_transactions settles whatever the old one
+        left open, which may complete a commit whose end was already sent: so the checkpoint is
+        read back from the topic, and the caller resumes from that one, not from memory."""
+        remembered = self.committed
+        log.warning("replacing the Kafka producer; the last commit known here was %s",
+                    remembered.describe() if remembered else "none")
         old, self.producer = self.producer, None
         if old is not None:
             old.close()
         self._start_producer()
         self._learn(sorted(self._topics))
+        found = self.read_checkpoint()
+        if found != remembered:
+            log.warning("the checkpoint read back after the reset is %s, not the one known here: "
+                        "resuming from it", found.describe() if found else "none")
 
     def __exit__(self, *exc: Any) -> None:
         if self.producer is not None:
@@ -328,6 +334,16 @@ class Publisher:
                     retries -= 1
                     log.warning("commit failed (%s), retrying", err.str())
                     continue
+                if err.retriable() and not err.txn_requires_abort():
+                    # The outcome is unknown: the commit may yet complete. Only this call can be
+                    # resumed; an abort is refused (_CONFLICT, "commit in progress") for as long
+                    # as it is pending, and retrying one would spin for good. A new producer's
+                    # init_transactions settles the transaction either way, and the checkpoint
+                    # is then read back from the topic (reset), not taken from memory.
+                    self.in_tx = False
+                    raise ProducerBroken(f"the commit's outcome is unknown ({err.str()}, "
+                                         f"{int(self.cfg['commit_retries'])} retries): replacing "
+                                         f"the producer") from None
                 self.abort()
                 raise BatchAborted(f"commit failed ({err.str()}); the batch was aborted and "
                                    f"will be re-read from {self.committed.describe() if self.committed else 'the start'}") from None

@@ -1,0 +1,79 @@
+"""A commit whose outcome is unknown: no abort that spins, a new producer, and the checkpoint read
+back from the topic rather than taken from memory (the publisher, with a producer that fails)."""
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streamer import config
+from streamer.errors import BatchAborted, ProducerBroken
+from streamer.kafka.publisher import Publisher
+from streamer.position import Position
+
+
+class FailingProducer:
+    """commit_transaction raises ``error`` every time; every call is recorded."""
+
+    def __init__(self, error):
+        self.error = error
+        self.calls = []
+
+    def produce(self, topic, value, key):
+        self.calls.append("produce")
+
+    def begin_transaction(self):
+        self.calls.append("begin")
+
+    def commit_transaction(self, timeout):
+        self.calls.append("commit")
+        raise KafkaException(self.error)
+
+    def abort_transaction(self, timeout):
+        self.calls.append("abort")
+
+    def close(self):
+        self.calls.append("close")
+
+
+def _publisher(producer):
+    cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                          "commit_retries": 2}))
+    pub = Publisher(cfg)
+    pub.producer = producer
+    pub.in_tx = True
+    pub.committed = Position("f", 4)
+    return pub
+
+
+def test_a_commit_that_keeps_timing_out_is_not_aborted_but_replaced():
+    producer = FailingProducer(KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True))
+    pub = _publisher(producer)
+    remembered = pub.committed
+    with pytest.raises(ProducerBroken, match="outcome is unknown"):
+        pub.commit(Position("f", 100))
+    assert producer.calls.count("commit") == 3 and "abort" not in producer.calls
+    assert pub.committed is remembered and not pub.in_tx
+
+
+def test_a_commit_the_broker_says_must_be_aborted_is_aborted_and_re_read():
+    producer = FailingProducer(KafkaError(KafkaError._STATE, "abortable",
+                                          txn_requires_abort=True))
+    pub = _publisher(producer)
+    with pytest.raises(BatchAborted):
+        pub.commit(Position("f", 100))
+    assert producer.calls.count("commit") == 1 and producer.calls[-1] == "abort"
+
+
+def test_after_a_reset_the_checkpoint_is_read_back_from_the_topic(monkeypatch):
+    pub = _publisher(FailingProducer(None))
+    remembered = pub.committed
+    started = []
+    monkeypatch.setattr(Publisher, "_start_producer", lambda self: started.append(True))
+    monkeypatch.setattr(Publisher, "_learn", lambda self, topics: None)
+    # The old producer's last commit completed when the new one settled it: the topic is ahead.
+    on_topic = Position("f", 100)
+
+    def read_checkpoint(self):
+        self.committed = on_topic
+        return on_topic
+    monkeypatch.setattr(Publisher, "read_checkpoint", read_checkpoint)
+    pub.reset()
+    assert started and pub.committed is on_topic and pub.committed != remembered
