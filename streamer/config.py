@@ -71,6 +71,8 @@ DEFAULTS: Dict[str, Any] = {
 
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
 RESERVED_KAFKA_KEYS = ("transactional.id", "enable.idempotence", "acks", "isolation.level")
+# Allowed only at 1 (kafka.publisher.DEFAULT_PRODUCER says why).
+IN_FLIGHT_KEYS = ("max.in.flight.requests.per.connection", "max.in.flight")
 
 
 def _merge(base: Dict[str, Any], over: Dict[str, Any], path: str = "") -> Dict[str, Any]:
@@ -164,6 +166,13 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
         if key in cfg["kafka"]:
             raise ConfigError(f"config key 'kafka.{key}' is set by the streamer itself "
                               f"(exactly-once needs it); remove it")
+    for key in IN_FLIGHT_KEYS:
+        value = cfg["kafka"].get(key)
+        if value is not None and str(value).strip() != "1":
+            raise ConfigError(f"config key 'kafka.{key}' is {value!r}; it must stay 1 (or be "
+                              f"left out): with more requests in flight, librdkafka 2.0 can "
+                              f"drop a message while a partition's leader changes, and per-key "
+                              f"order and exactly-once depend on it")
     _require(bool(cfg["kafka"].get("bootstrap.servers")), "kafka.bootstrap.servers",
              cfg["kafka"].get("bootstrap.servers"), "host:port[,host:port...]")
     url = cfg["schema_registry"]["url"]

@@ -117,13 +117,21 @@ class Streamer:
                 publisher.commit(position)
             retry = Backoff(self.cfg["mysql"])
             while not self.stop_requested:
+                began, committed = time.monotonic(), publisher.committed
                 try:
                     gtid = start_mod.gtid_for(self.cfg, position)
                     with self.new_reader(self.cfg, self.password, position, gtid) as reader:
                         log.info("reading the binlog from %s", position.describe())
                         self.stream(publisher, reader, position)
+                    if not self.stop_requested:
+                        # The server ended the stream (an EOF packet: it is shutting down, or
+                        # dropped this replica): a lost connection, not the end of the work.
+                        raise StreamInterrupted("the server ended the binlog stream")
                     break
                 except RETRIED as exc:
+                    if publisher.committed is not committed or \
+                            time.monotonic() - began >= retry.max_s:
+                        retry.succeeded()  # this connection worked before it was lost
                     self._recover(publisher, exc)
                     self.metrics.on_error(exc, reconnect=True)
                     backoff = retry.next()
@@ -257,7 +265,10 @@ class Streamer:
                 if tv is not None:
                     self._announce(publisher, batch, tv)
                 if event.schema == beat_db and event.table == HEARTBEAT_TABLE:
-                    beat_ids.add(event.table_id)
+                    # The server gives a table a new id when it reopens it: keep the latest.
+                    if event.table_id not in beat_ids:
+                        beat_ids.clear()
+                        beat_ids.add(event.table_id)
                 elif event.schema == snap_db:
                     snaps.on_table_map(event)
             else:

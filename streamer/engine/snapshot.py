@@ -168,8 +168,12 @@ class Snapshots:
 
     # -- the binlog side --------------------------------------------------------------------------
     def on_table_map(self, event: Any) -> None:
-        if event.table in (signals.WATERMARK, signals.SIGNAL):
-            self.ids[event.table_id] = event.table
+        name = event.table
+        if name in (signals.WATERMARK, signals.SIGNAL) and self.ids.get(event.table_id) != name:
+            # The server gives a table a new id when it reopens it: keep the latest only.
+            for stale in [i for i, n in self.ids.items() if n == name]:
+                del self.ids[stale]
+            self.ids[event.table_id] = name
 
     def on_marks(self, event: Any, skip: int, emit: Callable[[Chunk, Any], int]) -> int:
         """Rows of the watermark or request table (the first ``skip`` were handled by the previous

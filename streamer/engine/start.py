@@ -46,9 +46,17 @@ class Backoff:
     for at most mysql.reconnect_max_attempts attempts (0: no limit)."""
 
     def __init__(self, mysql: Dict[str, Any]) -> None:
-        self.delay = float(mysql["reconnect_backoff_s"])
+        self.first = float(mysql["reconnect_backoff_s"])
+        self.delay = self.first
         self.max_s = float(mysql["reconnect_backoff_max_s"])
         self.limit = int(mysql["reconnect_max_attempts"])
+        self.attempts = 0
+
+    def succeeded(self) -> None:
+        """A connection worked: the next failure starts from the first delay, with its own
+        attempts (else a long-lived process would keep the longest delay for good, and give up
+        on a routine blip once reconnect_max_attempts blips had added up)."""
+        self.delay = self.first
         self.attempts = 0
 
     def next(self) -> Optional[float]:

@@ -117,12 +117,6 @@ class Publisher:
     def _start_producer(self) -> None:
         conf = self._producer_settings()
         conf.update({"transactional.id": self.txid, "enable.idempotence": True, "acks": "all"})
-        in_flight = max((_as_int(conf[k]) for k in ("max.in.flight.requests.per.connection",
-                                                     "max.in.flight") if k in conf), default=0)
-        if in_flight > SAFE_IN_FLIGHT:
-            log.warning("kafka max.in.flight.requests.per.connection is %s: librdkafka can then "
-                        "lose a message when a partition's leader changes; set it to %d unless "
-                        "your librdkafka is known to be fixed", in_flight, SAFE_IN_FLIGHT)
         self.producer = Producer(conf)
         self.in_tx = False
         self._abort_pending = False

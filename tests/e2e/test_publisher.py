@@ -1,5 +1,4 @@
 """The publisher's producer settings against a real broker: nothing it queued goes missing."""
-import logging
 import os
 import time
 
@@ -49,15 +48,3 @@ def test_the_first_message_to_a_topic_just_created_is_never_lost(tmp_path):
     got = support.consume(topics, expect=200, idle=0.5)
     assert sorted((m["topic"], m["raw_value"]) for m in got) == \
         sorted((t, v) for t in topics for v in (b"first", b"second"))
-
-
-def test_more_requests_in_flight_than_is_safe_is_a_warning(tmp_path, caplog):
-    ns = support.unique("inflight")
-    caplog.set_level(logging.WARNING, logger="streamer.kafka.publisher")
-    with Publisher(_cfg(tmp_path, ns, **{"max.in.flight": 5})):
-        pass
-    assert "max.in.flight.requests.per.connection is 5" in caplog.text
-    caplog.clear()
-    with Publisher(_cfg(tmp_path, ns)):
-        pass
-    assert "max.in.flight" not in caplog.text

@@ -74,3 +74,12 @@ def test_password_from_file_relative_to_config_and_never_missing_silently(tmp_pa
 def test_start_file_and_pos_go_together(tmp_path):
     with pytest.raises(config.ConfigError, match="start.file"):
         config.load(write(tmp_path, BASE + "start: {file: mysql-bin.000001}\n"), environ={})
+
+
+def test_more_than_one_produce_request_in_flight_is_refused_naming_why(tmp_path):
+    for key in ("max.in.flight.requests.per.connection", "max.in.flight"):
+        with pytest.raises(config.ConfigError, match=rf"'kafka\.{key}' is 5.*must stay 1.*order"):
+            config.load(write(tmp_path, BASE + f"kafka: {{'{key}': 5}}\n"), environ={})
+        assert config.load(write(tmp_path, BASE + f"kafka: {{'{key}': 1}}\n"), environ={})
+    with pytest.raises(config.ConfigError, match="must stay 1"):
+        config.load(write(tmp_path, BASE), environ={"STREAMER__KAFKA__MAX_IN_FLIGHT": "3"})

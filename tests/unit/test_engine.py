@@ -161,3 +161,38 @@ def test_shutdown_in_the_middle_of_a_batch_commits_what_was_read_and_stops_there
     again, resumed = make()
     replay(again, resumed, start=checkpoint)
     assert publisher.changes() + resumed.changes() == ALL
+
+
+def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
+    from streamer.engine import start as start_mod
+
+    streamer, publisher = make()
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
+    opened = []
+
+    class EndingStream:
+        """A binlog stream that ends at once, as on the server's EOF packet; the second one
+        asks the streamer to stop as it ends."""
+
+        def __init__(self, *args):
+            opened.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def __iter__(self):
+            if len(opened) == 2:
+                streamer.request_stop()
+            return iter(())
+
+        def more_arrived(self):
+            return False
+
+    streamer.new_reader = EndingStream
+    assert streamer.run() == 0
+    assert len(opened) == 2 and streamer.reconnects == 1

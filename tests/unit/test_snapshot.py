@@ -378,3 +378,16 @@ def test_an_explicit_start_position_keeps_the_snapshots_under_way(tmp_path):
     pos = initial_position(cfg, checkpoint, SourceInfo(1, ("mysql-bin.000009", 4), None),
                            Position("mysql-bin.000008", 4), None)
     assert (pos.file, pos.pos) == ("mysql-bin.000008", 4) and pos.snapshot == progress
+
+
+def test_only_the_latest_table_id_of_each_snapshot_table_is_kept(tmp_path):
+    class Map:
+        def __init__(self, table, table_id):
+            self.table, self.table_id = table, table_id
+
+    snaps = Snapshots(_cfg(tmp_path), "pw", TableFilter(["shop.*"], []))
+    for table_id in range(100, 200):  # a table reopened again and again over a long run
+        snaps.on_table_map(Map(signals.WATERMARK, table_id))
+        snaps.on_table_map(Map(signals.SIGNAL, table_id + 1000))
+        snaps.on_table_map(Map("heartbeat", table_id + 2000))
+    assert snaps.ids == {199: signals.WATERMARK, 1199: signals.SIGNAL}
