@@ -49,6 +49,8 @@ DEFAULTS: Dict[str, Any] = {
     # and subjects {topic}-key/-value. Without: single-object encoding plus {namespace}.__schemas.
     "schema_registry": {"url": None, "timeout_s": 10.0},
     "shutdown_timeout_s": 10.0,
+    # How long a start waits for Kafka to accept the producer before saying it is unreachable.
+    "kafka_connect_timeout_s": 15.0,
     "commit_retries": 5,
     "log_level": "INFO",
     # Observability (docs/metrics.md). environment is a metric dimension; http_port 0 = no endpoint.
@@ -140,7 +142,8 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     port = cfg["mysql"]["port"]
     _require(isinstance(port, int) and 0 < port < 65536, "mysql.port", port, "1..65535")
     for key in ("mysql.connect_timeout_s", "mysql.heartbeat_s", "mysql.reconnect_backoff_s",
-                "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "batch.max_messages",
+                "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "kafka_connect_timeout_s",
+                "batch.max_messages",
                 "batch.linger_ms", "batch.catchup_linger_ms", "batch.idle_checkpoint_ms", "topics.partitions",
                 "topics.replication_factor"):
         _positive_number(cfg, key)

@@ -98,15 +98,13 @@ class Streamer:
 
     # -- the run: start position, then stream and recover ---------------------------------------
     def run(self) -> int:
-        # MySQL's checks run while the producer starts; the schema topic is read while the
-        # checkpoint is (measured: see docs/benchmarks.md, "Start-up").
+        # MySQL's checks run while the producer starts; once both answered, the internal topics
+        # are made sure of, and the schema topic is read while the checkpoint is (measured: see
+        # docs/benchmarks.md, "Start-up").
         probe = _Ahead(lambda: start_mod.probe_source(self.cfg, self.password, self.filter),
                        "streamer-mysql-probe")
         with self.new_publisher(self.cfg) as publisher:
             self.publisher = publisher
-            if self.tables is None:
-                self._schema_records = _Ahead(publisher.read_schema_records,
-                                              "streamer-schemas-read")
             position = self._first_position(publisher, probe)
             if position is None:  # stopped while MySQL was unreachable
                 log.info("stopped before streaming")
@@ -158,6 +156,11 @@ class Streamer:
                 ahead, probe = probe, None  # a retry probes again
                 source = ahead.result() if ahead is not None else \
                     start_mod.probe_source(self.cfg, self.password, self.filter)
+                # Both ends answered: only now is anything created in Kafka.
+                publisher.prepare()
+                if self.tables is None and self._schema_records is None:
+                    self._schema_records = _Ahead(publisher.read_schema_records,
+                                                  "streamer-schemas-read")
                 return start_mod.initial_position(self.cfg, publisher.read_checkpoint(), source,
                                                   self.override, self.override_gtid)
             except pymysql.err.OperationalError as exc:

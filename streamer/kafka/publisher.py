@@ -98,17 +98,26 @@ class Publisher:
         self.stopping = False
         self._abort_pending = False
         self.checkpoint_records_read = 0
+        self.prepared = False  # the internal topics are known to exist (prepare)
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Publisher":
+        """Starts the transactional producer, which fences older instances. Creates nothing:
+        ``prepare()`` does, once the caller knows the other end works too."""
         self.admin = AdminClient(self._client_conf())
         self._start_producer()
+        return self
+
+    def prepare(self) -> None:
+        """The namespace's checkpoint and schema topics, created if missing. The reads and
+        commits below need them; ``streamer run`` calls this once MySQL has been checked, so
+        that a start that can't go on leaves nothing behind in Kafka."""
         # Kafka compacts only closed segments: without a time-based roll, a checkpoint per batch
         # would pile up for days (the 1 GB default segment) and every start would read them all.
         compact = {"cleanup.policy": "compact", "segment.ms": str(COMPACTED_SEGMENT_MS)}
         self.ensure_topics([self.positions_topic, self.schemas_topic], partitions=1,
                            config=compact)
-        return self
+        self.prepared = True
 
     def _producer_settings(self) -> Dict[str, Any]:
         """The producer's settings: the defaults, overridden by the config's kafka section."""
@@ -120,17 +129,35 @@ class Publisher:
         self.producer = Producer(conf)
         self.in_tx = False
         self._abort_pending = False
-        timeout = float(self.cfg["shutdown_timeout_s"]) + 30
+        first = float(self.cfg["kafka_connect_timeout_s"])
         try:
             # Fences any older instance of this source and aborts what it left open, so the
             # checkpoint read below can't be overtaken by a zombie's late commit.
-            self.producer.init_transactions(timeout)
+            try:
+                self.producer.init_transactions(first)
+            except KafkaException as exc:
+                if _kafka_error(exc).code() != KafkaError._TIMED_OUT or not self._reachable():
+                    raise
+                # The brokers answer; the coordinator is slow (loading its log, say): wait on.
+                log.warning("Kafka's transaction coordinator has not answered in %.0f s; "
+                            "waiting longer", first)
+                self.producer.init_transactions(float(self.cfg["shutdown_timeout_s"]) + 30)
         except KafkaException as exc:
             self.producer.close()
             self.producer = None
             raise KafkaFatal(f"Kafka at {conf.get('bootstrap.servers')} did not accept the "
                              f"transactional producer {self.txid}: {_kafka_error(exc).str()}. "
-                             f"Check that the brokers are reachable and support transactions") from None
+                             f"Check that the brokers are reachable and support transactions "
+                             f"(kafka.bootstrap.servers; kafka_connect_timeout_s is {first:g})") from None
+
+    def _reachable(self) -> bool:
+        """Whether a broker answers a metadata request within a few seconds."""
+        assert self.admin is not None
+        try:
+            self.admin.list_topics(timeout=3)
+            return True
+        except KafkaException:
+            return False
 
     def reset(self) -> None:
         """Replace a producer that hit a fatal error other than fencing (e.g. INVALID_TXN_STATE
@@ -212,6 +239,8 @@ class Publisher:
     # -- checkpoint -----------------------------------------------------------------------------
     def read_checkpoint(self) -> Optional[Position]:
         """The last committed position of this source, read with read_committed."""
+        if not self.prepared:
+            self.prepare()
         key = self.source.encode()
         found: Optional[Position] = None
         # Another source of the namespace that is publishing a batch (or died doing so) has a
@@ -265,6 +294,8 @@ class Publisher:
 
     def _begin(self) -> None:
         assert self.producer is not None
+        if not self.prepared:
+            self.prepare()
         if self._abort_pending:
             self.abort()
         try:
@@ -399,6 +430,8 @@ class Publisher:
 
     def read_schema_records(self) -> List[Dict[str, Any]]:
         """Every committed record of the namespace's schema topic, in offset order."""
+        if not self.prepared:
+            self.prepare()
         return read_schema_records(self.cfg["kafka"], self.cfg["namespace"])
 
     def topics_in(self, names: List[str]) -> List[str]:

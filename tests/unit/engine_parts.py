@@ -163,6 +163,9 @@ class InMemoryPublisher:
     def ensure_topic(self, topic: str) -> None:
         self.topics.add(topic)
 
+    def prepare(self) -> None:
+        self.topics.update((self.positions_topic, self.schemas_topic))
+
     def begin(self) -> None:
         assert not self.in_tx, "a transaction is open already"
         self.in_tx = True
