@@ -207,12 +207,15 @@ def _validate_observability(cfg: Dict[str, Any]) -> None:
         _positive_number(cfg, key)
     _positive_number(cfg, "profiler.keep", allow_zero=True)
     for key in ("metrics.log_summary", "signalfx.enabled", "profiler.enabled", "profiler.force",
-                "profiler.auto", "heartbeat.enabled", "mysql.allow_untested_libraries"):
+                "profiler.auto", "mysql.allow_untested_libraries"):
         section, name = key.split(".")
         _require(isinstance(cfg[section][name], bool), key, cfg[section][name], "true or false")
     url = cfg["signalfx"]["ingest_endpoint"]
     _require(isinstance(url, str) and url.startswith(("http://", "https://")),
              "signalfx.ingest_endpoint", url, "an http(s):// URL")
+    hb = cfg["heartbeat"]["enabled"]
+    _require(hb in (True, False, "auto"), "heartbeat.enabled", hb,
+             "true, false or auto (on when its table can be written, else off with a warning)")
     db = cfg["heartbeat"]["database"]
     _require(isinstance(db, str) and bool(re.match(r"^[A-Za-z0-9_]+$", db)), "heartbeat.database",
              db, "a database name of letters, digits and '_'")

@@ -24,5 +24,7 @@ tables:
   include: ["demo.*"]
 start:
   initial: end
+heartbeat:
+  enabled: auto   # µs latency: the local streamer user may write streamer_heartbeat
 YAML
 echo "wrote $out"

@@ -54,10 +54,13 @@ def prometheus(metrics: Metrics) -> str:
            [(None, st["commit_seconds"])])
     metric("streamer_batch_size", "gauge", "messages in the last batch", [(None, st["batch_size"])])
     lat = st["latency_ms"]
-    quantiles = [({"quantile": q}, None if lat[k] is None else lat[k] / 1000.0)
+    # resolution "1s": measured from the binlog's whole-second event times (no heartbeat).
+    quantiles = [({"quantile": q, "resolution": lat["resolution"]},
+                  None if lat[k] is None else lat[k] / 1000.0)
                  for q, k in (("0.5", "p50"), ("0.99", "p99"), ("1", "max"))]
     metric("streamer_latency_seconds", "gauge",
-           "MySQL commit to Kafka commit, over the last interval", quantiles)
+           "MySQL commit to Kafka commit, over the last interval (none when it was idle)",
+           quantiles)
     metric("streamer_latency_over_threshold_ratio", "gauge",
            f"share of changes slower than {lat['threshold_ms']:g} ms",
            [(None, lat["over_threshold_share"])])
@@ -173,9 +176,11 @@ def status_text(st: Dict[str, Any]) -> str:
         f"  {'-' if st['lag_bytes'] is None else str(st['lag_bytes']) + ' bytes'} of binlog behind",
         f"throughput {t['messages_per_s']:.1f} msg/s  {t['rows_per_s']:.1f} rows/s  "
         f"{t['bytes_per_s'] / 1024:.1f} KiB/s",
-        f"latency    p50 {ms(lat['p50'])}  p99 {ms(lat['p99'])}  max {ms(lat['max'])}  "
-        f"over {lat['threshold_ms']:g} ms: "
-        f"{'-' if share is None else format(100 * share, '.1f') + '%'}",
+        ("latency    idle: no change in the last interval" if not lat.get("samples") else
+         f"latency    p50 {ms(lat['p50'])}  p99 {ms(lat['p99'])}  max {ms(lat['max'])}  "
+         f"over {lat['threshold_ms']:g} ms: "
+         f"{'-' if share is None else format(100 * share, '.1f') + '%'}"
+         + ("  (binlog times, 1 s resolution)" if lat.get("resolution") == "1s" else "")),
         f"totals     {c['messages_total']} messages  {c['rows_total']} rows  {c['bytes_total']} bytes  "
         f"{c['batches_total']} batches  {c['errors_total']} errors  {c['reconnects_total']} reconnects",
     ]

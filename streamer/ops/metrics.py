@@ -84,6 +84,9 @@ class Metrics:
         self.dimensions = {"environment": str(cfg["environment"]),
                            "source": str(cfg["source"]["name"]), "namespace": str(cfg["namespace"])}
         self.heartbeat = heartbeat
+        # Without the heartbeat, latency comes from the binlog's whole-second event times: a
+        # half-second artefact, labelled so wherever it is shown.
+        self.resolution = "1us" if heartbeat else "1s"
         self.heartbeat_db: Optional[str] = cfg["heartbeat"]["database"] if heartbeat else None
         self.idle_window_s = max(1.0, 5 * float(cfg["mysql"]["heartbeat_s"]))
         self.stall_after_s = float(m["stall_after_s"])
@@ -204,11 +207,9 @@ class Metrics:
         with self._lock:
             summary = self._window.summary()
             self._window.reset()
-        if summary["samples"]:
-            self.latency = summary
-        else:
-            # No change in this interval: keep the last distribution rather than report nothing.
-            self.latency = dict(self.latency, samples=0)
+        # An interval without a change is idle: it has no latency (None values, which no sink
+        # sends), never the last busy interval's distribution again.
+        self.latency = summary
 
     def health(self) -> Tuple[str, str]:
         now = time.monotonic()
@@ -226,7 +227,8 @@ class Metrics:
     def status(self) -> Dict[str, Any]:
         lag = self.lag_seconds()
         latency = {k: self.latency[k] for k in ("p50", "p99", "max", "over_threshold_share",
-                                                "threshold_ms")}
+                                                "threshold_ms", "samples")}
+        latency["resolution"] = self.resolution
         out: Dict[str, Any] = dict(self.dimensions)
         out.update({
             "position": dict(self.position),
@@ -266,3 +268,13 @@ def snapshot_line(snap: Dict[str, Any]) -> str:
     return (f"snapshot   {snap['table']} {snap['table_rows']}/~{snap['table_estimate']} rows, "
             f"{snap['tables_left']} tables left, {snap['rows_per_s']:.0f} rows/s, "
             f"ETA {'-' if eta is None else format(eta, '.0f') + ' s'}")
+
+
+def latency_text(latency: Dict[str, Any]) -> str:
+    """The latency of one interval for the log and ``streamer status``: "idle" when no change
+    was measured, and the resolution when it is the binlog's whole seconds."""
+    if not latency.get("samples"):
+        return "latency idle (no change in the interval)"
+    coarse = " (binlog times, 1 s resolution)" if latency.get("resolution") == "1s" else ""
+    return (f"latency{coarse} p50 {latency['p50']} ms p99 {latency['p99']} ms "
+            f"max {latency['max']} ms")

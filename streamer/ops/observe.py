@@ -13,6 +13,8 @@ import logging
 import signal
 from typing import Any, Dict
 
+from streamer.errors import SourceError
+from streamer.ops.heartbeat import TABLE as HEARTBEAT_TABLE
 from streamer.ops.heartbeat import HeartbeatWriter
 from streamer.ops.metrics import Metrics
 from streamer.ops.profiler import Profiler
@@ -63,7 +65,9 @@ class Observability:
 
     def __init__(self, cfg: Dict[str, Any]):
         self.cfg = cfg
-        heartbeat = bool(cfg["heartbeat"]["enabled"])
+        wanted = cfg["heartbeat"]["enabled"]
+        self.heartbeat_auto = wanted == "auto"
+        heartbeat = wanted is True or self.heartbeat_auto
         self.metrics = Metrics(cfg, heartbeat=heartbeat)
         self.profiler = Profiler(cfg, self.metrics)
         self.reporter = Reporter(cfg, self.metrics)
@@ -82,8 +86,7 @@ class Observability:
             if self.server is not None:
                 stack.enter_context(self.server)
             stack.enter_context(self.reporter)
-            if self.heartbeat is not None:
-                stack.enter_context(self.heartbeat)
+            self._start_heartbeat(stack)
             stack.enter_context(DebugToggle(self.metrics))
             stack.enter_context(self.profiler)
             self._stack = stack.pop_all()
@@ -91,3 +94,24 @@ class Observability:
 
     def __exit__(self, *exc: Any) -> None:
         self._stack.close()
+
+    def _start_heartbeat(self, stack: contextlib.ExitStack) -> None:
+        """The heartbeat writer; with ``auto``, off (and said so) when its table can't be
+        written, rather than a start that fails."""
+        db = self.cfg["heartbeat"]["database"]
+        if self.heartbeat is not None:
+            try:
+                stack.enter_context(self.heartbeat)
+                return
+            except SourceError as exc:
+                if not self.heartbeat_auto:
+                    raise
+                log.warning("heartbeat off: %s", exc)
+                self.heartbeat = None
+                self.metrics.heartbeat = False
+                self.metrics.heartbeat_db = None
+                self.metrics.resolution = "1s"
+        log.info("latency is measured from the binlog's event times, whole seconds: the log, "
+                 "/status and the metrics label it '1 s resolution'. For µs latency, let the "
+                 "heartbeat write %s.%s (heartbeat.enabled: auto or true; GRANT INSERT, UPDATE "
+                 "ON `%s`.* TO the streamer's user)", db, HEARTBEAT_TABLE, db)

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pymysql
 
 from streamer import config as config_mod
-from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, snapshot_line
+from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, latency_text, snapshot_line
 from streamer.source.server import connect, connection_settings
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,12 @@ def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
     for key, value in st["throughput"].items():
         gauge(f"streamer.throughput.{key}", value)
     lat = st["latency_ms"]
+    # An idle interval sends no latency; binlog-time latency carries its 1 s resolution.
+    lat_dims = dict(dims, latency_resolution=lat["resolution"])
     for key in ("p50", "p99", "max"):
-        gauge(f"streamer.latency_ms.{key}", lat[key])
+        if lat[key] is not None:
+            gauges.append({"metric": f"streamer.latency_ms.{key}", "value": lat[key],
+                           "dimensions": lat_dims})
     gauge("streamer.latency.over_threshold_ratio", lat["over_threshold_share"])
     gauge("streamer.lag_seconds", st["lag_seconds"])
     gauge("streamer.lag_bytes", st["lag_bytes"])
@@ -77,12 +81,16 @@ def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
     return {"cumulative_counters": counters, "gauges": gauges}
 
 
+def _known(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
 def summary_line(metrics: Metrics) -> str:
     st = metrics.status()
     t, lat, pos = st["throughput"], st["latency_ms"], st["position"]
     return (f"{t['messages_per_s']:.0f} msg/s {t['rows_per_s']:.0f} rows/s "
-            f"{t['bytes_per_s'] / 1024:.0f} KiB/s; latency p50 {lat['p50']} ms p99 {lat['p99']} ms "
-            f"max {lat['max']} ms; lag {st['lag_seconds']} s {st['lag_bytes']} B; "
+            f"{t['bytes_per_s'] / 1024:.0f} KiB/s; {latency_text(lat)}; lag {_known(st['lag_seconds'])} s "
+            f"{_known(st['lag_bytes'])} B; "
             f"position {pos['file']}:{pos['pos']}; {st['counters']['messages_total']} messages, "
             f"{st['counters']['errors_total']} errors"
             + (f"; {snapshot_line(st['snapshot']).split(None, 1)[1]}" if st["snapshot"] else ""))

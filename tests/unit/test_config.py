@@ -83,3 +83,10 @@ def test_more_than_one_produce_request_in_flight_is_refused_naming_why(tmp_path)
         assert config.load(write(tmp_path, BASE + f"kafka: {{'{key}': 1}}\n"), environ={})
     with pytest.raises(config.ConfigError, match="must stay 1"):
         config.load(write(tmp_path, BASE), environ={"STREAMER__KAFKA__MAX_IN_FLIGHT": "3"})
+
+
+def test_heartbeat_enabled_takes_true_false_or_auto(tmp_path):
+    for value in ("true", "false", "auto"):
+        config.load(write(tmp_path, BASE + f"heartbeat: {{enabled: {value}}}\n"), environ={})
+    with pytest.raises(config.ConfigError, match="heartbeat.enabled.*true, false or auto"):
+        config.load(write(tmp_path, BASE + "heartbeat: {enabled: sometimes}\n"), environ={})

@@ -145,7 +145,7 @@ def test_prometheus_text_has_every_contract_metric_with_the_three_labels():
                  "streamer_commit_seconds", "streamer_latency_over_threshold_ratio"):
         assert re.search(rf"^{name}{re.escape(labels)}}} [0-9.e+-]+$", text, re.M), name
     for q in ("0.5", "0.99", "1"):
-        assert f'streamer_latency_seconds{labels},quantile="{q}"}} ' in text
+        assert f'streamer_latency_seconds{labels},quantile="{q}",resolution="1s"}} ' in text
     assert "# TYPE streamer_messages_total counter" in text
     assert "# TYPE streamer_lag_bytes gauge" in text
     assert re.search(r"^streamer_lag_bytes\{.*\} 77\.0$", text, re.M)
@@ -172,8 +172,12 @@ def test_signalfx_datapoints_carry_dimensions_and_skip_unknown_values():
     assert {"streamer.latency_ms.p50", "streamer.throughput.messages_per_s",
             "streamer.commit_seconds"} <= gauges
     assert "streamer.lag_bytes" not in gauges  # never polled yet: not sent as a fake zero
+    dims = {"environment": "canary", "source": "db1", "namespace": "ns"}
     for d in dp["gauges"] + dp["cumulative_counters"]:
-        assert d["dimensions"] == {"environment": "canary", "source": "db1", "namespace": "ns"}
+        if d["metric"].startswith("streamer.latency_ms."):
+            assert d["dimensions"] == dict(dims, latency_resolution="1s")
+        else:
+            assert d["dimensions"] == dims
 
 
 def test_signalfx_token_comes_from_env_or_file_and_its_absence_is_explained(tmp_path):
@@ -275,3 +279,30 @@ def test_snapshot_progress_reaches_status_prometheus_signalfx_and_the_log_line()
     assert "snapshot   db.t 500/~2500 rows, 2 tables left, 500 rows/s, ETA 4 s" in \
         status_text(m.status())
     assert summary_line(m).endswith("; db.t 500/~2500 rows, 2 tables left, 500 rows/s, ETA 4 s")
+
+
+def test_an_idle_interval_reports_no_latency_and_says_it_is_idle():
+    m = Metrics(cfg())
+    m.on_rows(int(time.time()), 3)
+    m.on_commit(Position("f", 4), 3, 0.01, 0)
+    m.roll()
+    assert m.status()["latency_ms"]["p50"] is not None
+    assert "latency (binlog times, 1 s resolution) p50" in summary_line(m)
+    m.roll()  # nothing committed since: idle, not the last burst's figures again
+    lat = m.status()["latency_ms"]
+    assert lat["p50"] is None and lat["p99"] is None and lat["samples"] == 0
+    assert "latency idle (no change in the interval)" in summary_line(m)
+    assert "None" not in summary_line(m)
+    assert "latency    idle: no change in the last interval" in status_text(m.status())
+    assert not any(d["metric"].startswith("streamer.latency_ms") for d in datapoints(m)["gauges"])
+    assert not re.search(r"^streamer_latency_seconds\{", prometheus(m), re.M)
+
+
+def test_heartbeat_latency_is_labelled_with_its_microsecond_resolution():
+    m = Metrics(cfg(), heartbeat=True)
+    m.on_heartbeat(int(time.time() * 1e6) - 5000)
+    m.on_commit(Position("f", 4), 0, 0.01, 0)
+    m.roll()
+    assert m.status()["latency_ms"]["resolution"] == "1us"
+    assert summary_line(m).split("; ")[1].startswith("latency p50 ")
+    assert 'resolution="1us"' in prometheus(m)
