@@ -129,12 +129,14 @@ def test_signalfx_endpoint_receives_counts_throughput_latency_and_dimensions(db,
     p50 = sink.values("streamer.latency_ms.p50")
     p99 = sink.values("streamer.latency_ms.p99")
     assert p50 and p99 and all(0 <= v < 60_000 for v in p50 + p99)
-    assert sink.latest("streamer.latency_ms.max")[3] == dims
+    # Latency from the binlog's whole seconds (no heartbeat here) says so in a dimension.
+    assert sink.latest("streamer.latency_ms.max")[3] == dict(dims, latency_resolution="1s")
     assert 0 <= sink.latest("streamer.latency.over_threshold_ratio")[2] <= 1
     assert 0 < sink.latest("streamer.commit_seconds")[2] < 30
     assert sink.latest("streamer.lag_bytes")[2] >= 0
     assert sink.latest("streamer.queue_depth")[2] >= 0
-    assert re.search(r"INFO streamer.ops.reporter: \d+ msg/s .* latency p50 .* lag ", out)
+    assert re.search(r"INFO streamer.ops.reporter: \d+ msg/s .* latency \(binlog times, 1 s "
+                     r"resolution\) p50 .* lag ", out)
 
 
 class StallWatch:
@@ -252,10 +254,16 @@ def test_health_status_metrics_and_the_status_command_answer_while_running(db, t
         assert json.loads(body)["status"] == "ok"
         table_with_rows(conn, 50)
         master = support.master_pos(conn)
+
+        def busy():
+            """/status and /metrics of an interval in which the rows were committed."""
+            st = json.loads(get(port, "/status")[1])
+            return (st, get(port, "/metrics")) if st["latency_ms"]["samples"] else None
+        busy_status, (metrics_code, metrics) = support.wait_for(busy, timeout=30, interval=0.05,
+                                                                what="an interval with changes")
         support.consume([f"{ns}.{name}.t"], expect=50, idle=0.5)
-        time.sleep(1.2)  # a reporting interval
+        time.sleep(1.2)  # a reporting interval with nothing in it
         status = json.loads(get(port, "/status")[1])
-        metrics_code, metrics = get(port, "/metrics")
         missing_code, _ = get(port, "/nope")
         human = subprocess.run([sys.executable, "-m", "streamer.cli", "status", "-c", cfg],
                                capture_output=True, text=True, cwd=support.ROOT, check=True)
@@ -268,16 +276,21 @@ def test_health_status_metrics_and_the_status_command_answer_while_running(db, t
     assert status["position"]["file"] == master[0] and status["position"]["pos"] >= master[1]
     assert status["lag_bytes"] is not None and status["lag_bytes"] >= 0
     assert set(status["throughput"]) == {"messages_per_s", "rows_per_s", "bytes_per_s"}
-    assert set(status["latency_ms"]) == {"p50", "p99", "max", "over_threshold_share", "threshold_ms"}
-    assert status["latency_ms"]["p50"] is not None and status["uptime_s"] > 0
+    assert set(status["latency_ms"]) == {"p50", "p99", "max", "over_threshold_share", "threshold_ms",
+                                         "samples", "resolution"}
+    assert busy_status["latency_ms"]["resolution"] == "1s" and status["uptime_s"] > 0
+    assert busy_status["latency_ms"]["p50"] is not None
+    # The interval after the burst was idle: no latency, not the burst's again.
+    assert status["latency_ms"]["p50"] is None and status["latency_ms"]["samples"] == 0
     assert metrics_code == 200 and missing_code == 404
     labels = f'{{environment="stage",source="{ns}",namespace="{ns}"}}'
     assert f"streamer_messages_total{labels} 50.0" in metrics
     for metric in ("streamer_lag_seconds", "streamer_lag_bytes", "streamer_queue_depth",
                    "streamer_commit_seconds", "streamer_latency_over_threshold_ratio"):
         assert re.search(rf"^{metric}{re.escape(labels)} ", metrics, re.M), metric
-    assert re.search(r'^streamer_latency_seconds\{.*quantile="0.99"\} ', metrics, re.M)
-    assert f"position   {master[0]}:" in human.stdout and "p50" in human.stdout
+    assert re.search(r'^streamer_latency_seconds\{.*quantile="0.99",resolution="1s"\} ', metrics,
+                     re.M)
+    assert f"position   {master[0]}:" in human.stdout and "latency    idle" in human.stdout
     assert "msg/s" in human.stdout and "50 messages" in human.stdout
     assert json.loads(js.stdout)["counters"]["messages_total"] == 50
     # With the streamer gone, status says so instead of printing stale numbers.
