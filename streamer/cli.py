@@ -131,7 +131,9 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
         finally:
             conn.close()
     try:
-        admin = AdminClient({k: v for k, v in cfg["kafka"].items()})
+        from streamer.kafka import logs
+
+        admin = AdminClient(logs.client_conf(dict(cfg["kafka"])))
         md = admin.list_topics(timeout=10)
         results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", True,
                         f"{len(md.brokers)} broker(s)"))

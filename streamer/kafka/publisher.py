@@ -23,6 +23,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamer.errors import BatchAborted, Fenced, KafkaFatal, OpenTransaction, ProducerBroken
+from streamer.kafka import logs
 from streamer.kafka.rdkafka import Producer
 from streamer.kafka.topics import read_schema_records, read_topic_tail
 from streamer.position import Position
@@ -104,7 +105,7 @@ class Publisher:
     def __enter__(self) -> "Publisher":
         """Starts the transactional producer, which fences older instances. Creates nothing:
         ``prepare()`` does, once the caller knows the other end works too."""
-        self.admin = AdminClient(self._client_conf())
+        self.admin = AdminClient(logs.client_conf(self._client_conf()))
         self._start_producer()
         return self
 

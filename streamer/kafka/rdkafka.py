@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from confluent_kafka import KafkaError, KafkaException
 
+from streamer.kafka import logs
 from streamer.kafka.bundle import BUNDLED, SYSTEM
 
 _CDEF = """
@@ -57,6 +58,9 @@ void rd_kafka_queue_destroy(rd_kafka_queue_t *rkqu);
 size_t rd_kafka_queue_length(rd_kafka_queue_t *rkqu);
 rd_kafka_event_t *rd_kafka_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms);
 void rd_kafka_event_destroy(rd_kafka_event_t *rkev);
+int rd_kafka_event_type(const rd_kafka_event_t *rkev);
+int rd_kafka_event_log(rd_kafka_event_t *rkev, const char **fac, const char **str, int *level);
+int rd_kafka_set_log_queue(rd_kafka_t *rk, rd_kafka_queue_t *rkqu);
 int rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
 int rd_kafka_outq_len(rd_kafka_t *rk);
 int rd_kafka_metadata(rd_kafka_t *rk, int all_topics, rd_kafka_topic_t *only_rkt,
@@ -78,6 +82,7 @@ RD_KAFKA_PRODUCER = 0
 PARTITION_UA = -1  # let the partitioner pick by key, as confluent-kafka's produce does
 MSG_F_COPY = 2  # librdkafka copies the payload; cffi's pointer lives only during the call
 EVENT_DR = 0x1
+EVENT_LOG = 0x4
 DRAIN_WAIT_S = 0.1  # the drain thread's poll: how long close() may wait for it
 ERR_QUEUE_FULL = -184
 ERR_FATAL = -150
@@ -202,18 +207,21 @@ class Producer:
         self._lib = lib
         errstr = _ffi.new("char[]", _ERRSTR)
         rconf = lib.rd_kafka_conf_new()
-        conf = dict(conf, **{"delivery.report.only.error": True})
+        # log.queue: librdkafka's log lines become events on the main queue, which the drain
+        # thread serves (kafka.logs), instead of lines its own threads write to stderr.
+        conf = dict(conf, **{"delivery.report.only.error": True, "log.queue": True})
         for key, value in conf.items():
             if lib.rd_kafka_conf_set(rconf, str(key).encode(), _conf_value(value).encode(),
                                      errstr, _ERRSTR) != 0:
                 lib.rd_kafka_conf_destroy(rconf)
                 # librdkafka may name an alias ("compression.codec"): say which key was given.
                 raise KafkaException(KafkaError(ERR_INVALID_ARG, f"{key}: {_text(errstr)}"))
-        lib.rd_kafka_conf_set_events(rconf, EVENT_DR)
+        lib.rd_kafka_conf_set_events(rconf, EVENT_DR | EVENT_LOG)
         rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, _ERRSTR)
         if rk == _ffi.NULL:
             lib.rd_kafka_conf_destroy(rconf)  # rd_kafka_new owns the conf only on success
             raise KafkaException(KafkaError(ERR_INVALID_ARG, _text(errstr)))
+        lib.rd_kafka_set_log_queue(rk, _ffi.NULL)  # NULL: the main queue
         self._rk = rk
         self._events = lib.rd_kafka_queue_get_main(rk)
         self._closing = False
@@ -272,7 +280,8 @@ class Producer:
         raise KafkaException(KafkaError(err, _text(self._lib.rd_kafka_err2str(err))))
 
     def poll(self, timeout: float = 0.0) -> int:
-        """Wait up to ``timeout`` for delivery failures and discard them; returns how many.
+        """Wait up to ``timeout`` for delivery failures and discard them, and log librdkafka's
+        log lines (kafka.logs); returns how many events were served.
 
         The drain thread does this too. (rd_kafka_poll must not serve these events: with no
         delivery callback set, it would call one.)
@@ -281,10 +290,19 @@ class Producer:
         n = 0
         ev = lib.rd_kafka_queue_poll(self._events, _ms(timeout))
         while ev != _ffi.NULL:
+            if lib.rd_kafka_event_type(ev) == EVENT_LOG:
+                self._log(ev)
             lib.rd_kafka_event_destroy(ev)
             n += 1
             ev = lib.rd_kafka_queue_poll(self._events, 0)
         return n
+
+    def _log(self, ev: Any) -> None:
+        fac = _ffi.new("const char **")
+        text = _ffi.new("const char **")
+        level = _ffi.new("int *")
+        if self._lib.rd_kafka_event_log(ev, fac, text, level) == 0:
+            logs.emit(level[0], _text(fac[0]), _text(text[0]))
 
     def flush(self, timeout: float = 60.0) -> int:
         """Wait until every message is acknowledged or its failure discarded; returns how many

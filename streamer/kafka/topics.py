@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from streamer.codec.decode import SchemaSource
 from streamer.errors import OpenTransaction
+from streamer.kafka import logs
 
 # How long the broker may hold an empty fetch while a topic is read to its end (read_topic).
 READ_FETCH_WAIT_MS = 10
@@ -39,10 +40,10 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
 
     # The end of a partition shows as an empty fetch, which the broker holds for up to
     # fetch.wait.max.ms (500 ms by default): every start waited that long for its checkpoint.
-    c = Consumer(dict(conf, **{"group.id": f"streamer-reader-{time.time()}",
-                               "enable.auto.commit": False, "enable.partition.eof": True,
-                               "isolation.level": "read_committed",
-                               "fetch.wait.max.ms": READ_FETCH_WAIT_MS}))
+    c = Consumer(logs.client_conf(dict(conf, **{
+        "group.id": f"streamer-reader-{time.time()}", "enable.auto.commit": False,
+        "enable.partition.eof": True, "isolation.level": "read_committed",
+        "fetch.wait.max.ms": READ_FETCH_WAIT_MS})))
     try:
         deadline = time.monotonic() + timeout
         offsets = _offsets(c, topic, deadline)

@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, KafkaError
 
 from streamer import config as config_mod
 from streamer.codec.decode import Decoder, to_jsonable
+from streamer.kafka import logs
 from streamer.kafka.topics import kafka_schema_source
 
 
@@ -20,10 +21,10 @@ def tail(args: argparse.Namespace) -> int:
         conf = dict(config_mod.load(args.config)["kafka"])
     namespace = args.namespace or args.topic.split(".")[0]
     decoder = Decoder(kafka_schema_source(conf, namespace))
-    consumer = Consumer(dict(conf, **{
+    consumer = Consumer(logs.client_conf(dict(conf, **{
         "group.id": f"streamer-tail-{time.time()}", "enable.auto.commit": False,
         "auto.offset.reset": "latest" if args.from_end else "earliest",
-        "isolation.level": "read_committed"}))
+        "isolation.level": "read_committed"})))
     consumer.subscribe([args.topic])
     seen = 0
     idle_since = time.monotonic()

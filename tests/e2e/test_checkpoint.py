@@ -56,8 +56,8 @@ def test_checkpoint_is_found_in_the_tail_and_behind_other_sources(tmp_path, monk
 def test_positions_topic_rolls_segments_so_compaction_can_run(tmp_path):
     ns = support.unique("ckpt")
     cfg = _cfg(tmp_path, ns, "alpha")
-    with Publisher(cfg):
-        pass
+    with Publisher(cfg) as pub:
+        pub.prepare()  # entering creates nothing: the streamer prepares once MySQL answered
     admin = AdminClient({"bootstrap.servers": support.KAFKA})
     for topic in (f"{ns}.__positions", f"{ns}.__schemas"):
         res = ConfigResource(ConfigResource.Type.TOPIC, topic)

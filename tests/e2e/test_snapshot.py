@@ -356,7 +356,7 @@ def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path):
         ns = support.unique("sr")
         cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
                                    start={"initial": "snapshot"},
-                                   snapshot={"chunk_rows": 100, "mode": "read_only"},
+                                   snapshot={"chunk_rows": 500, "mode": "read_only"},
                                    mysql={"user": user, "password_file": str(tmp_path / "pw"),
                                           "host": "127.0.0.1", "port": support.MYSQL_PORT,
                                           "server_id": 7124})
@@ -368,6 +368,7 @@ def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path):
                 while not stop.is_set():
                     support.sql(c2, "UPDATE t SET v = v + 1 WHERE id = %s",
                                 args=(rng.randrange(1, 2001) * 10,))
+                    time.sleep(0.002)
         writer = threading.Thread(target=load, daemon=True)
         writer.start()
         with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:

@@ -38,3 +38,6 @@ def test_an_unreachable_kafka_is_reported_within_the_connect_timeout(tmp_path):
     assert "Kafka at 127.0.0.1:1 did not accept the transactional producer" in out, out[-2000:]
     assert "kafka_connect_timeout_s is 5" in out and "Traceback" not in out
     assert took < 30, f"took {took:.0f} s to report an unreachable Kafka"
+    # librdkafka's own lines come through logging, at the level of what they mean, never raw.
+    assert "WARNING streamer.kafka.librdkafka: FAIL: " in out and "Connection refused" in out
+    assert not [line for line in out.splitlines() if line.startswith("%")]

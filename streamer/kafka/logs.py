@@ -1,0 +1,68 @@
+"""librdkafka's log lines through Python's logging, at levels that say what they mean.
+
+Left to itself librdkafka writes raw lines to stderr (``%3|1795646193.680|FAIL|rdkafka#producer-1|
+...``) from its own threads. The producer (``kafka.rdkafka``) has them queued as events and logs
+them from its drain thread, off the hot path; the consumers and admin clients of confluent-kafka
+get ``LOGGER`` in their config and log them from their poll. Either way they go to the logger
+``streamer.kafka.librdkafka``.
+
+librdkafka's syslog levels overstate its transient trouble: a broker that refuses a connection at
+start-up is an "error" (3) it retries on its own, and a coordinator not ready yet a "warning" (4)
+followed by "retrying". A failure that lasts reaches the streamer as an API error, which it reports
+with the fix. So: what librdkafka says it is retrying is INFO; connection failures are WARNING;
+the rest keep their level (0-3 ERROR, 4 WARNING, 5 INFO), and its own informational chatter (6, 7)
+is DEBUG.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+NAME = "streamer.kafka.librdkafka"
+log = logging.getLogger(NAME)
+
+# librdkafka facilities of connection trouble it retries by itself.
+_RECONNECTING = frozenset(("FAIL", "CONNECT", "BROKERFAIL", "DISCONNECT", "ERROR"))
+
+
+def level_of(syslog_level: int, facility: str, text: str) -> int:
+    """The Python level of one librdkafka log line."""
+    if "retrying" in text.lower() or "retry" in facility.lower():
+        return logging.INFO if syslog_level <= 4 else logging.DEBUG
+    if syslog_level <= 3:
+        return logging.WARNING if facility.upper() in _RECONNECTING else logging.ERROR
+    if syslog_level == 4:
+        return logging.WARNING
+    if syslog_level == 5:
+        return logging.INFO
+    return logging.DEBUG
+
+
+def emit(syslog_level: int, facility: str, text: str) -> None:
+    level = level_of(syslog_level, facility, text)
+    if log.isEnabledFor(level):
+        log.log(level, "%s: %s", facility, text)
+
+
+class _Logger(logging.Logger):
+    """What confluent-kafka's clients are given as ``logger``: they call ``log(level, fmt,
+    facility, client name, text)`` with its own mapping of the syslog level, which is undone
+    here so that ``level_of`` decides."""
+
+    _FROM_PYTHON = {logging.CRITICAL: 2, logging.ERROR: 3, logging.WARNING: 4, logging.INFO: 6,
+                    logging.DEBUG: 7}
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if len(args) == 3:
+            facility, _, text = args
+            emit(self._FROM_PYTHON.get(level, 6), str(facility), str(text))
+        else:
+            log.log(level, msg, *args)
+
+
+LOGGER = _Logger(NAME + ".client")
+
+
+def client_conf(conf: dict) -> dict:
+    """A confluent-kafka client's config, its log lines routed here."""
+    return dict(conf, logger=LOGGER)

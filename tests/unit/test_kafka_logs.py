@@ -1,0 +1,29 @@
+"""librdkafka's log lines: the levels they get, and the logger confluent-kafka's clients call."""
+import logging
+
+from streamer.kafka import logs
+
+
+def test_transient_trouble_is_not_an_error_and_chatter_is_debug():
+    assert logs.level_of(3, "FAIL", "Connect to ipv4#127.0.0.1:1 failed: Connection refused") == \
+        logging.WARNING
+    assert logs.level_of(4, "GETPID", "Failed to acquire transactional PID from broker "
+                                      "TxnCoordinator/1: Broker: Not coordinator: retrying") == \
+        logging.INFO
+    assert logs.level_of(6, "BGQUEUE", "Purging 3 ops") == logging.DEBUG
+    assert logs.level_of(3, "TXNERR", "Current transaction failed") == logging.ERROR
+    assert logs.level_of(4, "CONFWARN", "Configuration property is deprecated") == logging.WARNING
+    assert logs.level_of(5, "PARTCNT", "Topic partition count changed") == logging.INFO
+
+
+def test_confluent_kafka_clients_calls_reach_the_same_mapping(caplog):
+    caplog.set_level(logging.DEBUG, logger=logs.NAME)
+    # As confluent-kafka calls it: its own mapping of the syslog level, then fac, name, text.
+    logs.LOGGER.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#consumer-1",
+                    "Connect to ipv4#127.0.0.1:1 failed: Connection refused")
+    logs.LOGGER.log(logging.INFO, "%s [%s] %s", "BGQUEUE", "rdkafka#consumer-1", "Purging")
+    got = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert got == [(logs.NAME, logging.WARNING, "FAIL: Connect to ipv4#127.0.0.1:1 failed: "
+                                                "Connection refused"),
+                   (logs.NAME, logging.DEBUG, "BGQUEUE: Purging")]
+    assert logs.client_conf({"bootstrap.servers": "x"})["logger"] is logs.LOGGER
