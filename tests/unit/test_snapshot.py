@@ -391,3 +391,18 @@ def test_only_the_latest_table_id_of_each_snapshot_table_is_kept(tmp_path):
         snaps.on_table_map(Map(signals.SIGNAL, table_id + 1000))
         snaps.on_table_map(Map("heartbeat", table_id + 2000))
     assert snaps.ids == {199: signals.WATERMARK, 1199: signals.SIGNAL}
+
+
+def test_a_failed_watermark_or_request_write_names_its_fix():
+    import pymysql
+
+    denied = pymysql.err.OperationalError(1142, "INSERT command denied to user 'x'@'h'")
+    err = signals.explain(denied, "streamer_heartbeat", signals.SIGNAL, "x", "write a request to")
+    assert "may not write a request to streamer_heartbeat.snapshot_signal" in str(err)
+    assert "GRANT INSERT, UPDATE ON `streamer_heartbeat`.* TO that user" in str(err)
+    missing = pymysql.err.ProgrammingError(1146, "Table doesn't exist")
+    err = signals.explain(missing, "streamer_heartbeat", signals.WATERMARK, "x", "write the mark to")
+    assert "does not exist" in str(err) and signals.tables_sql("streamer_heartbeat")[0] in str(err)
+    read_only = pymysql.err.OperationalError(1290, "--read-only option")
+    err = signals.explain(read_only, "db", signals.WATERMARK, "x", "write the watermark to")
+    assert "snapshot.mode: read_only" in str(err) and err.exit_code == 3
