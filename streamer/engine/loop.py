@@ -276,12 +276,16 @@ class Streamer:
                     snaps.on_table_map(event)
             else:
                 if cls is QueryEvent:
-                    tv = truncated_version(event, tables)
-                    if tv is not None:
-                        batch.open()
-                        batch.pending += publish_truncate(event, tv, tracker, produce)
-                    if snaps.chunk is not None and event.query not in ("BEGIN", "COMMIT"):
-                        snaps.on_query(event.query)
+                    query = event.query
+                    if query != "BEGIN" and query != "COMMIT":
+                        # DDL, or row changes a session logged as a statement: refused.
+                        events.refuse_statement(event, tracker.file, tables.filter)
+                        tv = truncated_version(event, tables)
+                        if tv is not None:
+                            batch.open()
+                            batch.pending += publish_truncate(event, tv, tracker, produce)
+                        if snaps.chunk is not None:
+                            snaps.on_query(query)
                 elif cls not in FOLLOWED:
                     events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)

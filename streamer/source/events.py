@@ -14,7 +14,8 @@ reach Kafka as nothing at all. So every event type is in exactly one of three li
 """
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List
+import re
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.event import (BeginLoadQueryEvent, ExecuteLoadQueryEvent,
@@ -93,4 +94,49 @@ def refuse(event: Any, file: str) -> None:
                            f"this event on was published, and the checkpoint stays before it. "
                            f"Events already written this way stay in the binlog: once their "
                            f"changes are accounted for, restart past them (streamer run "
+                           f"--start-file/--start-pos or --start-gtid)")
+
+
+# A statement that changes rows, and the table it names first: INSERT [INTO], REPLACE [INTO],
+# UPDATE, DELETE [FROM], LOAD DATA ... INTO TABLE; leading comments and modifiers allowed.
+_DML = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*|#[^\n]*\n\s*)*"
+    r"(?:(?:insert|replace)(?:\s+(?:low_priority|delayed|high_priority|ignore))*(?:\s+into)?"
+    r"|update(?:\s+(?:low_priority|ignore))*"
+    r"|delete(?:\s+(?:low_priority|quick|ignore))*\s+from"
+    r"|load\s+(?:data|xml)\b.*?\binto\s+table)"
+    r"\s+(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?",
+    re.IGNORECASE | re.DOTALL)
+
+
+def _name(part: str) -> str:
+    return part[1:-1].replace("``", "`") if part.startswith("`") else part
+
+
+def statement_target(query: str, default_db: str) -> Optional[Tuple[str, str]]:
+    """(db, table) a statement-logged INSERT/REPLACE/UPDATE/DELETE/LOAD DATA changes (the first
+    table it names), or None for any other statement."""
+    m = _DML.match(query)
+    if m is None:
+        return None
+    first, second = m.group(1), m.group(2)
+    if second is None:
+        return default_db, _name(first)
+    return _name(first), _name(second)
+
+
+def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool]) -> None:
+    """Stop at row changes logged as a statement in a published table: the streamer reads row
+    events only, so they would be lost."""
+    schema = event.schema
+    db = schema.decode("utf-8", "replace") if isinstance(schema, bytes) else schema
+    target = statement_target(event.query, db or "")
+    if target is None or not published(*target):
+        return
+    packet = event.packet
+    raise UnsupportedEvent(f"a statement changing {target[0]}.{target[1]} at "
+                           f"{file}:{packet.log_pos - packet.event_size} was logged as a "
+                           f"statement, not as row events: {_STATEMENT}. Nothing from this event "
+                           f"on was published, and the checkpoint stays before it; once its "
+                           f"changes are accounted for, restart past it (streamer run "
                            f"--start-file/--start-pos or --start-gtid)")

@@ -22,6 +22,7 @@ from typing import Any, Callable, List, Optional, Tuple
 from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 
+from streamer.errors import UnsupportedEvent
 from streamer.source.decoders import (read_string, decimal_layout, decimal_unscaled,
                                             make_decimal, time2_micros, time2_packed_from_binary)
 
@@ -212,6 +213,21 @@ def get_none_sources(library: Reader) -> Reader:
     return _get_none_sources
 
 
+def _partial_image(event: Any, column: str) -> UnsupportedEvent:
+    """A published table's row image without one of its columns: binlog_row_image was MINIMAL or
+    NOBLOB for the session that wrote it. Publishing would turn the missing value into null."""
+    packet = event.packet
+    return UnsupportedEvent(
+        f"a rows event of {event.schema}.{event.table} at offset "
+        f"{packet.log_pos - packet.event_size} of the binlog file being read has no value for "
+        f"column '{column}': its row image is not FULL (binlog_row_image MINIMAL or NOBLOB for "
+        f"the session that wrote it), and publishing it would turn that value into null. Set "
+        f"binlog_row_image=FULL globally and for every session (SET GLOBAL binlog_row_image="
+        f"'FULL'; sessions started before keep their own). Nothing from this event on was "
+        f"published, and the checkpoint stays before it; once its change is accounted for, "
+        f"restart past it (streamer run --start-file/--start-pos or --start-gtid)")
+
+
 def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
     """RowsEvent._read_column_data, given the library's (source.patches installs it): rows of a
     planned table are read through its plan, the rest by the library."""
@@ -227,9 +243,7 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
         at = 0  # the null bitmap has a bit per column present in the image only
         for i, (name, read) in enumerate(plan):
             if not cols_bitmap[i >> 3] & (1 << (i & 7)):
-                none_sources[name] = NONE_SOURCE.COLS_BITMAP
-                values[name] = None
-                continue
+                raise _partial_image(self, name)
             if null_bitmap[at >> 3] & (1 << (at & 7)):
                 none_sources[name] = NONE_SOURCE.NULL
                 values[name] = None
