@@ -231,6 +231,12 @@ class Streamer:
         max_messages = batch.max_messages
         last_ts = 0
 
+        def everywhere(topic: str, value: bytes) -> int:
+            """A keyless message in every partition (a TRUNCATE), its bytes counted."""
+            n = publisher.produce_everywhere(topic, value)
+            metrics.bytes += n * len(value)
+            return n
+
         def emit(chunk: Chunk, event: Any) -> int:
             return self._emit_chunk(publisher, batch, tracker, produce, tables, chunk, event)
 
@@ -283,7 +289,7 @@ class Streamer:
                         tv = truncated_version(event, tables)
                         if tv is not None:
                             batch.open()
-                            batch.pending += publish_truncate(event, tv, tracker, produce)
+                            batch.pending += publish_truncate(event, tv, tracker, everywhere)
                         if snaps.chunk is not None:
                             snaps.on_query(query)
                 elif cls not in FOLLOWED:

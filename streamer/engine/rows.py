@@ -91,8 +91,11 @@ def truncated_version(event: Any, tables: TableCatalog) -> Optional[TableVersion
     return tv
 
 
-def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker, produce: Produce) -> int:
-    """Produce the op ``t`` message; returns how many messages were produced (0 on a re-read)."""
+def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker,
+                     produce_everywhere: Callable[[str, bytes], int]) -> int:
+    """Produce the op ``t`` message, once in each of the topic's partitions (keyless, it would
+    land in one, and consumers of the others would apply it after later inserts); returns how
+    many messages were produced (0 on a re-read)."""
     if tracker.count(1):
         return 0
     packet = event.packet
@@ -104,5 +107,4 @@ def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker, produce: Pr
               "tx_row": tracker.tx_rows - 1, "snapshot": None}
     envelope = {"before": None, "after": None, "op": "t", "ts_ms": event.timestamp * 1000,
                 "source": source}
-    produce(tv.topic, tv.value_writer.encode(envelope), None)
-    return 1
+    return produce_everywhere(tv.topic, tv.value_writer.encode(envelope))

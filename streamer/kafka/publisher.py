@@ -45,6 +45,10 @@ DEFAULT_PRODUCER = {
     # partition makes it count the refused messages as delivered ("implicitly acked"), and the
     # transaction commits without them. Seen for 4 of 100 new topics; none of 300 with this.
     "max.in.flight.requests.per.connection": SAFE_IN_FLIGHT,
+    # A key's partition as the Java clients pick it (kafka.partition), so that topics with more
+    # than one partition co-partition with Kafka Streams and the rest; librdkafka's default
+    # (consistent_random, CRC32) puts keys elsewhere.
+    "partitioner": "murmur2_random",
 }
 # Consumer-side keys that would confuse a producer and the reverse; the rest pass through.
 _PRODUCER_ONLY = set(DEFAULT_PRODUCER) | {"compression.type", "batch.size", "retries",
@@ -91,6 +95,7 @@ class Publisher:
         self.in_tx = False
         self.committed: Optional[Position] = None
         self._topics: set = set()
+        self._partitions: Dict[str, int] = {}
         self._queue_full_logged_at = -1e9
         self.producer: Optional[Producer] = None
         self.admin: Optional[AdminClient] = None
@@ -333,6 +338,27 @@ class Publisher:
                 continue
             except KafkaException as exc:
                 self._raise(exc, f"produce to {topic}")
+
+    def produce_everywhere(self, topic: str, value: bytes) -> int:
+        """Queue ``value`` (keyless) once in every partition of ``topic``: a TRUNCATE, which a
+        consumer of any partition must see before that partition's later changes. Returns how
+        many messages that was."""
+        assert self.producer is not None
+        partitions = self._partitions.get(topic)
+        if partitions is None:
+            assert self.admin is not None
+            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+            partitions = len(md.partitions) if md is not None and md.partitions else 1
+            self._partitions[topic] = partitions
+        for p in range(partitions):
+            try:
+                self.producer.produce_to(topic, p, value)
+            except BufferError:
+                self.producer.poll(0.1)
+                self.producer.produce_to(topic, p, value)
+            except KafkaException as exc:
+                self._raise(exc, f"produce to {topic}")
+        return partitions
 
     def produce_schema(self, fingerprint_hex: str, schema_json: str, topic: str, kind: str) -> None:
         body = json.dumps({"fingerprint": fingerprint_hex, "schema": schema_json,

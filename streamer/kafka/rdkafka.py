@@ -271,6 +271,19 @@ class Producer:
                 raise BufferError("librdkafka's producer queue is full")
             self._fail(err)
 
+    def produce_to(self, topic: str, partition: int, value: Optional[bytes],
+                   key: Optional[bytes] = None) -> None:
+        """produce() to one partition, chosen by the caller (a TRUNCATE goes to each)."""
+        if self._lib.rd_kafka_produce(
+                self._topic(topic), partition, MSG_F_COPY,
+                _ffi.NULL if value is None else value, 0 if value is None else len(value),
+                _ffi.NULL if key is None else key, 0 if key is None else len(key),
+                _ffi.NULL) != 0:
+            err = self._lib.rd_kafka_last_error()
+            if err == ERR_QUEUE_FULL:
+                raise BufferError("librdkafka's producer queue is full")
+            self._fail(err)
+
     def _fail(self, err: int) -> None:
         if err == ERR_FATAL:
             # The code of the error that made the producer fatal says what happened (fenced...).

@@ -175,6 +175,10 @@ class InMemoryPublisher:
         assert self.in_tx, f"produce to {topic} outside a transaction"
         self.open.append((topic, key, value))
 
+    def produce_everywhere(self, topic: str, value: bytes) -> int:
+        self.produce(topic, value, None)  # one partition here
+        return 1
+
     def produce_schema(self, fingerprint_hex: str, schema_json: str, topic: str, kind: str) -> None:
         body = json.dumps({"fingerprint": fingerprint_hex, "schema": schema_json, "topic": topic,
                            "kind": kind}, sort_keys=True).encode()
