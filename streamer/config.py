@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from streamer.errors import ConfigError
 
@@ -38,8 +38,15 @@ DEFAULTS: Dict[str, Any] = {
         "allow_untested_libraries": False,
     },
     "kafka": {"bootstrap.servers": "127.0.0.1:9092"},
-    "topics": {"partitions": 1, "replication_factor": 1},
-    "tables": {"include": ["*.*"], "exclude": []},
+    # tombstones: a null value under the key after each delete, for tables with a primary key
+    # (README, "Tombstones and compaction"); compact: create table topics with cleanup.policy
+    # compact.
+    "topics": {"partitions": 1, "replication_factor": 1, "tombstones": True, "compact": False},
+    # columns: kept out of Kafka by 'db.table.column' glob (schema.masking); mask maps a pattern
+    # to hash, null or truncate:N, and hash keys its HMAC with the salt from salt_env/salt_file.
+    "tables": {"include": ["*.*"], "exclude": [],
+               "columns": {"exclude": [], "mask": {}, "salt_env": "STREAMER_MASK_SALT",
+                           "salt_file": None}},
     # max_messages cuts batches only while catching up (live, linger_ms does); the reader waits
     # for each commit, so fewer, bigger ones (docs/benchmarks.md, "Waiting for commits").
     "batch": {"max_messages": 20000, "linger_ms": 20, "min_linger_ms": 0,
@@ -71,6 +78,9 @@ DEFAULTS: Dict[str, Any] = {
     "snapshot": {"database": None, "chunk_rows": 10000, "mode": "watermark"},
 }
 
+# Mappings whose keys are the user's (librdkafka settings, column patterns), not config keys.
+FREE_MAPPINGS = ("kafka", "tables.columns.mask")
+
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
 RESERVED_KAFKA_KEYS = ("transactional.id", "enable.idempotence", "acks", "isolation.level")
 # Allowed only at 1 (kafka.publisher.DEFAULT_PRODUCER says why).
@@ -84,13 +94,14 @@ def _merge(base: Dict[str, Any], over: Dict[str, Any], path: str = "") -> Dict[s
         if key not in base:
             allowed = ", ".join(sorted(base))
             raise ConfigError(f"unknown config key '{where}'; allowed here: {allowed}")
-        if isinstance(base[key], dict) and where != "kafka":
+        if isinstance(base[key], dict) and where not in FREE_MAPPINGS:
             if not isinstance(value, dict):
                 raise ConfigError(f"'{where}' must be a mapping, got {value!r}")
             out[key] = _merge(base[key], value, where + ".")
-        elif where == "kafka":
+        elif where in FREE_MAPPINGS:
             if not isinstance(value, dict):
-                raise ConfigError(f"'kafka' must be a mapping of librdkafka settings, got {value!r}")
+                what = "librdkafka settings" if where == "kafka" else "column patterns to methods"
+                raise ConfigError(f"'{where}' must be a mapping of {what}, got {value!r}")
             merged = dict(base[key])
             merged.update(value)
             out[key] = merged
@@ -165,6 +176,10 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
         pats = cfg["tables"][key]
         _require(isinstance(pats, list) and all(isinstance(p, str) and "." in p for p in pats),
                  f"tables.{key}", pats, "a list of 'db.table' glob patterns such as 'shop.*'")
+    _validate_columns(cfg)
+    for key in ("topics.tombstones", "topics.compact"):
+        section, name = key.split(".")
+        _require(isinstance(cfg[section][name], bool), key, cfg[section][name], "true or false")
     for key in RESERVED_KAFKA_KEYS:
         if key in cfg["kafka"]:
             raise ConfigError(f"config key 'kafka.{key}' is set by the streamer itself "
@@ -193,6 +208,78 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _require(isinstance(name, str) and bool(_NAME.match(name)), "source.name", name,
              "letters, digits, '_', '-', '.'")
     return cfg
+
+
+# A salt this short makes hashes of small value sets (phone numbers, birthdays) guessable.
+MIN_SALT_BYTES = 16
+
+
+class Rule(NamedTuple):
+    """What ``tables.columns`` does to a column (``schema.masking`` applies it)."""
+
+    method: str  # "exclude", "hash", "null" or "truncate"
+    length: int  # truncate's N; 0 otherwise
+
+    def describe(self) -> str:
+        return f"truncate:{self.length}" if self.method == "truncate" else self.method
+
+
+def split_pattern(pattern: Any) -> Optional[Tuple[str, str, str]]:
+    """(db, table, column) globs of a ``db.table.column`` pattern; None when it isn't one. The
+    column's glob is lower-cased: MySQL compares column names without case."""
+    if not isinstance(pattern, str):
+        return None
+    parts = pattern.split(".")
+    if len(parts) != 3 or not all(parts):
+        return None
+    return parts[0], parts[1], parts[2].lower()
+
+
+def parse_method(method: Any) -> Optional[Rule]:
+    """The rule a ``tables.columns.mask`` value names; None when it names none."""
+    if method in ("hash", "null"):
+        return Rule(method, 0)
+    if isinstance(method, str) and method.startswith("truncate:"):
+        n = method[len("truncate:"):]
+        if n.isdigit() and int(n) > 0:
+            return Rule("truncate", int(n))
+    return None
+
+
+def _validate_columns(cfg: Dict[str, Any]) -> None:
+    cols = cfg["tables"]["columns"]
+    pats = cols["exclude"]
+    _require(isinstance(pats, list) and all(split_pattern(p) for p in pats),
+             "tables.columns.exclude", pats,
+             "a list of 'db.table.column' glob patterns such as '*.*.ssn'")
+    for pattern, method in cols["mask"].items():
+        _require(split_pattern(pattern) is not None, "tables.columns.mask", pattern,
+                 "'db.table.column' glob patterns as keys, such as 'crm.*.email'")
+        _require(parse_method(method) is not None, f"tables.columns.mask.{pattern}",
+                 method, "hash, null (quoted, so YAML reads a string) or truncate:N with N > 0")
+
+
+def mask_salt(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Optional[bytes]:
+    """The salt of ``hash`` masks, from the file or the environment (never argv); None when no
+    mask hashes. Refuses a missing or short salt, naming the keys."""
+    cols = cfg["tables"]["columns"]
+    if "hash" not in cols["mask"].values():
+        return None
+    environ = os.environ if environ is None else environ
+    if cols["salt_file"]:
+        salt = read_secret_file("tables.columns.salt_file", cols["salt_file"])
+    elif cols["salt_env"] and environ.get(cols["salt_env"]):
+        salt = environ[cols["salt_env"]]
+    else:
+        raise ConfigError(f"tables.columns.mask hashes columns but there is no salt: set the "
+                          f"environment variable {cols['salt_env']} or the config key "
+                          f"'tables.columns.salt_file'")
+    data = salt.encode("utf-8")
+    if len(data) < MIN_SALT_BYTES:
+        raise ConfigError(f"the salt of tables.columns.mask's hash is {len(data)} bytes; use at "
+                          f"least {MIN_SALT_BYTES} random bytes, or the hashes of small "
+                          f"value sets can be guessed")
+    return data
 
 
 def _validate_observability(cfg: Dict[str, Any]) -> None:
@@ -261,10 +348,14 @@ def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[
     if path is not None:
         base = os.path.dirname(os.path.abspath(path))
         for section, key in (("mysql", "password_file"), ("heartbeat", "password_file"),
-                             ("signalfx", "token_file"), ("profiler", "dir")):
-            pf = cfg[section][key]
+                             ("signalfx", "token_file"), ("profiler", "dir"),
+                             ("tables.columns", "salt_file")):
+            node = cfg
+            for part in section.split("."):
+                node = node[part]
+            pf = node[key]
             if pf and not os.path.isabs(pf):
-                cfg[section][key] = os.path.join(base, pf)
+                node[key] = os.path.join(base, pf)
     return validate(cfg)
 
 

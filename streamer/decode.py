@@ -2,7 +2,7 @@
 
     from streamer.decode import Decoder, kafka_schema_source
     decoder = Decoder(kafka_schema_source({"bootstrap.servers": "127.0.0.1:9092"}, "local"))
-    row_change = decoder.decode(message.value())
+    row_change = decoder.decode(message.value())   # None for a tombstone (a delete's key)
 
 The decoding itself is ``streamer.codec.decode``; reading the schema topic is ``streamer.kafka.topics``.
 """

@@ -36,6 +36,7 @@ from streamer.ops.heartbeat import TABLE as HEARTBEAT_TABLE
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.schema import evolution
+from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
 from streamer.source import events
 from streamer.source.reader import BinlogReader
@@ -72,6 +73,7 @@ class Streamer:
         self.filter = TableFilter(cfg["tables"]["include"], list(cfg["tables"]["exclude"]) +
                                   [cfg["heartbeat"]["database"] + ".*",
                                    cfg["snapshot"]["database"] + ".*"])
+        self.column_rules = ColumnRules.from_config(cfg, config_mod.mask_salt(cfg))
         self.snapshots = Snapshots(cfg, self.password, self.filter, clock)
         self.metrics.snapshot_status = self.snapshots.status
         self.published = 0
@@ -79,6 +81,7 @@ class Streamer:
         self.reconnects = 0
         self.publisher: Optional[Any] = None
         self.heap = gcpacing.OldGenerationLimit()
+        self._uncompacted: set = set()
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableCatalog] = None
         self._schema_records: Optional[_Ahead[List[Dict[str, Any]]]] = None
@@ -204,7 +207,10 @@ class Streamer:
             ahead, self._schema_records = self._schema_records, None
             records = ahead.result() if ahead is not None else publisher.read_schema_records()
             self.tables = TableCatalog(self.cfg["namespace"], self.filter,
-                                       lineage=evolution.lineage_from_records(records))
+                                       lineage=evolution.lineage_from_records(records),
+                                       rules=self.column_rules,
+                                       tombstones=self.cfg["topics"]["tombstones"],
+                                       compact=self.cfg["topics"]["compact"])
         self.tables.forget_current()
         return self.tables
 
@@ -332,7 +338,15 @@ class Streamer:
     def _announce(self, publisher: Any, batch: Batch, tv: TableVersion) -> None:
         """A table's current version changed: its topic exists and its writer schemas go out
         in the open batch, before the first message that uses them."""
-        publisher.ensure_topic(tv.topic)
+        if tv.compacted:
+            publisher.ensure_topic(tv.topic, config={"cleanup.policy": "compact"})
+        else:
+            if self.cfg["topics"]["compact"] and tv.topic not in self._uncompacted:
+                self._uncompacted.add(tv.topic)
+                log.warning("table %s.%s has no primary key: its topic %s is created with the "
+                            "delete cleanup policy, not compacted (Kafka compacts keyed records "
+                            "only)", tv.db, tv.table, tv.topic)
+            publisher.ensure_topic(tv.topic)
         if self.schema_registry is not None:
             self.schema_registry.frame(tv.topic, tv.value_writer, tv.key_writer)
         batch.open()

@@ -19,12 +19,13 @@ from typing import Any, Callable, Optional
 
 from streamer.codec.avro import OP_BYTES
 from streamer.engine.tracker import Tracker
+from streamer.errors import UnsupportedEvent
 from streamer.schema.versions import TableCatalog, TableVersion
 from streamer.source.truncate import truncated_table
 
 log = logging.getLogger(__name__)
 
-Produce = Callable[[str, bytes, Optional[bytes]], None]
+Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
 OP_CREATE = OP_BYTES["c"]
 OP_DELETE = OP_BYTES["d"]
 
@@ -59,7 +60,11 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
             if tv.key_writer is not None and any(before[k] != after[k] for k in tv.pk_names):
                 # A primary-key change is a delete of the old key and a create of the new one,
                 # so each key's own history stays complete and in order.
-                produce(topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), tv.key(before))
+                old = tv.key(before)
+                produce(topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), old)
+                if tv.tombstones:
+                    produce(topic, None, old)
+                    sent += 1
                 produce(topic, write(None, after, OP_CREATE, mid, i, txid, tx_row), key)
                 sent += 2
                 continue
@@ -71,7 +76,14 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
             if op == "c":
                 value = write(None, values, op_bytes, mid, i, txid, tx_row)
             else:
-                value = write(values, None, op_bytes, mid, i, txid, tx_row)
+                produce(topic, write(values, None, op_bytes, mid, i, txid, tx_row), key)
+                if tv.tombstones:
+                    # Right behind its delete, in the same transaction: compaction may then
+                    # forget the key (README, "Tombstones and compaction").
+                    produce(topic, None, key)
+                    sent += 1
+                sent += 1
+                continue
         produce(topic, value, key)
         sent += 1
     return sent
@@ -96,6 +108,16 @@ def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker,
     """Produce the op ``t`` message, once in each of the topic's partitions (keyless, it would
     land in one, and consumers of the others would apply it after later inserts); returns how
     many messages were produced (0 on a re-read)."""
+    if tv.compacted:
+        raise UnsupportedEvent(
+            f"TRUNCATE of {tv.db}.{tv.table} at {tracker.file}:"
+            f"{event.packet.log_pos - event.packet.event_size} can't be published to its "
+            f"compacted topic {tv.topic}: Kafka refuses keyless records there, and a tombstone "
+            f"needs each deleted key, which a TRUNCATE doesn't name. Nothing after it was "
+            f"published. Either set topics.compact: false and change the topic's cleanup.policy "
+            f"to delete (kafka-configs --alter), then restart: the TRUNCATE is published as op "
+            f"t; or re-create the topic from a snapshot and restart from after the TRUNCATE "
+            f"(start.file/start.pos)")
     if tracker.count(1):
         return 0
     packet = event.packet

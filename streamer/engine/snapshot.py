@@ -293,6 +293,13 @@ class Snapshots:
         assert self.catalog is not None
         tv = self.catalog.snapshot_version(described)
         names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
+        lossy = [k for k in described.chunk_key if k in tv.lossy]
+        if lossy:
+            raise SnapshotRefused(
+                f"cannot snapshot {j['table']}: its rows are read in chunks by the unique key "
+                f"({', '.join(described.chunk_key)}), and tables.columns.mask masks "
+                f"{', '.join(lossy)} so that rows can't be told apart by it. Mask the column with "
+                f"'hash', or give the table a primary key")
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
         self._marks += 1
         low, high = f"L{self._run}{self._marks}", f"H{self._run}{self._marks}"
@@ -320,7 +327,9 @@ class Snapshots:
             high = source.gtid_position()
         else:
             source.watermark(high)
-        key_names = [names[k] for k in described.chunk_key]
+        # An excluded column keeps its raw value under its MySQL name, on this side and in the
+        # binlog's rows alike: the chunk's keys still match the changes'.
+        key_names = [names.get(k, k) for k in described.chunk_key]
         convert = tv.convert
         by_key: Dict[Tuple, Dict[str, Any]] = {}
         for values in rows:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 log = logging.getLogger(__name__)
 
-Produce = Callable[[str, bytes, Optional[bytes]], None]
+Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
 
 
 class LatencyWindow:
@@ -116,9 +116,10 @@ class Metrics:
     # -- called by the pipeline -----------------------------------------------------------------
     def counting(self, produce: Produce) -> Produce:
         """``produce`` that also counts the bytes handed to Kafka (key plus value)."""
-        def produce_counted(topic: str, value: bytes, key: Optional[bytes]) -> None:
+        def produce_counted(topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
             produce(topic, value, key)
-            self.bytes += len(value) if key is None else len(value) + len(key)
+            n = 0 if value is None else len(value)  # None: a tombstone
+            self.bytes += n if key is None else n + len(key)
         return produce_counted
 
     def on_rows(self, ts: int, rows: int) -> None:

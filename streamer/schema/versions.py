@@ -11,8 +11,9 @@ import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from streamer.codec import avro
-from streamer.errors import MissingColumnNames
-from streamer.schema import columns, evolution
+from streamer.errors import ConfigError, MissingColumnNames
+from streamer.schema import columns, evolution, masking
+from streamer.schema.masking import ColumnRules
 from streamer.source import rowplan
 
 log = logging.getLogger(__name__)
@@ -63,14 +64,23 @@ class TableVersion:
     """
 
     def __init__(self, namespace: str, event: Any,
-                 previous: Optional[evolution.Previous] = None, binlog: bool = True):
+                 previous: Optional[evolution.Previous] = None, binlog: bool = True,
+                 rules: Optional[ColumnRules] = None, tombstones: bool = False,
+                 compact: bool = False):
         self.db: str = event.schema
         self.table: str = event.table
         self.topic = f"{namespace}.{self.db}.{self.table}"
         table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
         fields: List[Dict[str, Any]] = []
         self.conversions: List[Tuple[str, str, Optional[Callable[[Any], Any]], Any]] = []
-        self.empty_set_columns: List[Tuple[str, bool]] = []
+        # (Avro name, nullable, the value of an empty SET as published)
+        self.empty_set_columns: List[Tuple[str, bool, str]] = []
+        # Columns masked with null: (MySQL name, Avro name), set to null after the conversions.
+        self.nulled: List[Tuple[str, str]] = []
+        # MySQL names of columns whose published value can't tell rows apart (masked with null
+        # or truncate): a snapshot can't chunk by them.
+        self.lossy: List[str] = []
+        excluded: List[str] = []
         pk: List[Tuple[str, Dict[str, Any]]] = []
         used = set()
         for i, col in enumerate(event.columns):
@@ -78,12 +88,30 @@ class TableVersion:
                 raise MissingColumnNames(
                     f"table {self.db}.{self.table}: the binlog carries no column names; set "
                     f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
+            rule = rules.rule(self.db, self.table, col.name) if rules else None
+            if rule is not None and col.is_primary and rule.method != "hash":
+                raise ConfigError(
+                    f"column {self.db}.{self.table}.{col.name} is part of the table's primary key "
+                    f"and can't be {'excluded' if rule.method == 'exclude' else 'masked with ' + rule.describe()}: "
+                    f"the key identifies the row in Kafka. Remove it from tables.columns, or mask "
+                    f"it with 'hash'")
+            if rule is not None and rule.method == "exclude":
+                excluded.append(col.name)
+                continue
             atype, conv, kind = columns.avro_type(col)
+            mask = None
+            if rule is not None and rule.method != "null":
+                assert rules is not None
+                mask = rules.masker(rule, atype, f"{self.db}.{self.table}.{col.name}")
+                conv = masking.after(conv, mask)
+                if rule.method == "hash":
+                    atype = "string"
             name = avro.avro_name(col.name)
             while name in used:
                 name += "_"
             nullable = _nullable(event.null_bitmask, i) or kind in columns.ALWAYS_NULLABLE or \
-                evolution.nullable_by_lineage(name, previous)
+                evolution.nullable_by_lineage(name, previous) or \
+                (rule is not None and rule.method == "null")
             used.add(name)
             field: Dict[str, Any] = {"name": name, "type": ["null", atype] if nullable else atype}
             if nullable:
@@ -91,18 +119,29 @@ class TableVersion:
             field["mysql.type"] = kind
             if name != col.name:
                 field["mysql.column"] = col.name
+            if rule is not None:
+                field["streamer.mask"] = rule.describe()
+                field["doc"] = masking.DOCS[rule.method]
+                if rule.method != "hash":
+                    self.lossy.append(col.name)
             fields.append(field)
             branch = _branch(atype) if nullable else None
-            if conv is not None or branch is not None or name != col.name:
+            if rule is not None and rule.method == "null":
+                self.nulled.append((col.name, name))
+            elif conv is not None or branch is not None or name != col.name:
                 self.conversions.append((col.name, name, conv, branch))
-            if kind == "set":
-                self.empty_set_columns.append((name, nullable))
+            if kind == "set" and (rule is None or rule.method != "null"):
+                self.empty_set_columns.append((name, nullable, "" if mask is None else mask("")))
             if col.is_primary:
                 pk.append((name, copy.deepcopy(field)))
         # The namespace carries a hash of the exact fields: distinct full schemas, distinct
         # fingerprints (see evolution.short_hash). Readers match records by unqualified name.
-        space = f"{table_space}.v{evolution.short_hash(fields)}"
+        space = f"{table_space}.v{evolution.short_hash(fields + [{'excluded': excluded}] if excluded else fields)}"
         self.row_schema = {"type": "record", "name": "Row", "namespace": space, "fields": fields}
+        if excluded:
+            self.row_schema["streamer.excluded"] = excluded
+            self.row_schema["doc"] = ("columns left out by tables.columns.exclude: "
+                                      + ", ".join(excluded))
         self.value_schema = {
             "type": "record", "name": "Envelope", "namespace": space,
             "fields": [
@@ -117,6 +156,10 @@ class TableVersion:
         # A version described for a snapshot (binlog False) reads no binlog rows.
         self.read_plan = rowplan.plan_for(event.columns) if binlog else None
         self.pk_names = [n for n, _ in pk]
+        # A null value under the key after each delete, so that compaction can forget the key.
+        self.tombstones = tombstones and bool(pk)
+        # Kafka compacts only keyed records: a keyless table's topic keeps the delete policy.
+        self.compacted = compact and bool(pk)
         self.value_writer = avro.Writer(self.value_schema)
         self.envelope = avro.EnvelopeWriter(self.value_writer, self.row_schema)
         self.key_writer: Optional[avro.Writer] = None
@@ -144,11 +187,16 @@ class TableVersion:
                 if branch is not None:
                     v = (branch, v)
             values[name] = v
+        if self.nulled:
+            for mysql_name, name in self.nulled:
+                if name != mysql_name:
+                    del values[mysql_name]
+                values[name] = None
         if self.empty_set_columns:
-            for name, nullable in self.empty_set_columns:
+            for name, nullable, empty in self.empty_set_columns:
                 if values[name] is None and (not nullable or (
                         none_sources is not None and none_sources.get(name) == "empty set")):
-                    values[name] = ("string", "") if nullable else ""
+                    values[name] = ("string", empty) if nullable else empty
 
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if self.key_writer is None:
@@ -171,9 +219,14 @@ class TableCatalog:
     """
 
     def __init__(self, namespace: str, table_filter: TableFilter,
-                 lineage: Optional[Dict[str, evolution.Previous]] = None):
+                 lineage: Optional[Dict[str, evolution.Previous]] = None,
+                 rules: Optional[ColumnRules] = None, tombstones: bool = False,
+                 compact: bool = False):
         self.namespace = namespace
         self.filter = table_filter
+        self.rules = rules
+        self.tombstones = tombstones
+        self.compact = compact
         self.by_id: Dict[int, Optional[TableVersion]] = {}
         self.current: Dict[Tuple[str, str], TableVersion] = {}
         self._by_signature: Dict[Tuple, TableVersion] = {}
@@ -199,7 +252,9 @@ class TableCatalog:
             previous = self._lineage.get(f"{self.namespace}.{described.schema}.{described.table}")
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
-            tv = TableVersion(self.namespace, described, previous, binlog=False)
+            tv = TableVersion(self.namespace, described, previous, binlog=False,
+                              rules=self.rules, tombstones=self.tombstones,
+                              compact=self.compact)
             self._described[sig] = tv
         if cur is not None and cur.value_writer.fingerprint == tv.value_writer.fingerprint and \
                 cur.key_schema == tv.key_schema:
@@ -225,7 +280,8 @@ class TableCatalog:
             previous = self._lineage.get(f"{self.namespace}.{event.schema}.{event.table}")
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
-            tv = TableVersion(self.namespace, event, previous)
+            tv = TableVersion(self.namespace, event, previous, rules=self.rules,
+                              tombstones=self.tombstones, compact=self.compact)
             self._by_signature[sig] = tv
             log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
                      tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]))

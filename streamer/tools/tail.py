@@ -42,6 +42,8 @@ def tail(args: argparse.Namespace) -> int:
             idle_since = time.monotonic()
             line = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
                     "key": decoder.decode(msg.key()), "value": decoder.decode(msg.value())}
+            if msg.value() is None:
+                line["tombstone"] = True  # a delete's key, for compaction (value null)
             print(json.dumps(to_jsonable(line), sort_keys=True), flush=True)
             seen += 1
     except KeyboardInterrupt:

@@ -56,30 +56,57 @@ def _identities(msgs):
                    m["value"]["source"]["row"], m["value"]["op"], m["key"]["id"]) for m in msgs)
 
 
+def _in_partition_order(msgs):
+    return sorted(msgs, key=lambda m: (m["partition"], m["offset"]))
+
+
 def _assert_order_per_key(msgs):
     per_key = collections.defaultdict(list)
-    for m in sorted(msgs, key=lambda m: (m["partition"], m["offset"])):
+    for m in _in_partition_order(msgs):
         s = m["value"]["source"]
         per_key[m["key"]["id"]].append((s["file"], s["pos"], s["row"]))
     for key, seq in per_key.items():
         assert seq == sorted(seq), f"key {key}: Kafka order differs from binlog order"
 
 
-def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_path):
+def _without_tombstones(msgs):
+    """The row changes; asserts that each delete, and only a delete, is followed in its
+    partition by one tombstone of its key."""
+    ordered = _in_partition_order(msgs)
+    changes = []
+    for i, m in enumerate(ordered):
+        if m["value"] is None:
+            prev = ordered[i - 1]
+            assert i and prev["value"] is not None and prev["value"]["op"] == "d" and \
+                prev["raw_key"] == m["raw_key"] and prev["partition"] == m["partition"], \
+                f"a tombstone not right behind its delete: {m}"
+            continue
+        if m["value"]["op"] == "d":
+            nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+            assert nxt is not None and nxt["value"] is None and nxt["raw_key"] == m["raw_key"], \
+                f"a delete without its tombstone: {m}"
+        changes.append(m)
+    return changes
+
+
+@pytest.mark.parametrize("partitions,runs", [(1, 20), (4, 10)])
+def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_path, partitions,
+                                                                         runs):
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(100))",
                 "INSERT INTO t (k, v) VALUES (1, 'seed')")
     start = support.master_pos(conn)
     ns = support.unique("eo")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
-                               batch={"max_messages": 300, "linger_ms": 20})
+                               batch={"max_messages": 300, "linger_ms": 20},
+                               topics={"partitions": partitions, "replication_factor": 1})
     load = Load(name, support.admin)
     load.start()
     rng = random.Random(11)
     positions = f"{ns}.__positions"
     kills = waited_resumes = 0
     try:
-        for i in range(20):
+        for i in range(runs):
             # Until a first checkpoint is committed, an operator would restart with the same
             # explicit position; after that, restarts resume from the checkpoint.
             before = support.end_offsets(positions)
@@ -105,15 +132,20 @@ def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_
     assert load.error is None, load.error
     end = support.master_pos(conn)
     truth = binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, name)
-    assert kills == 20 and load.statements > 50 and len(truth) > 3000
+    assert kills == runs and load.statements > 25 and len(truth) > 1000
+    deletes = sum(1 for r in truth if r[3] == "d")
     with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-        msgs = support.consume([f"{ns}.{name}.t"], expect=len(truth), decode_ns=ns, timeout=240)
+        msgs = support.consume([f"{ns}.{name}.t"], expect=len(truth) + deletes, decode_ns=ns,
+                               timeout=240)
         assert proc.stop() == 0
     log = proc.output()
     # Runs that lived to commit and had a checkpoint resumed from it, and so did the last one;
     # runs killed early in start-up may have died before saying so.
-    assert waited_resumes >= 9
+    assert waited_resumes >= runs // 2 - 1
     assert log.count("resuming from committed checkpoint") >= waited_resumes + 1
+    assert len({m["partition"] for m in msgs}) == partitions
+    assert deletes > 10 and len(msgs) == len(truth) + deletes
+    msgs = _without_tombstones(msgs)
     got = _identities(msgs)
     assert len(got) == len(set(got)), "duplicates in the topic"
     assert got == sorted(truth), f"{len(got)} messages for {len(truth)} binlog row changes"

@@ -24,12 +24,13 @@ def snapshot_cli(cfg, *args, timeout=60):
 
 
 def materialize(msgs):
-    """The state a compacting consumer ends with: the last c/u/r per key; d removes the key."""
+    """The state a compacting consumer ends with: the last c/u/r per key; d and a tombstone
+    remove the key."""
     state = {}
     for m in sorted(msgs, key=lambda m: (m["partition"], m["offset"])):
         v = m["value"]
         key = tuple(sorted(m["key"].items()))
-        if v["op"] == "d":
+        if v is None or v["op"] == "d":
             state.pop(key, None)
         elif v["op"] in ("c", "u", "r"):
             state[key] = v["after"]
@@ -144,6 +145,9 @@ def test_snapshot_under_load_and_sigkills_converges_to_the_table_exactly_once(db
         f"{len(missing)} missing, {len(extra)} extra, {len(wrong)} differ, e.g. "
         f"{sorted(missing)[:3]} {sorted(extra)[:3]} {[(got[k], want[k]) for k in wrong[:2]]}")
 
+    tombstones = [m for m in msgs if m["value"] is None]
+    msgs = [m for m in msgs if m["value"] is not None]
+    assert len(tombstones) == sum(1 for m in msgs if m["value"]["op"] == "d")
     reads = collections.Counter(m["key"]["id"] for m in msgs if m["value"]["op"] == "r")
     assert max(reads.values()) == 1, [k for k, n in reads.items() if n > 1][:10]
     untouched = [i for i in range(1, ROWS + 1) if i % 10]

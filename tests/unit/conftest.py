@@ -9,7 +9,8 @@ from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 
 @pytest.fixture
 def make(tmp_path):
-    def make(batch=None, heartbeat=False, clock=None, **publisher_args):
+    def make(batch=None, heartbeat=False, clock=None, topics=None, columns=None,
+             **publisher_args):
         path = tmp_path / "streamer.yaml"
         (tmp_path / "pw").write_text("unused: nothing connects\n")
         path.write_text("namespace: test\nsource: {name: src}\n"
@@ -17,6 +18,8 @@ def make(tmp_path):
                         "tables: {include: ['app.*']}\n")
         cfg = config.load(str(path), environ={})
         cfg["batch"].update(batch or {})
+        cfg["topics"].update(topics or {})
+        cfg["tables"]["columns"].update(columns or {})
         publisher = InMemoryPublisher(**publisher_args)
         streamer = Streamer(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
                             publisher=lambda _: publisher, clock=clock or FakeClock())

@@ -149,6 +149,7 @@ class InMemoryPublisher:
         self.committed: Optional[Position] = None
         self.last_commit_s = 0.0
         self.topics: set = set()
+        self.topic_configs: Dict[str, Dict[str, str]] = {}
         self.open: List[Tuple[str, Optional[bytes], bytes]] = []
         self.log: List[Tuple[List[Tuple[str, Optional[bytes], bytes]], Position]] = []
         self.aborts = 0
@@ -160,8 +161,9 @@ class InMemoryPublisher:
         if self.in_tx:
             self.abort()
 
-    def ensure_topic(self, topic: str) -> None:
+    def ensure_topic(self, topic: str, config: Optional[Dict[str, str]] = None) -> None:
         self.topics.add(topic)
+        self.topic_configs[topic] = dict(config or {})
 
     def prepare(self) -> None:
         self.topics.update((self.positions_topic, self.schemas_topic))
@@ -217,12 +219,14 @@ class InMemoryPublisher:
                                 for r in self.read_schema_records()})
 
     def changes(self) -> List[Tuple[str, Any]]:
-        """(op, primary key or None) of every committed row-change message, in order."""
+        """(op, primary key or None) of every committed row-change message, in order; a
+        tombstone's op is "tombstone"."""
         decoder = self.decoder()
         out = []
         for _, key, value in self.messages():
             env = decoder.decode(value)
-            out.append((env["op"], None if key is None else decoder.decode(key)["id"]))
+            out.append(("tombstone" if env is None else env["op"],
+                        None if key is None else decoder.decode(key)["id"]))
         return out
 
 

@@ -14,8 +14,8 @@ FILE = "mysql-bin.000002"
 # changes, one of them to the unpublished other.skip, and its primary-key change is a delete and
 # a create; the heartbeat and other.skip's own transaction publish nothing.
 ALL = [("c", 1), ("c", 2), ("c", 3),
-       ("c", 4), ("u", 2), ("c", 5), ("c", 6), ("d", 1), ("d", 6), ("c", 7),
-       ("c", 8), ("t", None), ("c", 9)]
+       ("c", 4), ("u", 2), ("c", 5), ("c", 6), ("d", 1), ("tombstone", 1), ("d", 6),
+       ("tombstone", 6), ("c", 7), ("c", 8), ("t", None), ("c", 9)]
 # Binlog offsets of transaction starts (their GTID events) in the recording.
 TX2 = 1234  # transaction 2
 TX4 = 2652  # the transaction that only writes other.skip
@@ -36,8 +36,9 @@ def test_catching_up_batches_are_cut_at_max_messages_and_every_change_is_publish
     assert publisher.changes() == ALL
     sizes = [sum(1 for m in msgs if m[0].startswith("test.app")) for msgs, _ in publisher.log]
     # Cut after the rows event that reached 3 (tx 2's two-row insert makes 4; its key change
-    # is two messages), never by time: the backlog's events are years older than the clock.
-    assert sizes == [3, 4, 3, 3, 0]  # the last: the checkpoint of the stop at the end
+    # is two messages; a delete and its tombstone are two), never by time: the backlog's events
+    # are years older than the clock.
+    assert sizes == [3, 4, 5, 3, 0]  # the last: the checkpoint of the stop at the end
     # A cut inside transaction 2 checkpoints its start and the row changes done, the
     # unpublished one counted: 4, skip, 2, 5 and 6; then 1 and 6->7, before its XID.
     assert (publisher.log[1][1].pos, publisher.log[1][1].rows) == (TX2, 5)
@@ -131,7 +132,7 @@ def test_a_ddl_between_batches_announces_the_new_version_before_its_first_row(ma
         if "test.app.t" in topics and schemas is None:
             schemas = topics
         decoded = [publisher.decoder().decode(m[2]) for m in msgs if m[0] == "test.app.t"]
-        if any(d["after"] and d["after"].get("n") == 80 for d in decoded):
+        if any(d and d["after"] and d["after"].get("n") == 80 for d in decoded):
             first_new = topics
     # The first batch announces version 1 before its rows; the batch with the ALTER's first row
     # announces version 2 (value schema, then key schema) before it, in the same transaction.

@@ -1,0 +1,121 @@
+"""What consumers of a compacted topic expect: tombstones and compaction, and columns kept out of
+Kafka (tables.columns), against the real servers."""
+import hashlib
+import hmac
+import time
+
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from tests import support
+
+SALT = "a-salt-for-the-e2e-tests-only"
+
+
+def _hmac(text: str) -> str:
+    return hmac.new(SALT.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def _topic_config(admin, topic):
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    return {k: v.value for k, v in admin.describe_configs([res])[res].result(timeout=30).items()}
+
+
+def test_tombstones_can_be_turned_off(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO t VALUES (1), (2)", "DELETE FROM t WHERE id = 1")
+    ns = support.unique("nt")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               topics={"tombstones": False})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        msgs = support.consume([f"{ns}.{name}.t"], expect=3, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 1), ("c", 2), ("d", 1)]
+
+
+def test_a_compacted_topic_forgets_a_deleted_key(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+    ns = support.unique("cp")
+    topic = f"{ns}.{name}.t"
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               topics={"compact": True})
+    admin = AdminClient({"bootstrap.servers": support.KAFKA})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO t SELECT seq, 'v' FROM seq_1_to_50")
+        assert len(support.consume([topic], expect=50)) == 50
+        assert _topic_config(admin, topic)["cleanup.policy"] == "compact"
+        # The streamer made the topic compacted; make the broker compact it now rather than in
+        # a week: roll segments at once and clean whatever is dirty.
+        # (alter_configs replaces the topic's whole config: the policy is set again with it.)
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={
+            "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "100", "min.compaction.lag.ms": "0"})
+        admin.alter_configs([res])[res].result(timeout=30)
+        support.sql(conn, "DELETE FROM t WHERE id <= 10", "UPDATE t SET v = 'w' WHERE id = 11")
+        kept = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            # Each new message rolls the segment before it, so the ones above can be cleaned.
+            support.sql(conn, "UPDATE t SET v = LEFT(UUID(), 8) WHERE id = 50")
+            msgs = support.consume([topic], idle=2, decode_ns=ns)
+            kept = {m["key"]["id"] for m in msgs}
+            if not kept & set(range(1, 12)) - {11} and \
+                    sum(1 for m in msgs if m["key"]["id"] == 11) == 1:
+                break
+            time.sleep(3)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    # The deleted keys are gone: their creates, deletes and tombstones alike. The rest are
+    # there, each once, with its last value.
+    assert not kept & set(range(1, 11)), sorted(kept)[:12]
+    last = {m["key"]["id"]: m["value"] for m in msgs}
+    assert set(last) == set(range(11, 51))
+    assert last[11]["after"] == {"id": 11, "v": "w"} and last[12]["after"] == {"id": 12, "v": "v"}
+    assert all(sum(1 for m in msgs if m["key"]["id"] == k) == 1 for k in range(11, 50))
+
+
+def test_excluded_and_masked_columns_in_snapshot_binlog_and_after_a_ddl(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE p (id INT PRIMARY KEY, email VARCHAR(80), ssn CHAR(11), "
+                      "note TEXT, salary INT NOT NULL)",
+                "INSERT INTO p VALUES (1, 'ann@example.com', '123-45-6789', 'first note', 100)")
+    ns = support.unique("mk")
+    topic = f"{ns}.{name}.p"
+    cfg = support.write_config(
+        str(tmp_path / "c.yaml"), ns, [f"{name}.p"], start={"initial": "snapshot"},
+        tables={"include": [f"{name}.p"],
+                "columns": {"exclude": ["*.*.ssn"],
+                            "mask": {f"{name}.p.EMAIL": "hash", "*.*.note": "truncate:5",
+                                     "*.*.salary": "null", "*.*.phone": "hash"}}})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"),
+                                 env={"STREAMER_MASK_SALT": SALT}) as proc:
+        support.wait_for(lambda: " done: " in proc.output(), timeout=60, what="the snapshot")
+        support.sql(conn, "INSERT INTO p VALUES (2, 'bo@example.com', '987-65-4321', 'hello there', 200)",
+                    "ALTER TABLE p ADD COLUMN phone VARCHAR(20), DROP COLUMN salary",
+                    "INSERT INTO p VALUES (3, NULL, '555-55-5555', NULL, '+1 555 0100')")
+        msgs = support.consume([topic], expect=3, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    out = proc.output()
+    assert SALT not in out
+    by_id = {m["key"]["id"]: m for m in msgs}
+    assert [m["value"]["op"] for m in msgs] == ["r", "c", "c"]
+    assert by_id[1]["value"]["after"] == {"id": 1, "email": _hmac("ann@example.com"),
+                                          "note": "first", "salary": None}
+    assert by_id[2]["value"]["after"] == {"id": 2, "email": _hmac("bo@example.com"),
+                                          "note": "hello", "salary": None}
+    assert by_id[3]["value"]["after"] == {"id": 3, "email": None, "note": None,
+                                          "phone": _hmac("+1 555 0100")}
+    dec = support.decoder(ns)
+    for m, fields in ((by_id[1], ["id", "email", "note", "salary"]),
+                      (by_id[3], ["id", "email", "note", "phone"])):
+        row = dec.schema_of(m["raw_value"])["fields"][0]["type"][1]
+        assert [f["name"] for f in row["fields"]] == fields
+        assert row["streamer.excluded"] == ["ssn"]
+        masks = {f["name"]: f.get("streamer.mask") for f in row["fields"]}
+        assert masks["email"] == "hash" and masks["note"] == "truncate:5" and masks["id"] is None
+    # Nothing of the excluded column reached Kafka, in any message.
+    for secret in (b"123-45-6789", b"987-65-4321", b"555-55-5555", b"ann@example.com"):
+        assert not any(secret in (m["raw_value"] or b"") for m in msgs)
