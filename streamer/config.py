@@ -41,7 +41,10 @@ DEFAULTS: Dict[str, Any] = {
     # tombstones: a null value under the key after each delete, for tables with a primary key
     # (README, "Tombstones and compaction"); compact: create table topics with cleanup.policy
     # compact.
-    "topics": {"partitions": 1, "replication_factor": 1, "tombstones": True, "compact": False},
+    # transactions: BEGIN/END records per source transaction in {namespace}.__transactions
+    # (engine.txmeta).
+    "topics": {"partitions": 1, "replication_factor": 1, "tombstones": True, "compact": False,
+               "transactions": False},
     # columns: kept out of Kafka by 'db.table.column' glob (schema.masking); mask maps a pattern
     # to hash, null or truncate:N, and hash keys its HMAC with the salt from salt_env/salt_file.
     "tables": {"include": ["*.*"], "exclude": [],
@@ -177,7 +180,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
         _require(isinstance(pats, list) and all(isinstance(p, str) and "." in p for p in pats),
                  f"tables.{key}", pats, "a list of 'db.table' glob patterns such as 'shop.*'")
     _validate_columns(cfg)
-    for key in ("topics.tombstones", "topics.compact"):
+    for key in ("topics.tombstones", "topics.compact", "topics.transactions"):
         section, name = key.split(".")
         _require(isinstance(cfg[section][name], bool), key, cfg[section][name], "true or false")
     for key in RESERVED_KAFKA_KEYS:

@@ -17,12 +17,13 @@ class Position:
     A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, ~10 ms of a PyPy start,
     and under PyPy nothing else that ``run`` imports needs them."""
 
-    __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot")
+    __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
                  server_id: int = 0, ts: Optional[float] = None,
-                 snapshot: Optional[Dict[str, Any]] = None) -> None:
+                 snapshot: Optional[Dict[str, Any]] = None,
+                 transaction: Optional[Dict[str, Any]] = None) -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -31,6 +32,9 @@ class Position:
         self.ts = time.time() if ts is None else ts
         # The progress of the snapshots under way (engine.snapshot), committed with the position.
         self.snapshot = snapshot
+        # The open source transaction's BEGIN and counts so far (engine.txmeta), when the
+        # position is inside one and transaction metadata is on.
+        self.transaction = transaction
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -45,8 +49,9 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        if fields["snapshot"] is None:
-            del fields["snapshot"]  # a checkpoint without snapshots reads as it always did
+        for name in ("snapshot", "transaction"):
+            if fields[name] is None:
+                del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
 
     @classmethod
@@ -54,7 +59,8 @@ class Position:
         data = json.loads(raw)
         return cls(file=data["file"], pos=int(data["pos"]), gtid_set=data.get("gtid_set", ""),
                    rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
-                   ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"))
+                   ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
+                   transaction=data.get("transaction"))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""

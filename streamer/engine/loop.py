@@ -28,6 +28,7 @@ from streamer.engine.snapshot import Chunk, Snapshots
 from streamer.engine.rows import process_event, publish_truncate, truncated_version
 from streamer.engine.start import Backoff, _Ahead
 from streamer.engine.tracker import Tracker
+from streamer.engine.txmeta import TransactionLog
 from streamer.errors import BatchAborted, ProducerBroken, SourceError, StreamInterrupted
 from streamer.kafka.publisher import Publisher
 from streamer.ops import gcpacing
@@ -74,6 +75,7 @@ class Streamer:
                                   [cfg["heartbeat"]["database"] + ".*",
                                    cfg["snapshot"]["database"] + ".*"])
         self.column_rules = ColumnRules.from_config(cfg, config_mod.mask_salt(cfg))
+        self.txlog = TransactionLog(cfg["namespace"]) if cfg["topics"]["transactions"] else None
         self.snapshots = Snapshots(cfg, self.password, self.filter, clock)
         self.metrics.snapshot_status = self.snapshots.status
         self.published = 0
@@ -221,6 +223,10 @@ class Streamer:
         tracker = Tracker(start)
         tables = self._catalog(publisher)
         batch = Batch(publisher, self.cfg["batch"], self.clock, tracker.mark())
+        txlog = self.txlog
+        if txlog is not None:
+            txlog.reset(start.transaction if start.rows else None)
+            txlog.announce = lambda: self._announce_txlog(publisher, txlog)
         snaps = self.snapshots
         snaps.reset(start.snapshot, tables)
         if snaps.read_only:
@@ -257,7 +263,11 @@ class Streamer:
                 tv = by_id.get(event.table_id)
                 if tv is not None:
                     batch.open()
-                    batch.pending += process_event(event, op, tv, tracker, produce)
+                    sent = process_event(event, op, tv, tracker, produce)
+                    batch.pending += sent
+                    if txlog is not None:
+                        batch.pending += txlog.on_published(tracker, tv.topic, sent,
+                                                            last_ts * 1000, produce)
                     on_rows(last_ts, len(event.rows))
                     if snaps.window is not None:
                         snaps.on_change(tv, event, op)
@@ -295,12 +305,19 @@ class Streamer:
                         tv = truncated_version(event, tables)
                         if tv is not None:
                             batch.open()
-                            batch.pending += publish_truncate(event, tv, tracker, everywhere)
+                            sent = publish_truncate(event, tv, tracker, everywhere)
+                            batch.pending += sent
+                            if txlog is not None:
+                                batch.pending += txlog.on_published(
+                                    tracker, tv.topic, sent, event.timestamp * 1000, produce)
                         if snaps.chunk is not None:
                             snaps.on_query(query)
                 elif cls not in FOLLOWED:
                     events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)
+                if tx_end and txlog is not None and txlog.open is not None:
+                    batch.open()  # a batch cut right after the transaction's last rows
+                    batch.pending += txlog.on_end(tracker.txid, event.timestamp * 1000, produce)
                 if tx_end and snaps.read_only and snaps.chunk is not None:
                     sent = snaps.on_position(tracker.gtids, emit)
                     if sent:
@@ -355,6 +372,17 @@ class Streamer:
                 publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
                                          tv.topic, kind)
 
+    def _announce_txlog(self, publisher: Any, txlog: TransactionLog) -> None:
+        """The transaction topic exists and its schema goes out in the open batch, before the
+        stream's first transaction record."""
+        publisher.ensure_topic(txlog.topic, partitions=1)
+        writer = txlog.writer
+        if self.schema_registry is not None:
+            self.schema_registry.frame(txlog.topic, writer, None)
+        # Its own kind: the "value" records are table versions, whose lineage a start reads.
+        publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
+                                 txlog.topic, "transaction")
+
     def _emit_chunk(self, publisher: Any, batch: Batch, tracker: Tracker, produce: Any,
                     tables: TableCatalog, chunk: Chunk, event: Any) -> int:
         """Publish a snapshot chunk's rows as op r at its high watermark ``event`` (None in
@@ -388,6 +416,8 @@ class Streamer:
     def _commit(self, publisher: Any, batch: Batch, tracker: Tracker) -> None:
         position = tracker.position()
         position.snapshot = self.snapshots.progress()
+        if self.txlog is not None and tracker.in_tx:
+            position.transaction = self.txlog.progress()
         timeout = float(self.cfg["shutdown_timeout_s"]) if self.stop_requested else 60.0
         publisher.commit(position, timeout)
         pending = batch.pending

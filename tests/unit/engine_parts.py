@@ -161,7 +161,8 @@ class InMemoryPublisher:
         if self.in_tx:
             self.abort()
 
-    def ensure_topic(self, topic: str, config: Optional[Dict[str, str]] = None) -> None:
+    def ensure_topic(self, topic: str, partitions: Optional[int] = None,
+                     config: Optional[Dict[str, str]] = None) -> None:
         self.topics.add(topic)
         self.topic_configs[topic] = dict(config or {})
 
@@ -212,7 +213,8 @@ class InMemoryPublisher:
     def messages(self, all_topics: bool = False) -> List[Tuple[str, Optional[bytes], bytes]]:
         """Every committed message in order; the table topics' only, unless ``all_topics``."""
         return [m for messages, _ in self.log for m in messages
-                if all_topics or not m[0].startswith(self.schemas_topic)]
+                if all_topics or not (m[0].startswith(self.schemas_topic) or
+                                      m[0].endswith(".__transactions"))]
 
     def decoder(self) -> Decoder:
         return Decoder(lambda: {r["fingerprint"]: json.loads(r["schema"])
