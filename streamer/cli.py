@@ -1,4 +1,4 @@
-"""Command line: ``streamer run | check | tail | verify | status | profile | snapshot``."""
+"""Command line: ``streamer run | check | tail | verify | status | profile | snapshot | audit``."""
 from __future__ import annotations
 
 import argparse
@@ -196,6 +196,21 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from streamer.tools import audit
+
+    cfg = config_mod.load(args.config)
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    if not tables:
+        raise config_mod.ConfigError("--tables names no table; give db.table[,db.table...]")
+    worst = 0
+    for table in tables:
+        found = audit.audit(cfg, table, args.where, args.timeout,
+                            bars=sys.stderr.isatty() and not args.json)
+        worst = max(worst, audit.print_report(found, args.json))
+    return worst
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from streamer.deploy import verify
 
@@ -242,6 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--follow", action="store_true",
                       help="show the progress (from the running streamer's /status) until done")
     snap.set_defaults(func=cmd_snapshot)
+    aud = sub.add_parser("audit", help="compare tables with their topics, key by key (exit 1: "
+                                       "they differ)")
+    aud.add_argument("-c", "--config", required=True)
+    aud.add_argument("--tables", required=True, help="db.table[,db.table...]")
+    aud.add_argument("--where", help="SQL condition: only the rows it selects (no extra keys "
+                                     "are looked for then)")
+    aud.add_argument("--json", action="store_true", help="one JSON report per table")
+    aud.add_argument("--timeout", type=float, default=300.0,
+                     help="seconds to wait for the streamer to pass each read")
+    aud.set_defaults(func=cmd_audit)
     ver = sub.add_parser("verify", help="canary verdict: watch its /status over a window")
     ver.add_argument("-c", "--config", required=True, help="the canary's config")
     ver.add_argument("--main-config", help="main's config, to compare throughput when it runs")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from streamer.codec.decode import SchemaSource
 from streamer.errors import OpenTransaction
@@ -127,3 +127,71 @@ def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:
                 for rec in read_schema_records(conf, namespace)}
 
     return load
+
+
+class TopicReader:
+    """Reads a topic, read_committed, in steps: each ``read`` yields the records from where the
+    last one ended to the end the topic has when it starts, so a caller can follow a topic
+    without holding it (``streamer audit``)."""
+
+    def __init__(self, conf: Dict[str, Any], topic: str) -> None:
+        self.conf = conf
+        self.topic = topic
+        self.next: Dict[int, int] = {}  # partition -> the offset after the last one read
+
+    def ends(self, timeout: float = 60.0) -> Dict[int, int]:
+        """Each partition's end offset (high watermark) now; {} when the topic doesn't exist."""
+        from confluent_kafka import Consumer
+
+        c = Consumer(logs.client_conf(dict(self.conf, **{"group.id": f"streamer-audit-{time.time()}"})))
+        try:
+            offsets = _offsets(c, self.topic, time.monotonic() + timeout)
+        finally:
+            c.close()
+        return {} if offsets is None else {p: high for p, (_, high) in offsets.items()}
+
+    def read(self, until: Dict[int, int], timeout: float = 300.0
+             ) -> Iterator[Tuple[int, int, Optional[bytes], Optional[bytes]]]:
+        """(partition, offset, key, value) of each committed record up to the offsets ``until``
+        (``ends()``), partition by partition in offset order."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        todo = {p: end for p, end in until.items() if self.next.get(p, 0) < end}
+        if not todo:
+            return
+        c = Consumer(logs.client_conf(dict(self.conf, **{
+            "group.id": f"streamer-audit-{time.time()}", "enable.auto.commit": False,
+            "enable.partition.eof": True, "isolation.level": "read_committed",
+            "fetch.wait.max.ms": READ_FETCH_WAIT_MS})))
+        try:
+            c.assign([TopicPartition(self.topic, p, self.next.get(p, 0)) for p in todo])
+            deadline = time.monotonic() + timeout
+            while todo:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"timed out reading {self.topic} to offsets {until}")
+                msg = c.poll(0.5)
+                if msg is None:
+                    continue
+                p = msg.partition()
+                if msg.error():
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(f"reading {self.topic}: {msg.error().str()}")
+                    # A read_committed end: what follows is undecided (an open transaction)
+                    # until its offset reaches the target.
+                    self.next[p] = max(self.next.get(p, 0), msg.offset())
+                    if p in todo and msg.offset() >= todo[p]:
+                        del todo[p]
+                    continue
+                if p not in todo:
+                    continue
+                if msg.offset() >= todo[p]:
+                    # Past the target (what lay between were transaction markers): read next time.
+                    self.next[p] = max(self.next.get(p, 0), todo[p])
+                    del todo[p]
+                    continue
+                self.next[p] = msg.offset() + 1
+                if self.next[p] >= todo[p]:
+                    del todo[p]
+                yield p, msg.offset(), msg.key(), msg.value()
+        finally:
+            c.close()
