@@ -123,6 +123,8 @@ class TableSide:
         self.described = described
         self.tv = tv
         self.decoder = decoder
+        key_fields = tv.key_schema["fields"] if tv.key_schema else []
+        self.hashed_key = any("streamer.mask" in f for f in key_fields)
 
     def published(self, rows: List[Dict[str, Any]]) -> List[Tuple[str, str]]:
         tv = self.tv
@@ -289,8 +291,14 @@ def audit(cfg: Dict[str, Any], table: str, condition: Optional[str] = None,
             print(f"audit: {len(keys)} keys differ; reading them again (recheck {rechecks} of "
                   f"{RECHECKS}) after the streamer passes the read", file=log, flush=True)
             store.candidates(keys)
-            store.db.execute("DELETE FROM tbl WHERE pk IN (SELECT pk FROM cand)")
-            store.put_rows(side.reread(keys, condition))
+            if side.hashed_key:
+                # The keys are hashes, which can't be looked up: the whole table is read again.
+                store.db.execute("DELETE FROM tbl")
+                for rows in side.chunks(condition):
+                    store.put_rows(rows)
+            else:
+                store.db.execute("DELETE FROM tbl WHERE pk IN (SELECT pk FROM cand)")
+                store.put_rows(side.reread(keys, condition))
             wait_for_streamer(cfg, _source_position(conn), timeout)
             topic.follow()
             found = store.differences(True, extras)
