@@ -12,6 +12,8 @@ from streamer.kafka import logs
 
 # How long the broker may hold an empty fetch while a topic is read to its end (read_topic).
 READ_FETCH_WAIT_MS = 10
+# How much of a topic TopicReader lets the client fetch ahead (kB).
+READ_PREFETCH_KB = 8192
 
 
 def read_topic(conf: Dict[str, Any], topic: str,
@@ -162,7 +164,10 @@ class TopicReader:
         c = Consumer(logs.client_conf(dict(self.conf, **{
             "group.id": f"streamer-audit-{time.time()}", "enable.auto.commit": False,
             "enable.partition.eof": True, "isolation.level": "read_committed",
-            "fetch.wait.max.ms": READ_FETCH_WAIT_MS})))
+            "fetch.wait.max.ms": READ_FETCH_WAIT_MS,
+            # librdkafka prefetches up to 64 MB by default: the read is processed one record at
+            # a time anyway, and the audit's memory should not grow with the topic.
+            "queued.max.messages.kbytes": READ_PREFETCH_KB})))
         try:
             c.assign([TopicPartition(self.topic, p, self.next.get(p, 0)) for p in todo])
             deadline = time.monotonic() + timeout
