@@ -20,6 +20,7 @@ import yaml
 
 from . import env, results, snapshot
 from .proc import BenchError, Streamer
+from .suite import _label
 from .watch import delete_namespace
 
 
@@ -60,7 +61,7 @@ def run(python: str, rows: int, workdir: str) -> Dict[str, Any]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise BenchError(f"the audit exited with {status}: {err.decode()[-2000:]}")
     found = json.loads(out)
-    return {"shape": "audit", "python": python, "rows": rows, "audit_rows": found["rows"], "equal": found["equal"],
+    return {"shape": "audit", "python": _label(python), "rows": rows, "audit_rows": found["rows"], "equal": found["equal"],
             "audit_s": round(seconds, 2), "audit_rows_s": round(rows / seconds, 1),
             "audit_rss_mb": round(usage.ru_maxrss / 1024.0, 1)}
 

@@ -35,9 +35,15 @@ def _bare(python: str, backlog: Backlog) -> Dict[str, Any]:
 
 
 def _label(python: str) -> str:
-    """A path as recorded (an interpreter, a library): relative to the repo when inside it."""
+    """A path as recorded (an interpreter, a library): relative to the repo when inside it, or
+    to the project's venv it is in (a worktree measured with the main tree's venv): results
+    name no machine's paths."""
     path = os.path.abspath(python)
-    return os.path.relpath(path, env.ROOT) if path.startswith(env.ROOT + os.sep) else python
+    if path.startswith(env.ROOT + os.sep):
+        return os.path.relpath(path, env.ROOT)
+    parts = path.split(os.sep)
+    venv = next((i for i, p in enumerate(parts) if p.startswith(".venv")), None)
+    return os.sep.join(parts[venv:]) if venv is not None else python
 
 
 # Unrecorded bulk catch-ups per interpreter before the first shape. Two left the broker compiling
