@@ -156,7 +156,7 @@ class TopicReader:
              ) -> Iterator[Tuple[int, int, Optional[bytes], Optional[bytes]]]:
         """(partition, offset, key, value) of each committed record up to the offsets ``until``
         (``ends()``), partition by partition in offset order."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
         todo = {p: end for p, end in until.items() if self.next.get(p, 0) < end}
         if not todo:
@@ -164,18 +164,28 @@ class TopicReader:
         c = Consumer(logs.client_conf(dict(self.conf, **{
             "group.id": f"streamer-audit-{time.time()}", "enable.auto.commit": False,
             "enable.partition.eof": True, "isolation.level": "read_committed",
-            "fetch.wait.max.ms": READ_FETCH_WAIT_MS,
+            "fetch.wait.max.ms": READ_FETCH_WAIT_MS, "auto.offset.reset": "earliest",
             # librdkafka prefetches up to 64 MB by default: the read is processed one record at
             # a time anyway, and the audit's memory should not grow with the topic.
             "queued.max.messages.kbytes": READ_PREFETCH_KB})))
         try:
-            c.assign([TopicPartition(self.topic, p, self.next.get(p, 0)) for p in todo])
+            # A first read starts at each partition's log start, which retention or
+            # DeleteRecords may have moved past 0 (offset 0 would be out of range).
+            c.assign([TopicPartition(self.topic, p, self.next.get(p, OFFSET_BEGINNING))
+                      for p in todo])
             deadline = time.monotonic() + timeout
             while todo:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"timed out reading {self.topic} to offsets {until}")
                 msg = c.poll(0.5)
                 if msg is None:
+                    # Nothing more to deliver: a partition whose fetch position passed its
+                    # target over records that are never delivered (aborted ones, markers) may
+                    # not report its end again.
+                    for tp in c.position([TopicPartition(self.topic, q) for q in todo]):
+                        if tp.offset >= todo[tp.partition]:
+                            self.next[tp.partition] = max(self.next.get(tp.partition, 0),
+                                                          todo.pop(tp.partition))
                     continue
                 p = msg.partition()
                 if msg.error():
