@@ -212,7 +212,8 @@ class Streamer:
                                        lineage=evolution.lineage_from_records(records),
                                        rules=self.column_rules,
                                        tombstones=self.cfg["topics"]["tombstones"],
-                                       compact=self.cfg["topics"]["compact"])
+                                       compact=self.cfg["topics"]["compact"],
+                                       schemas=evolution.schemas_from_records(records))
         self.tables.forget_current()
         return self.tables
 
@@ -304,6 +305,10 @@ class Streamer:
                         events.refuse_statement(event, tracker.file, tables.filter)
                         tv = truncated_version(event, tables)
                         if tv is not None:
+                            if tv is not tables.current.get((tv.db, tv.table)):
+                                # A version no table map of this stream announced: its schema
+                                # goes out first (its announcement may have been aborted).
+                                self._announce(publisher, batch, tv)
                             batch.open()
                             sent = publish_truncate(event, tv, tracker, everywhere)
                             batch.pending += sent

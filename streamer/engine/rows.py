@@ -9,8 +9,10 @@ needs no parsing: ALTER, RENAME and CREATE show up as new columns in the next ta
 DROP TABLE publishes nothing (the table's rows were not deleted one by one, and no row event
 follows). A TRUNCATE is one statement with no row events, so it is recognised from the query text
 (``source.truncate``). Its message has ``before`` and ``after`` null, no key, and the writer schema
-of the table's current version; a table with no row event since the start of the run has no known
-version yet, so its TRUNCATE is logged and not published.
+of the table's current version. A table with no row event since the stream (re)started uses its
+last version: the one before the reconnect, else its topic's last value schema in the schema
+topic, so a TRUNCATE re-read after a crash or an aborted batch is published like the first time.
+Only a table that never had a message in the namespace has its TRUNCATE logged and not published.
 """
 from __future__ import annotations
 
@@ -89,17 +91,20 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
     return sent
 
 
-def truncated_version(event: Any, tables: TableCatalog) -> Optional[TableVersion]:
-    """The current version of the table a TRUNCATE query event empties, when it is published."""
+def truncated_version(event: Any, tables: TableCatalog) -> Optional[Any]:
+    """The version to publish the TRUNCATE a query event makes with: the table's current one,
+    else its last (``TableCatalog.last_version``); None when it isn't published."""
     schema = event.schema
     db = schema.decode("utf-8") if isinstance(schema, bytes) else schema
     target = truncated_table(event.query, db)
     if target is None or not tables.filter(*target):
         return None
-    tv = tables.current.get(target)
+    tv = tables.last_version(*target)
     if tv is None:
-        log.info("TRUNCATE of %s.%s not published: no row change of it seen since the start of "
-                 "this run, so its schema is unknown", *target)
+        # No message of the table was ever published in this namespace: no consumer holds a
+        # row of it to remove.
+        log.info("TRUNCATE of %s.%s not published: the table never had a message in this "
+                 "namespace (no schema of its topic), so there is nothing to remove", *target)
     return tv
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,18 @@ def lineage_from_records(records: Sequence[Dict[str, Any]]) -> Dict[str, Previou
         before = next(f for f in schema["fields"] if f["name"] == "before")
         row = next(b for b in before["type"] if isinstance(b, dict))
         out[rec["topic"]] = previous_of(row["fields"], None)
+    return out
+
+
+def schemas_from_records(records: Sequence[Dict[str, Any]]) -> Dict[str, Tuple[Dict[str, Any], bool]]:
+    """Each topic's last value schema in the schema topic (records in offset order), and whether
+    that version had a key (a version's key record follows its value record)."""
+    out: Dict[str, Tuple[Dict[str, Any], bool]] = {}
+    for i, rec in enumerate(records):
+        if rec.get("kind") == "value":
+            following = records[i + 1] if i + 1 < len(records) else {}
+            keyed = following.get("kind") == "key" and following.get("topic") == rec["topic"]
+            out[rec["topic"]] = (json.loads(rec["schema"]), keyed)
     return out
 
 

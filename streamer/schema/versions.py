@@ -208,6 +208,20 @@ def _branch(atype: Any) -> str:
     return atype if isinstance(atype, str) else atype["type"]
 
 
+class TopicSchema:
+    """A table known only by its topic's last value schema in the schema topic: enough to publish
+    a TRUNCATE of it (``engine.rows.publish_truncate``) when no row of it was read in this run."""
+
+    def __init__(self, namespace: str, db: str, table: str, value_schema: Dict[str, Any],
+                 keyed: bool, compact: bool) -> None:
+        self.db = db
+        self.table = table
+        self.topic = f"{namespace}.{db}.{table}"
+        self.value_writer = avro.Writer(value_schema)
+        self.key_writer: Optional[avro.Writer] = None
+        self.compacted = compact and keyed
+
+
 class TableCatalog:
     """Maps binlog table ids to table versions, building each version once.
 
@@ -221,9 +235,13 @@ class TableCatalog:
     def __init__(self, namespace: str, table_filter: TableFilter,
                  lineage: Optional[Dict[str, evolution.Previous]] = None,
                  rules: Optional[ColumnRules] = None, tombstones: bool = False,
-                 compact: bool = False):
+                 compact: bool = False,
+                 schemas: Optional[Dict[str, Tuple[Dict[str, Any], bool]]] = None):
         self.namespace = namespace
         self.filter = table_filter
+        # Each topic's last value schema in the schema topic (evolution.schemas_from_records).
+        self._schemas = dict(schemas or {})
+        self._last: Dict[Tuple[str, str], TableVersion] = {}
         self.rules = rules
         self.tombstones = tombstones
         self.compact = compact
@@ -236,9 +254,22 @@ class TableCatalog:
     def forget_current(self) -> None:
         """After a reconnect: announce each table's version again (its schema record may have
         been in the aborted batch), keeping the versions themselves so a re-read is identical."""
-        for tv in self.current.values():
+        for key, tv in self.current.items():
             self._lineage[tv.topic] = evolution.previous_of(tv.row_schema["fields"], tv.pk_names)
+            self._last[key] = tv
         self.current.clear()
+
+    def last_version(self, db: str, table: str) -> Optional[Any]:
+        """What a statement on the table without rows (a TRUNCATE) is published with when the
+        table has no current version: its last version of this run (forgotten by a reconnect),
+        else the last value schema the schema topic has for its topic (``TopicSchema``); None
+        when the table never had a message in this namespace."""
+        found = self.current.get((db, table)) or self._last.get((db, table))
+        if found is not None:
+            return found
+        known = self._schemas.get(f"{self.namespace}.{db}.{table}")
+        return None if known is None else TopicSchema(self.namespace, db, table, known[0],
+                                                      known[1], self.compact)
 
     def snapshot_version(self, described: Any) -> TableVersion:
         """The version of a table as a snapshot describes it (``source.chunks.Described``, which

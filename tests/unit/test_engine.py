@@ -197,3 +197,32 @@ def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, m
     streamer.new_reader = EndingStream
     assert streamer.run() == 0
     assert len(opened) == 2 and streamer.reconnects == 1
+
+
+def test_a_truncate_read_first_after_a_restart_is_published_with_the_topics_last_schema(make):
+    # The stream stops right after the commit of the transaction before the TRUNCATE, so the
+    # next run's first event of app.t is the TRUNCATE: no row of it was read in that run.
+    events = list(ReplayedBinlog("engine.binlog", Position(FILE, 4)))
+    at = next(i for i, e in enumerate(events) if "TRUNCATE" in (getattr(e, "query", "") or ""))
+    tx_start = next(e.packet.log_pos for e in reversed(events[:at])
+                    if e.__class__.__name__ == "XidEvent")
+    streamer, publisher = make()
+
+    def stop_before_the_truncate(position):
+        if position.pos == tx_start and not position.rows:
+            streamer.request_stop()
+
+    publisher.on_commit = stop_before_the_truncate
+    replay(streamer, publisher, live=True)
+    assert publisher.committed.pos == tx_start and publisher.changes()[-1] == ("c", 8)
+    again, resumed = make()
+    resumed.log = list(publisher.log)  # the same Kafka: the schema topic of the first run
+    first = len(resumed.log)
+    replay(again, resumed, start=publisher.committed)
+    later = [m for messages, _ in resumed.log[first:] for m in messages]
+    dec = resumed.decoder()
+    ops = [dec.decode(v)["op"] for t, _, v in later if t == "test.app.t"]
+    assert ops == ["t", "c"]  # the TRUNCATE once, then INSERT 9
+    # Its schema was announced again, before it, in the same transaction.
+    topics = [t for t, _, _ in later]
+    assert topics.index("test.__schemas") < topics.index("test.app.t")
