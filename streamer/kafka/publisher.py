@@ -269,9 +269,10 @@ class Publisher:
         # is the whole topic read.
         for tail in (CHECKPOINT_TAIL, None):
             try:
+                # prepare() made sure the topic exists: a broker that says it doesn't is behind.
                 records, whole = read_topic_tail(self._client_conf(), self.positions_topic,
                                                  timeout=settle_s, tail=tail, settle=True,
-                                                 on_open=on_open)
+                                                 on_open=on_open, must_exist=True)
             except OpenTransaction as exc:
                 raise KafkaFatal(f"cannot read the checkpoint from {self.positions_topic}: {exc}, "
                                  f"and a checkpoint of this source committed after it can't be "

@@ -24,7 +24,8 @@ def read_topic(conf: Dict[str, Any], topic: str,
 
 def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
                     tail: Optional[int] = None, settle: bool = False,
-                    on_open: Optional[Callable[[int, int, int], None]] = None
+                    on_open: Optional[Callable[[int, int, int], None]] = None,
+                    must_exist: bool = False
                     ) -> Tuple[List[Tuple[Optional[bytes], Optional[bytes]]], bool]:
     """``read_topic``, but with ``tail`` only the records among each partition's last ``tail``
     offsets; and whether what was read is the whole topic (the tail reached back to each
@@ -37,6 +38,9 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
     it has to wait, and raises OpenTransaction if they are not by ``timeout``.
 
     An empty or missing topic answers at once: a fresh namespace starts without a fetch round.
+    With ``must_exist`` (a topic the caller just made sure of), a broker that doesn't know the
+    topic is asked again until ``timeout``: during a rolling restart its metadata can lag, and
+    taking the checkpoint topic for missing would start the stream at the binlog's end.
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -48,7 +52,7 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
         "fetch.wait.max.ms": READ_FETCH_WAIT_MS})))
     try:
         deadline = time.monotonic() + timeout
-        offsets = _offsets(c, topic, deadline)
+        offsets = _offsets(c, topic, deadline, must_exist)
         if offsets is None:
             return [], True
         starts = {}
@@ -90,10 +94,12 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
         c.close()
 
 
-def _offsets(c: Any, topic: str, deadline: float) -> Optional[Dict[int, Tuple[int, int]]]:
-    """Each partition's (low, high) offsets, or None when the topic doesn't exist. A partition
-    whose leader is moving, or not yet known for a topic created a moment ago, is asked again
-    until the deadline: taking it for an empty topic would lose the checkpoint."""
+def _offsets(c: Any, topic: str, deadline: float,
+             must_exist: bool = False) -> Optional[Dict[int, Tuple[int, int]]]:
+    """Each partition's (low, high) offsets, or None when the topic doesn't exist (unless
+    ``must_exist``: then it is asked again). A partition whose leader is moving, or not yet known
+    for a topic created a moment ago, is asked again until the deadline: taking it for an empty
+    topic would lose the checkpoint."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     moving = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
@@ -103,7 +109,7 @@ def _offsets(c: Any, topic: str, deadline: float) -> Optional[Dict[int, Tuple[in
             md = c.list_topics(topic, timeout=30)
             err = md.topics[topic].error
             if err is not None:
-                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and not must_exist:
                     return None
                 raise KafkaException(err)
             return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)

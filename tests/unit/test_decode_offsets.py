@@ -58,3 +58,18 @@ def test_other_errors_are_not_retried():
     with pytest.raises(KafkaException):
         _offsets(c, "ns.__positions", time.monotonic() + 10)
     assert c.calls == 1
+
+
+def test_a_topic_that_must_exist_but_is_unknown_for_a_moment_is_asked_again():
+    # A broker behind in a rolling restart: the checkpoint topic that prepare() made sure of is
+    # "unknown" twice. Taken for missing, the stream would start at the binlog's end.
+    c = Answers([KafkaError.UNKNOWN_TOPIC_OR_PART] * 2, [(0, 5)])
+    assert _offsets(c, "ns.__positions", time.monotonic() + 10, must_exist=True) == {0: (0, 5)}
+    assert c.calls == 3
+
+
+def test_a_topic_that_must_exist_and_stays_unknown_is_an_error_at_the_deadline():
+    c = Answers([KafkaError.UNKNOWN_TOPIC_OR_PART] * 1000, [])
+    with pytest.raises(KafkaException) as err:
+        _offsets(c, "ns.__positions", time.monotonic() + 0.3, must_exist=True)
+    assert err.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
