@@ -65,7 +65,9 @@ class Tracker:
                     self.begin(_start_of(event), None)
                 self.explicit = True
                 return False
-            if query == "COMMIT" or not self.explicit or not self.in_tx:
+            # A group of a non-transactional table's changes may end in ROLLBACK (a mixed
+            # MyISAM/InnoDB transaction): its MyISAM rows stay applied, and it ends there.
+            if query == "COMMIT" or query == "ROLLBACK" or not self.explicit or not self.in_tx:
                 self.end(event.packet.log_pos)
                 return True
             return False
@@ -83,6 +85,10 @@ class Tracker:
         return False
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
+        if self.in_tx or start_pos != self.tx_start:
+            # Not the transaction the checkpoint is inside: a group that ended without an end
+            # this tracker knows must not pass its skip on to the next one.
+            self.skip = 0
         self.in_tx = True
         self.tx_start = start_pos
         self.tx_rows = 0

@@ -125,3 +125,26 @@ def test_a_gtid_set_contains_another_per_domain_or_per_interval():
     assert GtidSet(f"{uuid}:1-6:9-12").contains(GtidSet(f"{uuid}:2-5:10"))
     assert not GtidSet(f"{uuid}:1-6:9-12").contains(GtidSet(f"{uuid}:6-9"))
     assert not GtidSet(f"{uuid}:1-6").contains(GtidSet("aaaaaaaa-71ca-11e1-9e33-c80aa9429562:1"))
+
+
+def test_a_resume_skip_never_reaches_the_next_transaction():
+    # The checkpoint is 3 rows into the group at 100. Its end is a kind this tracker may not
+    # know; the group at 300 must still be read whole.
+    t = Tracker(Position("f.1", 100, rows=3))
+    t.begin(100, "0-1-5")
+    assert t.count(2) == 2 and t.count(2) == 1
+    t.begin(300, "0-1-6")  # the next group's GTID event, with no end seen in between
+    assert t.count(4) == 0
+
+
+def test_a_group_that_ends_in_rollback_ends_there():
+    from types import SimpleNamespace
+
+    from pymysqlreplication.event import QueryEvent
+
+    t = Tracker(Position("f.1", 100))
+    t.begin(100, "0-1-5")
+    t.explicit = True
+    ended = t.on_event(SimpleNamespace(query="ROLLBACK", packet=SimpleNamespace(log_pos=250)),
+                       QueryEvent)
+    assert ended and not t.in_tx and t.position().pos == 250
