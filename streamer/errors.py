@@ -57,6 +57,10 @@ class UnsupportedEvent(SourceError):
     """A binlog event that carries changes the streamer cannot read (source.events)."""
 
 
+class OversizedRow(SourceError):
+    """A row change's message is bigger than Kafka takes: no retry can publish it."""
+
+
 class SnapshotRefused(SourceError):
     """A snapshot can't be done as asked (no key to chunk by, a table not included, a condition
     the server refuses); the message names the table and the fix."""

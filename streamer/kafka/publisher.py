@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Optional
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamer.errors import BatchAborted, Fenced, KafkaFatal, OpenTransaction, ProducerBroken
+from streamer.errors import (BatchAborted, Fenced, KafkaFatal, OpenTransaction, OversizedRow,
+                             ProducerBroken)
 from streamer.kafka import logs
 from streamer.kafka.rdkafka import Producer
 from streamer.kafka.topics import read_schema_records, read_topic_tail
@@ -311,14 +312,31 @@ class Publisher:
             self._raise(exc, "begin a transaction")
         self.in_tx = True
 
-    def produce(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
+    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
         """Queue one message in the open transaction; blocks (backpressure) while the queue is full."""
         try:
             self.producer.produce(topic, value, key)  # type: ignore[union-attr]
         except BufferError:
             self._wait_for_room(topic, value, key)
         except KafkaException as exc:
+            if _kafka_error(exc).code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                self._oversized(topic, value, key)
             self._raise(exc, f"produce to {topic}")
+
+    def _oversized(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
+        """Stop at a message no retry can publish, naming it and the ways on. The batch is
+        aborted, so the position stays before the row: after the fix, nothing is lost."""
+        size = len(value or b"") + len(key or b"")
+        limit = self._producer_settings()["message.max.bytes"]
+        self.abort()
+        shown = "none (a keyless table)" if key is None else key[:64].hex() + (
+            "..." if len(key) > 64 else "")
+        raise OversizedRow(
+            f"a row change of topic {topic} is {size} bytes, over the {limit} bytes Kafka takes "
+            f"(kafka.message.max.bytes; the topic's max.message.bytes and the broker's "
+            f"message.max.bytes must allow it too); its key, Avro-encoded: {shown}. Raise those "
+            f"limits, or keep the big column out with tables.columns.exclude or mask "
+            f"('truncate:N'), then restart: the position is before this row")
 
     def _wait_for_room(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
         now = time.monotonic()

@@ -77,3 +77,24 @@ def test_after_a_reset_the_checkpoint_is_read_back_from_the_topic(monkeypatch):
     monkeypatch.setattr(Publisher, "read_checkpoint", read_checkpoint)
     pub.reset()
     assert started and pub.committed is on_topic and pub.committed != remembered
+
+
+class TooLarge(FailingProducer):
+    def produce(self, topic, value, key):
+        self.calls.append("produce")
+        raise KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large"))
+
+
+def test_a_message_over_the_size_limit_stops_once_naming_the_topic_key_size_and_fixes():
+    from streamer.errors import OversizedRow
+
+    producer = TooLarge(None)
+    pub = _publisher(producer)
+    with pytest.raises(OversizedRow) as err:
+        pub.produce("ns.db.t", b"x" * 20000000, b"\xc3\x01key")
+    text = str(err.value)
+    assert "topic ns.db.t is 20000005 bytes, over the 16777216 bytes" in text
+    assert "c3016b6579" in text and "tables.columns.exclude" in text
+    # The batch is aborted: its position was never committed, so a restart reads the row again.
+    assert producer.calls == ["produce", "abort"] and not pub.in_tx
+    assert err.value.exit_code == 3
