@@ -244,3 +244,31 @@ def test_sigterm_flushes_and_exits_zero_and_the_next_start_resumes_after_it(db, 
         assert proc.stop(signal.SIGINT, timeout=15) == 0
     msgs = support.consume([f"{ns}.{name}.t"], decode_ns=ns)
     assert [m["key"]["id"] for m in msgs] == [1, 2, 3]
+
+
+def test_a_row_too_big_for_kafka_stops_once_and_is_published_after_the_limit_is_raised(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE big (id INT PRIMARY KEY, doc MEDIUMTEXT)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO big VALUES (1, 'small')",
+                "INSERT INTO big VALUES (2, REPEAT('x', 300000))", "INSERT INTO big VALUES (3, 'after')")
+    ns = support.unique("ov")
+    topic = f"{ns}.{name}.big"
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.big"],
+                               kafka={"bootstrap.servers": support.KAFKA,
+                                      "message.max.bytes": 200000})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        rc = proc.wait(120)
+        out = proc.output()
+    assert rc == 3, out[-3000:]
+    assert f"a row change of topic {topic} is 30" in out and "over the 200000 bytes" in out, out[-2000:]
+    assert "Traceback" not in out
+    # The limit raised (the topic takes 16 MB), the run resumes from its checkpoint, which is
+    # before the row: all three, once.
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.big"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+        msgs = support.consume([topic], expect=3, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3]
+    assert len(msgs[1]["value"]["after"]["doc"]) == 300000
