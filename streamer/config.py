@@ -33,6 +33,10 @@ DEFAULTS: Dict[str, Any] = {
         "reconnect_backoff_max_s": 30.0,
         "reconnect_max_attempts": 0,
         "position_mode": "file",
+        # TLS for every connection to MySQL (binlog, queries, heartbeat, snapshots, audit).
+        # mode: disabled, preferred (TLS when offered, unverified), required (TLS, unverified),
+        # verify_ca (the server's certificate signed by ca), verify_identity (and issued to host).
+        "tls": {"mode": "preferred", "ca": None, "cert": None, "key": None},
         # Run on a python-mysql-replication or PyMySQL version the library fixes were not tested
         # with (source.patches), with a loud warning, instead of refusing to start.
         "allow_untested_libraries": False,
@@ -164,6 +168,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _positive_number(cfg, "mysql.reconnect_max_attempts", allow_zero=True)
     _positive_number(cfg, "commit_retries", allow_zero=True)
     _positive_number(cfg, "batch.min_linger_ms", allow_zero=True)
+    _validate_tls(cfg["mysql"]["tls"])
     mode = cfg["mysql"]["position_mode"]
     _require(mode in ("file", "gtid"), "mysql.position_mode", mode, "'file' or 'gtid'")
     initial = cfg["start"]["initial"]
@@ -247,6 +252,26 @@ def parse_method(method: Any) -> Optional[Rule]:
         if n.isdigit() and int(n) > 0:
             return Rule("truncate", int(n))
     return None
+
+
+TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
+
+
+def _validate_tls(tls: Dict[str, Any]) -> None:
+    mode = tls["mode"]
+    _require(mode in TLS_MODES, "mysql.tls.mode", mode, ", ".join(TLS_MODES))
+    for key in ("ca", "cert", "key"):
+        _require(tls[key] is None or (isinstance(tls[key], str) and tls[key] != ""),
+                 f"mysql.tls.{key}", tls[key], "a PEM file's path")
+    if mode in ("verify_ca", "verify_identity") and not tls["ca"]:
+        raise ConfigError(f"config key 'mysql.tls.mode' is {mode}, which verifies the server's "
+                          f"certificate: set 'mysql.tls.ca' to the CA certificate that signed it")
+    if (tls["cert"] is None) != (tls["key"] is None):
+        raise ConfigError("config keys 'mysql.tls.cert' and 'mysql.tls.key' go together (a "
+                          "client certificate and its key): set both or neither")
+    if tls["cert"] and mode in ("disabled", "preferred"):
+        raise ConfigError(f"config key 'mysql.tls.cert' needs 'mysql.tls.mode' required, "
+                          f"verify_ca or verify_identity, not {mode}")
 
 
 def _validate_columns(cfg: Dict[str, Any]) -> None:
@@ -352,7 +377,8 @@ def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[
         base = os.path.dirname(os.path.abspath(path))
         for section, key in (("mysql", "password_file"), ("heartbeat", "password_file"),
                              ("signalfx", "token_file"), ("profiler", "dir"),
-                             ("tables.columns", "salt_file")):
+                             ("tables.columns", "salt_file"), ("mysql.tls", "ca"),
+                             ("mysql.tls", "cert"), ("mysql.tls", "key")):
             node = cfg
             for part in section.split("."):
                 node = node[part]

@@ -54,8 +54,8 @@ def credentials(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -
             raise config_mod.ConfigError(
                 f"no password for heartbeat.user {user!r}: set heartbeat.password_file or the "
                 f"environment variable named by heartbeat.password_env ({hb['password_env']})")
-    return {"host": m["host"], "port": m["port"], "user": user, "password": password,
-            "connect_timeout": m["connect_timeout_s"]}
+    return dict({"host": m["host"], "port": m["port"], "user": user, "password": password,
+                 "connect_timeout": m["connect_timeout_s"]}, **server.tls_options(cfg))
 
 
 class HeartbeatWriter:
