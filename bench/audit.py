@@ -20,6 +20,7 @@ import yaml
 
 from . import env, results, snapshot
 from .proc import BenchError, Streamer
+from .shapes import drop
 from .suite import _label
 from .watch import delete_namespace
 
@@ -52,12 +53,7 @@ def run(python: str, rows: int, workdir: str) -> Dict[str, Any]:
             streamer.stop()
     finally:
         delete_namespace(ns)
-        conn = env.admin()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE {db}")
-        finally:
-            conn.close()
+        drop(db)
     if os.waitstatus_to_exitcode(status) != 0:
         raise BenchError(f"the audit exited with {status}: {err.decode()[-2000:]}")
     found = json.loads(out)
