@@ -119,3 +119,29 @@ def test_excluded_and_masked_columns_in_snapshot_binlog_and_after_a_ddl(db, tmp_
     # Nothing of the excluded column reached Kafka, in any message.
     for secret in (b"123-45-6789", b"987-65-4321", b"555-55-5555", b"ann@example.com"):
         assert not any(secret in (m["raw_value"] or b"") for m in msgs)
+
+
+def test_tail_shows_a_tombstone_as_one(db, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO t VALUES (1)", "DELETE FROM t WHERE id = 1")
+    ns = support.unique("tt")
+    topic = f"{ns}.{name}.t"
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        assert len(support.consume([topic], expect=3)) == 3
+        assert proc.stop() == 0, proc.output()[-3000:]
+    tail = subprocess.run([sys.executable, "-m", "streamer.cli", "tail", topic, "-c", cfg,
+                           "--max", "3", "--idle-exit", "20"], capture_output=True, text=True,
+                          cwd=support.ROOT, timeout=120)
+    assert tail.returncode == 0, tail.stderr
+    lines = [json.loads(line) for line in tail.stdout.splitlines()]
+    assert [(line["value"] or {}).get("op") for line in lines] == ["c", "d", None]
+    assert lines[2]["tombstone"] is True and lines[2]["value"] is None
+    assert lines[2]["key"] == {"id": 1} and "tombstone" not in lines[1]
