@@ -76,6 +76,10 @@ class SourceInfo(NamedTuple):
     first_file: Optional[str]  # the oldest binlog, for start.initial: beginning
     # start.initial: snapshot, the tables to snapshot (read only when there is no checkpoint)
     snapshot: Optional[Callable[[], List[Dict[str, Any]]]] = None
+    # The executed GTID set at ``end`` or at the start of ``first_file`` (None: the server can't
+    # tell); and at any file and offset, for an explicit start (asked only then).
+    start_gtids: Optional[str] = None
+    gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
 
 
 def probe_source(cfg: Dict[str, Any], password: str,
@@ -101,8 +105,21 @@ def probe_source(cfg: Dict[str, Any], password: str,
                     return initial_jobs(listing, table_filter)
                 finally:
                     listing.close()
-        return SourceInfo(server.server_id(conn), None if beginning else server.master_status(conn),
-                          server.binlog_files(conn)[0] if beginning else None, snapshot)
+        settings = server.connection_settings(cfg, password)
+
+        def gtids_at(file: str, pos: int) -> Optional[str]:
+            at = server.connect(settings)
+            try:
+                return server.executed_gtids(at, file, pos)
+            finally:
+                at.close()
+
+        if beginning:
+            first = server.binlog_files(conn)[0]
+            return SourceInfo(server.server_id(conn), None, first, snapshot,
+                              server.executed_gtids(conn, first, 4), gtids_at)
+        end, gtids = server.end_gtids(conn)
+        return SourceInfo(server.server_id(conn), end, None, snapshot, gtids, gtids_at)
     finally:
         conn.close()
 
@@ -120,6 +137,8 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         if gtid is not None:
             pos = Position("", 4, gtid_set=gtid)
         assert pos is not None
+        if pos.file and not pos.gtid_set and source.gtids_at is not None:
+            pos.gtid_set = source.gtids_at(pos.file, pos.pos) or ""
         log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint %s !!!",
                     pos.describe(), checkpoint.describe() if checkpoint else "(none)")
         pos.server_id = source.server_id
@@ -131,11 +150,14 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
     if checkpoint is not None:
         log.info("resuming from committed checkpoint %s", checkpoint.describe())
         return checkpoint
+    # The first checkpoint carries the server's whole executed set at that point, not only the
+    # GTIDs read after it: a resume by GTID (another server after a failover) must not be sent
+    # again what came before the start.
     if source.first_file is not None:
-        pos = Position(source.first_file, 4)
+        pos = Position(source.first_file, 4, gtid_set=source.start_gtids or "")
     else:
         assert source.end is not None
-        pos = Position(*source.end)
+        pos = Position(*source.end, gtid_set=source.start_gtids or "")
     pos.server_id = source.server_id
     if source.snapshot is not None:
         jobs = source.snapshot()

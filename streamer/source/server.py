@@ -159,6 +159,30 @@ def master_status(conn: Any) -> Tuple[str, int]:
     return row[0], int(row[1])
 
 
+def executed_gtids(conn: Any, file: str, pos: int) -> Optional[str]:
+    """The server's executed GTID set at a binlog file and offset, where it can tell: MariaDB's
+    BINLOG_GTID_POS (from the file's GTID list and the transactions before the offset). None
+    when it can't (MySQL has no such function: see ``end_gtids``)."""
+    if not is_mariadb(conn):
+        return None
+    row = query_one(conn, f"SELECT BINLOG_GTID_POS({conn.escape(file)}, {int(pos)})")
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def end_gtids(conn: Any) -> Tuple[Tuple[str, int], Optional[str]]:
+    """SHOW MASTER STATUS's file and offset, and the executed GTID set at that very point (one
+    statement, so nothing can commit between them: MySQL's Executed_Gtid_Set, MariaDB's
+    BINLOG_GTID_POS of the same offset)."""
+    row = query_one(conn, "SHOW MASTER STATUS")
+    if row is None:
+        raise SourceError("SHOW MASTER STATUS returned nothing: binary logging is off; "
+                          "start the server with --log-bin")
+    end = (row[0], int(row[1]))
+    if is_mariadb(conn):
+        return end, executed_gtids(conn, *end)
+    return end, (str(row[4]).replace("\n", "").replace("\n", "") if len(row) > 4 and row[4] else None)
+
+
 def is_mariadb(conn: Any) -> bool:
     return "mariadb" in conn.get_server_info().lower()
 

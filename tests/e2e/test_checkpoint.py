@@ -172,3 +172,25 @@ def test_a_batch_repeats_the_last_checkpoint_first_and_the_new_one_is_read_back(
         pub.commit(Position("mysql-bin.000001", 300))
     tail = support.consume([f"{ns}.__positions"], expect=5, idle=1.0)[3:]
     assert [Position.from_json(m["raw_value"]).pos for m in tail] == [200, 300]
+
+
+def test_a_first_start_checkpoints_the_servers_whole_executed_gtid_set(db, tmp_path):
+    import json
+
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    # A second domain with no transaction after the start: only the server can name it.
+    support.sql(conn, "SET SESSION gtid_domain_id = 7", "INSERT INTO t VALUES (2)",
+                "SET SESSION gtid_domain_id = 0")
+    before = support.sql(conn, "SELECT @@GLOBAL.gtid_binlog_pos")[0][0]
+    ns = support.unique("gs")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO t VALUES (3)")
+        support.consume([f"{ns}.{name}.t"], expect=1)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    checkpoints = [json.loads(m["raw_value"]) for m in support.consume([f"{ns}.__positions"])]
+    first, last = checkpoints[0], checkpoints[-1]
+    assert first["gtid_set"] == before and "7-" in first["gtid_set"]
+    assert last["gtid_set"] == support.sql(conn, "SELECT @@GLOBAL.gtid_binlog_pos")[0][0]
