@@ -106,8 +106,9 @@ class Streamer:
         # MySQL's checks run while the producer starts; once both answered, the internal topics
         # are made sure of, and the schema topic is read while the checkpoint is (measured: see
         # docs/benchmarks.md, "Start-up").
-        probe = _Ahead(lambda: start_mod.probe_source(self.cfg, self.password, self.filter),
-                       "streamer-mysql-probe")
+        explicit = start_mod.explicit_start(self.cfg, self.override)
+        probe = _Ahead(lambda: start_mod.probe_source(self.cfg, self.password, self.filter,
+                                                      explicit), "streamer-mysql-probe")
         with self.new_publisher(self.cfg) as publisher:
             self.publisher = publisher
             position = self._first_position(publisher, probe)
@@ -160,7 +161,8 @@ class Streamer:
             try:
                 ahead, probe = probe, None  # a retry probes again
                 source = ahead.result() if ahead is not None else \
-                    start_mod.probe_source(self.cfg, self.password, self.filter)
+                    start_mod.probe_source(self.cfg, self.password, self.filter,
+                                           start_mod.explicit_start(self.cfg, self.override))
                 # Both ends answered: only now is anything created in Kafka.
                 publisher.prepare()
                 if self.tables is None and self._schema_records is None:

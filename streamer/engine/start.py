@@ -76,15 +76,17 @@ class SourceInfo(NamedTuple):
     first_file: Optional[str]  # the oldest binlog, for start.initial: beginning
     # start.initial: snapshot, the tables to snapshot (read only when there is no checkpoint)
     snapshot: Optional[Callable[[], List[Dict[str, Any]]]] = None
-    # The executed GTID set at ``end`` or at the start of ``first_file`` (None: the server can't
-    # tell); and at any file and offset, for an explicit start (asked only then).
+    # The executed GTID set at ``end`` or at the start of ``first_file``, and at an explicit
+    # start's file and offset (None: the server can't tell, or there is no such start).
     start_gtids: Optional[str] = None
-    gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
+    explicit_gtids: Optional[str] = None
 
 
 def probe_source(cfg: Dict[str, Any], password: str,
-                 table_filter: Optional[Callable[[str, str], bool]] = None) -> SourceInfo:
-    """Check that MySQL is set up for row-based CDC and read what a start position needs."""
+                 table_filter: Optional[Callable[[str, str], bool]] = None,
+                 explicit: Optional[Tuple[str, int]] = None) -> SourceInfo:
+    """Check that MySQL is set up for row-based CDC and read what a start position needs;
+    ``explicit`` is the file and offset of an explicit start, if one was given."""
     conn = server.connect(server.connection_settings(cfg, password))
     try:
         problems = server.settings_problems(conn)
@@ -105,23 +107,25 @@ def probe_source(cfg: Dict[str, Any], password: str,
                     return initial_jobs(listing, table_filter)
                 finally:
                     listing.close()
-        settings = server.connection_settings(cfg, password)
-
-        def gtids_at(file: str, pos: int) -> Optional[str]:
-            at = server.connect(settings)
-            try:
-                return server.executed_gtids(at, file, pos)
-            finally:
-                at.close()
-
+        # (Here, where the producer's start runs alongside, not after it.)
+        at_explicit = server.executed_gtids(conn, *explicit) if explicit else None
         if beginning:
             first = server.binlog_files(conn)[0]
             return SourceInfo(server.server_id(conn), None, first, snapshot,
-                              server.executed_gtids(conn, first, 4), gtids_at)
+                              server.executed_gtids(conn, first, 4), at_explicit)
         end, gtids = server.end_gtids(conn)
-        return SourceInfo(server.server_id(conn), end, None, snapshot, gtids, gtids_at)
+        return SourceInfo(server.server_id(conn), end, None, snapshot, gtids, at_explicit)
     finally:
         conn.close()
+
+
+def explicit_start(cfg: Dict[str, Any], override: Optional[Position]) -> Optional[Tuple[str, int]]:
+    """The binlog file and offset of an explicit start (argv, else start.file), if any."""
+    if override is not None and override.file:
+        return override.file, override.pos
+    if cfg["start"]["file"]:
+        return cfg["start"]["file"], int(cfg["start"]["pos"])
+    return None
 
 
 def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source: SourceInfo,
@@ -137,8 +141,8 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         if gtid is not None:
             pos = Position("", 4, gtid_set=gtid)
         assert pos is not None
-        if pos.file and not pos.gtid_set and source.gtids_at is not None:
-            pos.gtid_set = source.gtids_at(pos.file, pos.pos) or ""
+        if pos.file and not pos.gtid_set and source.explicit_gtids:
+            pos.gtid_set = source.explicit_gtids
         log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint %s !!!",
                     pos.describe(), checkpoint.describe() if checkpoint else "(none)")
         pos.server_id = source.server_id

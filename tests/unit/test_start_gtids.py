@@ -1,7 +1,7 @@
 """A first position carries the server's whole executed GTID set, so a resume by GTID on any server
 is not sent again what came before the start."""
 from streamer import config
-from streamer.engine.start import SourceInfo, initial_position
+from streamer.engine.start import SourceInfo, explicit_start, initial_position
 from streamer.engine.tracker import Tracker
 from streamer.position import Position
 
@@ -12,7 +12,7 @@ def _cfg(**start):
 
 
 def test_a_start_at_the_end_carries_the_executed_set_there():
-    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-120,5-2-7", None)
+    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-120,5-2-7")
     pos = initial_position(_cfg(), None, source, None, None)
     assert (pos.file, pos.pos, pos.gtid_set) == ("mysql-bin.000003", 400, "0-1-120,5-2-7")
     # The tracker goes on from it: the first checkpoint after a transaction has all domains.
@@ -22,23 +22,21 @@ def test_a_start_at_the_end_carries_the_executed_set_there():
     assert t.position().gtid_set == "0-1-121,5-2-7"
 
 
-def test_an_explicit_file_start_asks_the_server_for_the_set_at_that_offset():
-    asked = []
-
-    def gtids_at(file, pos):
-        asked.append((file, pos))
-        return "0-1-40"
-
-    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-120", gtids_at)
+def test_an_explicit_file_start_carries_the_set_the_server_has_at_that_offset():
+    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-120", "0-1-40")
     pos = initial_position(_cfg(), None, source, Position("mysql-bin.000002", 4), None)
-    assert asked == [("mysql-bin.000002", 4)] and pos.gtid_set == "0-1-40"
+    assert pos.gtid_set == "0-1-40"
     # A server that can't tell (MySQL has no BINLOG_GTID_POS) leaves it to the GTIDs read.
-    source = SourceInfo(1, ("b.1", 4), None, None, None, lambda f, p: None)
+    source = SourceInfo(1, ("b.1", 4), None, None, None, None)
     assert initial_position(_cfg(), None, source, Position("b.1", 4), None).gtid_set == ""
+    # The probe is told which offset to ask for: argv's, else the config's.
+    assert explicit_start(_cfg(), Position("b.2", 8)) == ("b.2", 8)
+    assert explicit_start(_cfg(file="b.3", pos=12), None) == ("b.3", 12)
+    assert explicit_start(_cfg(), None) is None
 
 
 def test_a_checkpoint_is_resumed_as_it_is():
     checkpoint = Position("mysql-bin.000003", 900, "0-1-130")
     source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, "0-1-999",
-                        lambda f, p: "never asked")
+                        "0-1-1")
     assert initial_position(_cfg(), checkpoint, source, None, None) is checkpoint
