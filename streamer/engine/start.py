@@ -76,10 +76,12 @@ class SourceInfo(NamedTuple):
     first_file: Optional[str]  # the oldest binlog, for start.initial: beginning
     # start.initial: snapshot, the tables to snapshot (read only when there is no checkpoint)
     snapshot: Optional[Callable[[], List[Dict[str, Any]]]] = None
-    # The executed GTID set at ``end`` or at the start of ``first_file``, and at an explicit
-    # start's file and offset (None: the server can't tell, or there is no such start).
-    start_gtids: Optional[str] = None
+    # The executed GTID set at an explicit start's file and offset (None: the server can't
+    # tell, or there is no such start); at ``end`` on MySQL (SHOW MASTER STATUS has it); and a
+    # way to ask for it at any file and offset (MariaDB), used by a first start only.
     explicit_gtids: Optional[str] = None
+    end_gtids: Optional[str] = None
+    gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
 
 
 def probe_source(cfg: Dict[str, Any], password: str,
@@ -96,9 +98,9 @@ def probe_source(cfg: Dict[str, Any], password: str,
         initial = cfg["start"]["initial"]
         beginning = initial == "beginning"
         snapshot = None
+        settings = server.connection_settings(cfg, password)
         if initial == "snapshot":
             assert table_filter is not None
-            settings = server.connection_settings(cfg, password)
 
             def snapshot() -> List[Dict[str, Any]]:
                 from streamer.engine.snapshot import initial_jobs
@@ -109,12 +111,20 @@ def probe_source(cfg: Dict[str, Any], password: str,
                     listing.close()
         # (Here, where the producer's start runs alongside, not after it.)
         at_explicit = server.executed_gtids(conn, *explicit) if explicit else None
+
+        def gtids_at(file: str, pos: int) -> Optional[str]:
+            at = server.connect(settings)
+            try:
+                return server.executed_gtids(at, file, pos)
+            finally:
+                at.close()
+
         if beginning:
-            first = server.binlog_files(conn)[0]
-            return SourceInfo(server.server_id(conn), None, first, snapshot,
-                              server.executed_gtids(conn, first, 4), at_explicit)
+            return SourceInfo(server.server_id(conn), None, server.binlog_files(conn)[0],
+                              snapshot, at_explicit, None, gtids_at)
         end, gtids = server.end_gtids(conn)
-        return SourceInfo(server.server_id(conn), end, None, snapshot, gtids, at_explicit)
+        return SourceInfo(server.server_id(conn), end, None, snapshot, at_explicit, gtids,
+                          gtids_at)
     finally:
         conn.close()
 
@@ -158,10 +168,12 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
     # GTIDs read after it: a resume by GTID (another server after a failover) must not be sent
     # again what came before the start.
     if source.first_file is not None:
-        pos = Position(source.first_file, 4, gtid_set=source.start_gtids or "")
+        pos = Position(source.first_file, 4)
     else:
         assert source.end is not None
-        pos = Position(*source.end, gtid_set=source.start_gtids or "")
+        pos = Position(*source.end, gtid_set=source.end_gtids or "")
+    if not pos.gtid_set and source.gtids_at is not None:
+        pos.gtid_set = source.gtids_at(pos.file, pos.pos) or ""
     pos.server_id = source.server_id
     if source.snapshot is not None:
         jobs = source.snapshot()

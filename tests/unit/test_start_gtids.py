@@ -12,9 +12,22 @@ def _cfg(**start):
 
 
 def test_a_start_at_the_end_carries_the_executed_set_there():
-    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-120,5-2-7")
+    asked = []
+
+    def gtids_at(file, pos):  # MariaDB: asked for the end's offset, by a first start only
+        asked.append((file, pos))
+        return "0-1-120,5-2-7"
+
+    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, None, None, gtids_at)
     pos = initial_position(_cfg(), None, source, None, None)
     assert (pos.file, pos.pos, pos.gtid_set) == ("mysql-bin.000003", 400, "0-1-120,5-2-7")
+    assert asked == [("mysql-bin.000003", 400)]
+    # MySQL: the set SHOW MASTER STATUS gave with the end.
+    mysql = SourceInfo(1, ("b.9", 4), None, None, None, "uuid:1-9", None)
+    assert initial_position(_cfg(), None, mysql, None, None).gtid_set == "uuid:1-9"
+    # The beginning: the set at the oldest file's start.
+    first = SourceInfo(1, None, "b.1", None, None, None, lambda f, p: f"0-1-{p}")
+    assert initial_position(_cfg(), None, first, None, None).gtid_set == "0-1-4"
     # The tracker goes on from it: the first checkpoint after a transaction has all domains.
     t = Tracker(pos)
     t.begin(400, "0-1-121")
@@ -23,11 +36,12 @@ def test_a_start_at_the_end_carries_the_executed_set_there():
 
 
 def test_an_explicit_file_start_carries_the_set_the_server_has_at_that_offset():
-    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-120", "0-1-40")
+    source = SourceInfo(1, ("mysql-bin.000003", 400), None, None, "0-1-40", None,
+                        lambda f, p: "not asked: the probe read it")
     pos = initial_position(_cfg(), None, source, Position("mysql-bin.000002", 4), None)
     assert pos.gtid_set == "0-1-40"
     # A server that can't tell (MySQL has no BINLOG_GTID_POS) leaves it to the GTIDs read.
-    source = SourceInfo(1, ("b.1", 4), None, None, None, None)
+    source = SourceInfo(1, ("b.1", 4), None, None, None, None, None)
     assert initial_position(_cfg(), None, source, Position("b.1", 4), None).gtid_set == ""
     # The probe is told which offset to ask for: argv's, else the config's.
     assert explicit_start(_cfg(), Position("b.2", 8)) == ("b.2", 8)
@@ -37,6 +51,6 @@ def test_an_explicit_file_start_carries_the_set_the_server_has_at_that_offset():
 
 def test_a_checkpoint_is_resumed_as_it_is():
     checkpoint = Position("mysql-bin.000003", 900, "0-1-130")
-    source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, "0-1-999",
-                        "0-1-1")
+    source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, None, "0-1-999",
+                        lambda f, p: "never asked")
     assert initial_position(_cfg(), checkpoint, source, None, None) is checkpoint
