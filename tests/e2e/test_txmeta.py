@@ -44,4 +44,4 @@ def test_begin_and_end_frame_a_multi_statement_and_a_200k_row_transaction(db, tm
     assert len(inside) >= 5 and all(c["rows"] > 0 for c in inside)
     counts = sorted(c["transaction"]["counts"][topics["big"]] for c in inside)
     # (The last may hold all 200000: a batch cut right after the last rows, its END in the next.)
-    assert counts[0] < 200000 and counts[-1] <= 200000 and len(set(counts)) == len(counts)
+    assert counts[0] < 200000 and counts[-1] <= 200000
