@@ -132,7 +132,9 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
         cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                     "AND TABLE_NAME = %s", (db, table))
         found = cur.fetchone()
-    estimate = int(found[0] or 0) if found else 0
+    if found is None:
+        return None  # dropped between the queries: its keys may have been read as none
+    estimate = int(found[0] or 0)
     primary = indexes.get("PRIMARY", [])
     not_null = {r["COLUMN_NAME"] for r in rows if r["IS_NULLABLE"] == "NO"}
     key = primary or next((cols for cols in indexes.values() if set(cols) <= not_null), [])

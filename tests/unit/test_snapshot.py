@@ -237,7 +237,9 @@ def test_text_protocol_values_are_shaped_as_the_binlog_reader_hands_them_back():
     assert shape[4](b"\x02\xaa") == "1010101010"
 
 
-def test_a_keyless_table_is_refused_naming_the_fix():
+def _information_schema(tables_rows):
+    """A connection answering describe's three queries: one column, no unique key, and
+    ``tables_rows`` from information_schema.TABLES."""
     class Cursor:
         def __init__(self):
             self.results = [
@@ -245,7 +247,7 @@ def test_a_keyless_table_is_refused_naming_the_fix():
                   ("CHARACTER_SET_NAME",), ("NUMERIC_PRECISION",), ("NUMERIC_SCALE",),
                   ("DATETIME_PRECISION",), ("CHARACTER_OCTET_LENGTH",)],
                  [("v", "varchar", "varchar(3)", "YES", "utf8mb4", None, None, None, 12)]),
-                (None, []), (None, [(5,)])]
+                (None, []), (None, tables_rows)]
 
         def __enter__(self):
             return self
@@ -260,15 +262,24 @@ def test_a_keyless_table_is_refused_naming_the_fix():
             return self.rows
 
         def fetchone(self):
-            return self.rows[0]
+            return self.rows[0] if self.rows else None
 
     class Conn:
         def cursor(self):
             return cursor
     cursor = Cursor()
+    return Conn()
+
+
+def test_a_keyless_table_is_refused_naming_the_fix():
     with pytest.raises(SnapshotRefused, match="db.t has no primary key and no unique key of NOT "
                                               "NULL columns.*ADD PRIMARY KEY"):
-        chunks.describe(Conn(), "db", "t")
+        chunks.describe(_information_schema([(5,)]), "db", "t")
+
+
+def test_a_table_dropped_while_described_is_gone_not_keyless():
+    # The columns were read before the DROP, the keys and the row count after it.
+    assert chunks.describe(_information_schema([]), "db", "t") is None
 
 
 def test_requests_parse_or_say_what_is_wrong():
