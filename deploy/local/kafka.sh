@@ -126,6 +126,15 @@ format_storage() {
     echo "$id" > "$DIR/cluster.id"
 }
 
+# Whether the log holds "Kafka Server started" past byte $1. grep reads to the end (-c, not -q): under
+# pipefail, a grep that quit at the match would SIGPIPE a tail with more to write, and a start that
+# logs much after the line (thousands of partitions loading) would never be seen as done.
+started_since() {
+    local n
+    n="$(tail -c "+$(($1 + 1))" "$LOG" 2>/dev/null | grep -c "Kafka Server started" || true)"
+    [ "${n:-0}" -gt 0 ]
+}
+
 up() {
     if running; then
         log "already running on 127.0.0.1:$PORT (pid $(pid))"
@@ -146,7 +155,7 @@ up() {
     local jpid=$!
     echo "$jpid" > "$PIDFILE"
     local deadline=$((SECONDS + TIMEOUT_S))
-    until tail -c "+$((offset + 1))" "$LOG" 2>/dev/null | grep -q "Kafka Server started" && port_open "$PORT"; do
+    until started_since "$offset" && port_open "$PORT"; do
         # A log that rolled since the start holds only this start's lines: read it from the top.
         if [ "$(stat -c %s "$LOG" 2>/dev/null || echo 0)" -lt "$offset" ]; then offset=0; fi
         if ! kill -0 "$jpid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
