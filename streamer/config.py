@@ -23,6 +23,9 @@ DEFAULTS: Dict[str, Any] = {
     "mysql": {
         "host": "127.0.0.1",
         "port": 3306,
+        # Failover (source.failover): the servers to read from, in order of preference, each
+        # "host" or "host:port" (port: mysql.port). Empty: mysql.host and mysql.port alone.
+        "hosts": [],
         "user": "streamer",
         "password_env": "STREAMER_MYSQL_PASSWORD",
         "password_file": None,
@@ -159,6 +162,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
              "a fixed integer 1..4294967295, unique among the source's replicas (never random)")
     port = cfg["mysql"]["port"]
     _require(isinstance(port, int) and 0 < port < 65536, "mysql.port", port, "1..65535")
+    _validate_hosts(cfg["mysql"])
     for key in ("mysql.connect_timeout_s", "mysql.heartbeat_s", "mysql.reconnect_backoff_s",
                 "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "kafka_connect_timeout_s",
                 "batch.max_messages",
@@ -216,6 +220,47 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _require(isinstance(name, str) and bool(_NAME.match(name)), "source.name", name,
              "letters, digits, '_', '-', '.'")
     return cfg
+
+
+def split_host(entry: Any, default_port: int) -> Tuple[str, int]:
+    """``host``, ``host:port`` or ``[v6 address]:port`` as (host, port); ValueError if malformed."""
+    if not isinstance(entry, str) or not entry.strip():
+        raise ValueError(entry)
+    text = entry.strip()
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else None
+        if not sep or (rest and port_text is None):
+            raise ValueError(entry)
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    else:
+        host, port_text = text, None
+    port = default_port if port_text is None else int(port_text)
+    if not host or not 0 < port < 65536:
+        raise ValueError(entry)
+    return host, port
+
+
+def _validate_hosts(m: Dict[str, Any]) -> None:
+    """``mysql.hosts`` as a list of "host:port"; mysql.host and mysql.port become its first
+    entry (the server a start tries first). Without it, the list is mysql.host:mysql.port."""
+    hosts = m["hosts"]
+    allowed = "a list of 'host' or 'host:port' strings, in order of preference"
+    _require(isinstance(hosts, list), "mysql.hosts", hosts, allowed)
+    if not hosts:
+        hosts = [f"[{m['host']}]" if ":" in m["host"] else m["host"]]
+    parsed = []
+    for entry in hosts:
+        try:
+            parsed.append(split_host(entry, m["port"]))
+        except ValueError:
+            raise ConfigError(f"config key 'mysql.hosts' has bad entry {entry!r}; allowed: "
+                              f"{allowed}") from None
+    if len(set(parsed)) != len(parsed):
+        raise ConfigError(f"config key 'mysql.hosts' names a server twice: {hosts!r}")
+    m["hosts"] = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in parsed]
+    m["host"], m["port"] = parsed[0]
 
 
 # A salt this short makes hashes of small value sets (phone numbers, birthdays) guessable.

@@ -41,6 +41,10 @@ class PurgedBinlog(SourceError):
     """The binlog file to resume from is no longer on the server."""
 
 
+class ServerBehind(SourceError):
+    """The server to resume on lacks transactions the checkpoint has (source.failover)."""
+
+
 class MissingColumnNames(SourceError):
     """The binlog carries no column names (binlog_row_metadata is not FULL)."""
 
@@ -132,6 +136,10 @@ class Transient(StreamerError):
 class StreamInterrupted(Transient, ConnectionError):
     """The binlog connection dropped; resume from the last committed checkpoint."""
     exit_code = EXIT_SOURCE
+
+
+class ServerUnreachable(StreamInterrupted):
+    """The server in use can't be connected to: with several mysql.hosts, the next is tried."""
 
 
 class BatchAborted(Transient):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 class Position:
@@ -17,13 +17,14 @@ class Position:
     A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, ~10 ms of a PyPy start,
     and under PyPy nothing else that ``run`` imports needs them."""
 
-    __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction")
+    __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction",
+                 "tx_gtid")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
                  server_id: int = 0, ts: Optional[float] = None,
                  snapshot: Optional[Dict[str, Any]] = None,
-                 transaction: Optional[Dict[str, Any]] = None) -> None:
+                 transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "") -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -35,6 +36,10 @@ class Position:
         # The open source transaction's BEGIN and counts so far (engine.txmeta), when the
         # position is inside one and transaction metadata is on.
         self.transaction = transaction
+        # The GTID of the transaction the position is inside (rows > 0), when it has one: on
+        # another server, resumed by GTID set, the rows to skip are that transaction's, wherever
+        # it comes in that server's binlog (source.failover).
+        self.tx_gtid = tx_gtid
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -49,8 +54,8 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        for name in ("snapshot", "transaction"):
-            if fields[name] is None:
+        for name in ("snapshot", "transaction", "tx_gtid"):
+            if not fields[name]:
                 del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
 
@@ -60,7 +65,7 @@ class Position:
         return cls(file=data["file"], pos=int(data["pos"]), gtid_set=data.get("gtid_set", ""),
                    rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
                    ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
-                   transaction=data.get("transaction"))
+                   transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""
@@ -115,6 +120,26 @@ class GtidSet:
             d, s, n = (int(x) for x in gtid.split("-"))
             self.mariadb[d] = (s, n)
 
+    def missing(self, other: "GtidSet") -> List[str]:
+        """The transactions of ``other`` that this set lacks, as ranges to show: MariaDB
+        ``domain D: seq A..B`` (or the whole domain), MySQL ``uuid:A-B``."""
+        out = []
+        for domain, (server, seq) in sorted(other.mariadb.items()):
+            mine = self.mariadb.get(domain)
+            if mine is None:
+                out.append(f"domain {domain}: every transaction up to {domain}-{server}-{seq}")
+            elif mine[1] < seq:
+                first = mine[1] + 1
+                span = f"seq {first}" if first == seq else f"seq {first}..{seq}"
+                out.append(f"domain {domain}: {span} (up to {domain}-{server}-{seq}; the "
+                           f"server has {domain}-{mine[0]}-{mine[1]})")
+        for uuid, ivs in sorted(other.mysql.items()):
+            have = self.mysql.get(uuid, [])
+            for lo, hi in ivs:
+                for a, b in _subtract(lo, hi, have):
+                    out.append(f"{uuid}:{a}" if a == b else f"{uuid}:{a}-{b}")
+        return out
+
     def contains(self, other: "GtidSet") -> bool:
         """Whether every transaction ``other`` stands for is in this set: MariaDB, per domain, a
         sequence number at least as high; MySQL, every interval covered."""
@@ -136,3 +161,16 @@ class GtidSet:
         return ",".join(parts)
 
 
+def _subtract(lo: int, hi: int, have: List[List[int]]) -> List[Tuple[int, int]]:
+    """The parts of [lo, hi] outside the sorted, merged intervals ``have``."""
+    out = []
+    for a, b in have:
+        if b < lo or a > hi:
+            continue
+        if a > lo:
+            out.append((lo, a - 1))
+        lo = b + 1
+        if lo > hi:
+            return out
+    out.append((lo, hi))
+    return out

@@ -29,7 +29,8 @@ from streamer.engine.rows import process_event, publish_truncate, truncated_vers
 from streamer.engine.start import Backoff, _Ahead
 from streamer.engine.tracker import Tracker
 from streamer.engine.txmeta import TransactionLog
-from streamer.errors import BatchAborted, ProducerBroken, SourceError, StreamInterrupted
+from streamer.errors import (BatchAborted, ProducerBroken, ServerBehind, ServerUnreachable,
+                             SourceError, StreamInterrupted)
 from streamer.kafka.publisher import Publisher
 from streamer.ops import gcpacing
 from streamer.ops.heartbeat import COLUMN as HEARTBEAT_COLUMN
@@ -39,7 +40,7 @@ from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
-from streamer.source import events
+from streamer.source import events, failover
 from streamer.source.reader import BinlogReader
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class Streamer:
         self.published = 0
         self.batches = 0
         self.reconnects = 0
+        self.servers = failover.Servers(cfg["mysql"])
         self.publisher: Optional[Any] = None
         self.heap = gcpacing.OldGenerationLimit()
         self._uncompacted: set = set()
@@ -125,17 +127,26 @@ class Streamer:
                 try:
                     gtid = start_mod.gtid_for(self.cfg, position)
                     with self.new_reader(self.cfg, self.password, position, gtid) as reader:
-                        log.info("reading the binlog from %s", position.describe())
-                        self.stream(publisher, reader, position)
+                        # On another server than the checkpoint's, the reader resumes by
+                        # GTID set (source.failover).
+                        start = getattr(reader, "start", position)
+                        log.info("reading the binlog of %s from %s", self.servers.current,
+                                 start.describe())
+                        self.stream(publisher, reader, start)
                     if not self.stop_requested:
                         # The server ended the stream (an EOF packet: it is shutting down, or
                         # dropped this replica): a lost connection, not the end of the work.
                         raise StreamInterrupted("the server ended the binlog stream")
                     break
-                except RETRIED as exc:
+                except (ServerBehind,) + RETRIED as exc:
                     if publisher.committed is not committed or \
                             time.monotonic() - began >= retry.max_s:
                         retry.succeeded()  # this connection worked before it was lost
+                        self.servers.worked()
+                    if isinstance(exc, ServerBehind):
+                        self.servers.refused(exc)  # raises when no server is left to try
+                    elif isinstance(exc, ServerUnreachable):
+                        self.servers.next()
                     self._recover(publisher, exc)
                     self.metrics.on_error(exc, reconnect=True)
                     backoff = retry.next()
@@ -144,7 +155,8 @@ class Streamer:
                     self.reconnects += 1
                     if publisher.committed is not None:
                         position = publisher.committed
-                    log.warning("%s; resuming from %s in %.1fs", exc, position.describe(), backoff)
+                    log.warning("%s; resuming from %s on MySQL at %s in %.1fs", exc,
+                                position.describe(), self.servers.current, backoff)
                     self._sleep(backoff)
         self.snapshots.close()
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
@@ -184,8 +196,12 @@ class Streamer:
                 # Read the schema topic again when streaming starts: the read made ahead may
                 # be stale by then (other sources of the namespace write to it too).
                 self._schema_records = None
-                log.warning("%s unreachable (%s): retrying in %.1fs. Check mysql.host/mysql.port "
-                            "and that the server is running", where, exc, backoff)
+                if self.servers.next():
+                    log.warning("%s unreachable (%s): trying MySQL at %s in %.1fs (mysql.hosts)",
+                                where, exc, self.servers.current, backoff)
+                else:
+                    log.warning("%s unreachable (%s): retrying in %.1fs. Check mysql.host/"
+                                "mysql.port and that the server is running", where, exc, backoff)
                 self._sleep(backoff)
         return None
 

@@ -87,9 +87,10 @@ class Snapshots:
         self.chunk_rows = int(snap["chunk_rows"])
         self.read_only = snap["mode"] == "read_only"
         self.name = signals.streamer_name(cfg)
-        settings = server.connection_settings(cfg, password)
-        # tables() -> a source.chunks.TableReader, or what stands in for one
-        self.new_tables = tables or (lambda: chunks.TableReader(settings, self.database, self.name))
+        # tables() -> a source.chunks.TableReader, or what stands in for one; on the server in
+        # use when it connects (source.failover)
+        self.new_tables = tables or (lambda: chunks.TableReader(
+            server.connection_settings(cfg, password), self.database, self.name))
         self.filter = table_filter
         self.clock = clock
         self.source: Any = None

@@ -26,7 +26,8 @@ class Tracker:
     """Follows transaction boundaries in the event stream and says what to checkpoint."""
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
-                 "server_id", "txid", "skip", "explicit")
+                 "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
+                 "resume_txid")
 
     def __init__(self, start: Position):
         self.file = start.file
@@ -40,6 +41,16 @@ class Tracker:
         self.txid = ""
         # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
+        # A start by GTID set alone (another server after a failover: source.failover) inside a
+        # transaction: its offsets on this server are unknown, so the skip waits for the
+        # transaction's GTID ("" when the checkpoint didn't keep it: the first one that comes).
+        self.resume_gtid: Optional[str] = None
+        self.resume_skip = 0
+        self.resume_txid: Optional[str] = None
+        if not start.file and start.rows:
+            self.resume_gtid, self.resume_skip, self.skip = start.tx_gtid, start.rows, 0
+            # Its transaction-metadata id is the one its BEGIN went out with.
+            self.resume_txid = (start.transaction or {}).get("id")
         # True once the transaction has an explicit BEGIN; a statement outside one ends itself.
         self.explicit = False
 
@@ -85,7 +96,14 @@ class Tracker:
         return False
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
-        if self.in_tx or start_pos != self.tx_start:
+        txid = f"{self.file}:{start_pos}"
+        if self.resume_gtid is not None:
+            if gtid == self.resume_gtid or not self.resume_gtid:
+                self.skip, self.resume_gtid = self.resume_skip, None
+                txid = self.resume_txid or txid
+            else:
+                self.skip = 0
+        elif self.in_tx or start_pos != self.tx_start:
             # Not the transaction the checkpoint is inside: a group that ended without an end
             # this tracker knows must not pass its skip on to the next one.
             self.skip = 0
@@ -93,7 +111,7 @@ class Tracker:
         self.tx_start = start_pos
         self.tx_rows = 0
         self.gtid = gtid
-        self.txid = f"{self.file}:{start_pos}"
+        self.txid = txid
 
     def end(self, next_pos: int) -> None:
         if self.gtid is not None:
@@ -110,6 +128,13 @@ class Tracker:
         return self.file, self.tx_start, self.tx_rows
 
     def position(self) -> Position:
+        if self.resume_gtid is not None and not self.in_tx:
+            # The transaction to skip into has not come yet (another domain's came first): a
+            # restart must resume by GTID set again and still skip into it. (Inside that other
+            # transaction the position can say only one of the two: see source.failover.)
+            return Position("", 4, str(self.gtids), self.resume_skip, self.server_id,
+                            tx_gtid=self.resume_gtid)
         if self.in_tx:
-            return Position(self.file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id)
+            return Position(self.file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
+                            tx_gtid=self.gtid or "")
         return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id)

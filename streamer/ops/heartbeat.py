@@ -64,6 +64,7 @@ class HeartbeatWriter:
     def __init__(self, cfg: Dict[str, Any]):
         hb = cfg["heartbeat"]
         self.settings = credentials(cfg)
+        self.mysql = cfg["mysql"]
         self.interval = float(hb["interval_ms"]) / 1000.0
         self.database = hb["database"]
         self.source = cfg["source"]["name"]
@@ -106,6 +107,8 @@ class HeartbeatWriter:
 
     def _write(self) -> None:
         if self._conn is None:
+            # The server in use (source.failover): a failover moves the heartbeat along.
+            self.settings.update(host=self.mysql["host"], port=self.mysql["port"])
             self._conn = connect(self.settings)
         with self._conn.cursor() as cur:
             cur.execute(self.sql, (self.source,))

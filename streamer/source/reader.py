@@ -12,11 +12,11 @@ from typing import Any, Dict, Optional
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 
-from streamer.errors import PurgedBinlog, SourceError, StreamInterrupted
+from streamer.errors import PurgedBinlog, ServerUnreachable, SourceError, StreamInterrupted
 from streamer.position import Position
-from streamer.source import caughtup, events, patches
-from streamer.source.server import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, Connection,
-                                    binlog_files, connect, connection_settings)
+from streamer.source import caughtup, events, failover, patches
+from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, Connection,
+                                    binlog_files, connect, connection_settings, server_id)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,9 @@ class _Connector:
 
 
 class BinlogReader:
-    """Iterates binlog events from a transaction start. Use as a context manager."""
+    """Iterates binlog events from a transaction start. Use as a context manager. ``start`` is
+    where it reads from, once entered: on another server than the checkpoint's, its translation
+    to a start by GTID set (``source.failover``)."""
 
     def __init__(self, cfg: Dict[str, Any], password: str, start: Position,
                  gtid_start: Optional[str] = None):
@@ -50,11 +52,26 @@ class BinlogReader:
         self._stream: Optional[BinLogStreamReader] = None
 
     def check_start(self) -> None:
-        """Refuse a start file the server no longer has, instead of silently skipping."""
-        if self.gtid_start is not None:
-            return
-        conn = connect(self.settings)
+        """Where to read on this server: a checkpoint written reading another server resumes
+        here by its GTID set (``start`` becomes that translation). Refuses a start by GTID set
+        that the server's binlog doesn't hold, and a start file the server no longer has,
+        instead of silently skipping."""
+        where = f"MySQL at {self.settings['host']}:{self.settings['port']}"
         try:
+            conn = connect(self.settings)
+        except pymysql.err.OperationalError as exc:
+            if exc.args and isinstance(exc.args[0], int) and exc.args[0] >= CR_MIN:
+                raise ServerUnreachable(f"{where} can't be connected to ({exc.args[0]}): "
+                                        f"{exc.args[-1]}") from exc
+            raise
+        try:
+            here = server_id(conn)
+            if self.start.server_id and here != self.start.server_id:
+                self.start = failover.translated(self.start, here, where)
+                self.gtid_start = self.start.gtid_set
+            if self.gtid_start is not None:
+                failover.check_contains(conn, self.gtid_start, where)
+                return
             files = binlog_files(conn)
         finally:
             conn.close()

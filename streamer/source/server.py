@@ -184,6 +184,14 @@ def end_gtids(conn: Any) -> Tuple[Tuple[str, int], Optional[str]]:
     return end, "".join(str(row[4]).split())  # MySQL splits long sets over lines
 
 
+def binlog_gtids(conn: Any) -> str:
+    """The GTID set the server's binlog holds now: what a resume by GTID can be served from
+    (MariaDB gtid_binlog_pos, MySQL gtid_executed)."""
+    name = "@@GLOBAL.gtid_binlog_pos" if is_mariadb(conn) else "@@GLOBAL.gtid_executed"
+    row = query_one(conn, f"SELECT {name}")
+    return "".join(str(row[0] or "").split()) if row else ""
+
+
 def is_mariadb(conn: Any) -> bool:
     return "mariadb" in conn.get_server_info().lower()
 

@@ -1,0 +1,109 @@
+"""Source failover: the servers of ``mysql.hosts``, the one in use, and what resuming on another
+server must check first.
+
+The server in use is ``mysql.host``/``mysql.port`` of the config. Every connection reads them when
+it connects (the binlog stream, the probe, the heartbeat, the snapshots), so a switch reaches
+each of them at its next connect.
+
+When to switch: a dropped stream is resumed on the same server first (a restart or a network
+blip is not a failover). A server that can't be connected to gives way to the next one in the
+list, with the reconnect backoff between attempts (``engine.loop``).
+
+Resuming on another server: a checkpoint's file and offset are a place in the binlog of the server
+it was written reading (``Position.server_id``), and mean nothing on another one. There the
+stream resumes by the checkpoint's GTID set, which is complete (``engine.start``). The server's
+binlog must hold every transaction of that set first: one that lacks some (an asynchronous
+replica promoted before it received them) holds none of the changes Kafka already has from
+them, and it would hand their sequence numbers to new transactions. That is refused
+(``ServerBehind``), naming the missing ranges. With several servers, one found behind gives way
+to the next; when every server was found behind since the stream last worked, the streamer stops.
+
+The rows of a transaction the checkpoint is inside are skipped by that transaction's GTID
+(``Position.tx_gtid``, ``engine.tracker``), wherever it comes in the new server's binlog. One case
+is left: with several GTID domains, a batch cut inside another domain's transaction that the new
+server sends before it can keep only one of the two skips; a crash right then republishes the
+first transaction's published rows.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Tuple
+
+from streamer.config import split_host
+from streamer.errors import ServerBehind, SourceError
+from streamer.position import GtidSet, Position
+from streamer.source import server
+
+log = logging.getLogger(__name__)
+
+
+class Servers:
+    """The ordered ``mysql.hosts``; ``next`` moves ``mysql.host``/``port`` to the next one."""
+
+    def __init__(self, mysql: Dict[str, Any]) -> None:
+        self.mysql = mysql
+        self.hosts: List[Tuple[str, int]] = [split_host(h, mysql["port"]) for h in mysql["hosts"]]
+        self.index = 0
+        self.behind: Dict[str, str] = {}  # server -> what it lacks, since streaming last worked
+        self.switches = 0
+
+    @property
+    def current(self) -> str:
+        return self.mysql["hosts"][self.index]
+
+    def next(self) -> bool:
+        """Move to the next server (the caller says why, and when it is tried); False when
+        there is no other."""
+        if len(self.hosts) < 2:
+            return False
+        self.index = (self.index + 1) % len(self.hosts)
+        self.mysql["host"], self.mysql["port"] = self.hosts[self.index]
+        self.switches += 1
+        return True
+
+    def refused(self, exc: ServerBehind) -> None:
+        """The server in use lacks transactions of the checkpoint: the next one is tried,
+        unless every server was found so since streaming last worked (then the error is raised,
+        naming what each lacks)."""
+        self.behind[self.current] = str(exc)
+        if len(self.behind) >= len(self.hosts):
+            if len(self.hosts) == 1:
+                raise exc
+            raise ServerBehind("no server of mysql.hosts has every transaction of the checkpoint: "
+                               + " | ".join(self.behind.values()))
+        self.next()
+
+    def worked(self) -> None:
+        """Streaming worked: a server found behind before may have caught up since."""
+        self.behind.clear()
+
+
+def translated(start: Position, server_id: int, where: str) -> Position:
+    """``start``, written reading server ``start.server_id``, as a start on the server
+    ``server_id``: by its GTID set alone."""
+    if not start.gtid_set:
+        raise SourceError(
+            f"the checkpoint {start.describe()} was written reading the server with server_id "
+            f"{start.server_id}, and {where} has server_id {server_id}; the checkpoint carries no "
+            f"GTID set, so its place in this server's binlog is unknown. If this is the same "
+            f"server with a new server_id, restart once with --start-file {start.file} "
+            f"--start-pos {start.pos}; otherwise enable GTIDs on the source (gtid_mode=ON)")
+    log.warning("%s has server_id %d, and the checkpoint %s was written reading server_id %d: "
+                "resuming there by the checkpoint's GTID set", where, server_id, start.describe(),
+                start.server_id)
+    return Position("", 4, start.gtid_set, start.rows, server_id, start.ts, start.snapshot,
+                    start.transaction, start.tx_gtid)
+
+
+def check_contains(conn: Any, gtids: str, where: str) -> None:
+    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids``."""
+    have = server.binlog_gtids(conn)
+    lacks = GtidSet(have).missing(GtidSet(gtids))
+    if lacks:
+        raise ServerBehind(
+            f"{where} lacks transactions the stream already published: {'; '.join(lacks)} "
+            f"(resume set {gtids}; the server's binlog has {have or 'none'}). Resuming there would "
+            f"leave their changes in Kafka with no source, and the server could give their "
+            f"numbers to new transactions. Point mysql.hosts at a server that has them (a "
+            f"replica that caught up), or, if they are lost for good, restart once with "
+            f"--start-gtid naming this server's set")

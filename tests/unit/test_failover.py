@@ -1,0 +1,162 @@
+"""Source failover without servers: mysql.hosts, the GTID containment check's ranges, the server
+list, and a checkpoint resumed by GTID set on another server (the engine's loop on a replayed
+binlog). tests/e2e/test_failover.py does it on a real primary and replica."""
+import pytest
+
+from streamer import config
+from streamer.errors import ConfigError, ServerBehind, ServerUnreachable, SourceError
+from streamer.position import GtidSet, Position
+from streamer.source import failover, patches
+from tests.unit.engine_parts import ReplayedBinlog
+from tests.unit.test_engine import ALL, FILE, TX2
+
+patches.apply()
+
+
+def _mysql(**keys):
+    m = dict(config.DEFAULTS["mysql"], **keys)
+    config._validate_hosts(m)
+    return m
+
+
+def test_hosts_default_to_host_and_port_and_the_first_entry_is_used_first():
+    assert _mysql(host="db1", port=3307)["hosts"] == ["db1:3307"]
+    m = _mysql(hosts=["db1", "db2:3310", "[fe80::1]:3311", "[fe80::2]"], port=3307)
+    assert m["hosts"] == ["db1:3307", "db2:3310", "[fe80::1]:3311", "[fe80::2]:3307"]
+    assert (m["host"], m["port"]) == ("db1", 3307)
+    for bad in (["db1:x"], ["db1:0"], [""], ["[fe80::1"], "db1", ["db1", "db1:3306"], [7]):
+        with pytest.raises(ConfigError, match="mysql.hosts"):
+            _mysql(hosts=bad, port=3306)
+
+
+def test_the_missing_ranges_name_every_transaction_the_server_lacks():
+    # MariaDB: a domain behind, a domain absent; a domain ahead lacks nothing.
+    have = GtidSet("0-2-11,1-1-9")
+    assert have.missing(GtidSet("0-1-20,1-1-5,7-1-2")) == [
+        "domain 0: seq 12..20 (up to 0-1-20; the server has 0-2-11)",
+        "domain 7: every transaction up to 7-1-2"]
+    assert have.missing(GtidSet("0-1-12")) == [
+        "domain 0: seq 12 (up to 0-1-12; the server has 0-2-11)"]
+    assert have.missing(GtidSet("0-1-11")) == [] and have.contains(GtidSet("0-1-11"))
+    # MySQL: interval subtraction per source uuid.
+    u, v = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "5a0e5a8c-71ca-11e1-9e33-c80aa9429562"
+    have = GtidSet(f"{u}:1-10:15-20:30,{v}:1-3")
+    assert have.missing(GtidSet(f"{u}:1-40,{v}:1-3")) == [f"{u}:11-14", f"{u}:21-29",
+                                                            f"{u}:31-40"]
+    assert have.missing(GtidSet(f"{u}:5-9:16,{v}:2")) == []
+    assert GtidSet("").missing(GtidSet(f"{v}:4")) == [f"{v}:4"]
+
+
+def test_the_server_list_moves_on_and_stops_when_every_server_was_behind():
+    m = _mysql(hosts=["a:1", "b:2", "c:3"])
+    servers = failover.Servers(m)
+    assert servers.next() and (m["host"], m["port"]) == ("b", 2)
+    servers.refused(ServerBehind("b lacks 0-1-5"))
+    assert servers.current == "c:3" and (m["host"], m["port"]) == ("c", 3)
+    servers.worked()  # streaming worked on c: b may have caught up since
+    servers.refused(ServerBehind("c lacks 0-1-9"))
+    servers.refused(ServerBehind("a lacks 0-1-9"))
+    with pytest.raises(ServerBehind, match="no server of mysql.hosts.*c lacks.*a lacks.*b lacks"):
+        servers.refused(ServerBehind("b lacks 0-1-9"))
+    alone = failover.Servers(_mysql(host="a", port=1))
+    assert not alone.next()
+    with pytest.raises(ServerBehind, match="^a lacks"):
+        alone.refused(ServerBehind("a lacks 0-1-9"))
+
+
+def test_a_checkpoint_without_a_gtid_set_is_not_guessed_onto_another_server():
+    with pytest.raises(SourceError, match="server_id 1.*server_id 2.*no GTID set.*--start-file "
+                                          "mysql-bin.000003 --start-pos 120"):
+        failover.translated(Position("mysql-bin.000003", 120, server_id=1), 2, "MySQL at b:2")
+    moved = failover.translated(Position("mysql-bin.000003", 120, "0-1-7", rows=3, server_id=1,
+                                         tx_gtid="0-1-8"), 2, "MySQL at b:2")
+    assert (moved.file, moved.gtid_set, moved.rows, moved.server_id, moved.tx_gtid) == \
+        ("", "0-1-7", 3, 2, "0-1-8")
+
+
+def _checkpoint_inside_transaction_2(make):
+    streamer, publisher = make(batch={"max_messages": 2})
+
+    def stop_inside(position):
+        if position.pos == TX2 and position.rows:
+            streamer.request_stop()
+
+    publisher.on_commit = stop_inside
+    reader = ReplayedBinlog("engine.binlog", Position(FILE, 4), on_end=streamer.request_stop)
+    with reader:
+        streamer.stream(publisher, reader, Position(FILE, 4, server_id=1))
+    checkpoint = publisher.committed
+    assert checkpoint.pos == TX2 and checkpoint.rows and checkpoint.tx_gtid
+    return publisher.changes(), checkpoint
+
+
+@pytest.mark.parametrize("first", ["its transaction", "another transaction"])
+def test_a_checkpoint_resumed_by_gtid_on_another_server_skips_its_published_rows_once(make, first):
+    published, checkpoint = _checkpoint_inside_transaction_2(make)
+    moved = failover.translated(checkpoint, 2, "MySQL at b:2")
+    # The other server sends the checkpoint's transaction first, or (another GTID domain's
+    # order) a transaction the checkpoint doesn't have before it: that one is published whole.
+    replay_from = TX2 if first == "its transaction" else 4
+    again, resumed = make(batch={"max_messages": 2})
+    reader = ReplayedBinlog("engine.binlog", Position(FILE, replay_from),
+                            on_end=again.request_stop, file="mysql-bin.000107")
+    with reader:
+        again.stream(resumed, reader, moved)
+    before = [] if first == "its transaction" else ALL[:3]
+    assert resumed.changes() == before + ALL[len(published):]
+    assert published == ALL[:len(published)]
+    # The checkpoints name this server's files (the recording ends in a rotate) and server.
+    assert [cp.file for _, cp in resumed.log][:1] == ["mysql-bin.000107"]
+    assert {cp.server_id for _, cp in resumed.log} == {2}
+
+
+def test_a_checkpoint_taken_before_the_transaction_to_skip_into_came_keeps_the_skip(make):
+    from streamer.engine.tracker import Tracker
+    tracker = Tracker(Position("", 4, "0-1-7", rows=3, server_id=2, tx_gtid="0-1-8"))
+    tracker.begin(400, "1-1-3")  # another domain's transaction comes first
+    assert tracker.count(2) == 0
+    tracker.end(500)
+    kept = tracker.position()
+    assert (kept.file, kept.gtid_set, kept.rows, kept.tx_gtid) == ("", "0-1-7,1-1-3", 3, "0-1-8")
+    tracker.begin(500, "0-1-8")
+    assert tracker.count(5) == 3  # its first three were published before the failover
+
+
+def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, monkeypatch):
+    from streamer.engine import start as start_mod
+
+    streamer, publisher = make()
+    streamer.cfg["mysql"]["hosts"] = ["a:1", "b:2"]
+    config._validate_hosts(streamer.cfg["mysql"])
+    streamer.servers = failover.Servers(streamer.cfg["mysql"])
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
+    seen = []
+
+    class Reader:
+        def __init__(self, cfg, password, start, gtid):
+            seen.append((cfg["mysql"]["host"], cfg["mysql"]["port"]))
+            self.start = start
+
+        def __enter__(self):
+            if len(seen) == 1:
+                raise ServerUnreachable("MySQL at a:1 can't be connected to (2003)")
+            if len(seen) == 2:
+                raise ServerBehind("MySQL at b:2 lacks transactions")
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def __iter__(self):
+            streamer.request_stop()
+            return iter(())
+
+        def more_arrived(self):
+            return False
+
+    streamer.new_reader = Reader
+    assert streamer.run() == 0
+    # a unreachable: b; b behind: a again, which works.
+    assert seen == [("a", 1), ("b", 2), ("a", 1)] and streamer.servers.switches == 2
