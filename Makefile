@@ -7,13 +7,14 @@ VENV_CPY := .venv-cpy
 CONFIG ?= .local/streamer.yaml
 PYTEST_ARGS ?=
 
-.PHONY: help deps venv up down config run demo-load test test-pypy test-cpython unit lint bench bench-compare bench-targets clean \
+.PHONY: help deps venv up up-replica down config run demo-load test test-pypy test-cpython unit lint bench bench-compare bench-targets clean \
 	constraints ffi build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
 
 help:
 	@echo "make run        set everything up and stream the local MariaDB into the local Kafka"
 	@echo "make test       the whole suite under PyPy and CPython against real servers"
 	@echo "make up/down    start/stop the private MariaDB and Kafka (state in .local/)"
+	@echo "make up-replica a GTID replica of the local MariaDB on 13307, to try mysql.hosts failover"
 	@echo "make demo-load  write demo row changes to watch with 'streamer tail'"
 
 deps:
@@ -42,6 +43,10 @@ venv: $(VENV_PYPY)/.stamp $(VENV_CPY)/.stamp
 
 up:
 	deploy/local/up.sh
+
+# A GTID replica of the local MariaDB on 127.0.0.1:13307, to try mysql.hosts failover.
+up-replica: up
+	deploy/local/replica.sh up
 
 down:
 	deploy/local/down.sh

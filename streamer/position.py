@@ -75,6 +75,8 @@ class Position:
             job = self.snapshot["queue"][0]
             snap = (f" (snapshot of {job['table']} at chunk {job['chunk']}, "
                     f"{len(self.snapshot['queue']) - 1} more tables queued)")
+        if not self.file:  # a start by GTID set alone
+            return f"after GTID set {self.gtid_set or '(empty)'}{extra}{snap}"
         return f"{self.file}:{self.pos}{extra}{gtid}{snap}"
 
 

@@ -7,7 +7,15 @@
 # socket: never in argv, never in a log, and never in the binlog (sql_log_bin=0 for account SQL).
 #
 # Env: STREAMER_MYSQL_DIR, STREAMER_MYSQL_PORT (13306), STREAMER_MYSQL_EXTRA_ARGS (appended to the
-# server's arguments, so later options win, e.g. "--binlog-format=STATEMENT").
+# server's arguments, so later options win, e.g. "--binlog-format=STATEMENT"),
+# STREAMER_MYSQL_SERVER_ID (1), STREAMER_MYSQL_SECRETS (the password files' directory).
+#
+# A replica: STREAMER_MYSQL_REPLICA_OF=<port of a primary on 127.0.0.1> makes the server a GTID
+# replica of it (log_slave_updates, so its binlog has the primary's transactions under their
+# GTIDs), replicating as the primary's admin user. Give it the primary's secrets directory, so
+# that the streamer's password works on both: `make up-replica` does. The databases and tables
+# come from the primary's binlog; only the accounts (never binlogged) are made here. A replica
+# that can't replicate (the primary's oldest binlogs purged, say) reports the replica's error.
 #
 # Binlog files expire after a day (at a rotation or a restart), so tests and loads run for weeks
 # don't fill the disk; a streamer stopped longer than that is told its start file was purged.
@@ -17,7 +25,10 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="${STREAMER_MYSQL_DIR:-$ROOT/.local/mariadb}"
 PORT="${STREAMER_MYSQL_PORT:-13306}"
 EXTRA="${STREAMER_MYSQL_EXTRA_ARGS:-}"
-if [ -n "${STREAMER_MYSQL_DIR:-}" ]; then SECRETS="$DIR/secrets"; else SECRETS="$ROOT/.local/secrets"; fi
+SERVER_ID="${STREAMER_MYSQL_SERVER_ID:-1}"
+REPLICA_OF="${STREAMER_MYSQL_REPLICA_OF:-}"
+if [ -n "${STREAMER_MYSQL_SECRETS:-}" ]; then SECRETS="$STREAMER_MYSQL_SECRETS"
+elif [ -n "${STREAMER_MYSQL_DIR:-}" ]; then SECRETS="$DIR/secrets"; else SECRETS="$ROOT/.local/secrets"; fi
 SOCK="$DIR/mysqld.sock"
 PIDFILE="$DIR/mysqld.pid"
 ERRLOG="$DIR/error.log"
@@ -74,6 +85,68 @@ init_datadir() {
         > "$DIR/install.log" 2>&1 || { tail -n 30 "$DIR/install.log" >&2; die "mariadb-install-db failed"; }
 }
 
+schema_sql() {
+    # A primary's databases and tables, binlogged: its replicas get them from there.
+    cat <<'SQL'
+SET SESSION sql_log_bin = 1;
+CREATE DATABASE IF NOT EXISTS demo;
+CREATE DATABASE IF NOT EXISTS streamer_heartbeat;
+CREATE TABLE IF NOT EXISTS streamer_heartbeat.heartbeat (source VARCHAR(64) PRIMARY KEY, ts_us BIGINT UNSIGNED NOT NULL);
+CREATE TABLE IF NOT EXISTS streamer_heartbeat.snapshot_watermark (streamer VARCHAR(191) PRIMARY KEY, mark VARCHAR(64) NOT NULL);
+CREATE TABLE IF NOT EXISTS streamer_heartbeat.snapshot_signal (id BIGINT AUTO_INCREMENT PRIMARY KEY, streamer VARCHAR(191) NOT NULL, request TEXT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6));
+SQL
+}
+
+replicate() {
+    # Once: a replica set up before is left as it is (stopped or promoted on purpose). The
+    # password goes in the SQL on stdin.
+    if [ -f "$DIR/replica.configured" ]; then return 0; fi
+    local admin_pw cnf="$DIR/primary.cnf" dbs
+    admin_pw="$(cat "$(password_file admin)")"
+    # Seeded from a consistent copy of the primary's databases at a GTID position (the dump sets
+    # gtid_slave_pos), not from the primary's first binlog, which may have expired.
+    (umask 077 && printf '[client]\nuser=admin\npassword=%s\nhost=127.0.0.1\nport=%s\n' \
+        "$admin_pw" "$REPLICA_OF" > "$cnf")
+    dbs="$(mariadb --defaults-file="$cnf" -N --batch -e "SHOW DATABASES" \
+        | grep -vxE 'mysql|information_schema|performance_schema|sys' | tr '\n' ' ')" \
+        || { rm -f "$cnf"; die "cannot list the databases of the primary on 127.0.0.1:$REPLICA_OF"; }
+    log "copying $(echo "$dbs" | wc -w) databases from the primary on 127.0.0.1:$REPLICA_OF"
+    # $dbs is split on purpose: one database name per word ([A-Za-z0-9_] names).
+    # shellcheck disable=SC2086
+    mariadb-dump --defaults-file="$cnf" --single-transaction --gtid --master-data=1 \
+        --databases $dbs 2>"$DIR/seed.err" \
+        | mariadb --no-defaults --socket="$SOCK" -uroot --init-command="SET SESSION sql_log_bin=0" \
+        || { rm -f "$cnf"; cat "$DIR/seed.err" >&2; die "copying the primary's databases failed"; }
+    rm -f "$cnf" "$DIR/seed.err"
+    # The binlog starts at the copy's GTID state, every domain included: a GTID resume (a
+    # streamer failing over to this server) needs each domain it names in the binlog's state.
+    # (A literal: setting it from @@gtid_slave_pos in the same statement hangs the server.)
+    local seeded
+    seeded="$(mariadb --no-defaults --socket="$SOCK" -uroot -N --batch -e "SELECT @@GLOBAL.gtid_slave_pos")"
+    [[ "$seeded" =~ ^[0-9,-]*$ ]] || die "unexpected gtid_slave_pos after the copy: $seeded"
+    mariadb --no-defaults --socket="$SOCK" -uroot --batch >/dev/null <<SQL || die "CHANGE MASTER TO failed"
+RESET MASTER;
+SET GLOBAL gtid_binlog_state = '$seeded';
+CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$REPLICA_OF, MASTER_USER='admin', MASTER_PASSWORD='$admin_pw', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+START SLAVE;
+SQL
+    local deadline=$((SECONDS + 30)) io sql
+    while :; do
+        io="$(slave_field Slave_IO_Running)"; sql="$(slave_field Slave_SQL_Running)"
+        if [ "$io" = "Yes" ] && [ "$sql" = "Yes" ]; then break; fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            die "not replicating from 127.0.0.1:$REPLICA_OF (IO thread $io, SQL thread $sql): $(slave_field Last_IO_Error) $(slave_field Last_SQL_Error)"
+        fi
+        sleep 0.2
+    done
+    touch "$DIR/replica.configured"
+}
+
+slave_field() {
+    mariadb --no-defaults --socket="$SOCK" -uroot --batch -e "SHOW SLAVE STATUS\G" 2>/dev/null \
+        | sed -n "s/^ *$1: //p"
+}
+
 provision() {
     # Idempotent: users, grants, the demo database, the heartbeat table and the snapshots'
     # watermark and request tables (signals.tables_sql; the streamer user may
@@ -95,12 +168,7 @@ CREATE USER IF NOT EXISTS 'streamer'@'127.0.0.1';
 ALTER USER 'streamer'@'127.0.0.1' IDENTIFIED BY '$streamer_pw';
 GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'streamer'@'127.0.0.1';
 GRANT INSERT, UPDATE ON streamer_heartbeat.* TO 'streamer'@'127.0.0.1';
-SET SESSION sql_log_bin = 1;
-CREATE DATABASE IF NOT EXISTS demo;
-CREATE DATABASE IF NOT EXISTS streamer_heartbeat;
-CREATE TABLE IF NOT EXISTS streamer_heartbeat.heartbeat (source VARCHAR(64) PRIMARY KEY, ts_us BIGINT UNSIGNED NOT NULL);
-CREATE TABLE IF NOT EXISTS streamer_heartbeat.snapshot_watermark (streamer VARCHAR(191) PRIMARY KEY, mark VARCHAR(64) NOT NULL);
-CREATE TABLE IF NOT EXISTS streamer_heartbeat.snapshot_signal (id BIGINT AUTO_INCREMENT PRIMARY KEY, streamer VARCHAR(191) NOT NULL, request TEXT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6));
+$(if [ -z "$REPLICA_OF" ]; then schema_sql; fi)
 SQL
         # The client's error text can quote SQL; keep only the error codes in the output.
         grep -o 'ERROR [0-9]* ([0-9A-Z]*)' "$DIR/provision.err" >&2 || true
@@ -114,6 +182,7 @@ up() {
     install_server
     if running; then
         provision   # idempotent; brings an older instance up to date (e.g. the heartbeat table)
+        if [ -n "$REPLICA_OF" ]; then replicate; fi
         log "already running on 127.0.0.1:$PORT (socket $SOCK)"
         return 0
     fi
@@ -132,7 +201,7 @@ up() {
     # shellcheck disable=SC2086
     nohup mariadbd --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
         --bind-address=127.0.0.1 --port="$PORT" --socket="$SOCK" --pid-file="$PIDFILE" \
-        --log-error="$ERRLOG" --skip-name-resolve --server-id=1 \
+        --log-error="$ERRLOG" --skip-name-resolve --server-id="$SERVER_ID" \
         --log-bin="$DIR/binlog/mysql-bin" --binlog-format=ROW --binlog-row-image=FULL \
         --binlog-row-metadata=FULL --log-slave-updates --max-allowed-packet=64M \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
@@ -155,6 +224,11 @@ up() {
         sleep 0.1
     done
     provision
+    if [ -n "$REPLICA_OF" ]; then
+        replicate
+        log "up on 127.0.0.1:$PORT as a replica of 127.0.0.1:$REPLICA_OF (socket $SOCK, data $DIR)"
+        return 0
+    fi
     log "up on 127.0.0.1:$PORT (socket $SOCK, data $DIR, secrets $SECRETS)"
 }
 

@@ -130,8 +130,8 @@ class Streamer:
                         # On another server than the checkpoint's, the reader resumes by
                         # GTID set (source.failover).
                         start = getattr(reader, "start", position)
-                        log.info("reading the binlog of %s from %s", self.servers.current,
-                                 start.describe())
+                        log.info("reading the binlog from %s on MySQL at %s", start.describe(),
+                                 self.servers.current)
                         self.stream(publisher, reader, start)
                     if not self.stop_requested:
                         # The server ended the stream (an EOF packet: it is shutting down, or

@@ -133,6 +133,8 @@ class Reporter:
     def poll_backlog(self) -> None:
         try:
             if self._conn is None:
+                m = self.cfg["mysql"]  # the server in use (source.failover)
+                self.settings.update(host=m["host"], port=m["port"])
                 self._conn = connect(self.settings)
             with self._conn.cursor() as cur:
                 cur.execute("SHOW BINARY LOGS")

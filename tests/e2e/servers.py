@@ -6,9 +6,11 @@ with their own state directories, using the same project scripts.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
-from typing import Any, Dict, List, Tuple
+import time
+from typing import Any, Dict, List, Optional, Tuple
 
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -23,12 +25,33 @@ def free_port() -> int:
 
 
 class PrivateMariaDB:
-    def __init__(self, base: str, extra_args: str = ""):
+    def __init__(self, base: str, extra_args: str = "", env: Optional[Dict[str, str]] = None):
         self.base = base
         self.port = free_port()
         self.env = dict(os.environ, STREAMER_MYSQL_DIR=base, STREAMER_MYSQL_PORT=str(self.port),
-                        STREAMER_MYSQL_EXTRA_ARGS=extra_args)
+                        STREAMER_MYSQL_EXTRA_ARGS=extra_args, **(env or {}))
+        # Where the password files are (a replica shares its primary's).
+        self.secrets_base = os.path.dirname(self.env.get("STREAMER_MYSQL_SECRETS", "")) or base
         self.script = os.path.join(support.ROOT, "deploy/local/mariadb.sh")
+
+    def replica(self, base: str, server_id: int = 2) -> "PrivateMariaDB":
+        """A GTID replica of this server (deploy/local/mariadb.sh, STREAMER_MYSQL_REPLICA_OF),
+        with the same passwords; not started."""
+        return PrivateMariaDB(base, env={"STREAMER_MYSQL_SERVER_ID": str(server_id),
+                                         "STREAMER_MYSQL_SECRETS": os.path.join(self.base, "secrets"),
+                                         "STREAMER_MYSQL_REPLICA_OF": str(self.port)})
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash of its host would end it."""
+        with open(os.path.join(self.base, "mysqld.pid")) as fh:
+            pid = int(fh.read().strip())
+        os.kill(pid, signal.SIGKILL)
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
     def up(self) -> None:
         subprocess.run([self.script, "up"], env=self.env, check=True, capture_output=True)
@@ -37,10 +60,10 @@ class PrivateMariaDB:
         subprocess.run([self.script, "down"], env=self.env, check=True, capture_output=True)
 
     def admin(self, db: str = None) -> Any:
-        return support.admin(db, port=self.port, base=self.base)
+        return support.admin(db, port=self.port, base=self.secrets_base)
 
     def password_file(self) -> str:
-        return os.path.join(self.base, "secrets", "streamer.password")
+        return os.path.join(self.secrets_base, "secrets", "streamer.password")
 
     def __enter__(self) -> "PrivateMariaDB":
         self.up()

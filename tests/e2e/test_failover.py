@@ -1,0 +1,186 @@
+"""Source failover on a real primary and its GTID replica (deploy/local/mariadb.sh, private ports):
+a checkpoint taken on the primary resumes on the replica by GTID set; a replica behind the
+checkpoint is refused with the missing range; and the primary SIGKILLed under load, the replica
+promoted, the stream goes on with nothing lost or doubled. tests/unit/test_failover.py has the
+parts without servers."""
+import random
+import threading
+import time
+
+import pytest
+
+from tests import support
+from tests.e2e.servers import PrivateMariaDB
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """A primary and its replica, shared by the tests in file order; the last one kills the
+    primary."""
+    base = tmp_path_factory.mktemp("failover")
+    primary = PrivateMariaDB(str(base / "primary"))
+    primary.up()
+    replica = primary.replica(str(base / "replica"))
+    try:
+        replica.up()
+        yield primary, replica
+    finally:
+        for server in (replica, primary):
+            try:
+                server.down()
+            except Exception:  # noqa: BLE001 - the primary may have been killed
+                pass
+
+
+def _gtid_pos(conn):
+    return support.sql(conn, "SELECT @@GLOBAL.gtid_binlog_pos")[0][0]
+
+
+def _caught_up(primary, replica):
+    """Wait until the replica applied everything the primary's binlog has."""
+    want = _gtid_pos(primary.admin())
+    got = support.sql(replica.admin(), f"SELECT MASTER_GTID_WAIT('{want}', 60)")[0][0]
+    assert got == 0, f"the replica did not reach {want}"
+
+
+def _replica_status(conn):
+    with conn.cursor() as cur:
+        cur.execute("SHOW SLAVE STATUS")
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row))
+
+
+def _relay_log_applied(conn):
+    s = _replica_status(conn)
+    return (s["Relay_Master_Log_File"], s["Exec_Master_Log_Pos"]) == \
+        (s["Master_Log_File"], s["Read_Master_Log_Pos"])
+
+
+def _config(tmp_path, ns, db, hosts, pw, **over):
+    return support.write_config(
+        str(tmp_path / f"{ns}-{len(hosts)}.yaml"), ns, [f"{db}.*"],
+        mysql={"hosts": [f"127.0.0.1:{p}" for p in hosts], "password_file": pw,
+               "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0}, **over)
+
+
+def _ids(msgs):
+    return sorted(m["key"]["id"] for m in msgs if m["value"] is not None)
+
+
+def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pair, tmp_path):
+    primary, replica = pair
+    support.sql(primary.admin(), "CREATE DATABASE f1",
+                "CREATE TABLE f1.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+    _caught_up(primary, replica)
+    support.sql(replica.admin(), "STOP SLAVE")
+    ns = support.unique("fo")
+    topic = f"{ns}.f1.t"
+    on_primary = _config(tmp_path, ns, "f1", [primary.port], primary.password_file())
+    with support.StreamerProcess(on_primary, str(tmp_path / "log1")) as proc:
+        proc.wait_reading()
+        for i in range(10):
+            support.sql(primary.admin(), f"INSERT INTO f1.t (v) VALUES ({i})")
+        support.consume([topic], expect=10, decode_ns=ns, idle=1)
+        assert proc.stop() == 0
+    have = int(_gtid_pos(replica.admin()).split("-")[-1])
+    want = int(_gtid_pos(primary.admin()).split("-")[-1])
+
+    # The replica stopped replicating before the rows: the checkpoint has 10 transactions it lacks.
+    on_replica = _config(tmp_path, ns, "f1", [replica.port], primary.password_file())
+    with support.StreamerProcess(on_replica, str(tmp_path / "log2")) as proc:
+        code = proc.wait(60)
+    out = proc.output()
+    assert code == 3, out[-3000:]
+    assert f"127.0.0.1:{replica.port} lacks transactions the stream already published: domain 0: " \
+           f"seq {have + 1}..{want}" in out, out[-3000:]
+    assert len(support.consume([topic], decode_ns=ns, idle=1)) == 10  # nothing more
+
+    # Caught up, the replica takes the stream over where the primary's checkpoint left it.
+    support.sql(replica.admin(), "START SLAVE")
+    _caught_up(primary, replica)
+    with support.StreamerProcess(on_replica, str(tmp_path / "log3")) as proc:
+        proc.wait_reading()
+        for i in range(10, 15):
+            support.sql(primary.admin(), f"INSERT INTO f1.t (v) VALUES ({i})")
+        msgs = support.consume([topic], expect=15, decode_ns=ns, idle=2)
+        assert proc.stop() == 0
+    assert "resuming there by the checkpoint's GTID set" in proc.output()
+    assert _ids(msgs) == list(range(1, 16))  # each row once
+    replica_rows = support.sql(replica.admin(), "SELECT id, v FROM f1.t ORDER BY id")
+    assert [(m["key"]["id"], m["value"]["after"]["v"]) for m in msgs] == replica_rows
+
+
+class Load(threading.Thread):
+    """Multi-row, multi-statement transactions on ``target`` (a server), until stopped: three
+    inserts, then an update of an earlier row's counter. Rides out the primary's death by
+    reconnecting to whatever ``target`` is then."""
+
+    def __init__(self, target):
+        super().__init__(daemon=True)
+        self.target = target
+        self.stop_flag = threading.Event()
+        self.committed = 0
+
+    def run(self):
+        conn = None
+        while not self.stop_flag.is_set():
+            try:
+                if conn is None:
+                    conn = self.target.admin("f2")
+                    conn.autocommit(False)
+                with conn.cursor() as cur:
+                    cur.execute("INSERT INTO t (n) VALUES (0), (0), (0)")
+                    cur.execute("UPDATE t SET n = n + 1 WHERE id = %s",
+                                (random.randint(1, cur.lastrowid),))
+                conn.commit()
+                self.committed += 1
+            except Exception:  # noqa: BLE001 - the server died or is being promoted
+                conn = None
+                time.sleep(0.1)
+            time.sleep(0.005)
+
+
+def test_the_primary_killed_under_load_the_stream_goes_on_from_the_promoted_replica(pair, tmp_path):
+    primary, replica = pair
+    support.sql(primary.admin(), "CREATE DATABASE f2",
+                "CREATE TABLE f2.t (id INT AUTO_INCREMENT PRIMARY KEY, n INT NOT NULL)")
+    _caught_up(primary, replica)
+    ns = support.unique("fk")
+    topic = f"{ns}.f2.t"
+    cfg = _config(tmp_path, ns, "f2", [primary.port, replica.port], primary.password_file())
+    load = Load(primary)
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        load.start()
+        support.wait_for(lambda: load.committed >= 200, what="load on the primary")
+        primary.kill()
+        killed_at = load.committed
+        # Promotion: the replica applies what it received, then stops being one.
+        admin = replica.admin()
+        support.wait_for(lambda: _relay_log_applied(admin), what="relay log applied")
+        support.sql(admin, "STOP SLAVE", "RESET SLAVE ALL")
+        load.target = replica
+        support.wait_for(lambda: load.committed >= killed_at + 200, what="load on the replica")
+        load.stop_flag.set()
+        load.join()
+        rows = support.sql(admin, "SELECT id, n FROM f2.t ORDER BY id")
+        msgs = support.consume([topic], expect=len(rows) + sum(n for _, n in rows),
+                               decode_ns=ns, idle=3, timeout=180)
+        assert proc.proc.poll() is None, proc.output()[-3000:]
+        assert proc.stop() == 0
+    out = proc.output()
+    assert f"trying MySQL at 127.0.0.1:{replica.port}" in out or \
+        f"on MySQL at 127.0.0.1:{replica.port}" in out, out[-3000:]
+    assert "resuming there by the checkpoint's GTID set" in out, out[-3000:]
+    # Nothing doubled: each row created once, and its counter's updates arrive 1, 2, 3... in order.
+    created = [m["key"]["id"] for m in msgs if m["value"]["op"] == "c"]
+    assert len(created) == len(set(created))
+    seen = {}
+    for m in msgs:
+        v = m["value"]
+        if v["op"] == "u":
+            assert v["after"]["n"] == seen[m["key"]["id"]] + 1, m
+        seen[m["key"]["id"]] = v["after"]["n"]
+    # Nothing lost: the topic's state is the promoted server's table.
+    assert sorted(seen.items()) == rows
+    assert len(rows) > 3 * 350
