@@ -45,6 +45,9 @@ DEFAULTS: Dict[str, Any] = {
         "allow_untested_libraries": False,
     },
     "kafka": {"bootstrap.servers": "127.0.0.1:9092"},
+    # Hot standby (kafka.lease): instances of one source with ha.enabled share a lease; the
+    # holder streams, the others wait and take over when it stops or its session expires.
+    "ha": {"enabled": False, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500},
     # tombstones: a null value under the key after each delete, for tables with a primary key
     # (README, "Tombstones and compaction"); compact: create table topics with cleanup.policy
     # compact.
@@ -173,6 +176,14 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _positive_number(cfg, "commit_retries", allow_zero=True)
     _positive_number(cfg, "batch.min_linger_ms", allow_zero=True)
     _validate_tls(cfg["mysql"]["tls"])
+    ha = cfg["ha"]
+    _require(isinstance(ha["enabled"], bool), "ha.enabled", ha["enabled"], "true or false")
+    for key in ("session_timeout_ms", "heartbeat_interval_ms"):
+        _require(isinstance(ha[key], int) and not isinstance(ha[key], bool) and ha[key] > 0,
+                 f"ha.{key}", ha[key], "a whole number of milliseconds > 0")
+    _require(ha["heartbeat_interval_ms"] * 3 <= ha["session_timeout_ms"],
+             "ha.heartbeat_interval_ms", ha["heartbeat_interval_ms"],
+             "at most a third of ha.session_timeout_ms (the session must outlive a lost heartbeat)")
     mode = cfg["mysql"]["position_mode"]
     _require(mode in ("file", "gtid"), "mysql.position_mode", mode, "'file' or 'gtid'")
     initial = cfg["start"]["initial"]

@@ -91,6 +91,11 @@ class Fenced(KafkaFatal):
     label = "fenced"
 
 
+class LeaseLost(KafkaFatal):
+    """A hot-standby instance lost its lease (kafka.lease): it commits nothing more."""
+    label = "lease lost"
+
+
 class ProducerBroken(KafkaFatal):
     """librdkafka marked the producer unusable (fatal, but not fenced): replace it and resume."""
 

@@ -77,6 +77,14 @@ def judge(canary: List[Sample], main: Optional[List[Sample]], limits: Limits
     first, last = canary[0][1], canary[-1][1]
     assert first is not None and last is not None
     out: List[Tuple[bool, str]] = []
+    ha = last.get("ha") or {}
+    if ha.get("role") == "standby":
+        # A standby publishes nothing, by design: its verdict is that it is up and waiting.
+        e0, e1 = first["counters"]["errors_total"], last["counters"]["errors_total"]
+        return e1 == e0, [(True, f"standby: publishes nothing while another instance holds the "
+                                 f"lease ({ha.get('group')})"),
+                          (e1 == e0, f"errors_total unchanged at {e1}" if e1 == e0
+                           else f"errors_total rose from {e0} to {e1}")]
     lag_b = last.get("lag_bytes")
     if _pos(first) != _pos(last):
         out.append((True, f"advancing: {_pos(first)} -> {_pos(last)}"))

@@ -83,6 +83,7 @@ class Streamer:
         self.batches = 0
         self.reconnects = 0
         self.servers = failover.Servers(cfg["mysql"])
+        self.lease: Optional[Any] = None  # kafka.lease, with ha.enabled
         self.publisher: Optional[Any] = None
         self.heap = gcpacing.OldGenerationLimit()
         self._uncompacted: set = set()
@@ -105,6 +106,19 @@ class Streamer:
 
     # -- the run: start position, then stream and recover ---------------------------------------
     def run(self) -> int:
+        """Stream until stopped; with ha.enabled, first wait for the lease (kafka.lease)."""
+        if not self.cfg["ha"]["enabled"]:
+            return self._run()
+        from streamer.kafka.lease import Lease
+        with Lease(self.cfg, self.request_stop) as lease:
+            self.lease = self.metrics.ha = lease
+            if not lease.wait(lambda: self.stop_requested):
+                log.info("stopped as a standby")
+                return 0
+            # The producer starts only now: its init_transactions fences the previous holder.
+            return self._run()
+
+    def _run(self) -> int:
         # MySQL's checks run while the producer starts; once both answered, the internal topics
         # are made sure of, and the schema topic is read while the checkpoint is (measured: see
         # docs/benchmarks.md, "Start-up").
@@ -113,6 +127,7 @@ class Streamer:
                                                       explicit), "streamer-mysql-probe")
         with self.new_publisher(self.cfg) as publisher:
             self.publisher = publisher
+            publisher.lease = self.lease
             position = self._first_position(publisher, probe)
             if position is None:  # stopped while MySQL was unreachable
                 log.info("stopped before streaming")

@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamer.errors import (BatchAborted, Fenced, KafkaFatal, OpenTransaction, OversizedRow,
-                             ProducerBroken)
+from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, OpenTransaction,
+                             OversizedRow, ProducerBroken)
 from streamer.kafka import logs
 from streamer.kafka.rdkafka import Producer
 from streamer.kafka.topics import read_schema_records, read_topic_tail
@@ -106,6 +106,8 @@ class Publisher:
         self._abort_pending = False
         self.checkpoint_records_read = 0
         self.prepared = False  # the internal topics are known to exist (prepare)
+        # A hot standby's lease (kafka.lease): once lost, no commit goes out again.
+        self.lease: Optional[Any] = None
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Publisher":
@@ -387,6 +389,11 @@ class Publisher:
     def commit(self, position: Position, timeout: float = 60.0) -> None:
         """Commit the open transaction (begun if needed) with ``position`` as its checkpoint."""
         assert self.producer is not None
+        if self.lease is not None and self.lease.lost:
+            self.abort()
+            raise LeaseLost(f"this instance lost the lease of source {self.source}: its open "
+                            f"transaction was aborted, and it exits without committing; the "
+                            f"instance holding the lease now goes on from the checkpoint")
         if not self.in_tx:
             self._begin()  # a checkpoint alone is the transaction's first record anyway
         self.produce(self.positions_topic, position.to_json(), self.source.encode())

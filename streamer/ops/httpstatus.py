@@ -64,6 +64,12 @@ def prometheus(metrics: Metrics) -> str:
     metric("streamer_latency_over_threshold_ratio", "gauge",
            f"share of changes slower than {lat['threshold_ms']:g} ms",
            [(None, lat["over_threshold_share"])])
+    ha = st.get("ha")
+    if ha is not None:
+        metric("streamer_active", "gauge", "1 while this instance holds the lease and streams, "
+               "0 as a standby", [(None, 1 if ha["role"] == "active" else 0)])
+        metric("streamer_takeovers_total", "counter", "times this instance took the lease",
+               [(None, ha["takeovers"])])
     snap = st["snapshot"]
     if snap is not None:
         for key, kind, text in SNAPSHOT_SERIES:
@@ -184,6 +190,10 @@ def status_text(st: Dict[str, Any]) -> str:
         f"totals     {c['messages_total']} messages  {c['rows_total']} rows  {c['bytes_total']} bytes  "
         f"{c['batches_total']} batches  {c['errors_total']} errors  {c['reconnects_total']} reconnects",
     ]
+    if st.get("ha"):
+        ha = st["ha"]
+        lines.insert(1, f"role       {ha['role']} (hot standby group {ha['group']}; took the lease "
+                        f"{ha['takeovers']} times)")
     if st.get("snapshot"):
         lines.append(snapshot_line(st["snapshot"]))
     return "\n".join(lines)

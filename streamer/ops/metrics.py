@@ -105,6 +105,8 @@ class Metrics:
         self.hooks: List[Callable[[], None]] = []
         # The snapshots' progress (engine.snapshot.Snapshots.status), None when there are none.
         self.snapshot_status: Callable[[], Optional[Dict[str, Any]]] = lambda: None
+        # The hot-standby lease (kafka.lease) when ha.enabled: role, takeovers.
+        self.ha: Optional[Any] = None
         self.rates = {"messages_per_s": 0.0, "rows_per_s": 0.0, "bytes_per_s": 0.0}
         self.latency = LatencyWindow(float(m["latency_threshold_ms"])).summary()
         self._window = LatencyWindow(float(m["latency_threshold_ms"]))
@@ -214,6 +216,8 @@ class Metrics:
 
     def health(self) -> Tuple[str, str]:
         now = time.monotonic()
+        if self.ha is not None and self.ha.role == "standby" and not self.ha.lost:
+            return "ok", "standby: another instance holds the lease; this one takes over"
         if self.last_error is not None:
             return "error", self.last_error[1]
         progress = [t for t in (self.last_commit_mono, self.last_idle_mono) if t is not None]
@@ -244,6 +248,9 @@ class Metrics:
             "heartbeat": self.heartbeat,
             "uptime_s": round(time.monotonic() - self.started_mono, 3),
             "snapshot": self.snapshot_status(),
+            "ha": None if self.ha is None else {
+                "role": self.ha.role, "takeovers": self.ha.takeovers,
+                "since": round(self.ha.since, 3), "group": self.ha.group},
         })
         state, reason = self.health()
         out["health"] = {"status": state, "reason": reason}
