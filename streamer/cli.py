@@ -110,24 +110,28 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
 
     results: List[Tuple[str, bool, str]] = []
     m = cfg["mysql"]
-    where = f"{m['user']}@{m['host']}:{m['port']}"
-    try:
-        password = config_mod.mysql_password(cfg)
-        conn = connect(connection_settings(cfg, password))
-    except config_mod.ConfigError as exc:
-        results.append(("MySQL password", False, str(exc)))
-        conn = None
-    except pymysql.err.MySQLError as exc:
-        results.append((f"MySQL login {where}", False,
-                        f"{exc.args[-1]}; check mysql.host/port/user and the password"))
-        conn = None
-    if conn is not None:
+    several = len(m["hosts"]) > 1
+    for entry in m["hosts"]:  # every server a failover may read (source.failover)
+        host, port = config_mod.split_host(entry, m["port"])
+        one = dict(cfg, mysql=dict(m, host=host, port=port))
+        where = f"{m['user']}@{host}:{port}"
+        prefix = f"{entry}: " if several else ""
+        try:
+            password = config_mod.mysql_password(cfg)
+            conn = connect(connection_settings(one, password))
+        except config_mod.ConfigError as exc:
+            results.append(("MySQL password", False, str(exc)))
+            break
+        except pymysql.err.MySQLError as exc:
+            results.append((f"MySQL login {where}", False,
+                            f"{exc.args[-1]}; check mysql.host/port/user and the password"))
+            continue
         results.append((f"MySQL login {where}", True, conn.get_server_info()))
         try:
             for c in settings_checks(conn):
-                results.append((f"{c.name} = {c.want}", c.ok,
+                results.append((f"{prefix}{c.name} = {c.want}", c.ok,
                                 f"is {c.have}" if c.ok else f"is {c.have}: {c.fix}"))
-            results.extend(_privilege_checks(conn))
+            results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
         finally:
             conn.close()
     try:

@@ -4,6 +4,8 @@ checkpoint is refused with the missing range; and the primary SIGKILLed under lo
 promoted, the stream goes on with nothing lost or doubled. tests/unit/test_failover.py has the
 parts without servers."""
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -65,6 +67,19 @@ def _config(tmp_path, ns, db, hosts, pw, **over):
 
 def _ids(msgs):
     return sorted(m["key"]["id"] for m in msgs if m["value"] is not None)
+
+
+def test_check_checks_every_server_of_the_list(pair, tmp_path):
+    primary, replica = pair
+    cfg = _config(tmp_path, support.unique("fc"), "f0", [primary.port, replica.port, 1],
+                  primary.password_file())
+    out = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
+                         cwd=support.ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr  # the third one is not there
+    for port in (primary.port, replica.port):
+        assert f"✓ MySQL login streamer@127.0.0.1:{port}" in out.stdout, out.stdout
+        assert f"✓ 127.0.0.1:{port}: binlog_format = ROW" in out.stdout, out.stdout
+    assert "✗ MySQL login streamer@127.0.0.1:1" in out.stdout, out.stdout
 
 
 def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pair, tmp_path):
