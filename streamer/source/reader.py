@@ -15,8 +15,9 @@ from pymysqlreplication import BinLogStreamReader
 from streamer.errors import PurgedBinlog, ServerUnreachable, SourceError, StreamInterrupted
 from streamer.position import Position
 from streamer.source import caughtup, events, failover, patches
-from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG, Connection,
-                                    binlog_files, connect, connection_settings, server_id)
+from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
+                                    Connection, binlog_files, connect, connection_settings,
+                                    server_id)
 
 log = logging.getLogger(__name__)
 

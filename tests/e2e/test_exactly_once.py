@@ -50,6 +50,17 @@ class Load(threading.Thread):
         except Exception as exc:  # noqa: BLE001 - surfaced by the test through self.error
             self.error = exc
 
+    def stop(self) -> None:
+        self.stop_flag.set()
+        self.join()
+
+    def changes_since(self, start):
+        """Every row change of the database in the binlog from ``start`` to its end, once the
+        load ran without an error (``binlog_rows``)."""
+        assert self.error is None, self.error
+        end = support.master_pos(support.admin())
+        return binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, self.db)
+
 
 def _identities(msgs):
     return sorted((m["value"]["source"]["file"], m["value"]["source"]["pos"],
@@ -89,13 +100,31 @@ def _without_tombstones(msgs):
     return changes
 
 
+def load_table(conn):
+    """The table Load writes, with a first row; returns the binlog position before the load."""
+    support.sql(conn, "CREATE TABLE t (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(100))",
+                "INSERT INTO t (k, v) VALUES (1, 'seed')")
+    return support.master_pos(conn)
+
+
+def assert_matches_binlog(msgs, truth):
+    """The topic holds every row change of the binlog (``binlog_rows``) once, each delete with its
+    tombstone right behind it, in binlog order per key; returns the row changes."""
+    deletes = sum(1 for r in truth if r[3] == "d")
+    assert len(msgs) == len(truth) + deletes, f"{len(msgs)} messages, {len(truth)} row changes"
+    msgs = _without_tombstones(msgs)
+    got = _identities(msgs)
+    assert len(got) == len(set(got)), "duplicates in the topic"
+    assert got == sorted(truth), f"{len(got)} messages for {len(truth)} binlog row changes"
+    _assert_order_per_key(msgs)
+    return msgs
+
+
 @pytest.mark.parametrize("partitions,runs", [(1, 20), (4, 10)])
 def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_path, partitions,
                                                                          runs):
     name, conn = db
-    support.sql(conn, "CREATE TABLE t (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(100))",
-                "INSERT INTO t (k, v) VALUES (1, 'seed')")
-    start = support.master_pos(conn)
+    start = load_table(conn)
     ns = support.unique("eo")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
                                batch={"max_messages": 300, "linger_ms": 20},
@@ -127,11 +156,8 @@ def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_
                 proc.stop(signal.SIGKILL)
                 kills += 1
     finally:
-        load.stop_flag.set()
-        load.join()
-    assert load.error is None, load.error
-    end = support.master_pos(conn)
-    truth = binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, name)
+        load.stop()
+    truth = load.changes_since(start)
     assert kills == runs and load.statements > 25 and len(truth) > 1000
     deletes = sum(1 for r in truth if r[3] == "d")
     with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
@@ -144,12 +170,8 @@ def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_
     assert waited_resumes >= runs // 2 - 1
     assert log.count("resuming from committed checkpoint") >= waited_resumes + 1
     assert len({m["partition"] for m in msgs}) == partitions
-    assert deletes > 10 and len(msgs) == len(truth) + deletes
-    msgs = _without_tombstones(msgs)
-    got = _identities(msgs)
-    assert len(got) == len(set(got)), "duplicates in the topic"
-    assert got == sorted(truth), f"{len(got)} messages for {len(truth)} binlog row changes"
-    _assert_order_per_key(msgs)
+    assert deletes > 10
+    assert_matches_binlog(msgs, truth)
     # Batches were cut inside MySQL transactions, so checkpoints inside them were committed.
     checkpoints = [json.loads(m["raw_value"]) for m in support.consume([f"{ns}.__positions"])]
     assert any(c["rows"] > 0 for c in checkpoints), "no checkpoint inside a transaction"

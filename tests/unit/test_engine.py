@@ -61,7 +61,9 @@ def test_live_a_batch_commits_as_soon_as_the_reader_is_caught_up(make):
     assert all(pos.rows == 0 for _, pos in publisher.log)
 
 
-def test_resume_in_the_middle_of_a_multi_batch_transaction_publishes_the_rest_once(make):
+def stopped_inside_transaction_2(make, start=Position(FILE, 4)):
+    """A run in batches of 2, stopped once a checkpoint inside transaction 2 is committed: its
+    publisher, changes published and that checkpoint."""
     streamer, publisher = make(batch={"max_messages": 2})
 
     def stop_inside_transaction_2(position):
@@ -69,11 +71,16 @@ def test_resume_in_the_middle_of_a_multi_batch_transaction_publishes_the_rest_on
             streamer.request_stop()
 
     publisher.on_commit = stop_inside_transaction_2
-    replay(streamer, publisher)
+    replay(streamer, publisher, start=start)
     first = publisher.changes()
     checkpoint = publisher.committed
     assert checkpoint.pos == TX2 and 0 < checkpoint.rows < 7
     assert first == ALL[:len(first)] and len(first) < len(ALL)
+    return publisher, first, checkpoint
+
+
+def test_resume_in_the_middle_of_a_multi_batch_transaction_publishes_the_rest_once(make):
+    publisher, first, checkpoint = stopped_inside_transaction_2(make)
 
     again, resumed = make(batch={"max_messages": 2})
     replay(again, resumed, start=checkpoint)

@@ -8,7 +8,7 @@ from streamer.errors import ConfigError, ServerBehind, ServerUnreachable, Source
 from streamer.position import GtidSet, Position
 from streamer.source import failover, patches
 from tests.unit.engine_parts import ReplayedBinlog
-from tests.unit.test_engine import ALL, FILE, TX2
+from tests.unit.test_engine import ALL, FILE, TX2, stopped_inside_transaction_2
 
 patches.apply()
 
@@ -74,25 +74,10 @@ def test_a_checkpoint_without_a_gtid_set_is_not_guessed_onto_another_server():
         ("", "0-1-7", 3, 2, "0-1-8")
 
 
-def _checkpoint_inside_transaction_2(make):
-    streamer, publisher = make(batch={"max_messages": 2})
-
-    def stop_inside(position):
-        if position.pos == TX2 and position.rows:
-            streamer.request_stop()
-
-    publisher.on_commit = stop_inside
-    reader = ReplayedBinlog("engine.binlog", Position(FILE, 4), on_end=streamer.request_stop)
-    with reader:
-        streamer.stream(publisher, reader, Position(FILE, 4, server_id=1))
-    checkpoint = publisher.committed
-    assert checkpoint.pos == TX2 and checkpoint.rows and checkpoint.tx_gtid
-    return publisher.changes(), checkpoint
-
-
 @pytest.mark.parametrize("first", ["its transaction", "another transaction"])
 def test_a_checkpoint_resumed_by_gtid_on_another_server_skips_its_published_rows_once(make, first):
-    published, checkpoint = _checkpoint_inside_transaction_2(make)
+    _, published, checkpoint = stopped_inside_transaction_2(make, Position(FILE, 4, server_id=1))
+    assert checkpoint.tx_gtid
     moved = failover.translated(checkpoint, 2, "MySQL at b:2")
     # The other server sends the checkpoint's transaction first, or (another GTID domain's
     # order) a transaction the checkpoint doesn't have before it: that one is published whole.
