@@ -31,10 +31,11 @@ import time
 from typing import Any, Callable, Dict, Optional
 
 from confluent_kafka import Consumer, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from streamer.errors import KafkaFatal
 from streamer.kafka import logs
+from streamer.kafka.publisher import create_topics
 
 log = logging.getLogger(__name__)
 
@@ -144,18 +145,5 @@ class Lease:
         admin = AdminClient(logs.client_conf({k: v for k, v in self.conf.items()
                                               if not k.startswith(("group.", "session.",
                                                                    "heartbeat.", "enable.",
-                                                                   "auto."))}))
-        try:
-            md = admin.list_topics(timeout=10)
-        except KafkaException as exc:
-            raise KafkaFatal(f"Kafka at {self.bootstrap} did not answer for the lease topic "
-                             f"{self.topic}: {exc}") from None
-        if self.topic in md.topics and not md.topics[self.topic].error:
-            return
-        futures = admin.create_topics([NewTopic(self.topic, num_partitions=1,
-                                                replication_factor=self.replication)])
-        try:
-            futures[self.topic].result(timeout=30)
-        except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise KafkaFatal(f"cannot create the lease topic {self.topic}: {exc}") from None
+                                                                   "auto.", "partition."))}))
+        create_topics(admin, [self.topic], 1, self.replication, {})

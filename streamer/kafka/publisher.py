@@ -82,6 +82,22 @@ def _kafka_error(exc: KafkaException) -> KafkaError:
     return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
 
 
+def create_topics(admin: AdminClient, topics: List[str], partitions: int, replication_factor: int,
+                  config: Dict[str, str]) -> None:
+    """Create the topics in one request (one round trip for all); one that exists is fine."""
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=partitions, replication_factor=replication_factor,
+                  config=config) for t in topics], operation_timeout=30)
+    for topic in topics:
+        try:
+            futures[topic].result(timeout=60)
+            log.info("created topic %s", topic)
+        except KafkaException as exc:
+            err = _kafka_error(exc)
+            if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
+
+
 class Publisher:
     """Transactional producer plus the admin work it needs. Use as a context manager."""
 
@@ -218,19 +234,9 @@ class Publisher:
         tcfg = self.cfg["topics"]
         conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
         conf.update(config or {})
-        futures = self.admin.create_topics(
-            [NewTopic(t, num_partitions=partitions or tcfg["partitions"],
-                      replication_factor=tcfg["replication_factor"], config=conf)
-             for t in new_topics], operation_timeout=30)
-        for topic in new_topics:
-            try:
-                futures[topic].result(timeout=60)
-                log.info("created topic %s", topic)
-            except KafkaException as exc:
-                err = _kafka_error(exc)
-                if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
-            self._topics.add(topic)
+        create_topics(self.admin, new_topics, partitions or tcfg["partitions"],
+                      tcfg["replication_factor"], conf)
+        self._topics.update(new_topics)
         self._learn(new_topics)
 
     def _learn(self, topics: List[str]) -> None:

@@ -63,8 +63,8 @@ class HeartbeatWriter:
 
     def __init__(self, cfg: Dict[str, Any]):
         hb = cfg["heartbeat"]
+        self.cfg = cfg
         self.settings = credentials(cfg)
-        self.mysql = cfg["mysql"]
         self.interval = float(hb["interval_ms"]) / 1000.0
         self.database = hb["database"]
         self.source = cfg["source"]["name"]
@@ -107,9 +107,9 @@ class HeartbeatWriter:
 
     def _write(self) -> None:
         if self._conn is None:
-            # The server in use (source.failover): a failover moves the heartbeat along.
-            self.settings.update(host=self.mysql["host"], port=self.mysql["port"])
-            self._conn = connect(self.settings)
+            # On the server in use when it connects (source.failover).
+            m = self.cfg["mysql"]
+            self._conn = connect(dict(self.settings, host=m["host"], port=m["port"]))
         with self._conn.cursor() as cur:
             cur.execute(self.sql, (self.source,))
         self.writes += 1

@@ -105,7 +105,7 @@ class Reporter:
         self.interval = float(cfg["metrics"]["interval_s"])
         self.poll_s = min(1.0, self.interval)
         self.log_summary = bool(cfg["metrics"]["log_summary"])
-        self.settings = connection_settings(cfg, config_mod.mysql_password(cfg))
+        self.password = config_mod.mysql_password(cfg)
         self.sfx: Any = None
         if cfg["signalfx"]["enabled"]:
             import signalfx
@@ -133,9 +133,8 @@ class Reporter:
     def poll_backlog(self) -> None:
         try:
             if self._conn is None:
-                m = self.cfg["mysql"]  # the server in use (source.failover)
-                self.settings.update(host=m["host"], port=m["port"])
-                self._conn = connect(self.settings)
+                # On the server in use when it connects (source.failover).
+                self._conn = connect(connection_settings(self.cfg, self.password))
             with self._conn.cursor() as cur:
                 cur.execute("SHOW BINARY LOGS")
                 logs = [(row[0], int(row[1])) for row in cur.fetchall()]
