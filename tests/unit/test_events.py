@@ -1,4 +1,5 @@
 """Every binlog event type is read, known to carry nothing, or refused by name: none is dropped."""
+import zlib
 from types import SimpleNamespace
 
 import pytest
@@ -8,8 +9,8 @@ from pymysqlreplication.row_event import PartialUpdateRowsEvent
 
 from streamer import errors
 from streamer.position import Position
-from streamer.source import events
-from tests.unit.engine_parts import InMemoryPublisher, ReplayedBinlog
+from streamer.source import compressed, events
+from tests.unit.engine_parts import ReplayedBinlog
 from tests.unit.test_engine import FILE
 
 EVENT_MAP = BinLogPacketWrapper._BinLogPacketWrapper__event_map
@@ -24,8 +25,12 @@ def fake(cls, code, at=1000, size=50, flags=0):
 def test_every_event_class_the_library_knows_is_in_exactly_one_list():
     lists = [set(events.FOLLOWED), set(events.NO_DATA), set(events._REFUSED), {NotImplementedEvent}]
     assert sum(len(x) for x in lists) == len(set().union(*lists))  # disjoint
-    assert set(EVENT_MAP.values()) <= set().union(*lists)
-    assert set(events.READ) == set(events.FOLLOWED) | set(events._REFUSED) | {NotImplementedEvent}
+    assert set(EVENT_MAP.values()) - set(compressed.CLASSES.values()) <= set().union(*lists)
+    assert set(events.READ) == (set(events.FOLLOWED) | set(events._REFUSED) | {NotImplementedEvent}
+                                | set(compressed.CLASSES.values()))
+    # MariaDB's compressed types: read, each as the plain twin the engine follows.
+    for code, (_, twin, _) in compressed.TWINS.items():
+        assert EVENT_MAP[code].__bases__ == (twin,) and twin in events.FOLLOWED
 
 
 def test_an_event_type_the_library_does_not_know_is_refused_with_its_name_place_and_fix():
@@ -54,20 +59,62 @@ def test_known_events_the_streamer_cannot_read_are_refused_naming_the_setting(cl
     assert cls.__name__ in str(refused.value) and setting in str(refused.value)
 
 
-def test_mariadb_compressed_rows_stop_the_stream_before_them_and_nothing_after_is_published(make):
-    # compressed.sql: row 1 plain, row 2 written with log_bin_compress=ON, row 3 plain again.
-    streamer, publisher = make()
-    reader = ReplayedBinlog("compressed.binlog", Position(FILE, 4), live=True)
-    with pytest.raises(errors.UnsupportedEvent) as refused:
-        streamer.stream(publisher, reader, Position(FILE, 4))
-    message = str(refused.value)
-    assert f"Write_rows_compressed_v1 (type 166) at {FILE}:1163" in message
-    assert "log_bin_compress=OFF" in message
-    assert publisher.changes() == [("c", 1)]
-    # The checkpoint is the end of row 1's transaction: the compressed one is read again after
-    # a restart, never passed over.
-    assert publisher.committed.pos == 959 and publisher.committed.rows == 0
-    assert isinstance(publisher, InMemoryPublisher) and publisher.in_tx is False
+def _replay_compressed(make, start):
+    streamer, publisher = make(batch={"max_messages": 1})
+    reader = ReplayedBinlog("compressed.binlog", start, on_end=streamer.request_stop)
+    with reader:
+        streamer.stream(publisher, reader, start)
+    decoder = publisher.decoder()
+    envs = (decoder.decode(value) for _, _, value in publisher.messages())
+    return [("tombstone", None, None) if env is None else (env["op"], env["before"], env["after"])
+            for env in envs], publisher
+
+
+def test_mariadb_compressed_events_are_read_exactly_as_their_plain_twins(make):
+    # binlogs/compressed.sql: log_bin_compress switched on at run time, so plain and compressed
+    # events interleave: rows events of every kind, and an ALTER as a Query_compressed.
+    changes, publisher = _replay_compressed(make, Position(FILE, 4))
+    first = {"id": 1, "v": "plain, before the switch"}
+    assert changes == [
+        ("c", None, first),                                                       # plain
+        ("c", None, {"id": 2, "v": "compressed once the setting is on " * 5}),    # compressed
+        ("c", None, {"id": 4, "v": "four"}),
+        ("c", None, {"id": 5, "v": "five " * 30}),
+        ("u", first, {"id": 1, "v": "changed while compressed"}),
+        # The compressed ALTER was read as DDL: the row after it has the new column.
+        ("c", None, {"id": 6, "v": "after the compressed ALTER", "n": 42}),
+        ("d", {"id": 2, "v": "compressed once the setting is on " * 5, "n": 7}, None),
+        ("tombstone", None, None),
+        ("c", None, {"id": 3, "v": "plain again", "n": 8}),                       # plain again
+    ]
+    # Positions name the bytes in the file: each checkpoint (one message a batch) is the start of
+    # its transaction, as mariadb-binlog shows them (GTID 0-1-9 at 959, 0-1-10 at 1280, 0-1-12
+    # at 1989), with the rows of it published.
+    checkpoints = [(c.file, c.pos, c.rows) for _, c in publisher.log]
+    assert checkpoints[1:5] == [(FILE, 959, 1), (FILE, 1280, 2), (FILE, 1280, 3), (FILE, 1989, 1)]
+
+
+def test_a_resume_inside_a_compressed_transaction_skips_its_published_rows_only(make):
+    # The two-statement transaction (GTID 0-1-10, at 1280): rows 4 and 5 already published.
+    changes, _ = _replay_compressed(make, Position(FILE, 1280, rows=2))
+    assert [(op, (after or before or {}).get("id")) for op, before, after in changes] == [
+        ("u", 1), ("c", 6), ("d", 2), ("tombstone", None), ("c", 3)]
+
+
+def test_a_compressed_record_that_cannot_be_inflated_is_refused_naming_the_place():
+    good = bytes([0x81, 11]) + zlib.compress(b"hello world")
+    assert compressed.inflate(good, "offset 9") == b"hello world"
+    # A length wider than a byte is big-endian (the server's own reading).
+    long = bytes(range(256)) * 2
+    assert compressed.inflate(bytes([0x82, 2, 0]) + zlib.compress(long), "offset 9") == long
+    with pytest.raises(errors.UnsupportedEvent, match="at offset 9 can't be read: it inflates"):
+        compressed.inflate(bytes([0x81, 12]) + zlib.compress(b"hello world"), "offset 9")
+    with pytest.raises(errors.UnsupportedEvent, match="at offset 9 can't be read: zlib"):
+        compressed.inflate(bytes([0x81, 11]) + b"not zlib at all", "offset 9")
+    with pytest.raises(errors.UnsupportedEvent, match="header byte is 0x01"):
+        compressed.inflate(bytes([0x01, 11]) + zlib.compress(b"hello world"), "offset 9")
+    with pytest.raises(errors.UnsupportedEvent, match="compression algorithm 1"):
+        compressed.inflate(bytes([0x91, 11]) + zlib.compress(b"hello world"), "offset 9")
 
 
 def test_statement_logged_row_changes_are_found_with_the_table_they_change():

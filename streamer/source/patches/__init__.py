@@ -25,11 +25,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pymysql
 import pymysqlreplication
 from pymysql.connections import Connection
+from pymysqlreplication.event import BinLogEvent
+from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
-from streamer.source import decoders, rowplan
+from streamer.source import compressed, decoders, rowplan
 from streamer.source.patches import table_map
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,23 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
                                                  "null_bitmap_index", "is_partial", "cols_bitmap",
                                                  "unsigned", "i")),
     (Connection, "_create_ssl_ctx", ("self", "sslp")),  # overridden by source.server.Connection
+    # source.compressed's events are built by the packet wrapper and parsed by the library's own
+    # classes, through the constructor every event shares.
+    (BinLogPacketWrapper, "__init__", ("self", "from_packet", "table_map", "ctl_connection",
+                                       "mysql_version", "use_checksum", "allowed_events",
+                                       "only_tables", "ignored_tables", "only_schemas",
+                                       "ignored_schemas", "freeze_schema", "ignore_decode_errors",
+                                       "verify_checksum", "optional_meta_data", "enable_logging",
+                                       "use_column_name_cache", "post_header_lengths")),
+    (BinLogEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
+                               "ctl_connection", "mysql_version", "only_tables",
+                               "ignored_tables", "only_schemas", "ignored_schemas",
+                               "freeze_schema", "ignore_decode_errors", "verify_checksum",
+                               "use_checksum", "optional_meta_data", "enable_logging",
+                               "use_column_name_cache", "post_header_lengths")),
 ]
+# The packet wrapper's type-code -> class map, to which MariaDB's compressed events are added.
+EVENT_MAP_ATTR = "_BinLogPacketWrapper__event_map"
 _applied: Dict[str, Any] = {}
 
 
@@ -134,6 +152,23 @@ def _tested() -> str:
     return ", ".join(f"{name} {' or '.join(v)}" for name, v in TESTED.items())
 
 
+def event_map() -> Dict[int, Any]:
+    """The library's type-code -> event class map, checked to lack every compressed type (a
+    library that learnt them would be read its own way, or ours, without anyone knowing)."""
+    found = BinLogPacketWrapper.__dict__.get(EVENT_MAP_ATTR)
+    where = f"{BinLogPacketWrapper.__module__}.BinLogPacketWrapper.__event_map"
+    if not isinstance(found, dict):
+        raise PatchTargetMissing(f"library fix target {where} is missing: the library changed. "
+                                 f"Install the tested version ({_tested()})")
+    known = sorted(code for code in compressed.EVENT_MAP
+                   if code in found and found[code] is not compressed.EVENT_MAP[code])
+    if known:
+        raise PatchTargetMissing(f"library fix target {where} already maps the compressed event "
+                                 f"types {known}: the library changed. Install the tested "
+                                 f"version ({_tested()})")
+    return found
+
+
 def apply(allow_untested: bool = False) -> None:
     """Check the libraries and every target, then apply the fixes; once per process."""
     if _applied:
@@ -143,6 +178,9 @@ def apply(allow_untested: bool = False) -> None:
     originals = [check_target(f.owner, f.attr, f.params) for f in FIXES]
     for owner, attr, params in USED:
         check_target(owner, attr, params)
+    types = event_map()
+    types.update(compressed.EVENT_MAP)
+    _applied[EVENT_MAP_ATTR] = "compressed events"
     for fix, original in zip(FIXES, originals):
         replacement = fix.make(original)
         replacement.__wrapped__ = original
