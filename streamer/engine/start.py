@@ -110,6 +110,8 @@ def probe_source(cfg: Dict[str, Any], password: str,
                 finally:
                     listing.close()
         # (Here, where the producer's start runs alongside, not after it.)
+        if explicit:
+            server.check_transaction_start(conn, *explicit)
         at_explicit = server.executed_gtids(conn, *explicit) if explicit else None
 
         def gtids_at(file: str, pos: int) -> Optional[str]:

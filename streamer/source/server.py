@@ -200,3 +200,56 @@ def server_id(conn: Any) -> int:
     row = query_one(conn, "SELECT @@server_id")
     assert row is not None
     return int(row[0])
+
+
+# Events a reader can start at: a transaction's first event (its GTID, anonymous on MySQL with
+# gtid_mode=OFF), or one between transactions. A start anywhere else reads a transaction from its
+# middle: the library drops rows events until the next table map, without a word.
+TRANSACTION_STARTS = frozenset(["Gtid", "Anonymous_Gtid", "Format_desc", "Rotate", "Gtid_list",
+                                "Binlog_checkpoint", "Previous_gtids", "Start_encryption", "Stop"])
+_EVENTS_PAGE = 5000
+
+
+def check_transaction_start(conn: Any, file: str, pos: int) -> None:
+    """Refuse an explicit start (file, offset) that is not a transaction start, naming the
+    nearest ones. A file the server doesn't have is left to the reader's purged-binlog error."""
+    if file not in binlog_files(conn):
+        return
+    with conn.cursor() as cur:
+        try:
+            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} FROM {int(pos)} LIMIT 1")
+            row = cur.fetchone()
+        except pymysql.err.Error:
+            row, what = None, "no event starts there"
+        else:
+            if row is None or row[2] in TRANSACTION_STARTS:
+                return  # the file's end, or a start
+            what = f"the event there is a {row[2]} inside a transaction"
+    before, after = nearest_transaction_starts(conn, file, pos)
+    near = " and ".join(f"{file}:{p}" for p in (before, after) if p is not None) or "none found"
+    raise SourceError(f"the explicit start {file}:{pos} is not a transaction start ({what}): "
+                      f"reading from it would drop the rest of that transaction's rows. The "
+                      f"nearest transaction starts: {near}. Start at one of them "
+                      f"(--start-file/--start-pos, or start.file/start.pos)")
+
+
+def nearest_transaction_starts(conn: Any, file: str, pos: int) -> Tuple[Optional[int],
+                                                                        Optional[int]]:
+    """The last transaction start before ``pos`` in ``file`` and the first after it, read from
+    the file's events page by page from its start (the server can't read backwards)."""
+    before: Optional[int] = None
+    offset = 0
+    with conn.cursor() as cur:
+        while True:
+            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} "
+                        f"LIMIT {offset}, {_EVENTS_PAGE}")
+            rows = cur.fetchall()
+            for row in rows:
+                at = int(row[1])
+                if row[2] in TRANSACTION_STARTS:
+                    if at > pos:
+                        return before, at
+                    before = at
+            if len(rows) < _EVENTS_PAGE:
+                return before, None
+            offset += _EVENTS_PAGE
