@@ -18,13 +18,14 @@ class Position:
     and under PyPy nothing else that ``run`` imports needs them."""
 
     __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction",
-                 "tx_gtid")
+                 "tx_gtid", "server_uuid")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
                  server_id: int = 0, ts: Optional[float] = None,
                  snapshot: Optional[Dict[str, Any]] = None,
-                 transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "") -> None:
+                 transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "",
+                 server_uuid: str = "") -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -40,6 +41,9 @@ class Position:
         # another server, resumed by GTID set, the rows to skip are that transaction's, wherever
         # it comes in that server's binlog (source.failover).
         self.tx_gtid = tx_gtid
+        # MySQL's server_uuid of the server read ("" on MariaDB): with server_id, which server's
+        # binlog the file and offset are a place in (source.failover).
+        self.server_uuid = server_uuid
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -54,7 +58,7 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        for name in ("snapshot", "transaction", "tx_gtid"):
+        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid"):
             if not fields[name]:
                 del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
@@ -65,7 +69,8 @@ class Position:
         return cls(file=data["file"], pos=int(data["pos"]), gtid_set=data.get("gtid_set", ""),
                    rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
                    ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
-                   transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""))
+                   transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""),
+                   server_uuid=data.get("server_uuid", ""))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""

@@ -27,7 +27,7 @@ class Tracker:
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
-                 "resume_txid")
+                 "resume_txid", "server_uuid")
 
     def __init__(self, start: Position):
         self.file = start.file
@@ -38,6 +38,7 @@ class Tracker:
         self.tx_rows = 0
         self.in_tx = False
         self.server_id = start.server_id
+        self.server_uuid = start.server_uuid
         self.txid = ""
         # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
@@ -133,8 +134,9 @@ class Tracker:
             # restart must resume by GTID set again and still skip into it. (Inside that other
             # transaction the position can say only one of the two: see source.failover.)
             return Position("", 4, str(self.gtids), self.resume_skip, self.server_id,
-                            tx_gtid=self.resume_gtid)
+                            tx_gtid=self.resume_gtid, server_uuid=self.server_uuid)
         if self.in_tx:
             return Position(self.file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
-                            tx_gtid=self.gtid or "")
-        return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id)
+                            tx_gtid=self.gtid or "", server_uuid=self.server_uuid)
+        return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id,
+                        server_uuid=self.server_uuid)

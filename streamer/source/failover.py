@@ -78,13 +78,14 @@ class Servers:
         self.behind.clear()
 
 
-def translated(start: Position, server_id: int, where: str) -> Position:
+def translated(start: Position, server_id: int, where: str, uuid: str = "") -> Position:
     """``start``, written reading server ``start.server_id``, as a start on the server
-    ``server_id``: by its GTID set alone."""
+    ``server_id`` (MySQL: with server_uuid ``uuid``): by its GTID set alone."""
     if not start.gtid_set:
         raise SourceError(
             f"the checkpoint {start.describe()} was written reading the server with server_id "
-            f"{start.server_id}, and {where} has server_id {server_id}; the checkpoint carries no "
+            f"{start.server_id}{_uuid(start.server_uuid)}, and {where} has server_id "
+            f"{server_id}{_uuid(uuid)}; the checkpoint carries no "
             f"GTID set, so its place in this server's binlog is unknown. If this is the same "
             f"server with a new server_id, restart once with --start-file {start.file} "
             f"--start-pos {start.pos}; otherwise enable GTIDs on the source (gtid_mode=ON)")
@@ -92,7 +93,47 @@ def translated(start: Position, server_id: int, where: str) -> Position:
                 "resuming there by the checkpoint's GTID set", where, server_id, start.describe(),
                 start.server_id)
     return Position("", 4, start.gtid_set, start.rows, server_id, start.ts, start.snapshot,
-                    start.transaction, start.tx_gtid)
+                    start.transaction, start.tx_gtid, uuid)
+
+
+def _uuid(uuid: str) -> str:
+    return f" (server_uuid {uuid})" if uuid else ""
+
+
+def check_identity(conn: Any, start: Position, where: str) -> None:
+    """Refuse a file/offset resume on a binlog that is not the one the checkpoint was written
+    reading, although the server has the same server_id (a RESET MASTER, or a config now pointing
+    at another server). The checkpoint's GTID set is the identity: it must lie between the GTID
+    set its file opens with and the set the server's binlog holds now. Both are read cheaply (the
+    file's first events and a variable), where MariaDB's BINLOG_GTID_POS would scan the file."""
+    if not start.gtid_set or not start.file:
+        return
+    mine = GtidSet(start.gtid_set)
+    opening = server.file_gtids(conn, start.file)
+    before = mine.missing(GtidSet(opening)) if opening else []
+    have = server.binlog_gtids(conn)
+    after = GtidSet(have).missing(mine)
+    if not before and not after:
+        return
+    why = (f"the file opens after transactions the checkpoint never saw ({'; '.join(before)})"
+           if before else f"the server's binlog lacks transactions the checkpoint has "
+                          f"({'; '.join(after)}; the server has {have or 'none'})")
+    raise SourceError(
+        f"the checkpoint {start.describe()} is not a place in the binlog of {where}, although the "
+        f"server has the checkpoint's server_id {start.server_id}: {why}. The binlog was reset "
+        f"(RESET MASTER), or mysql.host now points at another server with the same server_id. "
+        f"Reading {start.file} at {start.pos} there would publish the wrong changes. If this "
+        f"server has every transaction of the checkpoint under other files, resume by GTID "
+        f"(mysql.position_mode: gtid); otherwise take a snapshot of the tables and restart from "
+        f"a new position (streamer run --start-file/--start-pos)")
+
+
+def other_server(start: Position, here_id: int, here_uuid: str) -> bool:
+    """Whether the checkpoint ``start`` was written reading another server than this one: a
+    different server_id, or (MySQL) the same server_id with a different server_uuid."""
+    if start.server_id and here_id != start.server_id:
+        return True
+    return bool(start.server_uuid and here_uuid and here_uuid != start.server_uuid)
 
 
 def check_contains(conn: Any, gtids: str, where: str) -> None:

@@ -17,7 +17,7 @@ from streamer.position import Position
 from streamer.source import caughtup, events, failover, patches
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
                                     Connection, binlog_files, connect, connection_settings,
-                                    server_id)
+                                    server_id, server_uuid)
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +66,17 @@ class BinlogReader:
                                         f"{exc.args[-1]}") from exc
             raise
         try:
-            here = server_id(conn)
-            if self.start.server_id and here != self.start.server_id:
-                self.start = failover.translated(self.start, here, where)
+            here, uuid = server_id(conn), server_uuid(conn)
+            if failover.other_server(self.start, here, uuid):
+                self.start = failover.translated(self.start, here, where, uuid)
                 self.gtid_start = self.start.gtid_set
+            self.start.server_uuid = uuid
             if self.gtid_start is not None:
                 failover.check_contains(conn, self.gtid_start, where)
                 return
             files = binlog_files(conn)
+            if self.start.file in files:
+                failover.check_identity(conn, self.start, where)
         finally:
             conn.close()
         if self.start.file not in files:

@@ -202,6 +202,25 @@ def server_id(conn: Any) -> int:
     return int(row[0])
 
 
+def server_uuid(conn: Any) -> str:
+    """MySQL's server_uuid ("" on MariaDB, which has none)."""
+    if is_mariadb(conn):
+        return ""
+    row = query_one(conn, "SELECT @@server_uuid")
+    return str(row[0]) if row and row[0] else ""
+
+
+def file_gtids(conn: Any, file: str) -> Optional[str]:
+    """The GTID set the binlog ``file`` opens with (its Gtid_list on MariaDB, its Previous_gtids
+    on MySQL): every transaction before the file. None when the file has neither."""
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} LIMIT 4")
+        for row in cur.fetchall():
+            if row[2] in ("Gtid_list", "Previous_gtids"):
+                return "".join(str(row[5] or "").strip("[]").split())
+    return None
+
+
 # Events a reader can start at: a transaction's first event (its GTID, anonymous on MySQL with
 # gtid_mode=OFF), or one between transactions. A start anywhere else reads a transaction from its
 # middle: the library drops rows events until the next table map, without a word.

@@ -1,7 +1,9 @@
 """Start-up checks both ends before it leaves anything behind, and a Kafka that isn't there is
 reported within kafka_connect_timeout_s, not after a minute."""
+import json
 import time
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from tests import support
@@ -70,3 +72,51 @@ def test_an_explicit_start_inside_a_transaction_is_refused_naming_the_nearest_st
         msgs = support.consume([f"{ns}.{name}.t"], expect=1, decode_ns=ns)
         assert proc.stop() == 0
     assert [m["key"] for m in msgs] == [{"id": 2}]
+
+
+def _forged(checkpoint, shift):
+    """The checkpoint with every domain's seq moved by ``shift`` (a binlog of another history)."""
+    parts = [p.rsplit("-", 1) for p in checkpoint["gtid_set"].split(",")]
+    return dict(checkpoint, gtid_set=",".join(f"{head}-{max(1, int(seq) + shift)}"
+                                              for head, seq in parts))
+
+
+def test_a_checkpoint_from_another_binlog_with_the_same_server_id_is_refused(db, tmp_path):
+    # The same server_id, another history: a RESET MASTER, or mysql.host moved to another
+    # server. The checkpoint's file and offset exist there, but mean other transactions.
+    name, conn = db
+    admin = support.admin()
+    support.sql(admin, "FLUSH BINARY LOGS")  # a file that opens with the transactions before it
+    admin.close()
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    f, p = support.master_pos(conn)
+    ns = support.unique("ident")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    topic, positions = f"{ns}.{name}.t", f"{ns}.__positions"
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        support.sql(conn, "INSERT INTO t VALUES (2)")
+        support.consume([topic], expect=1, decode_ns=ns)
+        assert proc.stop() == 0
+    real = json.loads(support.consume([positions])[-1]["raw_value"])
+    producer = Producer({"bootstrap.servers": support.KAFKA})
+    for shift, why in ((1000, "the server's binlog lacks transactions the checkpoint has"),
+                       (-1000000, "the file opens after transactions the checkpoint never saw")):
+        producer.produce(positions, json.dumps(_forged(real, shift)).encode(), ns.encode())
+        producer.flush(10)
+        support.sql(conn, "INSERT INTO t VALUES (3)")  # there to be published, were it read
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            assert proc.wait(60) == 3
+            out = proc.output()
+        assert f"is not a place in the binlog of MySQL at 127.0.0.1:{support.MYSQL_PORT}, " \
+               f"although the server has the checkpoint's server_id" in out, out[-2000:]
+        assert why in out and "RESET MASTER" in out and "Traceback" not in out
+        support.sql(conn, "DELETE FROM t WHERE id = 3")
+    assert len(support.consume([topic], idle=1.0)) == 1  # nothing was read on the wrong history
+    producer.produce(positions, json.dumps(real).encode(), ns.encode())
+    producer.flush(10)
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        msgs = support.consume([topic], expect=7, decode_ns=ns)  # the real one resumes
+        assert proc.stop() == 0
+    assert [(m["value"]["op"] if m["value"] else "-", m["key"]["id"]) for m in msgs] == [
+        ("c", 2), ("c", 3), ("d", 3), ("-", 3), ("c", 3), ("d", 3), ("-", 3)]

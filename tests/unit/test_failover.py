@@ -74,6 +74,76 @@ def test_a_checkpoint_without_a_gtid_set_is_not_guessed_onto_another_server():
         ("", "0-1-7", 3, 2, "0-1-8")
 
 
+U1, U2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "5c2d0f5e-1111-11ef-8000-0242ac120002"
+
+
+def test_another_server_is_a_different_server_id_or_on_mysql_a_different_server_uuid():
+    assert failover.other_server(Position("f", 4, server_id=1), 2, "")
+    assert not failover.other_server(Position("f", 4, server_id=1), 1, "")
+    assert not failover.other_server(Position("f", 4, server_id=0), 9, "")  # an old checkpoint
+    assert failover.other_server(Position("f", 4, server_id=1, server_uuid=U1), 1, U2)
+    assert not failover.other_server(Position("f", 4, server_id=1, server_uuid=U1), 1, U1)
+    assert not failover.other_server(Position("f", 4, server_id=1), 1, U2)  # none kept yet
+    moved = failover.translated(Position("f", 4, U1 + ":1-9", server_id=1, server_uuid=U1), 1,
+                                "MySQL at b:2", U2)
+    assert (moved.file, moved.gtid_set, moved.server_uuid) == ("", U1 + ":1-9", U2)
+
+
+class _Server:
+    """What check_identity asks of a server: the GTID set a binlog file opens with, and the one
+    its binlog holds now."""
+
+    def __init__(self, opening, now):
+        self.opening, self.now = opening, now
+
+
+@pytest.fixture
+def server(monkeypatch):
+    def use(opening, now):
+        s = _Server(opening, now)
+        monkeypatch.setattr(failover.server, "file_gtids", lambda conn, file: s.opening)
+        monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: s.now)
+        return s
+    return use
+
+
+@pytest.mark.parametrize("opening,now", [
+    ("0-1-100", "0-1-250"),          # the checkpoint lies between the file's start and now
+    ("0-1-200", "0-1-200,1-2-5"),    # at the file's very start; another domain since
+    ("", "0-1-200"),                 # a file opening with an empty list
+    (None, "0-1-200"),               # (or none at all)
+    (U1 + ":1-50", U1 + ":1-300"),   # MySQL
+])
+def test_a_checkpoint_inside_the_servers_binlog_history_is_taken(server, opening, now):
+    server(opening, now)
+    gtids = U1 + ":1-200" if ":" in now else "0-1-200"
+    failover.check_identity(None, Position("mysql-bin.000002", 900, gtids, server_id=1), "here")
+
+
+@pytest.mark.parametrize("opening,now,why", [
+    # RESET MASTER: the binlog starts over, and lacks what the checkpoint saw.
+    ("", "0-1-3", r"the server's binlog lacks transactions the checkpoint has \(domain 0: seq "
+                  r"4..200"),
+    # Another server with the same server_id, further on: its file opens after the checkpoint.
+    ("0-1-5000", "0-1-6000", r"the file opens after transactions the checkpoint never saw "
+                             r"\(domain 0: seq 201..5000"),
+    (U2 + ":1-10", U2 + ":1-90", r"the file opens after .*" + U2 + ":1-10"),
+])
+def test_a_checkpoint_that_is_no_place_in_the_servers_binlog_is_refused(server, opening, now, why):
+    server(opening, now)
+    gtids = U1 + ":1-200" if ":" in now else "0-1-200"
+    with pytest.raises(SourceError, match="the checkpoint mysql-bin.000002:900 .* is not a place in "
+                                          "the binlog of here, although the server has the "
+                                          "checkpoint's server_id 1: " + why):
+        failover.check_identity(None, Position("mysql-bin.000002", 900, gtids, server_id=1),
+                                "here")
+
+
+def test_a_checkpoint_without_a_gtid_set_cant_be_checked_and_is_taken(server):
+    server("0-1-5000", "0-1-6000")
+    failover.check_identity(None, Position("mysql-bin.000002", 900, server_id=1), "here")
+
+
 @pytest.mark.parametrize("first", ["its transaction", "another transaction"])
 def test_a_checkpoint_resumed_by_gtid_on_another_server_skips_its_published_rows_once(make, first):
     _, published, checkpoint = stopped_inside_transaction_2(make, Position(FILE, 4, server_id=1))
