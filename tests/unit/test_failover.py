@@ -113,6 +113,9 @@ def server(monkeypatch):
     ("", "0-1-200"),                 # a file opening with an empty list
     (None, "0-1-200"),               # (or none at all)
     (U1 + ":1-50", U1 + ":1-300"),   # MySQL
+    # A domain (uuid) the checkpoint never had: an older checkpoint's, no evidence either way.
+    ("0-1-100,7-3-50", "0-1-250,7-3-50"),
+    (U1 + ":1-50," + U2 + ":1-10", U1 + ":1-300," + U2 + ":1-10"),
 ])
 def test_a_checkpoint_inside_the_servers_binlog_history_is_taken(server, opening, now):
     server(opening, now)
@@ -127,7 +130,8 @@ def test_a_checkpoint_inside_the_servers_binlog_history_is_taken(server, opening
     # Another server with the same server_id, further on: its file opens after the checkpoint.
     ("0-1-5000", "0-1-6000", r"the file opens after transactions the checkpoint never saw "
                              r"\(domain 0: seq 201..5000"),
-    (U2 + ":1-10", U2 + ":1-90", r"the file opens after .*" + U2 + ":1-10"),
+    # MySQL: another server, whose history has none of the checkpoint's uuid.
+    (U2 + ":1-10", U2 + ":1-90", r"the server's binlog lacks .*" + U1 + ":1-200"),
 ])
 def test_a_checkpoint_that_is_no_place_in_the_servers_binlog_is_refused(server, opening, now, why):
     server(opening, now)
