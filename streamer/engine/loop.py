@@ -40,7 +40,7 @@ from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
-from streamer.source import events, failover
+from streamer.source import events, failover, rowcount
 from streamer.source.reader import BinlogReader
 
 log = logging.getLogger(__name__)
@@ -306,8 +306,11 @@ class Streamer:
                     if snaps.window is not None:
                         snaps.on_change(tv, event, op)
                 else:
-                    skip = tracker.count(len(event.rows))
-                    if event.table_id in snap_ids:
+                    table_id = event.table_id
+                    # An unpublished table's rows are counted, never decoded (source.rowcount).
+                    skip = tracker.count(len(event.rows) if table_id in snap_ids or
+                                         table_id in beat_ids else rowcount.rows_in(event))
+                    if table_id in snap_ids:
                         # A watermark (the high one publishes its chunk) or a snapshot request.
                         sent = snaps.on_marks(event, skip, emit)
                         if sent:

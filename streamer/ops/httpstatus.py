@@ -41,7 +41,8 @@ def prometheus(metrics: Metrics) -> str:
 
     helps = {"messages": "messages published", "rows": "row changes published",
              "bytes": "key and value bytes published", "batches": "Kafka transactions committed",
-             "errors": "errors the stream recovered from", "reconnects": "binlog reconnects"}
+             "errors": "errors the stream recovered from", "reconnects": "binlog reconnects",
+             "invalid_values": "invalid dates published as null (each logged: source.rowplan)"}
     for name in COUNTERS:
         metric(f"streamer_{name}_total", "counter", helps[name], [(None, getattr(metrics, name))])
     metric("streamer_lag_seconds", "gauge", "seconds behind the source's commits",

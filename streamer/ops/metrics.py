@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from streamer.source.rowplan import INVALID
+
 log = logging.getLogger(__name__)
 
 Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
@@ -73,7 +75,7 @@ def _round(v: Optional[float]) -> Optional[float]:
     return None if v is None else round(v, 3)
 
 
-COUNTERS = ("messages", "rows", "bytes", "batches", "errors", "reconnects")
+COUNTERS = ("messages", "rows", "bytes", "batches", "errors", "reconnects", "invalid_values")
 
 
 class Metrics:
@@ -91,6 +93,7 @@ class Metrics:
         self.idle_window_s = max(1.0, 5 * float(cfg["mysql"]["heartbeat_s"]))
         self.stall_after_s = float(m["stall_after_s"])
         self.messages = self.rows = self.bytes = self.batches = self.errors = self.reconnects = 0
+        self.invalid_base = INVALID.total  # (a process runs one streamer; tests run several)
         self.queue_depth = 0
         self.commit_seconds = 0.0
         self.batch_size = 0
@@ -116,6 +119,11 @@ class Metrics:
         self._prev = (time.monotonic(), 0, 0, 0)
 
     # -- called by the pipeline -----------------------------------------------------------------
+
+    @property
+    def invalid_values(self) -> int:
+        """Invalid dates published as null (source.rowplan.INVALID says which)."""
+        return INVALID.total - self.invalid_base
     def counting(self, produce: Produce) -> Produce:
         """``produce`` that also counts the bytes handed to Kafka (key plus value)."""
         def produce_counted(topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.errors import SnapshotRefused, UnsupportedColumn
+from streamer.source.rowplan import INVALID
 
 # information_schema DATA_TYPE -> the field type a table-map event gives for it (MariaDB, with
 # mysql56_temporal_format on, its default).
@@ -148,10 +149,15 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
 
 # -- values: text protocol -> what the binlog reader hands back -------------------------------------
 
-def _none_unless(kind: type) -> Callable[[Any], Any]:
-    """Zero and partly-zero dates come back as text, which the binlog reader gives as None."""
+def _none_unless(kind: type, db: str, table: str, column: str) -> Callable[[Any], Any]:
+    """Zero, partly-zero and invalid dates come back as text, which the binlog reader gives as
+    None; all but the all-zero one are counted and logged as it does (rowplan.INVALID)."""
     def shape(value: Any) -> Any:
-        return value if isinstance(value, kind) else None
+        if isinstance(value, kind):
+            return value
+        if value.strip("0-: ."):
+            INVALID.note(db, table, column, f"{kind.__name__.upper()} '{value}'", "snapshot")
+        return None
     return shape
 
 
@@ -167,16 +173,17 @@ def _bits(value: bytes) -> str:
     return format(int.from_bytes(value, "big"), "b")
 
 
-def shapers(columns: Sequence[Column]) -> List[Tuple[int, Callable[[Any], Any]]]:
+def shapers(columns: Sequence[Column], db: str = "", table: str = ""
+            ) -> List[Tuple[int, Callable[[Any], Any]]]:
     """(index, shaper) for each column whose text-protocol value differs from the binlog's."""
     import datetime
 
     out: List[Tuple[int, Callable[[Any], Any]]] = []
     for i, c in enumerate(columns):
         if c.type == T.DATE:
-            out.append((i, _none_unless(datetime.date)))
+            out.append((i, _none_unless(datetime.date, db, table, c.name)))
         elif c.type == T.DATETIME2:
-            out.append((i, _none_unless(datetime.datetime)))
+            out.append((i, _none_unless(datetime.datetime, db, table, c.name)))
         elif c.type == T.TIMESTAMP2:
             out.append((i, _zero_timestamp))
         elif c.type == T.SET:
@@ -235,7 +242,7 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
     final = len(raw) <= limit
     if not final:
         raw = raw[:limit]
-    fix = shapers(d.columns)
+    fix = shapers(d.columns, d.schema, d.table)
     rows = []
     for r in raw:
         values = list(r)

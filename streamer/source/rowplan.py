@@ -16,8 +16,9 @@ to that.
 from __future__ import annotations
 
 import datetime
+import logging
 import struct
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
@@ -26,6 +27,7 @@ from streamer.errors import UnsupportedEvent
 from streamer.source.decoders import (read_string, decimal_layout, decimal_unscaled,
                                             make_decimal, time2_micros, time2_packed_from_binary)
 
+log = logging.getLogger(__name__)
 Reader = Callable[[Any, Any], Any]
 Plan = List[Tuple[str, Optional[Reader]]]
 
@@ -93,15 +95,49 @@ def _timestamp2(event: Any, column: Any) -> int:
     return micros + _fraction(packet, fsp) if fsp else micros
 
 
+class InvalidValues:
+    """Temporal values the server stores and Avro's types can't hold: a DATE or DATETIME the
+    server took under ALLOW_INVALID_DATES (2023-02-30), or with a zero month or day but not all
+    zero (without NO_ZERO_IN_DATE). Each is published as null, like a zero date, and counted
+    (``streamer_invalid_values_total``), and logged with its value, its table and column, and
+    where it was read, so the value is not lost: the first 100 of each column, then every
+    10,000th (a table full of them must not flood the log). The all-zero date stays the
+    documented null, without a warning."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.by_column: Dict[Tuple[str, str, str], int] = {}
+
+    def note(self, db: str, table: str, column: str, value: str, where: str) -> None:
+        self.total += 1
+        key = (db, table, column)
+        n = self.by_column.get(key, 0) + 1
+        self.by_column[key] = n
+        if n <= 100 or n % 10000 == 0:
+            log.warning("invalid %s in %s.%s column %s (%s): published as null, as Avro can't "
+                        "hold it (%d in this column so far; streamer_invalid_values_total counts "
+                        "them all). Correct the row on the server, or stop it being written: "
+                        "sql_mode without ALLOW_INVALID_DATES, with NO_ZERO_IN_DATE", value, db,
+                        table, column, where, n)
+
+
+INVALID = InvalidValues()
+
+
+def _invalid(event: Any, column: Any, value: str) -> None:
+    packet = event.packet
+    INVALID.note(event.schema, event.table, column.name, value,
+                 f"rows event at offset {packet.log_pos - packet.event_size}")
+
+
 def _date(event: Any, column: Any) -> Optional[int]:
     packed = int.from_bytes(event.packet.read(3), "little")
     year, month, day = packed >> 9, (packed >> 5) & 0xF, packed & 0x1F
-    if not (year and month and day):  # zero dates: None, and why, as the library reports them
+    days = _days(year, month, day) if year and month and day else None
+    if days is None:  # zero dates: None, and why, as the library reports them
+        if packed:
+            _invalid(event, column, f"DATE '{year:04d}-{month:02d}-{day:02d}'")
         event._RowsEvent__none_sources[column.name] = NONE_SOURCE.OUT_OF_DATE_RANGE
-        return None
-    days = _days(year, month, day)
-    if days is None:
-        datetime.date(year, month, day)  # raises the library's error for, e.g., 2023-02-30
     return days
 
 
@@ -141,10 +177,13 @@ def _datetime2(event: Any, column: Any) -> Optional[int]:
     fsp = column.fsp
     year_month = (packed >> 22) & 0x1FFFF
     hour, minute, second = (packed >> 12) & 0x1F, (packed >> 6) & 0x3F, packed & 0x3F
-    days = _days(year_month // 13, year_month % 13, (packed >> 17) & 0x1F)
+    year, month, day = year_month // 13, year_month % 13, (packed >> 17) & 0x1F
+    days = _days(year, month, day)
     if days is None or hour > 23 or minute > 59 or second > 59:
-        if fsp:
-            event.packet.read((fsp + 1) // 2)
+        fraction = event.packet.read((fsp + 1) // 2) if fsp else b""
+        if packed & 0x7FFFFFFFFF or fraction.strip(b"\0"):  # not the all-zero DATETIME
+            _invalid(event, column, f"DATETIME '{year:04d}-{month:02d}-{day:02d} "
+                                    f"{hour:02d}:{minute:02d}:{second:02d}'")
         event._RowsEvent__none_sources[column.name] = NONE_SOURCE.OUT_OF_DATETIME2_RANGE
         return None
     micros = (days * 86400 + hour * 3600 + minute * 60 + second) * 1000000

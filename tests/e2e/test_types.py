@@ -190,3 +190,59 @@ def test_published_schema_uses_the_documented_avro_types(typed_table, tmp_path):
     assert base(types["bl"]) == "bytes" and base(types["bt"]) == "bytes"
     assert base(types["f"]) == "float" and base(types["d"]) == "double"
     assert base(types["js"]) == "string" and base(types["en"]) == "string"
+
+
+def test_rows_of_an_unpublished_table_are_counted_never_decoded(db, tmp_path):
+    # An excluded table with every type, an invalid DATE (the library's decoding raises on it)
+    # and latin1 bytes cp1252 leaves undefined, changed in the transaction of a published row.
+    # The published row's index in its transaction counts them all, without decoding any.
+    name, conn = db
+    cols = ", ".join(f"{c} {t}" for c, t, _, _ in COLUMNS)
+    names = ", ".join(c for c, _, _, _ in COLUMNS)
+    lo, hi = (", ".join(col[i] for col in COLUMNS) for i in (2, 3))
+    support.sql(conn, "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
+                f"CREATE TABLE ex (id INT PRIMARY KEY, bad DATE, l1 VARCHAR(8) CHARACTER SET latin1,"
+                f" {cols})", "CREATE TABLE pub (id INT PRIMARY KEY)")
+    ns = support.unique("uncounted")
+    f, p = support.master_pos(conn)
+    support.sql(conn, "BEGIN",
+                f"INSERT INTO ex (id, bad, l1, {names}) VALUES (1, '2023-02-30', X'C381', {lo}), "
+                f"(2, '2023-04-31', X'818D8F909D', {hi})",
+                "INSERT INTO ex (id, bad) VALUES (3, '2023-02-30')",
+                "UPDATE ex SET vc = 'updated', bad = '2024-02-31'",
+                "DELETE FROM ex WHERE id = 2",
+                "INSERT INTO pub VALUES (1)", "COMMIT")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.pub"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.pub"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    # 3 inserts, 3 updates and a delete of ex come before it: index 7.
+    assert msgs[0]["value"]["source"]["tx_row"] == 7
+    assert "invalid" not in proc.output()  # nothing of ex was decoded, so nothing to report
+
+
+def test_invalid_dates_are_published_as_null_counted_and_logged_in_binlog_and_snapshot(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
+                "CREATE TABLE inv (id INT PRIMARY KEY, d DATE, dt DATETIME(3), z DATE)",
+                "INSERT INTO inv VALUES (1, '2023-02-30', '2023-02-30 10:00:00.5', '0000-00-00')")
+    ns = support.unique("inv")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.inv"],
+                               start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        support.consume([f"{ns}.{name}.inv"], expect=1, decode_ns=ns)
+        support.sql(conn, "INSERT INTO inv VALUES (2, '2024-04-31', '2024-06-00 23:59:59', "
+                          "'0000-00-00')")
+        msgs = support.consume([f"{ns}.{name}.inv"], expect=2, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    assert [(m["value"]["op"], m["value"]["after"]) for m in msgs] == [
+        ("r", {"id": 1, "d": None, "dt": None, "z": None}),
+        ("c", {"id": 2, "d": None, "dt": None, "z": None})]
+    # Each invalid value is logged once with what it was (the all-zero one is no news).
+    assert f"invalid DATE '2023-02-30' in {name}.inv column d (snapshot)" in out, out[-3000:]
+    assert f"invalid DATETIME '2023-02-30 10:00:00.500' in {name}.inv column dt (snapshot)" in out
+    assert f"invalid DATE '2024-04-31' in {name}.inv column d (rows event at offset " in out
+    assert f"invalid DATETIME '2024-06-00 23:59:59' in {name}.inv column dt (rows event" in out
+    assert "column z" not in out and "Traceback" not in out

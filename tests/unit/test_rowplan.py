@@ -5,7 +5,7 @@ import random
 import struct
 from types import SimpleNamespace
 
-from pymysqlreplication.constants import BINLOG, FIELD_TYPE
+from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent, WriteRowsEvent
 
 from streamer.schema import columns
@@ -20,6 +20,8 @@ get_none_sources = RowsEvent._get_none_sources
 
 class Packet:
     """The few reads of the library's binlog packet that row decoding uses, over fixed bytes."""
+
+    log_pos, event_size = 1100, 100  # where the event is, for the messages that name it
 
     def __init__(self, data: bytes):
         self.data, self.at = data, 0
@@ -105,6 +107,7 @@ def event(data: bytes, plan):
     ev = WriteRowsEvent.__new__(WriteRowsEvent)
     table = SimpleNamespace(columns=COLUMNS, streamer=rowplan.TableState(None, plan, False))
     ev.__dict__.update({"table_map": {7: table}, "table_id": 7, "packet": Packet(data),
+                        "schema": "app", "table": "t",
                         "columns": COLUMNS, "event_type": BINLOG.WRITE_ROWS_EVENT_V2,
                         "_RowsEvent__none_sources": {}, "_ignore_decode_errors": False})
     return ev
@@ -224,6 +227,19 @@ def test_temporal_values_read_straight_to_numbers_match_the_library_on_odd_and_i
                 assert _read_both(dt, head + wild)[0] == _read_both(dt, head + wild)[1]
                 assert _read_both(ts, head[:4] + wild)[0] == _read_both(ts, head[:4] + wild)[1]
     day_col = col("v", FIELD_TYPE.DATE)
+    invalid = 0
     for year, month, day, *_ in fields:
+        before = rowplan.INVALID.total
         planned, library = _read_both(day_col, (year << 9 | month << 5 | day).to_bytes(3, "little"))
-        assert planned == library, (year, month, day)
+        if library == "ValueError":
+            # A date the library refuses (2023-02-30, which ALLOW_INVALID_DATES lets the server
+            # store): null and counted, where the library stopped the streamer for good.
+            assert planned == (None, {"v": NONE_SOURCE.OUT_OF_DATE_RANGE}, 4), (year, month, day)
+            assert rowplan.INVALID.total == before + 1
+            invalid += 1
+        else:
+            assert planned == library, (year, month, day)
+            # Partly-zero dates are nulls the library gives too, but counted as invalid.
+            assert rowplan.INVALID.total == before + bool(planned[0] is None and
+                                                          (year or month or day))
+    assert invalid > 10
