@@ -77,6 +77,9 @@ DEFAULTS: Dict[str, Any] = {
     "environment": "dev",
     "metrics": {"http_host": "127.0.0.1", "http_port": 0, "interval_s": 10.0,
                 "latency_threshold_ms": 100, "log_summary": True, "stall_after_s": 30.0},
+    # The warning before the checkpoint's binlog file is purged (ops/retention.py): when fewer
+    # than warn_files files are older than it, or the server's expiry is within warn_margin_s.
+    "retention": {"warn_files": 1, "warn_margin_s": 21600.0},
     "signalfx": {"enabled": False, "ingest_endpoint": "https://ingest.signalfx.com",
                  "token_env": "SIGNALFX_TOKEN", "token_file": None},
     "profiler": {"enabled": False, "force": False, "dir": "profiles", "auto": False,
@@ -373,6 +376,8 @@ def _validate_observability(cfg: Dict[str, Any]) -> None:
     port = cfg["metrics"]["http_port"]
     _require(isinstance(port, int) and not isinstance(port, bool) and 0 <= port < 65536,
              "metrics.http_port", port, "0 (endpoint off) or a port 1..65535")
+    _positive_number(cfg, "retention.warn_files", allow_zero=True)
+    _positive_number(cfg, "retention.warn_margin_s", allow_zero=True)
     for key in ("metrics.interval_s", "metrics.latency_threshold_ms", "metrics.stall_after_s",
                 "heartbeat.interval_ms", "profiler.auto_backlog_bytes", "profiler.auto_max_s"):
         _positive_number(cfg, key)

@@ -255,6 +255,8 @@ class Streamer:
         """Publish the events ``reader`` yields from ``start`` until the stop is requested (or
         the reader ends)."""
         tracker = Tracker(start)
+        if start.file:
+            self.metrics.resumed_at(start)  # the committed position until the first commit
         tables = self._catalog(publisher)
         batch = Batch(publisher, self.cfg["batch"], self.clock, tracker.mark())
         txlog = self.txlog

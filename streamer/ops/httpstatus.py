@@ -54,6 +54,13 @@ def prometheus(metrics: Metrics) -> str:
     metric("streamer_commit_seconds", "gauge", "duration of the last transaction commit",
            [(None, st["commit_seconds"])])
     metric("streamer_batch_size", "gauge", "messages in the last batch", [(None, st["batch_size"])])
+    guard = st["retention"] or {}
+    metric("streamer_retention_warning", "gauge", "1 while the checkpoint's binlog file is at "
+           "risk of being purged (ops/retention.py)",
+           [(None, None if not guard else int(guard["status"] == "warning"))])
+    metric("streamer_binlog_expires_in_seconds", "gauge", "at least this long until the server's "
+           "expiry purges the checkpoint's binlog file (absent: the active file, or no expiry)",
+           [(None, guard.get("expires_in_s"))])
     lat = st["latency_ms"]
     # resolution "1s": measured from the binlog's whole-second event times (no heartbeat).
     quantiles = [({"quantile": q, "resolution": lat["resolution"]},
@@ -87,9 +94,12 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/health":
             status, reason = self.metrics.health()
             body: Dict[str, Any] = {"status": status, "reason": reason}
-            if status == "ok":
+            if status in ("ok", "warning"):
                 body["lag_seconds"] = self.metrics.status()["lag_seconds"]
-            self._send(200 if status == "ok" else 503, "application/json", json.dumps(body))
+            # A warning still streams: a restart would not help, so a supervisor must not see
+            # a failure.
+            self._send(200 if status in ("ok", "warning") else 503, "application/json",
+                       json.dumps(body))
         elif path == "/status":
             self._send(200, "application/json", json.dumps(self.metrics.status()))
         elif path == "/metrics":

@@ -98,6 +98,8 @@ class Metrics:
         self.commit_seconds = 0.0
         self.batch_size = 0
         self.lag_bytes: Optional[int] = None
+        # The retention guard's state (ops.retention), set by the reporter's poll.
+        self.retention: Optional[Dict[str, Any]] = None
         self.position: Dict[str, Any] = {"file": None, "pos": None, "gtid_set": None, "rows": 0}
         self.last_event_ts: Optional[float] = None
         self.started = time.time()
@@ -142,6 +144,22 @@ class Metrics:
         """A heartbeat row came back through the binlog, written at ``ts_us`` (µs since epoch)."""
         self._beats.append(ts_us / 1e6)
 
+    def checkpoint_change_ts(self) -> Optional[float]:
+        """The binlog time of the newest committed change, or before the first commit the
+        oldest change read since: no later than the close of the checkpoint's binlog file (the
+        retention guard's clock)."""
+        if self.last_event_ts is not None:
+            return self.last_event_ts
+        try:
+            return float(min(list(self._event_ts))) if self._event_ts else None
+        except (RuntimeError, ValueError):  # changed by the pipeline thread meanwhile
+            return None
+
+    def resumed_at(self, position: Any) -> None:
+        """The stream starts from ``position``, a committed checkpoint."""
+        self.position = {"file": position.file, "pos": position.pos,
+                         "gtid_set": position.gtid_set, "rows": position.rows}
+
     def on_commit(self, position: Any, messages: int, commit_s: float, queue_depth: int) -> None:
         now = time.time()
         self.messages += messages
@@ -149,8 +167,7 @@ class Metrics:
         self.batch_size = messages
         self.commit_seconds = commit_s
         self.queue_depth = queue_depth
-        self.position = {"file": position.file, "pos": position.pos,
-                         "gtid_set": position.gtid_set, "rows": position.rows}
+        self.resumed_at(position)
         newest = self.last_event_ts
         with self._lock:
             window = self._window
@@ -235,6 +252,9 @@ class Metrics:
         if quiet > self.stall_after_s:
             return "stalled", (f"no batch committed and no idle binlog heartbeat for {quiet:.1f} s "
                                f"(metrics.stall_after_s is {self.stall_after_s:g})")
+        guard = self.retention
+        if guard is not None and guard["status"] == "warning":
+            return "warning", guard["reason"]
         return "ok", "advancing" if not self.caught_up() else "caught up"
 
     def status(self) -> Dict[str, Any]:
@@ -256,6 +276,7 @@ class Metrics:
             "heartbeat": self.heartbeat,
             "uptime_s": round(time.monotonic() - self.started_mono, 3),
             "snapshot": self.snapshot_status(),
+            "retention": self.retention,
             "ha": None if self.ha is None else {
                 "role": self.ha.role, "takeovers": self.ha.takeovers,
                 "since": round(self.ha.since, 3), "group": self.ha.group},

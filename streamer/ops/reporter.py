@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pymysql
 
 from streamer import config as config_mod
+from streamer.ops import retention
 from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, latency_text, snapshot_line
 from streamer.source.server import connect, connection_settings
 
@@ -72,6 +73,10 @@ def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
     gauge("streamer.queue_depth", st["queue_depth"])
     gauge("streamer.commit_seconds", st["commit_seconds"])
     gauge("streamer.batch_size", st["batch_size"])
+    guard = st["retention"]
+    if guard is not None:
+        gauge("streamer.retention_warning", int(guard["status"] == "warning"))
+        gauge("streamer.binlog_expires_in_s", guard["expires_in_s"])
     snap = st["snapshot"]
     if snap is not None:
         for key, kind, _ in SNAPSHOT_SERIES:
@@ -113,6 +118,7 @@ class Reporter:
             client = signalfx.SignalFx(ingest_endpoint=cfg["signalfx"]["ingest_endpoint"])
             self.sfx = client.ingest(signalfx_token(cfg))
         self._conn: Any = None
+        self._expiry: Optional[Tuple[float, float]] = None  # (when read, seconds)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="streamer-reporter", daemon=True)
 
@@ -144,6 +150,32 @@ class Reporter:
             return
         pos = self.metrics.position
         self.metrics.lag_bytes = backlog_bytes(logs, pos["file"], pos["pos"])
+        self.guard_retention([name for name, _ in logs])
+
+    def guard_retention(self, files: List[str]) -> None:
+        """The retention guard's state (ops.retention), logged when it changes."""
+        now = time.monotonic()
+        if self._expiry is None or now - self._expiry[0] > 60:
+            try:
+                with self._conn.cursor() as cur:
+                    cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
+                                "('binlog_expire_logs_seconds', 'expire_logs_days')")
+                    self._expiry = (now, retention.expiry_seconds(dict(cur.fetchall())))
+            except pymysql.err.MySQLError as exc:
+                log.warning("binlog expiry read failed (will retry): %s", exc)
+                return
+        last = self.metrics.checkpoint_change_ts()
+        r = self.cfg["retention"]
+        state = retention.judge(files, self.metrics.position["file"], self._expiry[1],
+                                None if last is None else time.time() - last,
+                                int(r["warn_files"]), float(r["warn_margin_s"]))
+        before = self.metrics.retention
+        self.metrics.retention = state
+        if state["status"] != (before or {}).get("status", "ok"):
+            if state["status"] == "warning":
+                log.warning("%s", state["reason"])
+            else:
+                log.info("the checkpoint's binlog file is no longer at risk of being purged")
 
     def report(self) -> None:
         self.metrics.roll()
