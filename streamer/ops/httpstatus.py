@@ -207,4 +207,10 @@ def status_text(st: Dict[str, Any]) -> str:
                         f"{ha['takeovers']} times)")
     if st.get("snapshot"):
         lines.append(snapshot_line(st["snapshot"]))
+    if c.get("invalid_values_total"):
+        lines.append(f"invalid    {c['invalid_values_total']} invalid dates published as null "
+                     f"(each in the log)")
+    guard = st.get("retention") or {}
+    if guard.get("status") == "warning":
+        lines.append(f"WARNING    {guard['reason']}")
     return "\n".join(lines)

@@ -202,6 +202,23 @@ def test_status_text_and_summary_line_show_position_lag_throughput_and_percentil
     assert "db1" in text and "canary" in text
     line = summary_line(m)
     assert "\n" not in line and "msg/s" in line and "mysql-bin.000007:99" in line
+    assert "WARNING" not in text and "invalid" not in text
+
+
+def test_the_retention_warning_shows_in_health_status_and_prometheus():
+    from streamer.ops import retention
+    m = Metrics(cfg())
+    m.on_rows(int(time.time()), 1)
+    m.on_commit(Position("b.000001", 99), 1, 0.01, 0)
+    m.tick()  # caught up and idle: ok
+    assert m.health()[0] == "ok"
+    m.retention = retention.judge(["b.000001", "b.000002"], "b.000001", 3600, 3500, 1, 600)
+    state, reason = m.health()
+    assert state == "warning" and "b.000001 is at risk of being purged" in reason
+    assert "WARNING    the checkpoint's binlog file b.000001" in status_text(m.status())
+    text = prometheus(m)
+    assert re.search(r"^streamer_retention_warning\{[^}]*\} 1\.0$", text, re.M)
+    assert re.search(r"^streamer_binlog_expires_in_seconds\{[^}]*\} 100\.0$", text, re.M)
 
 
 def test_debug_toggle_switches_the_root_level_only_when_the_loop_polls():
