@@ -106,7 +106,8 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     import pymysql
     from confluent_kafka.admin import AdminClient
 
-    from streamer.source.server import connect, connection_settings, settings_checks
+    from streamer.source.server import (connect, connection_settings, settings_checks,
+                                        settings_noted)
 
     results: List[Tuple[str, bool, str]] = []
     m = cfg["mysql"]
@@ -129,8 +130,15 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
         results.append((f"MySQL login {where}", True, conn.get_server_info()))
         try:
             for c in settings_checks(conn):
-                results.append((f"{prefix}{c.name} = {c.want}", c.ok,
+                want = c.want or "''"
+                results.append((f"{prefix}{c.name} = {want}", c.ok,
                                 f"is {c.have}" if c.ok else f"is {c.have}: {c.fix}"))
+            for name, value, meaning in settings_noted(conn):
+                results.append((f"{prefix}{name}", True, f"is {value}: {meaning}"))
+            results.append((f"{prefix}per-session settings", True,
+                            "binlog_format and binlog_row_image can be changed by any session: a "
+                            "published table's change logged otherwise stops the streamer (exit "
+                            "3), naming the setting"))
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
         finally:
             conn.close()

@@ -116,6 +116,22 @@ REQUIRED_SETTINGS = [
     ("binlog_row_image", "FULL", "set binlog_row_image=FULL so updates and deletes carry every column"),
     ("binlog_row_metadata", "FULL",
      "set binlog_row_metadata=FULL (MySQL >= 8.0.14, MariaDB >= 10.5) so the binlog carries column names"),
+    # MySQL 8 only (absent on MariaDB: fine): events the streamer refuses (source.events).
+    ("binlog_transaction_compression", "OFF",
+     "set binlog_transaction_compression=OFF: the streamer refuses MySQL's zstd-compressed "
+     "transactions (SET GLOBAL and SET PERSIST)"),
+    ("binlog_row_value_options", "",
+     "set binlog_row_value_options='': a PARTIAL_JSON update holds a diff, not the column, and "
+     "the streamer refuses it"),
+]
+# Settings a server may not have at all (another flavour's), which are then no problem.
+OPTIONAL = frozenset(["binlog_transaction_compression", "binlog_row_value_options"])
+# Settings the streamer copes with, shown by ``streamer check`` for what they mean to it.
+NOTED = [
+    ("log_bin_compress", "MariaDB's compressed events are read as their plain twins"),
+    ("binlog_expire_logs_seconds", "the retention guard warns before the checkpoint's file "
+                                   "expires (retention.warn_margin_s)"),
+    ("expire_logs_days", "the retention guard's expiry when binlog_expire_logs_seconds is 0"),
 ]
 
 
@@ -128,6 +144,8 @@ class Setting(NamedTuple):
 
     @property
     def ok(self) -> bool:
+        if self.name in OPTIONAL and self.have == "not available":
+            return True
         return self.have.upper() == self.want
 
 
@@ -137,6 +155,12 @@ def settings_checks(conn: Any) -> List[Setting]:
     found = variables(conn, [n for n, _, _ in REQUIRED_SETTINGS])
     return [Setting(name, want, found.get(name) or "not available", fix)
             for name, want, fix in REQUIRED_SETTINGS]
+
+
+def settings_noted(conn: Any) -> List[Tuple[str, str, str]]:
+    """(name, value, what it means) of each setting in NOTED the server has."""
+    found = variables(conn, [n for n, _ in NOTED])
+    return [(name, found[name], meaning) for name, meaning in NOTED if name in found]
 
 
 def settings_problems(conn: Any) -> List[str]:

@@ -41,6 +41,13 @@ def test_check_passes_on_the_local_setup(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "✗" not in out.stdout and out.stdout.count("✓") >= 8
     assert "✓ binlog_format = ROW" in out.stdout
+    # MySQL's settings that write refused events: absent on MariaDB, so fine.
+    assert "✓ binlog_transaction_compression = OFF: is not available" in out.stdout
+    assert "✓ binlog_row_value_options = '': is not available" in out.stdout
+    # Settings it copes with, and what each means to it.
+    assert "✓ log_bin_compress: is OFF: MariaDB's compressed events are read" in out.stdout
+    assert "✓ binlog_expire_logs_seconds: is " in out.stdout
+    assert "✓ per-session settings: binlog_format and binlog_row_image" in out.stdout
 
 
 def test_check_fails_on_a_server_without_row_binlog_and_full_metadata(statement_server, tmp_path):

@@ -178,3 +178,14 @@ def test_row_changes_logged_as_a_statement_stop_the_streamer(make):
     assert f"a statement changing app.t at {FILE}:1238" in message
     assert "binlog_format=ROW" in message
     assert publisher.changes() == []
+
+
+def test_a_setting_only_the_other_flavour_has_is_no_problem_but_a_wrong_value_is():
+    from streamer.source.server import Setting
+    fix = "set it"
+    assert Setting("binlog_row_value_options", "", "not available", fix).ok
+    assert Setting("binlog_row_value_options", "", "", fix).ok
+    assert not Setting("binlog_row_value_options", "", "PARTIAL_JSON", fix).ok
+    assert Setting("binlog_transaction_compression", "OFF", "OFF", fix).ok
+    assert not Setting("binlog_transaction_compression", "OFF", "ON", fix).ok
+    assert not Setting("binlog_row_metadata", "FULL", "not available", fix).ok  # required

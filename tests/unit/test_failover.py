@@ -219,3 +219,4 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
     assert streamer.run() == 0
     # a unreachable: b; b behind: a again, which works.
     assert seen == [("a", 1), ("b", 2), ("a", 1)] and streamer.servers.switches == 2
+
