@@ -8,6 +8,7 @@ the same whichever tables the changes belonged to.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Optional, Tuple
 
 from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
@@ -16,6 +17,10 @@ from streamer.position import GtidSet, Position
 
 # MariaDB's GTID event flag for a statement that is a transaction of its own (no BEGIN follows).
 FL_STANDALONE = 1
+
+
+# A CREATE TABLE statement (after leading comments), as MySQL logs the first part of its CTAS.
+_CTAS = re.compile(r"^\s*(?:/\*.*?\*/\s*)*create\s+(?:temporary\s+)?table\b", re.I | re.S)
 
 
 def _start_of(event: Any) -> int:
@@ -73,6 +78,14 @@ class Tracker:
         if cls is QueryEvent:
             query = event.query
             if query == "BEGIN":
+                if not self.in_tx:
+                    self.begin(_start_of(event), None)
+                self.explicit = True
+                return False
+            # MySQL 8.0.21+ writes CREATE TABLE ... SELECT as one transaction: the CREATE TABLE,
+            # marked "START TRANSACTION" (with or without a BEGIN before it), then the rows,
+            # then the XID. It opens the transaction, never ends it.
+            if query[-17:].upper() == "START TRANSACTION" and _CTAS.match(query):
                 if not self.in_tx:
                     self.begin(_start_of(event), None)
                 self.explicit = True

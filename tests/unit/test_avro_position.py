@@ -3,6 +3,8 @@ import decimal
 import json
 import time
 
+import pytest
+
 from streamer.codec import avro
 from streamer.engine.tracker import Tracker
 from streamer.position import GtidSet, Position
@@ -149,3 +151,46 @@ def test_a_group_that_ends_in_rollback_ends_there():
     ended = t.on_event(SimpleNamespace(query="ROLLBACK", packet=SimpleNamespace(log_pos=250)),
                        QueryEvent)
     assert ended and not t.in_tx and t.position().pos == 250
+
+
+def _events(*specs):
+    """Events as the library hands them over: (class, query or None, start, end) each."""
+    from types import SimpleNamespace
+    out = []
+    for cls, query, start, end in specs:
+        ev = SimpleNamespace(query=query, gtid=f"{UUID}:6", flags=0,
+                             packet=SimpleNamespace(log_pos=end, event_size=end - start))
+        out.append((ev, cls))
+    return out
+
+
+UUID = "c8ec3a3b-ce8d-11eb-a313-8c8caaa4a076"
+
+
+@pytest.mark.parametrize("begin", [False, True])
+def test_mysqls_create_table_select_is_one_transaction_from_its_gtid_to_its_xid(begin):
+    # MySQL 8.0.21+ (its SHOW BINLOG EVENTS, as reported against 8.0.24 and 9.3): Gtid,
+    # [Query BEGIN], Query "CREATE TABLE ... START TRANSACTION", Table_map, Write_rows, Xid.
+    from pymysqlreplication.event import GtidEvent, QueryEvent, XidEvent
+    ctas = "CREATE TABLE `t1` (\n  `id` int NOT NULL DEFAULT '0'\n) START TRANSACTION"
+    t = Tracker(Position("binlog.000001", 1336, rows=2))
+    specs = [(GtidEvent, None, 1336, 1415)] + ([(QueryEvent, "BEGIN", 1415, 1492)] if begin
+                                                else [])
+    for ev, cls in _events(*specs, (QueryEvent, ctas, 1492, 1636)):
+        assert t.on_event(ev, cls) is False  # the CREATE TABLE does not end it
+    assert t.in_tx and t.position().pos == 1336
+    # Its rows are inside it: a checkpoint there is its start plus the rows, and a resume
+    # with 2 rows published skips exactly those.
+    assert t.count(3) == 2 and t.position().rows == 3 and t.position().pos == 1336
+    (xid, cls), = _events((XidEvent, None, 1726, 1757))
+    assert t.on_event(xid, cls) is True and t.position().pos == 1757
+    assert t.position().gtid_set == f"{UUID}:6"
+
+
+def test_a_ddl_is_still_a_transaction_of_its_own():
+    from pymysqlreplication.event import GtidEvent, QueryEvent
+    t = Tracker(Position("binlog.000001", 100))
+    (gtid, g), (ddl, q) = _events((GtidEvent, None, 100, 179),
+                                  (QueryEvent, "CREATE TABLE t2 (id INT) ENGINE=InnoDB", 179, 300))
+    t.on_event(gtid, g)
+    assert t.on_event(ddl, q) is True and not t.in_tx and t.position().pos == 300
