@@ -243,3 +243,14 @@ def test_temporal_values_read_straight_to_numbers_match_the_library_on_odd_and_i
             assert rowplan.INVALID.total == before + bool(planned[0] is None and
                                                           (year or month or day))
     assert invalid > 10
+
+
+def test_a_mysql_json_column_is_read_as_the_text_a_client_shows():
+    # The library reads it as {b"a": 1, b"b": b"x"}, which json.dumps refuses (bytes keys).
+    from tests.unit.test_mysqljson import SMALL_OBJECT
+    js = col("js", FIELD_TYPE.JSON, length_size=4)
+    data = bytes([0]) + len(SMALL_OBJECT).to_bytes(4, "little") + SMALL_OBJECT
+    ev = _one_column(js, data, rowplan.plan_for([js]))
+    assert read_column_data(ev, bytes([1])) == {"js": '{"a": 1, "b": "x"}'}
+    from pymysqlreplication.packet import parse_json
+    assert parse_json(SMALL_OBJECT[0], SMALL_OBJECT[1:]) == {b"a": 1, b"b": b"x"}  # the library
