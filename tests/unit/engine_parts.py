@@ -47,6 +47,24 @@ def _decoded(event_bytes: bytes, table_map: Dict[int, Any], version: Any, allowe
         None, None, None, None, False, False, False, True, False, False, post_header).event
 
 
+def spliced(name: str, at: int, event_type: int, body: bytes, flags: int = 0) -> bytes:
+    """The recorded binlog ``name`` with one more event (``event_type``, ``body``) written at
+    offset ``at`` (an event boundary), as a server would have written it there: the end
+    positions of the events after it move by its size."""
+    with open(os.path.join(BINLOGS, name), "rb") as fh:
+        data = fh.read()
+    size = HEADER.size + len(body) + 4
+    added = HEADER.pack(0, event_type, 1, size, at + size, flags) + body + b"\0" * 4
+    out, pos = bytearray(data[:at]), at
+    while pos < len(data):
+        ts, kind, server, length, log_pos, fl = HEADER.unpack_from(data, pos)
+        out += HEADER.pack(ts, kind, server, length, log_pos + size, fl)
+        out += data[pos + HEADER.size:pos + length]
+        pos += length
+    assert pos == len(data) and data[at:at + 1] != b"", "not an event boundary"
+    return bytes(out[:at]) + added + bytes(out[at:])
+
+
 class ReplayedBinlog:
     """The events of a recorded binlog file from ``start``, as a server would send them: a rotate
     to the file first, then its format description, then every event from ``start.pos`` on,
@@ -60,9 +78,12 @@ class ReplayedBinlog:
 
     def __init__(self, name: str, start: Position, live: bool = False,
                  on_event: Optional[Callable[[int], None]] = None,
-                 on_end: Optional[Callable[[], None]] = None, file: str = "mysql-bin.000002"):
-        with open(os.path.join(BINLOGS, name), "rb") as fh:
-            self.data = fh.read()
+                 on_end: Optional[Callable[[], None]] = None, file: str = "mysql-bin.000002",
+                 data: Optional[bytes] = None):
+        if data is None:
+            with open(os.path.join(BINLOGS, name), "rb") as fh:
+                data = fh.read()
+        self.data = data
         assert self.data[:4] == MAGIC, name
         self.file = file
         self.start = start

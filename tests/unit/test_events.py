@@ -10,8 +10,8 @@ from pymysqlreplication.row_event import PartialUpdateRowsEvent
 from streamer import errors
 from streamer.position import Position
 from streamer.source import compressed, events
-from tests.unit.engine_parts import ReplayedBinlog
-from tests.unit.test_engine import FILE
+from tests.unit.engine_parts import ReplayedBinlog, spliced
+from tests.unit.test_engine import ALL, FILE, TX2
 
 EVENT_MAP = BinLogPacketWrapper._BinLogPacketWrapper__event_map
 
@@ -189,3 +189,60 @@ def test_a_setting_only_the_other_flavour_has_is_no_problem_but_a_wrong_value_is
     assert Setting("binlog_transaction_compression", "OFF", "OFF", fix).ok
     assert not Setting("binlog_transaction_compression", "OFF", "ON", fix).ok
     assert not Setting("binlog_row_metadata", "FULL", "not available", fix).ok  # required
+
+
+def _stopped_by(make, event_type, body, flags=0, at=1434):
+    """Replay engine.binlog with one event written inside transaction 2 (after its first rows
+    event, which ends at 1434): the refusal, and what was committed before it."""
+    streamer, publisher = make(batch={"max_messages": 1})
+    data = spliced("engine.binlog", at, event_type, body, flags)
+    reader = ReplayedBinlog("engine.binlog", Position(FILE, 4), data=data)
+    with pytest.raises(errors.UnsupportedEvent) as refused:
+        with reader:
+            streamer.stream(publisher, reader, Position(FILE, 4))
+    return str(refused.value), publisher
+
+
+def _resumed(make, publisher):
+    """A restart from the committed checkpoint once the event is dealt with: every change of
+    the binlog is published once, in order, across both runs."""
+    streamer, again = make()
+    start = publisher.committed
+    reader = ReplayedBinlog("engine.binlog", start, on_end=streamer.request_stop)
+    with reader:
+        streamer.stream(again, reader, start)
+    return publisher.changes() + again.changes()
+
+
+# MySQL 8's Transaction_payload (binlog_transaction_compression=ON), laid out as MySQL's
+# control_events.h documents it: fields as (type, length, value) in MySQL's packed integers,
+# payload size (1), compression type (2; 0 is zstd) and uncompressed size (3), the end mark (0),
+# then the compressed transaction (a zstd frame: its magic number, here only the start of one).
+PAYLOAD = bytes([1, 1, 8, 2, 1, 0, 3, 1, 200, 0]) + bytes.fromhex("28b52ffd") + b"\0" * 4
+# MySQL 8's Partial_update_rows (binlog_row_value_options=PARTIAL_JSON): a v2 rows event of the
+# table mapped as 18 (app.t): table id, flags, extra-data length 2, 2 columns, both bitmaps.
+PARTIAL = (18).to_bytes(6, "little") + b"\0\0" + b"\2\0" + b"\2" + b"\3\3" + b"\0" * 8
+
+
+@pytest.mark.parametrize("event_type,body,named,setting", [
+    (40, PAYLOAD, "Transaction_payload (type 40)", "binlog_transaction_compression=OFF"),
+    (39, PARTIAL, "PartialUpdateRowsEvent (type 39)", "binlog_row_value_options"),
+    (250, b"\1" * 20, "unknown (type 250)", "an event type the streamer does not know"),
+])
+def test_a_refused_event_stops_at_its_place_and_a_restart_loses_and_doubles_nothing(
+        make, event_type, body, named, setting):
+    message, publisher = _stopped_by(make, event_type, body)
+    assert f"binlog event {named} at {FILE}:1434" in message and setting in message
+    # Transaction 1 and the first row of transaction 2 (published before the event) only.
+    assert publisher.changes() == ALL[:4]
+    assert (publisher.committed.pos, publisher.committed.rows) == (TX2, 1)
+    assert _resumed(make, publisher) == ALL
+
+
+def test_an_event_the_server_marks_ignorable_is_passed_over():
+    # LOG_EVENT_IGNORABLE_F: the server's own word that a reader may skip it.
+    data = spliced("engine.binlog", 1434, 250, b"\1" * 20, flags=events.IGNORABLE_F)
+    seen = [e for e in ReplayedBinlog("engine.binlog", Position(FILE, 4), data=data)
+            if e.packet.event_type == 250]
+    assert len(seen) == 1  # handed to the engine, which lets it pass (refuse returns)
+    events.refuse(seen[0], FILE)
