@@ -195,7 +195,15 @@ class Streamer:
                 if self.tables is None and self._schema_records is None:
                     self._schema_records = _Ahead(publisher.read_schema_records,
                                                   "streamer-schemas-read")
-                return start_mod.initial_position(self.cfg, publisher.read_checkpoint(), source,
+                checkpoint = publisher.read_checkpoint()
+                start_cfg = self.cfg["start"]
+                if checkpoint is None and start_cfg["initial"] == "end" and not (
+                        self.override is not None or self.override_gtid is not None
+                        or start_cfg["file"] or start_cfg["gtid"]):
+                    ahead = self._schema_records
+                    start_mod.check_unused(self.cfg, ahead.result() if ahead is not None else
+                                           publisher.read_schema_records(), self.filter)
+                return start_mod.initial_position(self.cfg, checkpoint, source,
                                                   self.override, self.override_gtid)
             except pymysql.err.OperationalError as exc:
                 refused = start_mod.refusal(exc, m)

@@ -188,6 +188,32 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
     return pos
 
 
+def check_unused(cfg: Dict[str, Any], records: List[Dict[str, Any]],
+                 table_filter: Callable[[str, str], bool]) -> None:
+    """With no checkpoint of this source, a start at the binlog's end is refused when the
+    namespace's schema topic shows its tables were published already: the checkpoint is missing
+    (a read that failed, a topic recreated), and starting at the end would skip every change
+    since it, silently. A first start of a source finds none of its tables there."""
+    ns = cfg["namespace"]
+    published = set()
+    for rec in records:
+        topic = str(rec.get("topic") or "")
+        if rec.get("kind") == "value" and topic.startswith(ns + "."):
+            db, _, table = topic[len(ns) + 1:].partition(".")
+            if table and table_filter(db, table):
+                published.add(f"{db}.{table}")
+    if not published:
+        return
+    names = ", ".join(sorted(published)[:5]) + (" ..." if len(published) > 5 else "")
+    raise SourceError(
+        f"no checkpoint of source {cfg['source']['name']!r} was found in {ns}.__positions, but "
+        f"namespace {ns!r} has published its tables already ({names}): the checkpoint is "
+        f"missing, and starting at the binlog's end (start.initial: end) would skip every "
+        f"change since it. Start once at an explicit position: the source.file and source.pos "
+        f"(or source.gtid) of the last message in those topics (streamer run --start-file/"
+        f"--start-pos or --start-gtid), or set start.initial: snapshot to read the tables anew")
+
+
 def gtid_for(cfg: Dict[str, Any], position: Position) -> Optional[str]:
     """The GTID set to resume by, or None to resume by file/offset."""
     if position.gtid_set and (not position.file or cfg["mysql"]["position_mode"] == "gtid"):

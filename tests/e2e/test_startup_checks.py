@@ -120,3 +120,32 @@ def test_a_checkpoint_from_another_binlog_with_the_same_server_id_is_refused(db,
         assert proc.stop() == 0
     assert [(m["value"]["op"] if m["value"] else "-", m["key"]["id"]) for m in msgs] == [
         ("c", 2), ("c", 3), ("d", 3), ("-", 3), ("c", 3), ("d", 3), ("-", 3)]
+
+
+def test_a_namespace_whose_tables_were_published_never_restarts_at_the_end_silently(db, tmp_path):
+    # The checkpoint is missing (here: source.name was changed): a start at the binlog's end
+    # would skip every change since the last one published. Refused, unless a start is given.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    f, p = support.master_pos(conn)
+    ns = support.unique("used")
+    first = support.write_config(str(tmp_path / "a.yaml"), ns, [f"{name}.*"])
+    with support.StreamerProcess(first, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        support.sql(conn, "INSERT INTO t VALUES (1)")
+        support.consume([f"{ns}.{name}.t"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0
+    support.sql(conn, "INSERT INTO t VALUES (2)")  # while nothing streams
+    renamed = support.write_config(str(tmp_path / "b.yaml"), ns, [f"{name}.*"],
+                                   source={"name": ns + "-renamed"})
+    with support.StreamerProcess(renamed, str(tmp_path / "log2")) as proc:
+        assert proc.wait(60) == 3
+        out = proc.output()
+    assert f"no checkpoint of source '{ns}-renamed' was found in {ns}.__positions, but " \
+           f"namespace '{ns}' has published its tables already ({name}.t)" in out, out[-2000:]
+    assert "--start-file" in out and "Traceback" not in out
+    # Another namespace's tables don't count: a first start there goes to the end as ever.
+    other = support.write_config(str(tmp_path / "c.yaml"), ns + "x", [f"{name}.*"])
+    with support.StreamerProcess(other, str(tmp_path / "log3")) as proc:
+        proc.wait_reading()
+        assert proc.stop() == 0

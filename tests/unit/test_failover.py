@@ -220,3 +220,16 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
     # a unreachable: b; b behind: a again, which works.
     assert seen == [("a", 1), ("b", 2), ("a", 1)] and streamer.servers.switches == 2
 
+
+
+def test_a_start_at_the_end_is_refused_where_the_namespace_published_the_tables_before():
+    from streamer.engine.start import check_unused
+    cfg = {"namespace": "ns", "source": {"name": "src"}}
+    records = [{"kind": "value", "topic": "ns.app.t"}, {"kind": "key", "topic": "ns.app.t"}]
+    mine = lambda db, table: db == "app"  # noqa: E731
+    with pytest.raises(SourceError, match=r"no checkpoint of source 'src' .* namespace 'ns' has "
+                                          r"published its tables already \(app\.t\)"):
+        check_unused(cfg, records, mine)
+    check_unused(cfg, records, lambda db, table: db == "other")  # another source's tables
+    check_unused(cfg, [], mine)  # a first start
+    check_unused(cfg, [{"kind": "value", "topic": "nsx.app.t"}], mine)  # another namespace
