@@ -18,14 +18,14 @@ class Position:
     and under PyPy nothing else that ``run`` imports needs them."""
 
     __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction",
-                 "tx_gtid", "server_uuid")
+                 "tx_gtid", "server_uuid", "xa")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
                  server_id: int = 0, ts: Optional[float] = None,
                  snapshot: Optional[Dict[str, Any]] = None,
                  transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "",
-                 server_uuid: str = "") -> None:
+                 server_uuid: str = "", xa: Optional[Dict[str, List[Any]]] = None) -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -44,6 +44,10 @@ class Position:
         # MySQL's server_uuid of the server read ("" on MariaDB): with server_id, which server's
         # binlog the file and offset are a place in (source.failover).
         self.server_uuid = server_uuid
+        # The XA transactions prepared before the position and not yet committed or rolled back:
+        # xid -> [file, offset, GTID, txid] of the group that prepared them, read again at their
+        # XA COMMIT to publish their rows then (engine.loop).
+        self.xa = xa
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -58,7 +62,7 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid"):
+        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa"):
             if not fields[name]:
                 del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
@@ -70,7 +74,7 @@ class Position:
                    rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
                    ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
                    transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""),
-                   server_uuid=data.get("server_uuid", ""))
+                   server_uuid=data.get("server_uuid", ""), xa=data.get("xa"))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""

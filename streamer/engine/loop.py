@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 import pymysql
-from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent
+from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, XAPrepareEvent
 from pymysqlreplication.row_event import (DeleteRowsEvent, TableMapEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
@@ -30,7 +30,7 @@ from streamer.engine.start import Backoff, _Ahead
 from streamer.engine.tracker import Tracker
 from streamer.engine.txmeta import TransactionLog
 from streamer.errors import (BatchAborted, ProducerBroken, ServerBehind, ServerUnreachable,
-                             SourceError, StreamInterrupted)
+                             SourceError, StreamInterrupted, UnsupportedEvent)
 from streamer.kafka.publisher import Publisher
 from streamer.ops import gcpacing
 from streamer.ops.heartbeat import COLUMN as HEARTBEAT_COLUMN
@@ -305,7 +305,7 @@ class Streamer:
             if op is not None:
                 last_ts = event.timestamp
                 tv = by_id.get(event.table_id)
-                if tv is not None:
+                if tv is not None and not tracker.xa:
                     batch.open()
                     sent = process_event(event, op, tv, tracker, produce)
                     batch.pending += sent
@@ -317,7 +317,8 @@ class Streamer:
                         snaps.on_change(tv, event, op)
                 else:
                     table_id = event.table_id
-                    # An unpublished table's rows are counted, never decoded (source.rowcount).
+                    # An unpublished table's rows are counted, never decoded (source.rowcount);
+                    # so are a prepared XA transaction's, published at its XA COMMIT.
                     skip = tracker.count(len(event.rows) if table_id in snap_ids or
                                          table_id in beat_ids else rowcount.rows_in(event))
                     if table_id in snap_ids:
@@ -363,6 +364,17 @@ class Streamer:
                                     tracker, tv.topic, sent, event.timestamp * 1000, produce)
                         if snaps.chunk is not None:
                             snaps.on_query(query)
+                        if query[:3] == "XA " or query[:3] == "xa ":
+                            sent = self._xa_outcome(publisher, batch, tables, tracker, event,
+                                                    produce)
+                            if sent:
+                                batch.pending += sent
+                elif cls is XAPrepareEvent:
+                    if event.one_phase and tracker.xa:  # MySQL's XA COMMIT ... ONE PHASE
+                        batch.pending += self._publish_xa(
+                            publisher, batch, tables, [tracker.file, tracker.tx_start,
+                                                       tracker.gtid or "", tracker.txid],
+                            event.timestamp * 1000, produce)
                 elif cls not in FOLLOWED:
                     events.refuse(event, tracker.file)  # raises, unless it carries no change
                 tx_end = tracker.on_event(event, cls)
@@ -463,6 +475,73 @@ class Streamer:
             produce(topic, encode(datum, mid, n, txid, flag), key(datum))
             n += 1
         return n
+
+    def _xa_outcome(self, publisher: Any, batch: Batch, tables: TableCatalog, tracker: Tracker,
+                    event: Any, produce: Any) -> int:
+        """XA COMMIT publishes the rows its prepare group held back (read again from the
+        binlog); XA ROLLBACK drops them. Returns the messages produced."""
+        outcome = events.xa_outcome(event.query)
+        if outcome is None:
+            return 0
+        kind, xid = outcome
+        entry = tracker.xa_pending.pop(xid, None)
+        where = f"{tracker.file}:{event.packet.log_pos - event.packet.event_size}"
+        if kind == "ROLLBACK" or entry is not None:
+            return 0 if kind == "ROLLBACK" else self._publish_xa(
+                publisher, batch, tables, entry, event.timestamp * 1000, produce)
+        raise UnsupportedEvent(
+            f"XA COMMIT of {xid} at {where}: the XA PREPARE of that transaction came before the "
+            f"position this stream started from, so its rows were never read, and publishing "
+            f"nothing would lose them. Restart once from a position before its XA PREPARE "
+            f"(streamer run --start-file/--start-pos); the transactions between that position "
+            f"and this one are then published again")
+
+    def _publish_xa(self, publisher: Any, batch: Batch, tables: TableCatalog, entry: List[Any],
+                    ts_ms: int, produce: Any) -> int:
+        """Publish the rows of the prepared XA transaction whose group ``entry`` names (file,
+        offset, GTID, txid), read again from there, with their own places in the binlog; returns
+        the messages produced. Its XA COMMIT is when its rows take effect, so this is where they
+        go in the topic's order."""
+        file, pos, gtid, txid = entry
+        sub = Tracker(Position(file, pos))
+        sub.begin(pos, gtid or None)
+        sub.txid = txid
+        by_id = tables.by_id
+        txlog = self.txlog
+        sent = 0
+        batch.open()
+        with self.reread(Position(file, pos)) as reader:
+            for event in reader:
+                cls = event.__class__
+                op = OPS.get(cls)
+                if op is not None:
+                    tv = by_id.get(event.table_id)
+                    if tv is None:
+                        sub.count(rowcount.rows_in(event))
+                        continue
+                    n = process_event(event, op, tv, sub, produce)
+                    sent += n
+                    if txlog is not None:
+                        sent += txlog.on_published(sub, tv.topic, n, ts_ms, produce)
+                elif cls is TableMapEvent:
+                    tv = tables.on_table_map(event)
+                    if tv is not None:
+                        self._announce(publisher, batch, tv)
+                elif cls is XAPrepareEvent:
+                    break
+        if txlog is not None:
+            sent += txlog.on_end(txid, ts_ms, produce)
+        log.info("XA transaction of the group at %s:%d committed: %d messages published", file,
+                 pos, sent)
+        return sent
+
+    def reread(self, start: Position) -> Any:
+        """A second reader of the binlog from ``start``, under a replica id of its own: the
+        server ends an older binlog stream of the same id when a new one connects."""
+        m = self.cfg["mysql"]
+        cfg = dict(self.cfg, mysql=dict(m, server_id=(int(m["server_id"]) + 2 ** 31) % 2 ** 32
+                                        or 1))
+        return self.new_reader(cfg, self.password, start, None)
 
     def _commit(self, publisher: Any, batch: Batch, tracker: Tracker) -> None:
         position = tracker.position()

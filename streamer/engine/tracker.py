@@ -9,14 +9,18 @@ the same whichever tables the changes belonged to.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+from pymysqlreplication.event import (GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent,
+                                      XAPrepareEvent, XidEvent)
 
 from streamer.position import GtidSet, Position
+from streamer.source.events import xa_id
 
 # MariaDB's GTID event flag for a statement that is a transaction of its own (no BEGIN follows).
 FL_STANDALONE = 1
+# MariaDB's GTID event flag for the group of an XA transaction's XA START ... XA PREPARE.
+FL_PREPARED_XA = 0x40
 
 
 # A CREATE TABLE statement (after leading comments), as MySQL logs the first part of its CTAS.
@@ -32,7 +36,7 @@ class Tracker:
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
-                 "resume_txid", "server_uuid")
+                 "resume_txid", "server_uuid", "xa", "xa_pending")
 
     def __init__(self, start: Position):
         self.file = start.file
@@ -59,6 +63,10 @@ class Tracker:
             self.resume_txid = (start.transaction or {}).get("id")
         # True once the transaction has an explicit BEGIN; a statement outside one ends itself.
         self.explicit = False
+        # In the group of an XA transaction being prepared: its rows wait for its XA COMMIT.
+        self.xa = False
+        # The prepared XA transactions not yet committed or rolled back (Position.xa).
+        self.xa_pending: Dict[str, List[Any]] = {k: list(v) for k, v in (start.xa or {}).items()}
 
     def count(self, n: int) -> int:
         """Count ``n`` row changes of the current transaction, in binlog order; returns how many
@@ -75,6 +83,14 @@ class Tracker:
         if cls is XidEvent:
             self.end(event.packet.log_pos)
             return True
+        if cls is XAPrepareEvent:
+            # The end of an XA transaction's prepare group. Unless it was committed in one phase
+            # (published at once, by the loop), it is pending until its XA COMMIT/ROLLBACK.
+            if self.xa and not event.one_phase:
+                xid = xa_id(event.xid_format_id, event.xid_gtrid, event.xid_bqual)
+                self.xa_pending[xid] = [self.file, self.tx_start, self.gtid or "", self.txid]
+            self.end(event.packet.log_pos)
+            return True
         if cls is QueryEvent:
             query = event.query
             if query == "BEGIN":
@@ -85,6 +101,11 @@ class Tracker:
             # MySQL 8.0.21+ writes CREATE TABLE ... SELECT as one transaction: the CREATE TABLE,
             # marked "START TRANSACTION" (with or without a BEGIN before it), then the rows,
             # then the XID. It opens the transaction, never ends it.
+            if query[:9].upper() == "XA START ":  # MySQL's XA group opens with it
+                if not self.in_tx:
+                    self.begin(_start_of(event), None)
+                self.explicit = self.xa = True
+                return False
             if query[-17:].upper() == "START TRANSACTION" and _CTAS.match(query):
                 if not self.in_tx:
                     self.begin(_start_of(event), None)
@@ -99,6 +120,7 @@ class Tracker:
         if cls is MariadbGtidEvent:
             self.begin(_start_of(event), event.gtid)
             self.explicit = not (event.flags & FL_STANDALONE)
+            self.xa = bool(event.flags & FL_PREPARED_XA)
         elif cls is GtidEvent:
             self.begin(_start_of(event), event.gtid)
             self.explicit = False
@@ -126,11 +148,13 @@ class Tracker:
         self.tx_rows = 0
         self.gtid = gtid
         self.txid = txid
+        self.xa = False
 
     def end(self, next_pos: int) -> None:
         if self.gtid is not None:
             self.gtids.add(self.gtid)
         self.in_tx = False
+        self.xa = False
         self.gtid = None
         self.tx_rows = 0
         self.skip = 0
@@ -147,9 +171,12 @@ class Tracker:
             # restart must resume by GTID set again and still skip into it. (Inside that other
             # transaction the position can say only one of the two: see source.failover.)
             return Position("", 4, str(self.gtids), self.resume_skip, self.server_id,
-                            tx_gtid=self.resume_gtid, server_uuid=self.server_uuid)
+                            tx_gtid=self.resume_gtid, server_uuid=self.server_uuid, xa=self._xa())
         if self.in_tx:
             return Position(self.file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
-                            tx_gtid=self.gtid or "", server_uuid=self.server_uuid)
+                            tx_gtid=self.gtid or "", server_uuid=self.server_uuid, xa=self._xa())
         return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id,
-                        server_uuid=self.server_uuid)
+                        server_uuid=self.server_uuid, xa=self._xa())
+
+    def _xa(self) -> Optional[Dict[str, List[Any]]]:
+        return {k: list(v) for k, v in self.xa_pending.items()} if self.xa_pending else None

@@ -35,7 +35,7 @@ from streamer.source import compressed
 
 FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent,
                        RotateEvent, GtidEvent, MariadbGtidEvent, XidEvent, QueryEvent,
-                       HeartbeatLogEvent]
+                       HeartbeatLogEvent, XAPrepareEvent]
 NO_DATA: List[Any] = [FormatDescriptionEvent, StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
                       MariadbAnnotateRowsEvent, MariadbBinLogCheckPointEvent, MariadbGtidListEvent,
                       MariadbStartEncryptionEvent]
@@ -56,8 +56,6 @@ _REFUSED: Dict[Any, str] = {
     PartialUpdateRowsEvent: "a partial JSON update (binlog_row_value_options=PARTIAL_JSON): "
                             "the row image holds a diff, not the column. Set "
                             "binlog_row_value_options='' on the server",
-    XAPrepareEvent: "an XA transaction's PREPARE: its rows would be published before its "
-                    "outcome is known. Do not stream a source that uses XA transactions",
     IntvarEvent: _STATEMENT, RandEvent: _STATEMENT, UserVarEvent: _STATEMENT,
     BeginLoadQueryEvent: _STATEMENT, ExecuteLoadQueryEvent: _STATEMENT,
 }
@@ -141,3 +139,21 @@ def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool
                            f"on was published, and the checkpoint stays before it; once its "
                            f"changes are accounted for, restart past it (streamer run "
                            f"--start-file/--start-pos or --start-gtid)")
+
+
+# XA COMMIT / XA ROLLBACK as the server logs them: the xid as X'gtrid',X'bqual',formatID.
+_XA_OUTCOME = re.compile(r"^\s*XA\s+(COMMIT|ROLLBACK)\s+X'([0-9a-f]*)'\s*,\s*X'([0-9a-f]*)'"
+                         r"\s*,\s*(\d+)", re.IGNORECASE)
+
+
+def xa_id(format_id: int, gtrid: bytes, bqual: bytes) -> str:
+    """An XA transaction's xid, spelt as the server logs it in XA COMMIT and XA ROLLBACK."""
+    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
+
+
+def xa_outcome(query: str) -> Optional[Tuple[str, str]]:
+    """("COMMIT" or "ROLLBACK", xid) of an XA COMMIT/ROLLBACK statement, else None."""
+    m = _XA_OUTCOME.match(query)
+    if m is None:
+        return None
+    return m.group(1).upper(), f"X'{m.group(2).lower()}',X'{m.group(3).lower()}',{int(m.group(4))}"
