@@ -47,22 +47,43 @@ def _decoded(event_bytes: bytes, table_map: Dict[int, Any], version: Any, allowe
         None, None, None, None, False, False, False, True, False, False, post_header).event
 
 
-def spliced(name: str, at: int, event_type: int, body: bytes, flags: int = 0) -> bytes:
-    """The recorded binlog ``name`` with one more event (``event_type``, ``body``) written at
-    offset ``at`` (an event boundary), as a server would have written it there: the end
-    positions of the events after it move by its size."""
+def _rewritten(name: str, at: int, drop: int, event: bytes) -> bytes:
+    """The recorded binlog ``name`` with ``drop`` bytes at offset ``at`` (an event boundary)
+    replaced by the event ``event``, as a server would have written it: the end positions of
+    the events after it move by the difference."""
     with open(os.path.join(BINLOGS, name), "rb") as fh:
         data = fh.read()
-    size = HEADER.size + len(body) + 4
-    added = HEADER.pack(0, event_type, 1, size, at + size, flags) + body + b"\0" * 4
-    out, pos = bytearray(data[:at]), at
+    shift = len(event) - drop
+    out, pos = bytearray(data[:at]), at + drop
     while pos < len(data):
         ts, kind, server, length, log_pos, fl = HEADER.unpack_from(data, pos)
-        out += HEADER.pack(ts, kind, server, length, log_pos + size, fl)
+        out += HEADER.pack(ts, kind, server, length, log_pos + shift, fl)
         out += data[pos + HEADER.size:pos + length]
         pos += length
-    assert pos == len(data) and data[at:at + 1] != b"", "not an event boundary"
-    return bytes(out[:at]) + added + bytes(out[at:])
+    assert pos == len(data), "not an event boundary"
+    return bytes(out[:at]) + event + bytes(out[at:])
+
+
+def spliced(name: str, at: int, event_type: int, body: bytes, flags: int = 0) -> bytes:
+    """The recorded binlog ``name`` with one more event (``event_type``, ``body``) written at
+    offset ``at``, before the event there."""
+    size = HEADER.size + len(body) + 4
+    return _rewritten(name, at, 0,
+                      HEADER.pack(0, event_type, 1, size, at + size, flags) + body + b"\0" * 4)
+
+
+def query_rewritten(name: str, at: int, old: bytes, new: bytes) -> bytes:
+    """The recorded binlog ``name`` with the query event at ``at``, whose statement is ``old``,
+    saying ``new`` instead."""
+    with open(os.path.join(BINLOGS, name), "rb") as fh:
+        data = fh.read()
+    ts, kind, server, length, _, fl = HEADER.unpack_from(data, at)
+    event = data[at:at + length]
+    assert event[-4 - len(old):-4] == old, event
+    body = event[HEADER.size:-4 - len(old)] + new
+    size = HEADER.size + len(body) + 4
+    return _rewritten(name, at, length,
+                      HEADER.pack(ts, kind, server, size, at + size, fl) + body + b"\0" * 4)
 
 
 class ReplayedBinlog:

@@ -233,3 +233,43 @@ def test_a_truncate_read_first_after_a_restart_is_published_with_the_topics_last
     # Its schema was announced again, before it, in the same transaction.
     topics = [t for t, _, _ in later]
     assert topics.index("test.__schemas") < topics.index("test.app.t")
+
+
+def test_a_kill_inside_a_group_that_ends_in_rollback_resumes_it_and_the_next_one_whole(make):
+    # binlogs/rollback.sql: 60 MyISAM rows in 8 rows events (the group at 1070), their COMMIT
+    # rewritten into the ROLLBACK MySQL writes when a transaction with non-transactional changes
+    # rolls back. The rows stay applied; the group ends at the ROLLBACK; the next one (t 2, 3)
+    # must not inherit the resume's skip.
+    from tests.unit.engine_parts import query_rewritten
+    data = query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
+    expected = [("c", 1)] + [("c", i) for i in range(1, 61)] + [("c", 2), ("c", 3)]
+
+    def run(start, stop_inside):
+        streamer, publisher = make(batch={"max_messages": 10})
+        if stop_inside:
+            publisher.on_commit = lambda p: (p.pos, p.rows > 0) == (1070, True) and \
+                streamer.request_stop()
+        reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop,
+                                data=data)
+        with reader:
+            streamer.stream(publisher, reader, start)
+        return publisher
+
+    first = run(Position(FILE, 4), True)
+    checkpoint = first.committed
+    assert checkpoint.pos == 1070 and 0 < checkpoint.rows < 60
+    second = run(checkpoint, False)
+    assert first.changes() + second.changes() == expected
+
+
+def test_a_group_that_ends_in_rollback_gets_its_end_record_there(make):
+    from tests.unit.engine_parts import query_rewritten
+    from tests.unit.test_txmeta import _records
+    data = query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
+    streamer, publisher = make(topics={"transactions": True})
+    reader = ReplayedBinlog("rollback.binlog", Position(FILE, 4), on_end=streamer.request_stop,
+                            data=data)
+    with reader:
+        streamer.stream(publisher, reader, Position(FILE, 4))
+    records = [(r["status"], r["id"], r["event_count"]) for _, r in _records(publisher)]
+    assert records[2:4] == [("BEGIN", f"{FILE}:1070", None), ("END", f"{FILE}:1070", 60)]
