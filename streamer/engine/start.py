@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tup
 
 from streamer.errors import SourceError
 from streamer.position import Position
-from streamer.source import server
+from streamer.source import charsets, server
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ def probe_source(cfg: Dict[str, Any], password: str,
         if problems:
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
+        charsets.load(conn)  # the server's tables of the charsets Python has no codec for
         initial = cfg["start"]["initial"]
         beginning = initial == "beginning"
         snapshot = None
