@@ -77,8 +77,9 @@ def as_bytes(value: Any) -> bytes:
 
 def as_text(value: Any) -> str:
     if isinstance(value, bytes):
-        raise UnsupportedValue("a text column carried bytes the reader could not decode "
-                               "with the column's character set")
+        raise UnsupportedValue("a text value the streamer can't decode in the column's "
+                               "character set (eucjpms has no exact codec). Exclude or mask the "
+                               "column (tables.columns), or convert it to utf8mb4")
     return value
 
 

@@ -11,7 +11,7 @@ import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from streamer.codec import avro
-from streamer.errors import ConfigError, MissingColumnNames
+from streamer.errors import ConfigError, MissingColumnNames, UnsupportedValue
 from streamer.schema import columns, evolution, masking
 from streamer.schema.masking import ColumnRules
 from streamer.source import rowplan
@@ -179,14 +179,18 @@ class TableVersion:
 
     def convert(self, values: Dict[str, Any], none_sources: Optional[Dict[str, str]] = None) -> None:
         """Turn a row dict from the reader into the Avro row datum, in place."""
-        for mysql_name, name, conv, branch in self.conversions:
-            v = values[mysql_name] if name == mysql_name else values.pop(mysql_name)
-            if v is not None:
-                if conv is not None:
-                    v = conv(v)
-                if branch is not None:
-                    v = (branch, v)
-            values[name] = v
+        mysql_name = ""
+        try:
+            for mysql_name, name, conv, branch in self.conversions:
+                v = values[mysql_name] if name == mysql_name else values.pop(mysql_name)
+                if v is not None:
+                    if conv is not None:
+                        v = conv(v)
+                    if branch is not None:
+                        v = (branch, v)
+                values[name] = v
+        except UnsupportedValue as exc:
+            raise UnsupportedValue(f"{self.db}.{self.table} column {mysql_name}: {exc}") from exc
         if self.nulled:
             for mysql_name, name in self.nulled:
                 if name != mysql_name:

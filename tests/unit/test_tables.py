@@ -45,3 +45,14 @@ def test_filters_include_then_exclude_db_table_globs():
     f = TableFilter(["shop.*", "crm.customers"], ["shop.tmp_*"])
     assert f("shop", "orders") and f("crm", "customers")
     assert not f("shop", "tmp_import") and not f("crm", "leads") and not f("other", "orders")
+
+
+def test_a_text_value_that_could_not_be_decoded_is_one_error_naming_the_column():
+    from streamer.errors import UnsupportedValue
+    event = TableMap([Col("id", FIELD_TYPE.LONG, True),
+                      Col("note", FIELD_TYPE.VARCHAR, charset="eucjpms", max_length=20)])
+    tv = TableVersion("ns", event)
+    tv.convert({"id": 1, "note": "ascii decodes"})
+    with pytest.raises(UnsupportedValue, match=r"shop\.orders column note: a text value the "
+                                               r"streamer can't decode .*eucjpms.*utf8mb4"):
+        tv.convert({"id": 1, "note": b"\xad\xa1"})
