@@ -98,14 +98,16 @@ class Tracker:
                     self.begin(_start_of(event), None)
                 self.explicit = True
                 return False
-            # MySQL 8.0.21+ writes CREATE TABLE ... SELECT as one transaction: the CREATE TABLE,
-            # marked "START TRANSACTION" (with or without a BEGIN before it), then the rows,
-            # then the XID. It opens the transaction, never ends it.
-            if query[:9].upper() == "XA START ":  # MySQL's XA group opens with it
+            # MySQL's group of an XA transaction being prepared opens with XA START (MariaDB
+            # flags its GTID event instead); XA END doesn't end it, its XA_prepare event does.
+            if query[:9].upper() == "XA START ":
                 if not self.in_tx:
                     self.begin(_start_of(event), None)
                 self.explicit = self.xa = True
                 return False
+            # MySQL 8.0.21+ writes CREATE TABLE ... SELECT as one transaction: the CREATE TABLE,
+            # marked "START TRANSACTION" (with or without a BEGIN before it), then the rows,
+            # then the XID. It opens the transaction, never ends it.
             if query[-17:].upper() == "START TRANSACTION" and _CTAS.match(query):
                 if not self.in_tx:
                     self.begin(_start_of(event), None)

@@ -84,3 +84,48 @@ def test_with_transaction_metadata_the_xa_rows_are_framed_as_their_own_transacti
         ("BEGIN", f"{FILE}:921", None), ("END", f"{FILE}:921", 3),      # x1, at its commit
         ("BEGIN", f"{FILE}:2319", None), ("END", f"{FILE}:2319", 1),
         ("BEGIN", f"{FILE}:2567", None), ("END", f"{FILE}:2567", 1)]
+
+
+@pytest.mark.parametrize("one_phase", [False, True])
+def test_mysqls_xa_group_opens_with_its_xa_start_and_ends_at_its_prepare(one_phase):
+    # MySQL's group: Gtid, Query XA START, rows, Query XA END, XA_prepare (one_phase for XA
+    # COMMIT ... ONE PHASE). Its rows are held back (tracker.xa) either way; prepared, it waits.
+    from types import SimpleNamespace
+
+    from pymysqlreplication.event import GtidEvent, QueryEvent, XAPrepareEvent
+
+    from streamer.engine.tracker import Tracker
+
+    def ev(start, end, **kw):
+        return SimpleNamespace(packet=SimpleNamespace(log_pos=end, event_size=end - start), **kw)
+
+    uuid = "c8ec3a3b-ce8d-11eb-a313-8c8caaa4a076"
+    t = Tracker(Position("binlog.000001", 100))
+    assert t.on_event(ev(100, 179, gtid=f"{uuid}:7", flags=0), GtidEvent) is False
+    assert t.on_event(ev(179, 260, query="XA START X'6d31',X'',1"), QueryEvent) is False
+    assert t.xa and t.in_tx
+    t.count(2)
+    assert t.on_event(ev(400, 480, query="XA END X'6d31',X'',1"), QueryEvent) is False
+    prepare = ev(480, 520, one_phase=one_phase, xid_format_id=1, xid_gtrid=b"m1", xid_bqual=b"")
+    assert t.on_event(prepare, XAPrepareEvent) is True and not t.xa and not t.in_tx
+    pending = {} if one_phase else {"X'6d31',X'',1": ["binlog.000001", 100, f"{uuid}:7",
+                                                      "binlog.000001:100"]}
+    assert t.xa_pending == pending and t.position().pos == 520
+
+
+def test_an_xa_committed_in_one_phase_is_published_at_its_prepare_event(make):
+    # MySQL writes XA COMMIT ... ONE PHASE as an XA group whose XA_prepare event says one_phase.
+    # Here x1's prepare event says so (and its later outcome is a rollback that finds nothing).
+    from tests.unit.engine_parts import query_rewritten
+    data = bytearray(query_rewritten("xa.binlog", 2101, b"XA COMMIT X'7831',X'',1",
+                                     b"XA ROLLBACK X'7831',X'',1"))
+    assert data[1430 + 4] == 38  # the XA_prepare event: its type, then its body after the header
+    data[1430 + 19] = 1  # one_phase
+    streamer, publisher = make(batch={"max_messages": 1})
+    streamer.reread = lambda pos: ReplayedBinlog("xa.binlog", pos, data=bytes(data))
+    reader = ReplayedBinlog("xa.binlog", Position(FILE, 4), on_end=streamer.request_stop,
+                            data=bytes(data))
+    with reader:
+        streamer.stream(publisher, reader, Position(FILE, 4))
+    assert publisher.changes() == [("c", 1), ("c", 10), ("c", 11), ("u", 1), ("c", 2), ("c", 30),
+                                   ("c", 3)]
