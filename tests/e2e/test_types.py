@@ -203,20 +203,24 @@ def test_published_schema_uses_the_documented_avro_types(typed_table, tmp_path):
 
 def test_rows_of_an_unpublished_table_are_counted_never_decoded(db, tmp_path):
     # An excluded table with every type, an invalid DATE (the library's decoding raises on it)
-    # and latin1 bytes cp1252 leaves undefined, changed in the transaction of a published row.
+    # and text in every byte order and in the charsets Python has no codec for (the latin1
+    # bytes cp1252 leaves undefined among them), changed in the transaction of a published row.
     # The published row's index in its transaction counts them all, without decoding any.
     name, conn = db
     cols = ", ".join(f"{c} {t}" for c, t, _, _ in COLUMNS)
     names = ", ".join(c for c, _, _, _ in COLUMNS)
     lo, hi = (", ".join(col[i] for col in COLUMNS) for i in (2, 3))
+    cs_cols = ", ".join(f"{c} VARCHAR(8) CHARACTER SET {cs}" for c, cs, _, _ in CHARSETS)
+    cs_names = ", ".join(c for c, _, _, _ in CHARSETS)
+    cs_lo, cs_hi = (", ".join(col[i] for col in CHARSETS) for i in (2, 3))
     support.sql(conn, "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
-                f"CREATE TABLE ex (id INT PRIMARY KEY, bad DATE, l1 VARCHAR(8) CHARACTER SET latin1,"
-                f" {cols})", "CREATE TABLE pub (id INT PRIMARY KEY)")
+                f"CREATE TABLE ex (id INT PRIMARY KEY, bad DATE, {cs_cols}, {cols})",
+                "CREATE TABLE pub (id INT PRIMARY KEY)")
     ns = support.unique("uncounted")
     f, p = support.master_pos(conn)
     support.sql(conn, "BEGIN",
-                f"INSERT INTO ex (id, bad, l1, {names}) VALUES (1, '2023-02-30', X'C381', {lo}), "
-                f"(2, '2023-04-31', X'818D8F909D', {hi})",
+                f"INSERT INTO ex (id, bad, {cs_names}, {names}) VALUES "
+                f"(1, '2023-02-30', {cs_lo}, {lo}), (2, '2023-04-31', {cs_hi}, {hi})",
                 "INSERT INTO ex (id, bad) VALUES (3, '2023-02-30')",
                 "UPDATE ex SET vc = 'updated', bad = '2024-02-31'",
                 "DELETE FROM ex WHERE id = 2",
