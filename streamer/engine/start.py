@@ -95,7 +95,8 @@ def probe_source(cfg: Dict[str, Any], password: str,
         if problems:
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
-        charsets.load(conn)  # the server's tables of the charsets Python has no codec for
+        # The charsets Python decodes otherwise than the server: by the server's tables.
+        charsets.configure(server.connection_settings(cfg, password), server.connect)
         initial = cfg["start"]["initial"]
         beginning = initial == "beginning"
         snapshot = None

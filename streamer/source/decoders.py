@@ -27,7 +27,7 @@ import codecs
 import datetime
 import decimal
 import sys
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 _TIMEF_INT_OFS = 0x800000
 _TIMEF_OFS = 0x800000000000
@@ -95,6 +95,10 @@ MYSQL_LATIN1 = _mysql_latin1()
 # mark), and 'ucs2' and 'utf16le', which Python doesn't know.
 BYTE_ORDER = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le",
               "utf32": "utf-32-be"}
+# The charsets whose codec is made from the server's own table the first time a value needs it,
+# and what makes it (source.charsets.configure sets both; it adds the codec to BYTE_ORDER).
+SERVER_TABLE_NAMES: FrozenSet[str] = frozenset()
+SERVER_TABLE: Optional[Callable[[str], Optional[str]]] = None
 
 
 def read_string(self: Any, size: int, column: Any) -> Any:
@@ -107,8 +111,11 @@ def read_string(self: Any, size: int, column: Any) -> Any:
         return raw.decode("utf-8", errors)
     if name == "cp1252":  # the library names MySQL's latin1 by the codec it took it for
         return codecs.charmap_decode(raw, errors, MYSQL_LATIN1)[0]
+    codec = BYTE_ORDER.get(name)
+    if codec is None and name in SERVER_TABLE_NAMES and SERVER_TABLE is not None:
+        codec = SERVER_TABLE(name)  # the server's table, asked for once (source.charsets)
     try:
-        return raw.decode(BYTE_ORDER.get(name) or self.charset_to_encoding(name), errors)
+        return raw.decode(codec or self.charset_to_encoding(name), errors)
     except LookupError:
         # No Python codec (e.g. 'binary', 'swe7'): hand back the stored bytes.
         return raw

@@ -34,7 +34,7 @@ class _Server:
 
 def test_a_charset_the_server_has_decodes_by_its_table_and_one_it_lacks_is_left_out():
     server = _Server()
-    charsets._TABLES.pop("mysql-swe7", None)
+    charsets._tables.pop("mysql-swe7", None)
     assert charsets.load(server) == ["swe7"]
     assert len(server.asked) == len(charsets.SERVER_DEFINED)
     assert decoders.BYTE_ORDER["swe7"] == "mysql-swe7"
@@ -43,3 +43,34 @@ def test_a_charset_the_server_has_decodes_by_its_table_and_one_it_lacks_is_left_
     # Loaded once per process: a reconnect asks again only for what is still missing.
     again = _Server()
     assert charsets.load(again) == ["swe7"] and not any("swe7" in q for q in again.asked)
+
+
+def test_a_multibyte_table_decodes_two_and_three_byte_sequences_and_refuses_the_rest():
+    charsets._tables["mysql-ujis"] = ({0xA4A2: "あ", 0x8EB1: "ｱ"}, {0xF3F3: "\ue000"})
+    assert b"a\xa4\xa2\x8e\xb1\x8f\xf3\xf3z".decode("mysql-ujis") == "aあｱ\ue000z"
+    import pytest
+    with pytest.raises(UnicodeDecodeError, match="no such character in the server's table"):
+        b"\xa4\xa3".decode("mysql-ujis")
+    assert b"\xa4\xa3".decode("mysql-ujis", "replace") == "\ufffd\ufffd"
+
+
+def test_a_value_in_a_server_defined_charset_asks_for_its_table_once():
+    from types import SimpleNamespace
+    asked = []
+    charsets._tables["mysql-hebrew"] = "".join(chr(b) for b in range(256))
+    charsets._tables["mysql-hebrew"] = charsets._tables["mysql-hebrew"][:0xAF] + "\u203e" + \
+        charsets._tables["mysql-hebrew"][0xB0:]
+    decoders.BYTE_ORDER.pop("hebrew", None)
+    old = decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES
+    try:
+        decoders.SERVER_TABLE_NAMES = frozenset(["hebrew"])
+        decoders.SERVER_TABLE = lambda name: (asked.append(name), charsets.load(None, [name]),
+                                              decoders.BYTE_ORDER.get(name))[2]
+        event = SimpleNamespace(packet=SimpleNamespace(
+            read_length_coded_pascal_string=lambda size: b"a\xaf"), _ignore_decode_errors=False)
+        column = SimpleNamespace(character_set_name="hebrew")
+        assert decoders.read_string(event, 1, column) == "a\u203e"  # Python's hebrew: "a¯"
+        assert decoders.read_string(event, 1, column) == "a\u203e"
+        assert asked == ["hebrew"]
+    finally:
+        decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES = old
