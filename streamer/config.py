@@ -71,6 +71,9 @@ DEFAULTS: Dict[str, Any] = {
     "shutdown_timeout_s": 10.0,
     # How long a start waits for Kafka to accept the producer before saying it is unreachable.
     "kafka_connect_timeout_s": 15.0,
+    # How long one attempt to commit a batch waits for the broker; commit_retries more follow,
+    # then the outcome is unknown and the producer is replaced (kafka.publisher).
+    "kafka_commit_timeout_s": 60.0,
     "commit_retries": 5,
     "log_level": "INFO",
     # Observability (docs/metrics.md). environment is a metric dimension; http_port 0 = no endpoint.
@@ -171,7 +174,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _validate_hosts(cfg["mysql"])
     for key in ("mysql.connect_timeout_s", "mysql.heartbeat_s", "mysql.reconnect_backoff_s",
                 "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "kafka_connect_timeout_s",
-                "batch.max_messages",
+                "kafka_commit_timeout_s", "batch.max_messages",
                 "batch.linger_ms", "batch.catchup_linger_ms", "batch.idle_checkpoint_ms", "topics.partitions",
                 "topics.replication_factor"):
         _positive_number(cfg, key)

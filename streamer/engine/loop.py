@@ -548,7 +548,8 @@ class Streamer:
         position.snapshot = self.snapshots.progress()
         if self.txlog is not None and tracker.in_tx:
             position.transaction = self.txlog.progress()
-        timeout = float(self.cfg["shutdown_timeout_s"]) if self.stop_requested else 60.0
+        timeout = float(self.cfg["shutdown_timeout_s"] if self.stop_requested else
+                        self.cfg["kafka_commit_timeout_s"])
         publisher.commit(position, timeout)
         pending = batch.pending
         self.metrics.on_commit(position, pending, publisher.last_commit_s, publisher.queue_depth())

@@ -196,7 +196,28 @@ class Publisher:
         old, self.producer = self.producer, None
         if old is not None:
             old.close()
-        self._start_producer()
+        delay, attempts = 1.0, 0
+        while True:
+            try:
+                self._start_producer()
+                break
+            except KafkaFatal as exc:
+                # Kafka is away (down, or paused across the commit that led here), or its
+                # coordinator still settles the old transaction: the producer worked before, so
+                # wait for it, idle, rather than exit. init_transactions then settles the old
+                # transaction, and the checkpoint is read back below.
+                if self.stopping:
+                    raise
+                attempts += 1
+                if attempts == 1 or attempts % 10 == 0:
+                    log.warning("%s; retrying every %.0f..30 s until Kafka answers (attempt %d)",
+                                exc, delay, attempts)
+                until = time.monotonic() + delay
+                while time.monotonic() < until and not self.stopping:
+                    time.sleep(0.2)
+                delay = min(30.0, delay * 2)
+        if attempts:
+            log.info("Kafka answers again: the new producer is in place")
         self._learn(sorted(self._topics))
         found = self.read_checkpoint()
         if found != remembered:

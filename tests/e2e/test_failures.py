@@ -272,3 +272,62 @@ def test_a_row_too_big_for_kafka_stops_once_and_is_published_after_the_limit_is_
         assert proc.stop() == 0, proc.output()[-3000:]
     assert [m["key"]["id"] for m in msgs] == [1, 2, 3]
     assert len(msgs[1]["value"]["after"]["doc"]) == 300000
+
+
+def _cpu_s(pid):
+    """User and system CPU seconds of a process, all its threads."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_is_idle(db,
+                                                                                       tmp_path):
+    # The commit times out (kafka_commit_timeout_s), its one retry too: its outcome is unknown.
+    # The producer is replaced; the new one waits, idle, for Kafka, and its init_transactions
+    # settles the old transaction once the broker is back; the checkpoint is read back.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
+    start = support.master_pos(conn)
+    with PrivateKafka(str(tmp_path / "kafka")) as kafka:
+        ns = support.unique("pause")
+        topic = f"{ns}.{name}.t"
+        cfg = support.write_config(
+            str(tmp_path / "c.yaml"), ns, [f"{name}.t"], kafka_commit_timeout_s=4.0,
+            commit_retries=1, kafka_connect_timeout_s=3.0,
+            kafka={"bootstrap.servers": kafka.bootstrap, "transaction.timeout.ms": 20000})
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            support.sql(conn, "INSERT INTO t (v) SELECT 'a' FROM seq_1_to_100")
+            try:
+                # (A fresh broker's first transactions can outlast the short commit timeout:
+                # then the same replacement happens before the pause, and the rows still come.)
+                support.wait_for(lambda: _committed(kafka.bootstrap, topic) >= 100, timeout=120,
+                                 what="first rows published")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{proc.output()[-3000:]}") from None
+            with open(os.path.join(str(tmp_path / "kafka"), "kafka.pid")) as fh:
+                broker = int(fh.read().strip())
+            os.kill(broker, signal.SIGSTOP)
+            try:
+                support.sql(conn, "INSERT INTO t (v) SELECT 'b' FROM seq_1_to_50")
+                waited = proc.output().count("until Kafka answers")
+                support.wait_for(lambda: proc.output().count("until Kafka answers") > waited,
+                                 timeout=90, what="the new producer waiting for Kafka")
+                before = _cpu_s(proc.proc.pid)
+                time.sleep(8)
+                idle_cpu = _cpu_s(proc.proc.pid) - before
+            finally:
+                os.kill(broker, signal.SIGCONT)
+            support.sql(conn, "INSERT INTO t (v) SELECT 'c' FROM seq_1_to_50")
+            keys = _consume(kafka.bootstrap, topic, 200, timeout=180)
+            assert proc.proc.poll() is None, proc.output()[-3000:]
+            assert proc.stop() == 0
+        out = proc.output()
+    assert "the commit's outcome is unknown" in out and "replacing the Kafka producer" in out, \
+        out[-3000:]
+    assert "Kafka answers again" in out
+    # Each row once: nothing lost, nothing doubled.
+    assert len(keys) == 200 and len(set(keys)) == 200, (len(keys), len(set(keys)))
+    # Waiting for the broker costs next to nothing (a busy loop would burn a core: 8 s).
+    assert idle_cpu < 1.0, idle_cpu

@@ -79,6 +79,32 @@ def test_after_a_reset_the_checkpoint_is_read_back_from_the_topic(monkeypatch):
     assert started and pub.committed is on_topic and pub.committed != remembered
 
 
+def test_a_reset_while_kafka_is_away_waits_for_it_and_a_stop_ends_the_wait(monkeypatch):
+    from streamer.errors import KafkaFatal
+    from streamer.kafka import publisher as publisher_mod
+    pub = _publisher(FailingProducer(None))
+    attempts, slept = [], []
+    away = 3
+
+    def start(self):
+        attempts.append(True)
+        if len(attempts) <= away:
+            raise KafkaFatal("Kafka at b:9092 did not accept the transactional producer")
+    monkeypatch.setattr(Publisher, "_start_producer", start)
+    monkeypatch.setattr(Publisher, "_learn", lambda self, topics: None)
+    monkeypatch.setattr(Publisher, "read_checkpoint", lambda self: self.committed)
+    monkeypatch.setattr(publisher_mod.time, "sleep", lambda s: slept.append(s))
+    clock = iter(range(0, 10 ** 6, 1))
+    monkeypatch.setattr(publisher_mod.time, "monotonic", lambda: next(clock) / 4)
+    pub.reset()
+    assert len(attempts) == away + 1 and slept  # waited (sleeping, not spinning), then went on
+    attempts.clear()
+    pub.stopping = True
+    with pytest.raises(KafkaFatal):
+        pub.reset()
+    assert len(attempts) == 1  # stopping: no wait
+
+
 class TooLarge(FailingProducer):
     def produce(self, topic, value, key):
         self.calls.append("produce")
