@@ -198,6 +198,11 @@ class Publisher:
             old.close()
         delay, attempts = 1.0, 0
         while True:
+            if self.lease is not None and self.lease.lost:
+                # Another instance took over meanwhile: a new producer would fence it.
+                raise LeaseLost(f"this instance lost the lease of source {self.source} while "
+                                f"its producer was being replaced; the instance holding the "
+                                f"lease now goes on from the checkpoint")
             try:
                 self._start_producer()
                 break
