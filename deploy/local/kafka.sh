@@ -4,12 +4,15 @@
 # State lives under .local/kafka (or $STREAMER_KAFKA_DIR): libs/ (jars, fetched once with mvn from
 # deploy/local/kafka-pom.xml), data/ (log.dirs, formatted once), server.properties, server.log.
 # Env: STREAMER_KAFKA_DIR, STREAMER_KAFKA_PORT (9092), STREAMER_KAFKA_CONTROLLER_PORT (9093),
-# STREAMER_KAFKA_LOG_ROLL_MB (50).
+# STREAMER_KAFKA_LOG_ROLL_MB (50); STREAMER_KAFKA_SSL_PORT with STREAMER_KAFKA_SSL_PEM (a PEM file
+# holding the broker's private key, unencrypted PKCS#8, and its certificate) adds a TLS listener.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="${STREAMER_KAFKA_DIR:-$ROOT/.local/kafka}"
 PORT="${STREAMER_KAFKA_PORT:-9092}"
 CPORT="${STREAMER_KAFKA_CONTROLLER_PORT:-9093}"
+SSL_PORT="${STREAMER_KAFKA_SSL_PORT:-}"
+SSL_PEM="${STREAMER_KAFKA_SSL_PEM:-}"
 PIDFILE="$DIR/kafka.pid"
 LOG="$DIR/server.log"
 # The broker logs at INFO for every topic and transaction coordinator change, and a day of tests
@@ -61,16 +64,27 @@ configure() {
     [[ "$LOG_ROLL_MB" =~ ^[0-9]+$ ]] && [ "$LOG_ROLL_MB" -ge 10 ] \
         || die "STREAMER_KAFKA_LOG_ROLL_MB must be a whole number of MB, 10 or more, not '$LOG_ROLL_MB'"
     mkdir -p "$DIR/data"
+    local listeners="PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT"
+    local advertised="PLAINTEXT://127.0.0.1:$PORT"
+    local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    local tls=""
+    if [ -n "$SSL_PORT" ]; then
+        [ -f "$SSL_PEM" ] || die "STREAMER_KAFKA_SSL_PORT needs STREAMER_KAFKA_SSL_PEM: a PEM file with the broker's private key and certificate"
+        listeners+=",SSL://127.0.0.1:$SSL_PORT"
+        advertised+=",SSL://127.0.0.1:$SSL_PORT"
+        protocols+=",SSL:SSL"
+        tls=$'ssl.keystore.type=PEM\nssl.keystore.location='"$SSL_PEM"
+    fi
     cat > "$DIR/server.properties.tmp" <<PROPS
 # Written by deploy/local/kafka.sh on every 'up'; edit the script, not this file.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CPORT
-listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+listeners=$listeners
+advertised.listeners=$advertised
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$protocols
 log.dirs=$DIR/data
 num.partitions=1
 auto.create.topics.enable=true
@@ -82,6 +96,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.segment.bytes=67108864
 message.max.bytes=16777216
+$tls
 PROPS
     mv "$DIR/server.properties.tmp" "$DIR/server.properties"
     # Tools log WARN to stderr: INFO on stdout would end up inside the generated cluster id.

@@ -74,13 +74,13 @@ class PrivateMariaDB:
 
 
 class PrivateKafka:
-    def __init__(self, base: str):
+    def __init__(self, base: str, env: Optional[Dict[str, str]] = None):
         self.base = base
         self.port = free_port()
         self.cport = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.env = dict(os.environ, STREAMER_KAFKA_DIR=base, STREAMER_KAFKA_PORT=str(self.port),
-                        STREAMER_KAFKA_CONTROLLER_PORT=str(self.cport))
+                        STREAMER_KAFKA_CONTROLLER_PORT=str(self.cport), **(env or {}))
         self.script = os.path.join(support.ROOT, "deploy/local/kafka.sh")
         shared_libs = os.path.join(support.LOCAL, "kafka", "libs")
         os.makedirs(base, exist_ok=True)

@@ -147,11 +147,12 @@ def _committed(bootstrap, topic):
     return len(_consume(bootstrap, topic, None, idle=1.0, timeout=5))
 
 
-def _consume(bootstrap, topic, expect, idle=3.0, timeout=180):
+def _consume(bootstrap, topic, expect, idle=3.0, timeout=180, conf=None):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": support.unique("g"),
-                  "isolation.level": "read_committed", "enable.auto.commit": False})
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  **(conf or {})})
     out = []
     try:
         try:

@@ -71,3 +71,44 @@ def test_verify_identity_streams_over_tls_only_and_a_wrong_ca_or_name_is_refused
         assert rc != 0 and "localhost" in text and "mismatch" in text.lower(), text[-2000:]
         for t in (text,):
             assert "Traceback" not in t
+
+
+def test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_refused(db, tmp_path):
+    # The README's example (librdkafka's settings pass through kafka:), against a private broker
+    # whose only other listener is plaintext on another port.
+    from tests.e2e.servers import PrivateKafka, free_port
+    from tests.e2e.test_failures import _consume
+
+    name, conn = db
+    (tmp_path / "pki").mkdir()
+    pki = _pki(tmp_path / "pki")
+    keystore = pki / "broker.pem"
+    keystore.write_text((pki / "server-key.pem").read_text() + (pki / "server.pem").read_text())
+    ssl_port = free_port()
+    with PrivateKafka(str(tmp_path / "kafka"), env={"STREAMER_KAFKA_SSL_PORT": str(ssl_port),
+                                                   "STREAMER_KAFKA_SSL_PEM": str(keystore)}):
+        support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+        start = support.master_pos(conn)
+        support.sql(conn, "INSERT INTO t VALUES (1), (2)")
+        ns = support.unique("ktls")
+        tls = {"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL",
+               "ssl.ca.location": str(pki / "ca.pem")}
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], kafka=tls)
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            keys = _consume(f"127.0.0.1:{ssl_port}", f"{ns}.{name}.t", 2, timeout=120,
+                            conf={k: v for k, v in tls.items() if k != "bootstrap.servers"})
+            assert proc.stop() == 0, proc.output()[-3000:]
+        assert len(keys) == 2
+        # The checkpoint and schema reads and the producer all went over TLS: a restart resumes.
+        with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+            proc.wait_reading()
+            assert proc.stop() == 0
+        # A CA that didn't sign the broker's certificate: refused, with the reason.
+        bad = support.write_config(str(tmp_path / "bad.yaml"), ns + "x", [f"{name}.*"],
+                                   kafka=dict(tls, **{"ssl.ca.location": str(pki / "other.pem")}),
+                                   kafka_connect_timeout_s=5)
+        with support.StreamerProcess(bad, str(tmp_path / "bad.log")) as proc:
+            assert proc.wait(60) == 4
+            out = proc.output()
+        assert "certificate verify failed" in out and "did not accept" in out, out[-3000:]
