@@ -15,6 +15,7 @@ ER_LOGIN_REFUSED = (1045, 4151)  # wrong user or password; account locked
 ER_BAD_DB = 1049
 ER_NO_SUCH_TABLE = 1146
 ER_READ_ONLY = 1290  # the server runs with --read-only (or super_read_only)
+ER_BINLOG_READ = 1220  # SHOW BINLOG EVENTS at an offset where no event starts
 CR_MIN = 2000  # codes from here on are the client's: the connection, not the statement
 
 
@@ -262,7 +263,9 @@ def check_transaction_start(conn: Any, file: str, pos: int) -> None:
         try:
             cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} FROM {int(pos)} LIMIT 1")
             row = cur.fetchone()
-        except pymysql.err.Error:
+        except pymysql.err.Error as exc:
+            if not exc.args or exc.args[0] != ER_BINLOG_READ:
+                raise  # a missing privilege, say: the start's own refusal names it
             row, what = None, "no event starts there"
         else:
             if row is None or row[2] in TRANSACTION_STARTS:
