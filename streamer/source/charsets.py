@@ -43,6 +43,7 @@ LIBRARY_NAMES = {"koi8_u": "koi8u"}
 _ALL_BYTES = bytes(range(256)).hex()
 _tables: Dict[str, Any] = {}  # codec name -> a charmap string, or (two-byte, three-byte) dicts
 _lock = threading.Lock()
+_refused: set = set()  # charsets the server gave no table for: not asked again
 
 
 def _multibyte_codec(name: str, two: Dict[int, str], three: Dict[int, str]
@@ -172,13 +173,15 @@ def configure(settings: Dict[str, Any], connect: Callable[[Dict[str, Any]], Any]
     def ensure(name: str) -> Optional[str]:
         name = LIBRARY_NAMES.get(name, name)
         with _lock:
-            if f"mysql-{name}" not in _tables:
+            if f"mysql-{name}" not in _tables and name not in _refused:
                 conn = connect(settings)
                 try:
-                    load(conn, [name])
+                    if load(conn, [name]):
+                        log.info("charset %s: decoded by the server's table", name)
+                    else:  # asked once: its values are then refused, naming the column
+                        _refused.add(name)
                 finally:
                     conn.close()
-                log.info("charset %s: decoded by the server's table", name)
             return decoders.BYTE_ORDER.get(name)
 
     decoders.SERVER_TABLE = ensure

@@ -117,10 +117,11 @@ def _varlen(data: bytes, at: int) -> Tuple[int, int]:
 
 
 def _double(value: float) -> str:
+    """A double as JSON: Python's shortest round-trip form, which keeps a whole number a double
+    (``1.0``), as MySQL's own text does."""
     if value != value or value in (float("inf"), float("-inf")):
         raise KeyError(f"a JSON double {value!r}")  # JSON has no such number; MySQL neither
-    text = repr(value)
-    return text[:-2] if text.endswith(".0") else text.replace("e+", "e")
+    return repr(value)
 
 
 def _opaque(field: int, raw: bytes) -> str:

@@ -74,3 +74,30 @@ def test_a_value_in_a_server_defined_charset_asks_for_its_table_once():
         assert asked == ["hebrew"]
     finally:
         decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES = old
+
+
+def test_a_charset_the_server_gives_no_table_for_is_asked_for_once():
+    connections = []
+
+    class Refusing(_Server):
+        def execute(self, sql):
+            raise RuntimeError("Unknown character set")
+
+        def close(self):
+            pass
+
+    def connect(settings):
+        connections.append(settings)
+        return Refusing()
+
+    charsets._tables.pop("mysql-geostd8", None)
+    decoders.BYTE_ORDER.pop("geostd8", None)
+    old = decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES
+    try:
+        charsets.configure({"host": "h"}, connect)
+        assert decoders.SERVER_TABLE("geostd8") is None
+        assert decoders.SERVER_TABLE("geostd8") is None
+        assert len(connections) == 1
+    finally:
+        decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES = old
+        charsets._refused.discard("geostd8")

@@ -173,3 +173,9 @@ def test_a_document_that_cannot_be_read_is_one_clear_error():
         mysqljson.to_text(SMALL_OBJECT[:10])
     with pytest.raises(UnsupportedValue, match="JSON value type 0x0e"):
         mysqljson.to_text(bytes([0x0E, 0]))
+
+
+def test_a_whole_double_stays_a_double():
+    assert mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", 1.0)) == "1.0"
+    assert mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", -2.5e-7)) == "-2.5e-07"
+    assert json.loads(mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", 1e300))) == 1e300
