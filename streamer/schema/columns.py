@@ -78,8 +78,9 @@ def as_bytes(value: Any) -> bytes:
 def as_text(value: Any) -> str:
     if isinstance(value, bytes):
         raise UnsupportedValue("a text value the streamer can't decode in the column's "
-                               "character set (eucjpms has no exact codec). Exclude or mask the "
-                               "column (tables.columns), or convert it to utf8mb4")
+                               "character set (a charset Python has no codec for, whose table "
+                               "the server didn't give). Exclude or mask the column "
+                               "(tables.columns), or convert it to utf8mb4")
     return value
 
 

@@ -54,5 +54,5 @@ def test_a_text_value_that_could_not_be_decoded_is_one_error_naming_the_column()
     tv = TableVersion("ns", event)
     tv.convert({"id": 1, "note": "ascii decodes"})
     with pytest.raises(UnsupportedValue, match=r"shop\.orders column note: a text value the "
-                                               r"streamer can't decode .*eucjpms.*utf8mb4"):
+                                               r"streamer can't decode .*utf8mb4"):
         tv.convert({"id": 1, "note": b"\xad\xa1"})
