@@ -1,0 +1,161 @@
+"""The latency floor of exactly-once on this broker (#37): one message per Kafka transaction.
+
+A minimal transactional producer (the streamer's own producer binding, with the publisher's
+settings) publishes one message per transaction to a one-partition topic; the message holds the
+wall-clock µs when it was produced, as a source row holds its write time. A ``read_committed``
+consumer in its own process takes ``arrival - stamp`` for every message (same host, same clock). Nothing of MySQL or the streamer's
+loop is in the path: what remains is what the Kafka transaction protocol costs here, which the
+streamer's live latency can't go under.
+
+Two modes: commits back to back (``--rate 0``), and paced at a rate (``--rate N``: a transaction
+every 1/N s; when a commit takes longer than that, the rate achieved is reported, not the one
+asked). The first ``--warmup`` seconds are reported apart.
+
+    python -m bench.floor [--rate N] [--seconds S] [--warmup W] [--results FILE]
+
+prints one JSON line (and appends it to ``--results``): p50, p90, p99, p99.9 and max in ms, the
+share over 50 and 100 ms, the messages, the rate achieved, and the producer's commit times.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any, Dict, List, Optional
+
+from . import env
+
+
+def percentiles(values: List[float]) -> Dict[str, Optional[float]]:
+    """p50/p90/p99/p99.9/max (nearest rank) and the shares over 50 and 100 ms of ``values``
+    (ms)."""
+    if not values:
+        return {k: None for k in ("p50", "p90", "p99", "p999", "max", "over_50ms",
+                                  "over_100ms")}
+    s = sorted(values)
+    n = len(s)
+
+    def rank(q: float) -> float:
+        return round(s[min(n - 1, max(0, int(q * n + 0.999999) - 1))], 3)
+
+    return {"p50": rank(0.50), "p90": rank(0.90), "p99": rank(0.99), "p999": rank(0.999),
+            "max": round(s[-1], 3), "over_50ms": round(sum(v > 50 for v in s) / n, 5),
+            "over_100ms": round(sum(v > 100 for v in s) / n, 5)}
+
+
+END = b"end"  # the producer's last message: the consumer stops there
+
+
+def consume(topic: str, deadline_s: float) -> List[List[float]]:
+    """[arrival µs, stamp µs] of each message of ``topic``, read_committed, up to END (runs as
+    a child)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": env.KAFKA, "group.id": f"floor-{uuid.uuid4().hex}",
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 5, "fetch.min.bytes": 1})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out: List[List[float]] = []
+    end = time.monotonic() + deadline_s
+    try:
+        while time.monotonic() < end:
+            m = c.poll(0.1)
+            if m is None or m.error():
+                continue
+            if m.value() == END:
+                break
+            out.append([time.time_ns() / 1000.0, float(m.value().decode())])
+    finally:
+        c.close()
+    return out
+
+
+def produce(topic: str, rate: float, seconds: float) -> Dict[str, Any]:
+    """Publish one message per transaction for ``seconds``; the stamps and commit times."""
+    from streamer.kafka import rdkafka
+    from streamer.kafka.publisher import DEFAULT_PRODUCER
+
+    conf = dict(DEFAULT_PRODUCER, **{"bootstrap.servers": env.KAFKA,
+                                     "transactional.id": f"floor-{uuid.uuid4().hex}",
+                                     "enable.idempotence": True, "acks": "all"})
+    p = rdkafka.Producer(conf)
+    commits: List[float] = []
+    try:
+        p.init_transactions(60)
+        interval = 1.0 / rate if rate else 0.0
+        began = time.monotonic()
+        due = began
+        while time.monotonic() - began < seconds:
+            if interval:
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                due += interval
+            p.begin_transaction()
+            p.produce(topic, str(time.time_ns() / 1000.0).encode())
+            t0 = time.monotonic()
+            p.commit_transaction(30)
+            commits.append((time.monotonic() - t0) * 1000.0)
+        elapsed = time.monotonic() - began
+        p.begin_transaction()
+        p.produce(topic, END)
+        p.commit_transaction(30)
+    finally:
+        p.close()
+    return {"sent": len(commits), "elapsed_s": elapsed, "commit_ms": percentiles(commits),
+            "librdkafka": rdkafka.LIBRARY_VERSION}
+
+
+def measure(rate: float, seconds: float, warmup: float) -> Dict[str, Any]:
+    topic = f"floor.{uuid.uuid4().hex[:12]}"
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": env.KAFKA})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    child = subprocess.Popen([sys.executable, "-m", "bench.floor", "--consume", topic,
+                              "--deadline", str(seconds + 60)],
+                             stdout=subprocess.PIPE, cwd=env.ROOT)
+    time.sleep(1.0)  # the consumer is assigned and fetching before the first message
+    sent = produce(topic, rate, seconds)
+    out, _ = child.communicate(timeout=seconds + 90)  # read while it writes: a pipe holds 64 KB
+    pairs = json.loads(out or b"[]")
+    admin.delete_topics([topic])
+    first = min((stamp for _, stamp in pairs), default=0.0)
+    warm = [(arrival - stamp) / 1000.0 for arrival, stamp in pairs
+            if stamp - first >= warmup * 1e6]
+    cold = [(arrival - stamp) / 1000.0 for arrival, stamp in pairs
+            if stamp - first < warmup * 1e6]
+    return {"bench": "floor", "mode": "paced" if rate else "back-to-back",
+            "rate_asked": rate, "rate_achieved": round(sent["sent"] / sent["elapsed_s"], 1),
+            "messages": sent["sent"], "received": len(pairs), "warmup_s": warmup,
+            "latency_ms": percentiles(warm), "warmup_latency_ms": percentiles(cold),
+            "commit_ms": sent["commit_ms"], "librdkafka": sent["librdkafka"],
+            "python": os.path.basename(sys.executable), "ts": time.time()}
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n")[0])
+    ap.add_argument("--rate", type=float, default=0.0, help="transactions/s (0: back to back)")
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--results", help="JSON lines file to append the result to")
+    ap.add_argument("--consume", help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, default=60.0, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.consume:
+        print(json.dumps(consume(args.consume, args.deadline)))
+        return 0
+    result = measure(args.rate, args.seconds, args.warmup)
+    line = json.dumps(result, sort_keys=True)
+    print(line)
+    if args.results:
+        with open(args.results, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
