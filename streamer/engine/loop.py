@@ -196,10 +196,8 @@ class Streamer:
                     self._schema_records = _Ahead(publisher.read_schema_records,
                                                   "streamer-schemas-read")
                 checkpoint = publisher.read_checkpoint()
-                start_cfg = self.cfg["start"]
-                if checkpoint is None and start_cfg["initial"] == "end" and not (
-                        self.override is not None or self.override_gtid is not None
-                        or start_cfg["file"] or start_cfg["gtid"]):
+                if checkpoint is None and self.cfg["start"]["initial"] == "end" and not \
+                        start_mod.is_explicit(self.cfg, self.override, self.override_gtid):
                     ahead = self._schema_records
                     start_mod.check_unused(self.cfg, ahead.result() if ahead is not None else
                                            publisher.read_schema_records(), self.filter)

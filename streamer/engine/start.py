@@ -142,12 +142,20 @@ def explicit_start(cfg: Dict[str, Any], override: Optional[Position]) -> Optiona
     return None
 
 
+def is_explicit(cfg: Dict[str, Any], override: Optional[Position],
+                override_gtid: Optional[str]) -> bool:
+    """Whether a start position was given (argv, or start.file/start.gtid in the config)."""
+    start_cfg = cfg["start"]
+    return bool(override is not None or override_gtid is not None or start_cfg["file"]
+                or start_cfg["gtid"])
+
+
 def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source: SourceInfo,
                      override: Optional[Position], override_gtid: Optional[str]) -> Position:
     """The explicit start position if one was given (it overrides the checkpoint, loudly), else
     the committed checkpoint, else the end or the beginning of the binlog (start.initial)."""
     start_cfg = cfg["start"]
-    if override is not None or override_gtid is not None or start_cfg["file"] or start_cfg["gtid"]:
+    if is_explicit(cfg, override, override_gtid):
         pos = override
         if pos is None and start_cfg["file"]:
             pos = Position(start_cfg["file"], start_cfg["pos"])

@@ -98,20 +98,19 @@ class Tracker:
                     self.begin(_start_of(event), None)
                 self.explicit = True
                 return False
-            # MySQL's group of an XA transaction being prepared opens with XA START (MariaDB
-            # flags its GTID event instead); XA END doesn't end it, its XA_prepare event does.
-            if query[:9].upper() == "XA START ":
-                if not self.in_tx:
-                    self.begin(_start_of(event), None)
-                self.explicit = self.xa = True
-                return False
-            # MySQL 8.0.21+ writes CREATE TABLE ... SELECT as one transaction: the CREATE TABLE,
-            # marked "START TRANSACTION" (with or without a BEGIN before it), then the rows,
-            # then the XID. It opens the transaction, never ends it.
-            if query[-17:].upper() == "START TRANSACTION" and _CTAS.match(query):
+            # Two statements open a transaction that a later event ends:
+            # - MySQL's XA START, for the group of an XA transaction being prepared (MariaDB
+            #   flags its GTID event instead); XA END doesn't end it, its XA_prepare event does;
+            # - MySQL 8.0.21+'s CREATE TABLE ... SELECT, written as one transaction: the CREATE
+            #   TABLE marked "START TRANSACTION" (with or without a BEGIN before it), the rows,
+            #   then the XID.
+            xa_start = query[:9].upper() == "XA START "
+            if xa_start or (query[-17:].upper() == "START TRANSACTION" and _CTAS.match(query)):
                 if not self.in_tx:
                     self.begin(_start_of(event), None)
                 self.explicit = True
+                if xa_start:
+                    self.xa = True
                 return False
             # A group of a non-transactional table's changes may end in ROLLBACK (a mixed
             # MyISAM/InnoDB transaction): its MyISAM rows stay applied, and it ends there.
