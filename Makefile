@@ -20,23 +20,23 @@ help:
 deps:
 	deploy/local/deps.sh
 
-# The producer's librdkafka: Debian's 2.0.2 without its 1 ms spin per transaction, built once
-# per machine (deploy/librdkafka.sh) into the cache the deploy tests' release builds share.
+# librdkafka 2.16.0, upstream's, from confluent-kafka's wheel on the package index: fetched once
+# per machine (deploy/librdkafka.sh) into the cache the deploy tests' release builds share, and
+# installed where the producer loads it. PyPy's confluent-kafka-pypy is relinked to the same file.
 LIBRDKAFKA_CACHE := .local/deploy-deps
-BUNDLED_LIB := lib/streamer/librdkafka.so.1
 
 $(VENV_PYPY)/.stamp: setup.py deploy/librdkafka.sh | deps
 	test -x $(VENV_PYPY)/bin/python || $(PYPY) -m venv $(VENV_PYPY)
 	$(VENV_PYPY)/bin/pip install -q -U pip setuptools wheel
 	$(VENV_PYPY)/bin/pip install -q -e '.[test]'
-	lib="$$(deploy/librdkafka.sh $(LIBRDKAFKA_CACHE))" && install -D -m 0755 "$$lib" $(VENV_PYPY)/$(BUNDLED_LIB)
+	deploy/librdkafka.sh --relink-consumer $(LIBRDKAFKA_CACHE) $(VENV_PYPY)/bin/python $(VENV_PYPY) >/dev/null
 	touch $@
 
 $(VENV_CPY)/.stamp: setup.py deploy/librdkafka.sh
 	test -x $(VENV_CPY)/bin/python || $(CPYTHON) -m venv $(VENV_CPY)
 	$(VENV_CPY)/bin/pip install -q -U pip setuptools wheel
 	$(VENV_CPY)/bin/pip install -q -e '.[test]'
-	lib="$$(deploy/librdkafka.sh $(LIBRDKAFKA_CACHE))" && install -D -m 0755 "$$lib" $(VENV_CPY)/$(BUNDLED_LIB)
+	deploy/librdkafka.sh $(LIBRDKAFKA_CACHE) $(VENV_CPY)/bin/python $(VENV_CPY) >/dev/null
 	touch $@
 
 venv: $(VENV_PYPY)/.stamp $(VENV_CPY)/.stamp

@@ -104,6 +104,8 @@ FREE_MAPPINGS = ("kafka", "tables.columns.mask")
 RESERVED_KAFKA_KEYS = ("transactional.id", "enable.idempotence", "acks", "isolation.level")
 # Allowed only at 1 (kafka.publisher.DEFAULT_PRODUCER says why).
 IN_FLIGHT_KEYS = ("max.in.flight.requests.per.connection", "max.in.flight")
+# librdkafka's two spellings of the SASL mechanism.
+SASL_MECHANISM_KEYS = ("sasl.mechanisms", "sasl.mechanism")
 
 
 def _merge(base: Dict[str, Any], over: Dict[str, Any], path: str = "") -> Dict[str, Any]:
@@ -217,9 +219,15 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
         value = cfg["kafka"].get(key)
         if value is not None and str(value).strip() != "1":
             raise ConfigError(f"config key 'kafka.{key}' is {value!r}; it must stay 1 (or be "
-                              f"left out): with more requests in flight, librdkafka 2.0 can "
-                              f"drop a message while a partition's leader changes, and per-key "
-                              f"order and exactly-once depend on it")
+                              f"left out): with more requests in flight, librdkafka (2.0.2, as "
+                              f"seen here) can drop a message while a partition's leader "
+                              f"changes, and per-key order and exactly-once depend on it")
+    for key in SASL_MECHANISM_KEYS:
+        if str(cfg["kafka"].get(key, "")).strip().upper() == "GSSAPI":
+            raise ConfigError(f"config key 'kafka.{key}' is GSSAPI (Kerberos), which the "
+                              f"streamer's librdkafka (upstream's build, deploy/librdkafka.sh) "
+                              f"does not include; use SCRAM-SHA-256, SCRAM-SHA-512, PLAIN "
+                              f"(over SASL_SSL) or OAUTHBEARER")
     _require(bool(cfg["kafka"].get("bootstrap.servers")), "kafka.bootstrap.servers",
              cfg["kafka"].get("bootstrap.servers"), "host:port[,host:port...]")
     url = cfg["schema_registry"]["url"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# System packages the two virtualenvs need: Debian's PyPy 3.9, and librdkafka (headers for
-# confluent-kafka-pypy's build; the library itself for the producer, which loads it through cffi),
-# and the openssl tool, which a unit test uses for a throwaway TLS certificate.
+# System packages the two virtualenvs need: Debian's PyPy 3.9, librdkafka's headers and a C
+# compiler for confluent-kafka-pypy's build (which deploy/librdkafka.sh then links to upstream's
+# 2.16.0; the system's 2.0.2 library stays for STREAMER_LIBRDKAFKA=system and the tests that
+# compare with it), and the openssl tool, which a unit test uses for a throwaway TLS certificate.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 

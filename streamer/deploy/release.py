@@ -4,8 +4,9 @@ The dependencies live in a shared layer, ``deps/HASH``: a virtualenv built once 
 (``deploy/constraints-pypy.txt``) and interpreter, and never changed afterwards. A ``.pth`` file
 puts the layer's site-packages on the release's path. A release therefore builds in seconds, and
 an old release keeps its own layer when a new one brings new dependencies, so a rollback always
-lands on exactly what was tested. The release also gets the producer's librdkafka, built once per
-host by deploy/librdkafka.sh into the same directory as the layers.
+lands on exactly what was tested. The layer and the release also get the librdkafka the streamer
+loads (deploy/librdkafka.sh: upstream's, fetched once per host into the same directory as the
+layers); the layer's confluent-kafka-pypy is relinked to its copy.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import os
 import shutil
 import subprocess
 import time
-from typing import List
+from typing import List, Tuple
 
 from streamer.errors import ReleaseError
 from streamer.kafka.bundle import BUNDLED_RELPATH
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOCK_FILE = os.path.join("deploy", "constraints-pypy.txt")
+LIBRDKAFKA_SCRIPT = os.path.join("deploy", "librdkafka.sh")
 MARKER = "RELEASE.json"
 # What a release needs from a source tree; everything else (venvs, state, tests) stays behind.
 _SKIP = shutil.ignore_patterns(".git", ".venv*", ".local", "__pycache__", "build", "dist",
@@ -47,12 +49,15 @@ def _purelib(python: str) -> str:
                "asking the interpreter for its site-packages").strip()
 
 
-def deps_layer(deps_dir: str, lock_path: str, python: str) -> str:
-    """The site-packages of the dependency layer for this lock file, built when missing."""
+def deps_layer(deps_dir: str, lock_path: str, python: str, librdkafka_script: str) -> Tuple[str, str]:
+    """The dependency layer for this lock file, built when missing: (its root, its site-packages)."""
     ident = run([python, "-c", "import sys; print(sys.executable, sys.version)"],
                 f"running the interpreter {python}")
-    with open(lock_path, "rb") as fh:
-        key = hashlib.sha256(fh.read() + ident.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(ident.encode())
+    for path in (lock_path, librdkafka_script):  # a new librdkafka makes a new layer too
+        with open(path, "rb") as fh:
+            digest.update(fh.read())
+    key = digest.hexdigest()[:16]
     layer = os.path.join(deps_dir, key)
     done = os.path.join(layer, "COMPLETE")
     os.makedirs(deps_dir, exist_ok=True)
@@ -65,20 +70,28 @@ def deps_layer(deps_dir: str, lock_path: str, python: str) -> str:
             run([python, "-m", "venv", layer], "creating the dependency virtualenv")
             run([os.path.join(layer, "bin", "python"), "-m", "pip", "install", "-q",
                  "--no-deps", "-r", lock_path], f"installing the locked dependencies {lock_path}")
+            # confluent-kafka-pypy, built above against the system's librdkafka, is built again
+            # linked to the layer's own copy of the producer's (the streamer's topic reads).
+            run(["bash", librdkafka_script, "--relink-consumer", deps_dir,
+                 os.path.join(layer, "bin", "python"), layer],
+                "installing librdkafka into the dependency layer (deploy/librdkafka.sh)")
             with open(done, "w") as fh:
                 fh.write(lock_path + "\n")
             log.info("built dependency layer %s in %.1fs", layer, time.monotonic() - started)
-    return _purelib(os.path.join(layer, "bin", "python"))
+    return layer, _purelib(os.path.join(layer, "bin", "python"))
 
 
-def install_librdkafka(source: str, deps_dir: str, release: str) -> str:
-    """The producer's librdkafka in the release, where streamer.rdkafka looks first: Debian's
-    2.0.2 without its ~1 ms spin per Kafka transaction, built once per host into ``deps_dir``."""
-    built = run(["bash", os.path.join(source, "deploy", "librdkafka.sh"), deps_dir],
-                "building librdkafka (deploy/librdkafka.sh)").strip().splitlines()[-1]
+def install_librdkafka(layer: str, release: str) -> str:
+    """The producer's librdkafka in the release, where streamer.rdkafka looks first: a link to
+    the layer's copy, the very file its confluent-kafka-pypy is linked to, so that the process
+    loads one librdkafka, not two."""
+    built = os.path.join(layer, BUNDLED_RELPATH)
+    if not os.path.isfile(built):
+        raise ReleaseError(f"the dependency layer {layer} has no {BUNDLED_RELPATH}; remove the "
+                           f"layer to have it built again")
     target = os.path.join(release, BUNDLED_RELPATH)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    shutil.copy2(built, target)
+    os.symlink(built, target)
     return target
 
 
@@ -94,7 +107,8 @@ def build(prefix: str, version: str, source: str, python: str, deps_dir: str) ->
     if not os.path.isfile(lock_path):
         raise ReleaseError(f"{lock_path} is missing: run 'make constraints' and commit it")
     started = time.monotonic()
-    layer_site = deps_layer(deps_dir, lock_path, python)
+    layer, layer_site = deps_layer(deps_dir, lock_path, python,
+                                   os.path.join(source, LIBRDKAFKA_SCRIPT))
     # Scripts in a virtualenv embed its absolute path, so a release is built in place and
     # only counts once its marker exists; a half-built one is removed and built again.
     shutil.rmtree(release, ignore_errors=True)
@@ -114,7 +128,7 @@ def build(prefix: str, version: str, source: str, python: str, deps_dir: str) ->
     run([release_py, "-m", "compileall", "-q", os.path.join(release_site, "streamer")],
         "compiling the project's bytecode")
     run([release_py, "-m", "pip", "check"], "checking the release's dependencies against the lock")
-    install_librdkafka(source, deps_dir, release)
+    install_librdkafka(layer, release)
     shutil.copytree(os.path.join(source, "deploy", "env"), os.path.join(release, "env"))
     shutil.rmtree(src)
     seconds = round(time.monotonic() - started, 1)

@@ -7,13 +7,14 @@ ships with PyPy; CPython takes it from PyPI.
 
 Only what the publisher needs is wrapped, with confluent-kafka's names and its exceptions
 (``KafkaException`` carrying a ``KafkaError``, ``BufferError`` for a full queue), so the
-publisher's error handling reads the same. AdminClient and Consumer stay confluent-kafka's.
+publisher's error handling reads the same. AdminClient and Consumer stay confluent-kafka's, on
+the same librdkafka file (deploy/librdkafka.sh relinks PyPy's confluent-kafka-pypy to it).
 
-Which librdkafka: the project's build beside the interpreter (``lib/streamer/librdkafka.so.1``
+Which librdkafka: the project's copy beside the interpreter (``lib/streamer/librdkafka.so.1``
 under ``sys.prefix``, put there by ``make venv`` and by a release build from
-deploy/librdkafka.sh), else the system's. Debian 12's 2.0.2 spins its main thread for ~1 ms per
-Kafka transaction (upstream #4684, fixed in 2.4.0); the project's build is that version with the
-spin fixed. ``STREAMER_LIBRDKAFKA`` names another file, or ``system``.
+deploy/librdkafka.sh: upstream 2.16.0, from confluent-kafka's wheel), else the system's. Debian
+12's 2.0.2 spins its main thread for ~1 ms per Kafka transaction (upstream #4684, fixed in
+2.4.0). ``STREAMER_LIBRDKAFKA`` names another file, or ``system``.
 """
 from __future__ import annotations
 
@@ -166,7 +167,7 @@ def _library() -> Any:
                 f"librdkafka {version_text(version)} ({path}) is too old; 1.6 or newer is needed")))
         if path == SYSTEM and version < NO_SPIN:
             log.warning("librdkafka %s (the system's) spins a core for ~1 ms per Kafka "
-                        "transaction; a release build (or 'make venv') installs the fixed copy "
+                        "transaction; a release build (or 'make venv') installs a current one "
                         "as %s (deploy/librdkafka.sh), or install librdkafka 2.4 or newer",
                         version_text(version), BUNDLED)
         else:

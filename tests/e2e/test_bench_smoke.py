@@ -175,8 +175,9 @@ def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_
     assert system["library"] == "librdkafka.so.1"
     # Each of the batch line's transactions stayed open for a live batch's linger first.
     assert batch["batch_ms"] == 20.0 and "batch_ms" not in own
+    assert own["librdkafka"] == batch["librdkafka"] == "2.16.0" and system["librdkafka"] == "2.0.2"
     for rec in (own, system, batch):
-        assert rec["librdkafka"] == "2.0.2" and rec["commits"] > 0 and rec["commits_s"] > 0
+        assert rec["commits"] > 0 and rec["commits_s"] > 0
         assert 0 < rec["rdk_main_ms_per_commit"] < rec["cpu_ms_per_commit"]
         assert 0 < rec["commit_p50_ms"] <= rec["commit_p99_ms"]
     assert "Kafka transactions back to back" in done.stdout
