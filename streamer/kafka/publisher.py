@@ -50,9 +50,10 @@ DEFAULT_PRODUCER = {
     # than one partition co-partition with Kafka Streams and the rest; librdkafka's default
     # (consistent_random, CRC32) puts keys elsewhere.
     "partitioner": "murmur2_random",
+    **logs.RECONNECT_BACKOFF,  # a start-up 40 ms shorter (kafka.logs says why)
 }
 # Consumer-side keys that would confuse a producer and the reverse; the rest pass through.
-_PRODUCER_ONLY = set(DEFAULT_PRODUCER) | {"compression.type", "batch.size", "retries",
+_PRODUCER_ONLY = (set(DEFAULT_PRODUCER) - set(logs.RECONNECT_BACKOFF)) | {"compression.type", "batch.size", "retries",
                                          "delivery.timeout.ms", "request.timeout.ms"}
 
 

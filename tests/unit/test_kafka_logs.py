@@ -27,3 +27,14 @@ def test_confluent_kafka_clients_calls_reach_the_same_mapping(caplog):
                                                 "Connection refused"),
                    (logs.NAME, logging.DEBUG, "BGQUEUE: Purging")]
     assert logs.client_conf({"bootstrap.servers": "x"})["logger"] is logs.LOGGER
+
+
+def test_every_client_reconnects_after_20_ms_first_unless_the_config_says_otherwise():
+    from streamer.kafka import publisher
+    assert logs.client_conf({"bootstrap.servers": "x"})["reconnect.backoff.ms"] == 20
+    assert logs.client_conf({"reconnect.backoff.ms": 100})["reconnect.backoff.ms"] == 100
+    assert publisher.DEFAULT_PRODUCER["reconnect.backoff.ms"] == 20
+    # The config's own value reaches the consumers too, not only the producer.
+    pub = publisher.Publisher.__new__(publisher.Publisher)
+    pub.kafka_conf = {"bootstrap.servers": "x", "reconnect.backoff.ms": 250, "linger.ms": 1}
+    assert pub._client_conf() == {"bootstrap.servers": "x", "reconnect.backoff.ms": 250}
