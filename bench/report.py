@@ -57,6 +57,16 @@ SHARE_LIVE: List[Tuple[str, str, int]] = [
     ("cores needed", "cores_needed", 2), *RUNQ, ("RSS MB", "rss_mb", 0), ("steal %", "cpu_steal_pct", 0),
 ]
 
+# Fixed-rate single-row transactions (bench.latency) and the floor (bench.floor), client stamps.
+LATENCY: List[Tuple[str, str, int]] = [
+    ("offered/s", "offered_rows_s", 0), ("rows/s", "rows_s", 0), ("p50 ms", "p50_ms", 1),
+    ("p90 ms", "p90_ms", 1), ("p99 ms", "p99_ms", 1), ("p99.9 ms", "p999_ms", 1),
+    ("max ms", "max_ms", 1), (">50ms %", "over_50ms_pct", 2), (">100ms %", "over_100ms_pct", 2),
+    ("cold p50", "cold_p50_ms", 1), ("cold p99", "cold_p99_ms", 1), ("cold max", "cold_max_ms", 1),
+    ("streamer cores", "streamer_cores", 2), ("Kafka cores", "kafka_cores", 2),
+    ("MariaDB cores", "mariadb_cores", 2), ("steal %", "cpu_steal_pct", 0),
+]
+
 TXN: List[Tuple[str, str, int]] = [
     ("commits/s", "commits_s", 0), ("CPU ms/commit", "cpu_ms_per_commit", 2),
     ("rdk:main ms/commit", "rdk_main_ms_per_commit", 2), ("commit p50 ms", "commit_p50_ms", 1),
@@ -121,6 +131,15 @@ def render(records: List[Dict[str, Any]]) -> str:
         parts.append("live load (latency = MySQL commit -> visible to a read_committed consumer; "
                      "warm unless marked cold; source = stamp -> MariaDB acknowledged the INSERT, "
                      "after = acknowledged -> visible)\n" + _table(["python"] + [h for h, _, _ in LIVE], rows))
+    lat = [r for r in records if r["shape"] in ("latency", "floor")]
+    if lat:
+        rows = [[r["shape"], r["interpreter"]] + [_num(r.get(key), d) for _, key, d in LATENCY]
+                for r in lat]
+        parts.append("live latency at a fixed rate of single-row transactions (client stamp -> "
+                     "visible to a read_committed consumer in its own process; warm after the "
+                     "first warmup_s, cold before; floor: one Kafka transaction per message, no "
+                     "MySQL and no streamer, offered 0 = back to back)\n" +
+                     _table(["shape", "python"] + [h for h, _, _ in LATENCY], rows))
     shared = [r for r in records if "saturation_share" in r]
     if shared:
         rows = [[r["shape"], r["interpreter"], r.get("source_engine", "innodb"),

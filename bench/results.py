@@ -21,7 +21,8 @@ LOWER_IS_BETTER = ("start_s", "rss_mb", "p50_ms", "p99_ms", "max_ms", "over_100m
                    "cold_p99_ms", "cold_max_ms", "cpu_us_per_row",
                    "rss_growth_mb", "fresh_start_s", "restart_s", "streamer_cores",
                    "cpu_ms_per_commit", "rdk_main_ms_per_commit", "commit_p50_ms", "commit_p99_ms",
-                   "after_source_p50_ms", "after_source_p99_ms")
+                   "after_source_p50_ms", "after_source_p99_ms",
+                   "p90_ms", "p999_ms", "over_50ms_pct", "cold_p50_ms", "kafka_cores")
 
 
 def run_header(quick: bool, repeat: int) -> Dict[str, Any]:

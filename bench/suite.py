@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional
 
 import pymysql
 
-from . import binlogs, catchup, env, live, loaded, report, results, snapshot, startup, targets
+from . import (binlogs, catchup, env, latency, live, loaded, report, results, snapshot, startup,
+               targets)
 from .proc import JIT_THREADS, BenchError, run_json, server_pids, threads_cpu_seconds
 from .shapes import SHAPES, Backlog, drop, load_backlog
 from .watch import delete_namespace
@@ -212,6 +213,36 @@ def measure_txn(python: str, system: bool, seconds: float, workdir: str,
     return rec
 
 
+def measure_latency(python: str, rate: float, args: argparse.Namespace,
+                    workdir: str) -> Dict[str, Any]:
+    """Fixed-rate single-row transactions against the streamer under ``python`` (bench.latency)."""
+    out = latency.run(python, workdir, rate, args.latency_seconds, args.latency_warmup)
+    rec = {"shape": "latency", "python": _label(python), **_interpreter_of(python), **out,
+           "repeat": 1}
+    print(f"bench: latency {rec['interpreter']} at {rate:g} rows/s ({out['rows_s']} achieved): "
+          f"p50 {out['p50_ms']} ms, p99 {out['p99_ms']} ms, p99.9 {out['p999_ms']} ms, max "
+          f"{out['max_ms']} ms; cold p99 {out['cold_p99_ms']} ms, max {out['cold_max_ms']} ms",
+          flush=True)
+    return rec
+
+
+def measure_floor(python: str, rate: float, args: argparse.Namespace) -> Dict[str, Any]:
+    """bench.floor under ``python``: one Kafka transaction per message, at ``rate`` (0: back to
+    back), as a line comparable with the latency lines."""
+    out = json.loads(run_json([python, "-m", "bench.floor", "--rate", str(rate), "--seconds",
+                               str(args.latency_seconds), "--warmup", str(args.latency_warmup)],
+                              f"bench.floor under {python}").splitlines()[-1])
+    rec = {"shape": "floor", "python": _label(python), **_interpreter_of(python),
+           "offered_rows_s": rate, "rows_s": out["rate_achieved"], "rows": out["messages"],
+           "seconds": args.latency_seconds, "warmup_s": args.latency_warmup,
+           "librdkafka": out["librdkafka"], **latency.flatten("", out["latency_ms"]),
+           **latency.flatten("cold_", out["warmup_latency_ms"]),
+           **latency.flatten("commit_", out["commit_ms"]), "repeat": 1}
+    print(f"bench: floor {rec['interpreter']} at {rate:g}/s ({out['rate_achieved']} achieved): "
+          f"p50 {rec['p50_ms']} ms, p99 {rec['p99_ms']} ms, max {rec['max_ms']} ms", flush=True)
+    return rec
+
+
 def compile_streamer(python: str) -> None:
     """Bytecode for the streamer package under PYTHON, as `pip install` writes it for a release.
     Without it, where PYTHONDONTWRITEBYTECODE is set (as in CI), every start compiles the
@@ -246,6 +277,15 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="skip timing start-up (spawn to reading the binlog)")
     p.add_argument("--no-txn", action="store_true",
                    help="skip timing Kafka transactions on the project's and the system's librdkafka")
+    p.add_argument("--no-latency", action="store_true",
+                   help="skip the fixed-rate latency loads and their floor")
+    p.add_argument("--latency-rate", type=float, action="append",
+                   help="rows/s of a latency load, and of a paced floor (repeatable; default 1000 "
+                   "and 5000, quick 200)")
+    p.add_argument("--latency-seconds", type=float,
+                   help="each latency load's and floor's length (default 30, quick 4)")
+    p.add_argument("--latency-warmup", type=float,
+                   help="their first seconds, reported apart as cold (default 5, quick 1)")
     p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
     p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
     p.add_argument("--warmup", type=int, help="unrecorded bulk catch-ups per interpreter first, "
@@ -299,10 +339,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
             loaded.check_engine(SHAPES[shape], args.source_engine)
         except BenchError as exc:
             p.error(f"--share-live {shape}: {exc}")
-    defaults = (100, 6, 2.0) if args.quick else (500, 40, 10.0)
-    for name, value in zip(("live_rate", "live_seconds", "live_warmup"), defaults):
+    defaults = (100, 6, 2.0, [200.0], 4.0, 1.0) if args.quick else \
+        (500, 40, 10.0, [1000.0, 5000.0], 30.0, 5.0)
+    for name, value in zip(("live_rate", "live_seconds", "live_warmup", "latency_rate",
+                            "latency_seconds", "latency_warmup"), defaults):
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if any(r <= 0 for r in args.latency_rate):
+        p.error(f"--latency-rate must be above 0, got {args.latency_rate}")
     return args
 
 
@@ -361,6 +405,13 @@ def _measure(args: argparse.Namespace) -> int:
                 records.extend(measure_txn(p, system, seconds, workdir, batch_ms)
                                for p in args.python
                                for system, batch_ms in ((False, 0.0), (True, 0.0), (False, TXN_BATCH_MS)))
+            if not args.no_latency:
+                # The floor under the first interpreter only: it measures the broker, and the
+                # producer binding is the same cffi code under both.
+                records.extend(measure_floor(args.python[0], rate, args)
+                               for rate in [0.0] + args.latency_rate)
+                records.extend(measure_latency(p, rate, args, workdir)
+                               for p in args.python for rate in args.latency_rate)
             if not (args.no_live or args.no_rate_live):
                 records.extend(measure_live(p, args, workdir) for p in args.python)
             for shape in args.share_live:

@@ -41,7 +41,7 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     out_file = tmp_path / "results.jsonl"
     committed_before = _committed_results_state()
 
-    done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-live", "--no-startup",
+    done = _run("-m", "bench.suite", "--quick", "--no-latency", "--shape", "bulk", "--no-live", "--no-startup",
                 "--no-txn", "--no-snapshot", "--warmup", "1", "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -86,7 +86,7 @@ def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
     conn.close()
     files_before, _ = _binlog_files()
 
-    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-live", "--no-txn",
+    done = _run("-m", "bench.suite", "--quick", "--no-latency", "--no-catchup", "--no-live", "--no-txn",
                 "--no-snapshot", "--keep-binlogs", "--python", sys.executable, "--results", str(out_file),
                 environ=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
 
@@ -137,7 +137,7 @@ def test_compare_names_the_fix_for_an_unknown_commit(tmp_path):
 def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tmp_path):
     out_file = tmp_path / "results.jsonl"
 
-    done = _run("-m", "bench.suite", "--quick", "--shape", "bulk", "--no-startup", "--warmup", "0",
+    done = _run("-m", "bench.suite", "--quick", "--no-latency", "--shape", "bulk", "--no-startup", "--warmup", "0",
                 "--no-txn", "--no-snapshot", "--no-rate-live", "--share-live", "bulk", "--python", sys.executable,
                 "--results", str(out_file))
 
@@ -163,7 +163,7 @@ def test_quick_share_live_offers_the_shapes_own_rows_at_half_its_catchup_rate(tm
 def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_s(tmp_path):
     out_file = tmp_path / "results.jsonl"
 
-    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-startup", "--no-live",
+    done = _run("-m", "bench.suite", "--quick", "--no-latency", "--no-catchup", "--no-startup", "--no-live",
                 "--no-snapshot", "--python", sys.executable, "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -186,7 +186,7 @@ def test_quick_txn_times_a_commit_on_the_project_s_librdkafka_and_on_the_system_
 def test_quick_snapshot_reads_the_whole_table_and_measures_a_live_stream_beside_it(tmp_path):
     out_file = tmp_path / "results.jsonl"
 
-    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-startup", "--no-live",
+    done = _run("-m", "bench.suite", "--quick", "--no-latency", "--no-catchup", "--no-startup", "--no-live",
                 "--no-txn", "--snapshot-chunk-rows", "5000", "--python", sys.executable,
                 "--results", str(out_file))
 
@@ -199,3 +199,30 @@ def test_quick_snapshot_reads_the_whole_table_and_measures_a_live_stream_beside_
     assert cost["beats_during"] > 0 and 0 < cost["without_p50_ms"] <= cost["without_p99_ms"]
     assert 0 < cost["p50_ms"] <= cost["p99_ms"] and cost["streamer_cores"] > 0
     assert "snapshot of a table" in done.stdout and "without and during a snapshot" in done.stdout
+
+
+def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_beside_it(tmp_path):
+    from bench import compare
+    out_file = tmp_path / "results.jsonl"
+
+    done = _run("-m", "bench.suite", "--quick", "--no-catchup", "--no-startup", "--no-live",
+                "--no-txn", "--no-snapshot", "--latency-rate", "100", "--python", sys.executable,
+                "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(x) for x in out_file.read_text().splitlines()]
+    floors = [r for r in lines if r["shape"] == "floor"]
+    (lat,) = [r for r in lines if r["shape"] == "latency"]
+    # The floor back to back and at the load's rate; every message it sent was received.
+    assert [r["offered_rows_s"] for r in floors] == [0.0, 100.0]
+    for rec in floors + [lat]:
+        assert rec["rows"] > 0 and rec["rows_s"] > 0
+        assert 0 < rec["p50_ms"] <= rec["p90_ms"] <= rec["p99_ms"] <= rec["p999_ms"] <= rec["max_ms"]
+        assert 0 <= rec["over_50ms_pct"] <= 100 and rec["cold_p50_ms"] > 0
+    assert floors[1]["rows_s"] <= 110 and floors[0]["rows_s"] > floors[1]["rows_s"]
+    # bench.latency checked that the consumer saw every row written; the rate held here.
+    assert lat["offered_rows_s"] == 100 and lat["rows_s"] <= 110 and lat["rows"] >= 200
+    assert lat["streamer_cores"] > 0 and lat["kafka_cores"] > 0 and lat["mariadb_cores"] > 0
+    # Its own group in bench-compare, apart from other rates and the floor.
+    assert compare.group_of(lat)[0] == "latency@100/s" and compare.group_of(floors[0])[0] == "floor@0/s"
+    assert "live latency at a fixed rate" in done.stdout

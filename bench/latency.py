@@ -1,0 +1,273 @@
+"""Live latency at a fixed rate (#37): single-row transactions, a client µs stamp in each row.
+
+Loader threads INSERT one row per autocommit transaction at a fixed total rate; each row holds
+the wall clock in µs, taken by the client right before it sends the statement. A
+``read_committed`` consumer in its own process notes when each row's message arrives; the
+latency is ``arrival - stamp`` (same host, same clock): the source's commit, the binlog read,
+the streamer's loop and its Kafka transaction, up to the moment a consumer can read the row.
+Rows stamped in the first ``warmup_s`` seconds after the streamer caught up are reported apart
+(``cold_*``): the JIT warming at the first changes belongs there, not to the steady state.
+
+One line per rate: p50, p90, p99, p99.9 and max in ms, the share over 50 and 100 ms, the rate the
+loader achieved, and the CPU of the streamer, the broker and MariaDB over the load (cores). The
+floor these are judged against is bench/floor.py's.
+
+    python -m bench.latency --python PY [--rate N ...] [--seconds S] [--warmup W] [--results F]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import env
+from .floor import percentiles
+from .proc import BenchError, CpuWindow, Streamer
+from .watch import Watcher, delete_namespace
+
+TABLE = "lat"
+DDL = f"CREATE TABLE {TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, ts_us BIGINT NOT NULL)"
+INSERT = f"INSERT INTO {TABLE} (ts_us) VALUES (%s)"
+# Rows written only to learn that the streamer publishes: never measured.
+PRIMER_TS = 0
+LAST_PRIMER_TS = 1
+# One connection keeps up with ~2-3k single-row commits/s here; more share the rate.
+ROWS_S_PER_CONNECTION = 1500
+
+
+def flatten(prefix: str, p: Dict[str, Optional[float]]) -> Dict[str, Optional[float]]:
+    """bench.floor's percentiles as a line's fields: ``{prefix}p50_ms``... and the shares over
+    50 and 100 ms in % (``{prefix}over_50ms_pct``)."""
+    out: Dict[str, Optional[float]] = {f"{prefix}{k}_ms": p[k]
+                                       for k in ("p50", "p90", "p99", "p999", "max")}
+    for k in ("over_50ms", "over_100ms"):
+        share = p[k]
+        out[f"{prefix}{k}_pct"] = None if share is None else round(100.0 * share, 3)
+    return out
+
+
+def stats(prefix: str, values_ms: List[float]) -> Dict[str, Optional[float]]:
+    """The line's latency fields of ``values_ms``."""
+    return flatten(prefix, percentiles(values_ms))
+
+
+def split(pairs: List[Tuple[float, float]], warm_from_us: float) -> Tuple[List[float], List[float]]:
+    """(cold, warm) latencies in ms of ``(arrival_us, stamp_us)`` pairs, split at the stamp."""
+    cold: List[float] = []
+    warm: List[float] = []
+    for arrival, stamp in pairs:
+        (warm if stamp >= warm_from_us else cold).append((arrival - stamp) / 1000.0)
+    return cold, warm
+
+
+class Loader:
+    """``rate`` single-row autocommit INSERTs a second for ``seconds``, over threads of one
+    connection each, every row stamped with the client's clock (µs) just before it is sent."""
+
+    def __init__(self, db: str, rate: float, seconds: float):
+        self.db = db
+        self.rate = rate
+        self.seconds = seconds
+        self.connections = max(1, -(-int(rate) // ROWS_S_PER_CONNECTION))
+        self.written = [0] * self.connections
+        self.errors: List[BaseException] = []
+        self.elapsed_s = 0.0
+
+    def _one(self, index: int, began: float) -> None:
+        try:
+            conn = env.admin(self.db)
+            try:
+                interval = self.connections / self.rate
+                due = began + index * interval / self.connections
+                with conn.cursor() as cur:
+                    while True:
+                        now = time.monotonic()
+                        if now - began >= self.seconds:
+                            return
+                        if due > now:
+                            time.sleep(due - now)
+                        due += interval
+                        cur.execute(INSERT, (time.time_ns() // 1000,))
+                        self.written[index] += 1
+            finally:
+                conn.close()
+        except BaseException as exc:  # noqa: BLE001 - raised by run() in the main thread
+            self.errors.append(exc)
+
+    def run(self) -> int:
+        began = time.monotonic()
+        threads = [threading.Thread(target=self._one, args=(i, began), daemon=True)
+                   for i in range(self.connections)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(self.seconds + 60)
+        self.elapsed_s = time.monotonic() - began
+        if self.errors:
+            raise BenchError(f"the latency loader failed: {self.errors[0]!r}")
+        return sum(self.written)
+
+
+def consume(topic: str, namespace: str, deadline_s: float) -> None:
+    """The child: reads ``topic`` read_committed from its end as of now; prints ``ready``, then,
+    once the parent wrote how many rows to expect on stdin (or at the deadline), one JSON list of
+    ``[arrival_us, stamp_us]``. Values are decoded only after the last arrival."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from streamer.codec.decode import Decoder
+    from streamer.kafka.topics import kafka_schema_source
+
+    c = Consumer({"bootstrap.servers": env.KAFKA, "group.id": env.unique("bench-latency-"),
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 5, "fetch.min.bytes": 1})
+    parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
+    c.assign([TopicPartition(topic, p, c.get_watermark_offsets(TopicPartition(topic, p),
+                                                                timeout=10)[1]) for p in parts])
+    expected: List[int] = []
+
+    def read_expected() -> None:
+        line = sys.stdin.readline()
+        expected.append(int(line) if line.strip() else -1)
+
+    threading.Thread(target=read_expected, daemon=True).start()
+    print("ready", flush=True)
+    got: List[Tuple[float, bytes]] = []
+    end = time.monotonic() + deadline_s
+    try:
+        while time.monotonic() < end and not (expected and len(got) >= expected[0]):
+            m = c.poll(0.05)
+            if m is None or m.error():
+                continue
+            got.append((time.time_ns() / 1000.0, m.value()))
+    finally:
+        c.close()
+    decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, namespace))
+    pairs = [[arrival, float(decoder.decode(value)["after"]["ts_us"])] for arrival, value in got]
+    print(json.dumps(pairs), flush=True)
+
+
+def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: str,
+                          namespace: str) -> None:
+    """Writes a primer row every 0.2 s until one is visible (rows written before the streamer
+    found its start position are never published), then one last primer, and waits for that
+    one: every primer is then visible, and the consumer started next sees none of them."""
+    from streamer.codec.decode import Decoder
+    from streamer.kafka.topics import kafka_schema_source
+
+    conn = env.admin(db)
+    deadline = time.monotonic() + 120
+    last = None
+    try:
+        with conn.cursor() as cur:
+            while True:
+                msgs = [m for m in watcher.poll(0.2) if m.topic() == topic]
+                if last is None:
+                    if msgs:
+                        decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA},
+                                                              namespace))
+                        cur.execute(INSERT, (LAST_PRIMER_TS,))
+                        last = cur.lastrowid
+                    else:
+                        cur.execute(INSERT, (PRIMER_TS,))
+                elif any(decoder.decode(m.value())["after"]["id"] == last for m in msgs):
+                    return
+                streamer.sample()
+                if time.monotonic() > deadline:
+                    raise BenchError(f"the primer rows did not reach {topic} within 120 s "
+                                     f"(streamer log {streamer.log_path})")
+    finally:
+        conn.close()
+
+
+def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float) -> Dict[str, Any]:
+    """One load at ``rate`` rows/s against a streamer under ``python``: the line's fields."""
+    db = env.unique("bench_lat_")
+    conn = env.admin()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+        cur.execute(f"USE {db}")
+        cur.execute(DDL)
+    conn.close()
+    ns = env.unique("bench")
+    cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
+    topic = f"{ns}.{db}.{TABLE}"
+    child: Optional[subprocess.Popen] = None
+    try:
+        with Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
+            with Watcher(f"{ns}.{db}.") as watcher:
+                _wait_until_streaming(watcher, streamer, db, topic, ns)
+            child = subprocess.Popen([sys.executable, "-m", "bench.latency", "--consume", topic,
+                                      "--namespace", ns, "--deadline", str(seconds + 120)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=env.ROOT,
+                                     text=True)
+            assert child.stdout is not None and child.stdin is not None
+            if child.stdout.readline().strip() != "ready":
+                raise BenchError("the latency consumer did not start")
+            loader = Loader(db, rate, seconds)
+            warm_from_us = time.time_ns() / 1000.0 + warmup_s * 1e6
+            steal = env.Steal()
+            cpu = CpuWindow({"streamer": streamer.proc.pid, **CpuWindow.servers()})
+            written = loader.run()
+            used = cpu.stop()
+            steal.stop()
+            child.stdin.write(f"{written}\n")
+            child.stdin.flush()
+            out, _ = child.communicate(timeout=seconds + 180)
+            streamer.sample()
+            streamer.stop()
+            rss = streamer.rss_mb
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+        delete_namespace(ns)
+        conn = env.admin()
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {db}")
+        conn.close()
+    pairs = [(a, s) for a, s in json.loads(out or "[]")]
+    if len(pairs) != written:
+        raise BenchError(f"the consumer saw {len(pairs)} of the {written} rows written "
+                         f"(streamer log {streamer.log_path})")
+    cold, warm = split(pairs, warm_from_us)
+    line: Dict[str, Any] = {
+        "offered_rows_s": rate, "rows_s": round(written / loader.elapsed_s, 1),
+        "rows": written, "seconds": seconds, "warmup_s": warmup_s,
+        "connections": loader.connections, "rss_mb": round(rss, 1),
+        "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
+        **stats("", warm), **stats("cold_", cold)}
+    return line
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__.split("\n")[0])
+    ap.add_argument("--python", default=sys.executable, help="the streamer's interpreter")
+    ap.add_argument("--rate", type=float, action="append", help="rows/s (repeatable; 1000, 5000)")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--results", help="JSON lines file to append the lines to")
+    ap.add_argument("--consume", help=argparse.SUPPRESS)
+    ap.add_argument("--namespace", help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, default=60.0, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.consume:
+        consume(args.consume, args.namespace, args.deadline)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
+        for rate in args.rate or [1000.0, 5000.0]:
+            line = json.dumps(dict(run(args.python, workdir, rate, args.seconds, args.warmup),
+                                   shape="latency"), sort_keys=True)
+            print(line, flush=True)
+            if args.results:
+                with open(args.results, "a", encoding="utf-8") as fh:
+                    fh.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
