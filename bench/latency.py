@@ -76,6 +76,8 @@ class Loader:
         self.seconds = seconds
         self.connections = max(1, -(-int(rate) // ROWS_S_PER_CONNECTION))
         self.written = [0] * self.connections
+        # Per connection, stamp -> acknowledged (ms): the source's own part of each row's latency.
+        self.source_ms: List[List[float]] = [[] for _ in range(self.connections)]
         self.errors: List[BaseException] = []
         self.elapsed_s = 0.0
 
@@ -93,7 +95,9 @@ class Loader:
                         if due > now:
                             time.sleep(due - now)
                         due += interval
-                        cur.execute(INSERT, (time.time_ns() // 1000,))
+                        stamp = time.time_ns()
+                        cur.execute(INSERT, (stamp // 1000,))
+                        self.source_ms[index].append((time.time_ns() - stamp) / 1e6)
                         self.written[index] += 1
             finally:
                 conn.close()
@@ -241,6 +245,10 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float)
         "connections": loader.connections, "rss_mb": round(rss, 1),
         "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
         **stats("", warm), **stats("cold_", cold)}
+    # The source's part (client stamp -> MariaDB acknowledged the INSERT), all rows: the
+    # streamer can't read a row before it is committed.
+    source = stats("source_", [v for part in loader.source_ms for v in part])
+    line.update({k: source[k] for k in ("source_p50_ms", "source_p99_ms", "source_max_ms")})
     return line
 
 

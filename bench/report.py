@@ -137,8 +137,9 @@ def render(records: List[Dict[str, Any]]) -> str:
                 for r in lat]
         parts.append("live latency at a fixed rate of single-row transactions (client stamp -> "
                      "visible to a read_committed consumer in its own process; warm after the "
-                     "first warmup_s, cold before; floor: one Kafka transaction per message, no "
-                     "MySQL and no streamer, offered 0 = back to back)\n" +
+                     "first warmup_s, cold before; floor: no MySQL and no streamer, a Kafka "
+                     "transaction per message back to back at offered 0, else every message due "
+                     "in each transaction, stamped when due)\n" +
                      _table(["shape", "python"] + [h for h, _, _ in LATENCY], rows))
     shared = [r for r in records if "saturation_share" in r]
     if shared:

@@ -227,15 +227,18 @@ def measure_latency(python: str, rate: float, args: argparse.Namespace,
 
 
 def measure_floor(python: str, rate: float, args: argparse.Namespace) -> Dict[str, Any]:
-    """bench.floor under ``python``: one Kafka transaction per message, at ``rate`` (0: back to
-    back), as a line comparable with the latency lines."""
-    out = json.loads(run_json([python, "-m", "bench.floor", "--rate", str(rate), "--seconds",
-                               str(args.latency_seconds), "--warmup", str(args.latency_warmup)],
+    """bench.floor under ``python`` as a line comparable with the latency lines: one message per
+    Kafka transaction back to back (``rate`` 0), or at ``rate`` with every message due in each
+    transaction, stamped when it fell due (the streamer's group commit without MySQL)."""
+    cmd = [python, "-m", "bench.floor", "--rate", str(rate), "--seconds",
+           str(args.latency_seconds), "--warmup", str(args.latency_warmup)]
+    out = json.loads(run_json(cmd + (["--group"] if rate else []),
                               f"bench.floor under {python}").splitlines()[-1])
     rec = {"shape": "floor", "python": _label(python), **_interpreter_of(python),
            "offered_rows_s": rate, "rows_s": out["rate_achieved"], "rows": out["messages"],
            "seconds": args.latency_seconds, "warmup_s": args.latency_warmup,
-           "librdkafka": out["librdkafka"], **latency.flatten("", out["latency_ms"]),
+           "mode": out["mode"], "commits": out["commits"], "librdkafka": out["librdkafka"],
+           **latency.flatten("", out["latency_ms"]),
            **latency.flatten("cold_", out["warmup_latency_ms"]),
            **latency.flatten("commit_", out["commit_ms"]), "repeat": 1}
     print(f"bench: floor {rec['interpreter']} at {rate:g}/s ({out['rate_achieved']} achieved): "
