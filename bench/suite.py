@@ -283,7 +283,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--no-latency", action="store_true",
                    help="skip the fixed-rate latency loads and their floor")
     p.add_argument("--latency-rate", type=float, action="append",
-                   help="rows/s of a latency load, and of a paced floor (repeatable; default 1000 "
+                   help="rows/s of a latency load, and of a grouped floor (repeatable; default 1000 "
                    "and 5000, quick 200)")
     p.add_argument("--latency-seconds", type=float,
                    help="each latency load's and floor's length (default 30, quick 4)")

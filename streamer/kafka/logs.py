@@ -63,9 +63,9 @@ class _Logger(logging.Logger):
 LOGGER = _Logger(NAME + ".client")
 
 
-# librdkafka (since 2.10 or so) drops its bootstrap connection once the metadata names the
+# librdkafka 2.16.0 (unlike 2.0.2) drops its bootstrap connection once the metadata names the
 # brokers, and then waits out a "sparse connection" interval of half reconnect.backoff.ms (50 ms
-# by default, at least 11 ms) before it connects to one of them: 2.16.0's init_transactions took
+# by default, at least 11 ms) before it connects to one of them: its init_transactions took
 # 53 ms against 2.0.2's 2 ms, and each start-up read as much. A first reconnect backoff of 20 ms
 # (which still doubles up to reconnect.backoff.max.ms, 10 s) brings that wait to 11 ms. The
 # config's kafka section may set another.

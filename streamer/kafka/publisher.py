@@ -53,8 +53,8 @@ DEFAULT_PRODUCER = {
     **logs.RECONNECT_BACKOFF,  # a start-up 40 ms shorter (kafka.logs says why)
 }
 # Consumer-side keys that would confuse a producer and the reverse; the rest pass through.
-_PRODUCER_ONLY = (set(DEFAULT_PRODUCER) - set(logs.RECONNECT_BACKOFF)) | {"compression.type", "batch.size", "retries",
-                                         "delivery.timeout.ms", "request.timeout.ms"}
+_PRODUCER_ONLY = (set(DEFAULT_PRODUCER) - set(logs.RECONNECT_BACKOFF)) | {
+    "compression.type", "batch.size", "retries", "delivery.timeout.ms", "request.timeout.ms"}
 
 
 # The checkpoint is looked for among the positions topic's last offsets first (see read_checkpoint).
