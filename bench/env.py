@@ -57,6 +57,30 @@ def server_id(name: str) -> int:
     return 700000 + zlib.crc32(name.encode()) % 100000
 
 
+def create_database(prefix: str, *ddl: str) -> str:
+    """A new database named ``prefix`` plus a unique suffix, with ``ddl`` run in it: its name."""
+    db = unique(prefix)
+    conn = admin()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+            cur.execute(f"USE {db}")
+            for statement in ddl:
+                cur.execute(statement)
+    finally:
+        conn.close()
+    return db
+
+
+def drop_database(db: str) -> None:
+    conn = admin()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {db}")
+    finally:
+        conn.close()
+
+
 def write_streamer_config(path: str, namespace: str, include: List[str]) -> str:
     """A production-like streamer config: the default batch settings, the bench's namespace."""
     cfg: Dict[str, Any] = {

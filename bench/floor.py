@@ -32,7 +32,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional
 
-from . import env
+from . import env, results
 
 
 def percentiles(values: List[float]) -> Dict[str, Optional[float]]:
@@ -179,11 +179,9 @@ def main(argv: List[str]) -> int:
     if args.group and not args.rate:
         ap.error("--group needs --rate")
     result = measure(args.rate, args.seconds, args.warmup, args.group)
-    line = json.dumps(result, sort_keys=True)
-    print(line)
+    print(json.dumps(result, sort_keys=True), flush=True)
     if args.results:
-        with open(args.results, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        results.append(args.results, [result])
     return 0
 
 

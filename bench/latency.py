@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import env
+from . import env, results
 from .floor import percentiles
 from .proc import BenchError, CpuWindow, Streamer
 from .watch import Watcher, delete_namespace
@@ -191,13 +191,7 @@ def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: 
 
 def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float) -> Dict[str, Any]:
     """One load at ``rate`` rows/s against a streamer under ``python``: the line's fields."""
-    db = env.unique("bench_lat_")
-    conn = env.admin()
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
-        cur.execute(f"USE {db}")
-        cur.execute(DDL)
-    conn.close()
+    db = env.create_database("bench_lat_", DDL)
     ns = env.unique("bench")
     cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
     topic = f"{ns}.{db}.{TABLE}"
@@ -230,10 +224,7 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float)
         if child is not None and child.poll() is None:
             child.kill()
         delete_namespace(ns)
-        conn = env.admin()
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {db}")
-        conn.close()
+        env.drop_database(db)
     pairs = [(a, s) for a, s in json.loads(out or "[]")]
     if len(pairs) != written:
         raise BenchError(f"the consumer saw {len(pairs)} of the {written} rows written "
@@ -268,12 +259,10 @@ def main(argv: List[str]) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
-            line = json.dumps(dict(run(args.python, workdir, rate, args.seconds, args.warmup),
-                                   shape="latency"), sort_keys=True)
-            print(line, flush=True)
+            rec = dict(run(args.python, workdir, rate, args.seconds, args.warmup), shape="latency")
+            print(json.dumps(rec, sort_keys=True), flush=True)
             if args.results:
-                with open(args.results, "a", encoding="utf-8") as fh:
-                    fh.write(line + "\n")
+                results.append(args.results, [rec])
     return 0
 
 

@@ -217,13 +217,7 @@ def wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: s
 
 def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
         heartbeat_rate: float = 50.0) -> Dict[str, Any]:
-    db = env.unique("bench_live_")
-    conn = env.admin()
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
-        cur.execute(f"USE {db}")
-        cur.execute(HEARTBEAT_DDL)
-    conn.close()
+    db = env.create_database("bench_live_", HEARTBEAT_DDL)
     bench = Sysbench(workdir, db)
     ns = env.unique("bench")
     cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
@@ -270,10 +264,7 @@ def run(python: str, workdir: str, rate: int, seconds: int, warmup_s: float,
     finally:
         bench.close()
         delete_namespace(ns)
-        conn = env.admin()
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {db}")
-        conn.close()
+        env.drop_database(db)
     out: Dict[str, Any] = {"rows": rows, "seconds": seconds, "warmup_s": warmup_s,
                            "offered_rows_s": rate + heartbeat_rate, "sysbench_tps": load_tps,
                            "rows_s": round(rows_s, 1),
