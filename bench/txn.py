@@ -6,8 +6,8 @@ does, so that what the commit waits for once the batch's partitions are long reg
 Runs as a child under the interpreter being measured (``python -m bench.txn -c CONFIG``) and
 prints one JSON object: commits per second, CPU per commit (the whole process, librdkafka's
 threads included, and librdkafka's main thread alone) and commit times. With the environment's
-``STREAMER_LIBRDKAFKA=system`` it measures the system's librdkafka instead of the project's build
-(streamer.rdkafka), which is how the suite shows what the build saves.
+``STREAMER_LIBRDKAFKA=system`` it measures the system's librdkafka instead of the project's copy
+(streamer.rdkafka), which is how the suite shows what a current librdkafka saves.
 """
 from __future__ import annotations
 

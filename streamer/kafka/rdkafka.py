@@ -133,12 +133,12 @@ def _load_ffi() -> Tuple[Any, str]:
 _ffi, FFI_SOURCE = _load_ffi()
 _lib: Any = None
 LIBRARY: Optional[str] = None  # the file loaded, once a producer was made
-LIBRARY_VERSION: Optional[str] = None  # and its version, e.g. "2.0.2"
+LIBRARY_VERSION: Optional[str] = None  # and its version, e.g. "2.16.0"
 
 
 def library_path(setting: Optional[str], bundled: str = BUNDLED) -> str:
     """The file to load: ``STREAMER_LIBRDKAFKA``'s (``system``: the linker's choice), else the
-    project's build when it is there, else the system's."""
+    project's copy when it is there, else the system's."""
     if setting:
         return SYSTEM if setting == "system" else setting
     return bundled if os.path.isfile(bundled) else SYSTEM
