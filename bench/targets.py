@@ -4,7 +4,9 @@ The targets are the project's (docs/benchmarks.md): under PyPy, end to end at le
 bare read on the bulk and OLTP shapes and at least 70k rows/s on bulk (start-up included); PyPy at
 least 3x CPython, cold and warm, on every shape; at half of saturation, p50 at most 20 ms and p99
 at most 100 ms (bulk also with the source's table in BLACKHOLE, and OLTP in MEMORY, when such
-lines exist); peak RSS at most 300 MB, and flat over the 1M-row `long` shape.
+lines exist); peak RSS at most 300 MB, and flat over the 1M-row `long` shape. And #37's: at each
+fixed live rate (bench.latency, 1k and 5k rows/s), warm, PyPy's p50 at most 1.5x and its p99 at
+most 2x those of the floor grouped at the same rate (bench.floor), and its max at most 100 ms.
 
 Each target is judged on the median over the lines of its group (bench.compare's groups), so a
 commit measured by several `make bench` runs is judged on all of them, and the table says how
@@ -30,6 +32,10 @@ FLAT_SHARE = 0.05
 HALF = 0.5
 SHAPES = ("bulk", "long", "oltp", "wide")
 LIVE_SHAPES = ("bulk", "oltp")
+LATENCY_RATES = (1000.0, 5000.0)
+# #37: the streamer's warm latency against the floor's at the same rate (key, factor).
+OVER_FLOOR = (("p50_ms", 1.5), ("p99_ms", 2.0))
+WARM_MAX_MS = 100.0
 
 
 class Target(NamedTuple):
@@ -95,6 +101,7 @@ def judge(lines: List[Dict[str, Any]]) -> Tuple[List[List[str]], int, bool]:
         note = "; ".join(notes)
         value = statistics.median(r[t.key] for r in recs) if recs else None
         missed += _row(rows, t.name, recs, value, t.at_least, t.bound, t.digits, note)
+    missed += _over_floor(rows, groups)
     recs = _having(lines, "rss_mb")
     missed += _row(rows, "peak RSS MB, every line", recs, max(r["rss_mb"] for r in recs) if recs else None,
                    False, 300.0, 0, "the highest line")
@@ -105,6 +112,27 @@ def judge(lines: List[Dict[str, Any]]) -> Tuple[List[List[str]], int, bool]:
         missed += _row(rows, f"{interp} RSS growth MB, 2nd half of 1M rows", recs, value, False, bound,
                        1, f"{FLAT_SHARE:.0%} of its median peak")
     return rows, missed, quick
+
+
+def _over_floor(rows: List[List[str]], groups: Dict[Tuple[str, str], List[Dict[str, Any]]]) -> int:
+    """#37's rows: per live rate, PyPy's warm p50 and p99 against the grouped floor's medians at
+    that rate (no bound, and '-', without floor lines), and its warm max."""
+    missed = 0
+    for rate in LATENCY_RATES:
+        lat = groups.get((f"latency@{rate:g}/s", "pypy"), [])
+        floor = groups.get((f"floor@{rate:g}/s", "pypy"), [])
+        for key, factor in OVER_FLOOR:
+            recs, under = _having(lat, key), _having(floor, key)
+            bound = factor * statistics.median(r[key] for r in under) if under else 0.0
+            value = statistics.median(r[key] for r in recs) if recs and under else None
+            missed += _row(rows, f"PyPy live {key[:3]} ms at {rate:g} rows/s, <= {factor:g}x the "
+                           f"floor's", recs, value, False, bound, 1,
+                           f"floor {len(under)} lines" if under else "no floor lines")
+        recs = _having(lat, "max_ms")
+        value = statistics.median(r["max_ms"] for r in recs) if recs else None
+        missed += _row(rows, f"PyPy live max ms at {rate:g} rows/s, warm", recs, value, False,
+                       WARM_MAX_MS, 1, "")
+    return missed
 
 
 def _unheld_note(recs: List[Dict[str, Any]]) -> str:

@@ -23,13 +23,19 @@ def _share(shape, p50, p99, held=True, **kw):
     return rec
 
 
+def _live(shape, rate, p50, p99, max_ms=40.0):
+    return {"shape": shape, "interpreter": "pypy", "quick": False, "repeat": 1,
+            "offered_rows_s": rate, "p50_ms": p50, "p99_ms": p99, "max_ms": max_ms}
+
+
 def _all_met():
     lines = [_catchup(s, i) for s in targets.SHAPES for i in ("pypy", "cpython")]
     return lines + [_share(s, 10.0, 60.0) for s in targets.LIVE_SHAPES] + \
         [_share("bulk", 10.0, 60.0, source_engine="blackhole"),
          _share("oltp", 10.0, 60.0, source_engine="memory"),
          {"shape": "snapshot", "interpreter": "pypy", "quick": False, "repeat": 1,
-          "rows_s": 160000.0, "rss_mb": 150.0, "rss_growth_mb": 0.5}]
+          "rows_s": 160000.0, "rss_mb": 150.0, "rss_growth_mb": 0.5}] + \
+        [_live(shape, rate, 3.0, 12.0) for shape in ("floor", "latency") for rate in targets.LATENCY_RATES]
 
 
 def _by_name(rows):
@@ -39,7 +45,8 @@ def _by_name(rows):
 def test_lines_that_meet_every_target_miss_none():
     rows, missed, quick = targets.judge(_all_met())
     assert missed == 0 and not quick
-    assert len(rows) == len(targets.TARGETS) + 3  # peak RSS, and flat RSS per interpreter
+    # Peak RSS, flat RSS per interpreter, and per live rate p50 and p99 over the floor and max.
+    assert len(rows) == len(targets.TARGETS) + 3 + 3 * len(targets.LATENCY_RATES)
     assert {row[5] for row in rows} == {"yes"}
 
 
@@ -146,3 +153,27 @@ def test_a_load_that_fits_the_host_but_was_not_held_says_so():
     rows, _, _ = targets.judge(lines)
     note = _by_name(rows)["PyPy p99 ms at half of saturation, bulk"][6]
     assert "1 not held, left out (the load needs ~1.4 of the host's 2 cores)" in note
+
+
+def test_live_latency_is_judged_against_the_floor_at_the_same_rate():
+    lines = [r for r in _all_met() if r["shape"] not in ("floor", "latency")]
+    lines += [_live("floor", 1000.0, 3.0, 12.0), _live("floor", 1000.0, 3.2, 14.0),
+              _live("latency", 1000.0, 4.0, 25.0), _live("latency", 1000.0, 4.2, 29.0, 120.0),
+              _live("latency", 1000.0, 4.4, 30.0, 130.0)]
+    rows, missed, _ = targets.judge(lines)
+    by = _by_name(rows)
+    p50 = by["PyPy live p50 ms at 1000 rows/s, <= 1.5x the floor's"]
+    p99 = by["PyPy live p99 ms at 1000 rows/s, <= 2x the floor's"]
+    assert p50[3:6] == ["4.2", "<= 4.7", "yes"]  # 1.5 x the floor's median p50 of 3.1
+    assert p99[3:6] == ["29.0", "<= 26.0", "NO"] and p99[6] == "floor 2 lines"
+    assert by["PyPy live max ms at 1000 rows/s, warm"][3:6] == ["120.0", "<= 100.0", "NO"]
+    # No lines at 5k rows/s: not measured, not missed.
+    assert by["PyPy live p50 ms at 5000 rows/s, <= 1.5x the floor's"][5] == "-"
+    assert missed == 2
+
+
+def test_without_floor_lines_the_live_latency_is_not_judged():
+    lines = [r for r in _all_met() if r["shape"] != "floor"]
+    rows, missed, _ = targets.judge(lines)
+    row = _by_name(rows)["PyPy live p99 ms at 5000 rows/s, <= 2x the floor's"]
+    assert row[5] == "-" and row[6] == "no floor lines" and missed == 0
