@@ -75,4 +75,7 @@ RECONNECT_BACKOFF = {"reconnect.backoff.ms": 20}
 def client_conf(conf: dict) -> dict:
     """A confluent-kafka client's config: its log lines routed here, and RECONNECT_BACKOFF unless
     the config sets it."""
-    return dict(RECONNECT_BACKOFF, **conf, logger=LOGGER)
+    out = dict(RECONNECT_BACKOFF)
+    out.update(conf)  # which may be such a config already (the lease's admin client's is)
+    out["logger"] = LOGGER
+    return out
