@@ -179,9 +179,7 @@ def main(argv: List[str]) -> int:
     if args.group and not args.rate:
         ap.error("--group needs --rate")
     result = measure(args.rate, args.seconds, args.warmup, args.group)
-    print(json.dumps(result, sort_keys=True), flush=True)
-    if args.results:
-        results.append(args.results, [result])
+    results.emit(result, args.results)
     return 0
 
 

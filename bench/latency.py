@@ -259,10 +259,8 @@ def main(argv: List[str]) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
-            rec = dict(run(args.python, workdir, rate, args.seconds, args.warmup), shape="latency")
-            print(json.dumps(rec, sort_keys=True), flush=True)
-            if args.results:
-                results.append(args.results, [rec])
+            results.emit(dict(run(args.python, workdir, rate, args.seconds, args.warmup),
+                              shape="latency"), args.results)
     return 0
 
 

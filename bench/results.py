@@ -56,6 +56,13 @@ def append(path: str, records: Iterable[Dict[str, Any]]) -> None:
             fh.write(json.dumps(rec, sort_keys=True) + "\n")
 
 
+def emit(rec: Dict[str, Any], path: Optional[str]) -> None:
+    """A bench CLI's result: printed as one JSON line, and appended to ``path`` when given."""
+    print(json.dumps(rec, sort_keys=True), flush=True)
+    if path:
+        append(path, [rec])
+
+
 def load(path: str) -> List[Dict[str, Any]]:
     out = []
     with open(path, encoding="utf-8") as fh:

@@ -20,3 +20,14 @@ def test_the_line_s_fields_name_each_percentile_and_give_the_shares_in_percent()
 def test_the_loader_spreads_a_rate_over_enough_connections():
     assert latency.Loader("db", 1000, 1).connections == 1
     assert latency.Loader("db", 5000, 1).connections == 4
+
+
+def test_a_cli_result_is_printed_and_appended_when_a_file_is_named(tmp_path, capsys):
+    import json
+
+    from bench import results
+    out = tmp_path / "r.jsonl"
+    results.emit({"b": 1, "a": 2}, str(out))
+    results.emit({"c": 3}, None)
+    assert capsys.readouterr().out.splitlines() == ['{"a": 2, "b": 1}', '{"c": 3}']
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [{"a": 2, "b": 1}]
