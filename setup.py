@@ -5,7 +5,7 @@ setup(
     version="0.1.0",
     description="MySQL binlog change-data-capture into Kafka as Avro, exactly once",
     packages=find_packages(include=["streamer", "streamer.*"]),
-    package_data={"streamer": ["../schemas/*.avsc"]},
+    package_data={"streamer": ["../schemas/*.avsc", "engine/warmup.binlog"]},
     python_requires=">=3.9",
     install_requires=[
         # Exact: streamer/source/patches refuses to start on versions its fixes weren't tested with.

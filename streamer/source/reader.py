@@ -105,18 +105,23 @@ class BinlogReader:
             kwargs["log_file"] = self.start.file
             kwargs["log_pos"] = self.start.pos
             kwargs["resume_stream"] = True
-        self._stream = BinLogStreamReader(
+        self._stream = self.new_stream(settings, **kwargs)
+        return self
+
+    def new_stream(self, settings: Dict[str, Any], **kwargs: Any) -> BinLogStreamReader:
+        """The library's reader of the binlog stream, as every stream of the streamer's is made
+        (source.replay makes one too)."""
+        return BinLogStreamReader(
             connection_settings=settings,
-            server_id=m["server_id"],
+            server_id=self.cfg["mysql"]["server_id"],
             blocking=True,
             only_events=events.READ,
             filter_non_implemented_events=False,  # refused by name, never dropped
-            slave_heartbeat=m["heartbeat_s"],
+            slave_heartbeat=self.cfg["mysql"]["heartbeat_s"],
             pymysql_wrapper=_Connector(),
             enable_logging=False,
             **kwargs,
         )
-        return self
 
     def __iter__(self) -> Any:
         assert self._stream is not None

@@ -1,0 +1,208 @@
+"""A recorded binlog replayed as a live stream, through the very code a server's stream goes through.
+
+``replayed`` returns a ``BinlogReader`` whose library reader and connections are twins of a live
+reader's (same classes, same attributes), but whose socket is one end of a socket pair: the
+other end is fed the recorded transactions, a few at a time, each time the reader has taken all
+it was given. So the reader finds itself caught
+up after each group, as a live reader does, and the stream ends with the EOF packet a server sends
+when it ends a stream. Event times are set to now, so the changes look live, not like a backlog.
+
+Used by engine.warmup, to run the streamer's hot path under PyPy before the first real change.
+Only the MariaDB recording's event types are replayed (a GTID event opens a transaction, an XID
+event ends it); annotate events are dropped, as a server sends none to the streamer.
+"""
+from __future__ import annotations
+
+import io
+import socket
+import struct
+import time
+from typing import Any, Iterator, List, Optional
+
+from streamer.errors import StreamInterrupted
+from streamer.position import Position
+from streamer.source import caughtup
+from streamer.source.reader import BinlogReader
+
+HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+MAGIC = b"\xfebin"
+ROTATE, FORMAT_DESCRIPTION, XID, ANNOTATE_ROWS, MARIADB_GTID = 4, 15, 16, 160, 162
+ARTIFICIAL = 0x20
+FILE = "streamer-warmup-bin.000001"
+# pymysql's end of stream: 0xfe, no warnings, no status flags.
+EOF_PAYLOAD = b"\xfe\x00\x00\x00\x00"
+# A replayed group is always there to read: a read that waits this long is a bug, not a server.
+READ_TIMEOUT_S = 10
+ROWS_EVENTS = frozenset((23, 24, 25, 30, 31, 32))  # WRITE/UPDATE/DELETE_ROWS, v1 and v2
+
+
+class Recording:
+    """A binlog file's format description event and its transactions, each a list of events
+    (bytes): the events from a GTID event to the XID event that commits it. Transactions
+    without an XID event (DDL) and annotate events are left out."""
+
+    def __init__(self, data: bytes) -> None:
+        if data[:4] != MAGIC:
+            raise ValueError("not a binlog file (no magic number)")
+        self.format_description: Optional[bytes] = None
+        self.transactions: List[List[bytes]] = []
+        self.server_id = 1
+        group: Optional[List[bytes]] = None
+        pos = 4
+        while pos < len(data):
+            _, kind, server_id, size, _, _ = HEADER.unpack_from(data, pos)
+            if size < HEADER.size or pos + size > len(data):
+                raise ValueError(f"a truncated event at {pos}")
+            event = data[pos:pos + size]
+            pos += size
+            if kind == FORMAT_DESCRIPTION:
+                self.format_description = event
+                self.server_id = server_id
+            elif kind == MARIADB_GTID:
+                group = [event]
+            elif group is not None and kind != ANNOTATE_ROWS:
+                group.append(event)
+                if kind == XID:
+                    self.transactions.append(group)
+                    group = None
+        if self.format_description is None or not self.transactions:
+            raise ValueError("no format description event or no committed transaction")
+
+    def rows_events(self) -> int:
+        """The rows events of one pass over the transactions."""
+        return sum(1 for tx in self.transactions for event in tx if event[4] in ROWS_EVENTS)
+
+
+def _packet(payload: bytes, seq: int) -> bytes:
+    """One MySQL protocol packet (a payload under 16 MB)."""
+    return struct.pack("<I", len(payload))[:3] + bytes((seq & 0xFF,)) + payload
+
+
+def _timed(event: bytes, ts: int) -> bytes:
+    return struct.pack("<I", ts) + event[4:]
+
+
+def _rotate(server_id: int) -> bytes:
+    """The artificial rotate event a server sends first: the file and position streamed from."""
+    body = struct.pack("<Q", 4) + FILE.encode() + b"\0\0\0\0"  # and a checksum nobody verifies
+    return HEADER.pack(0, ROTATE, server_id, HEADER.size + len(body), 0, ARTIFICIAL) + body
+
+
+class _Feed:
+    """What the replayed stream still has to send: ``transactions`` of the recording, from
+    ``first`` on (round robin), in groups of ``group``, then the end of the stream."""
+
+    def __init__(self, recording: Recording, transactions: int, group: int, first: int) -> None:
+        now = int(time.time())
+        seq = 1  # the binlog dump request was packet 0
+        head = [_rotate(recording.server_id), _timed(recording.format_description or b"", now)]
+        chunks: List[bytes] = []
+        out: List[bytes] = []
+        txs = recording.transactions
+        for i in range(transactions):
+            for event in (head if i == 0 else []) + txs[(first + i) % len(txs)]:
+                out.append(_packet(b"\x00" + _timed(event, now), seq))
+                seq += 1
+            if (i + 1) % group == 0 or i + 1 == transactions:
+                chunks.append(b"".join(out))
+                out = []
+        # On its own: the last group ends caught up too, like every other.
+        chunks.append(_packet(EOF_PAYLOAD, seq))
+        self.chunks: Iterator[bytes] = iter(chunks)
+
+    def next(self) -> Optional[bytes]:
+        return next(self.chunks, None)
+
+
+class _ReplaySocketIO(caughtup.CountingSocketIO):
+    """The counting reader of a replayed stream: when the reader has taken everything sent, the
+    next group is sent before it reads (from this thread: a group fits in the socket's buffer)."""
+
+    def __init__(self, sock: socket.socket, peer: socket.socket, feed: _Feed) -> None:
+        super().__init__(sock)
+        self.peer = peer
+        self.feed = feed
+
+    def readinto(self, b: Any) -> Optional[int]:
+        if not self.poller.poll(0):
+            chunk = self.feed.next()
+            if chunk is None:
+                return 0  # past the end of the stream: pymysql reports a lost connection
+            self.peer.sendall(chunk)
+        return super().readinto(b)
+
+
+class ReplayedReader:
+    """A context manager around the replayed ``BinlogReader`` (``reader``) that closes the
+    socket pair's far end too."""
+
+    def __init__(self, reader: BinlogReader, peer: socket.socket) -> None:
+        self.reader = reader
+        self.peer = peer
+
+    def __enter__(self) -> BinlogReader:
+        return self.reader
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.reader.__exit__(*exc)
+        finally:
+            self.peer.close()
+
+
+def _no_connection(**settings: Any) -> Any:
+    raise StreamInterrupted("a replayed binlog stream does not connect to a server")
+
+
+def _twin(obj: Any, **values: Any) -> Any:
+    """A new object of ``obj``'s class with its attributes, added in the same order, and
+    ``values`` for some of them: under PyPy the same layout (map) as ``obj``'s, so the JIT's
+    code for one serves the other."""
+    twin = object.__new__(type(obj))
+    attrs = dict(obj.__dict__)
+    missing = set(values) - set(attrs)
+    if missing:
+        raise ValueError(f"{type(obj).__name__} has no attribute {sorted(missing)}")
+    attrs.update(values)
+    twin.__dict__.update(attrs)
+    return twin
+
+
+def replayed(like: BinlogReader, recording: Recording, transactions: int, group: int = 8,
+             first: int = 0) -> ReplayedReader:
+    """A reader of ``transactions`` of ``recording`` (from its ``first``), sent ``group`` at a
+    time; iterating it ends after the last one. Its ``start`` is where the stream starts.
+
+    Its reader, library reader and connections are twins of those of ``like``, a reader of a
+    live server that has read events: the same classes with the same attributes, so that the
+    code PyPy compiles for one serves the other. ``like`` itself is not touched: the twins get
+    a socket, a table map and a position of their own."""
+    live = like._stream
+    if live is None or getattr(live, "_stream_connection", None) is None or \
+            getattr(live, "_ctl_connection", None) is None:
+        raise ValueError("the live reader has not connected yet")
+    sock, peer = socket.socketpair()
+    try:
+        for s in (sock, peer):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        sock.settimeout(READ_TIMEOUT_S)
+        rfile = io.BufferedReader(_ReplaySocketIO(sock, peer, _Feed(recording, transactions,
+                                                                     group, first)))
+    except BaseException:
+        sock.close()
+        peer.close()
+        raise
+    # The live connection's socket and reader are replaced as the twin is made: pymysql closes
+    # a connection's socket when the object goes (__del__), so a twin must never hold the live one.
+    conn = _twin(live._stream_connection, _sock=sock, _rfile=rfile, _next_seq_id=1,
+                 _closed=False, _read_timeout=READ_TIMEOUT_S, _current_timeout=READ_TIMEOUT_S)
+    stream = _twin(live, _stream_connection=conn, table_map={}, log_file=FILE, log_pos=4,
+                   dbms="mariadb",  # the recording's server, whatever the live one is
+                   pymysql_wrapper=_no_connection)
+    # The control connection is only asked which server it is: the stream's (cached) answer.
+    stream._ctl_connection = _twin(live._ctl_connection, _sock=None, _rfile=None,
+                                   _get_dbms=stream._BinLogStreamReader__get_dbms)
+    # The recording's events carry checksums and full metadata, whatever the live server's do.
+    for name in ("connected_stream", "connected_ctl", "use_checksum", "optional_meta_data"):
+        setattr(stream, "_BinLogStreamReader__" + name, True)
+    return ReplayedReader(_twin(like, _stream=stream, start=Position(FILE, 4)), peer)
