@@ -99,6 +99,18 @@ def create_topics(admin: AdminClient, topics: List[str], partitions: int, replic
                 raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
 
 
+# librdkafka's log level for a producer on its mock cluster: warnings and worse. Its notice that
+# the mock replaces bootstrap.servers is for librdkafka's own tests, not a user's log.
+MOCK_LOG_LEVEL = 4
+
+
+class _EveryTopic(set):
+    """The topics a mock cluster has: all of them (it creates one when it is produced to)."""
+
+    def __contains__(self, topic: object) -> bool:
+        return True
+
+
 class Publisher:
     """Transactional producer plus the admin work it needs. Use as a context manager."""
 
@@ -133,6 +145,22 @@ class Publisher:
         self.admin = AdminClient(logs.client_conf(self._client_conf()))
         self._start_producer()
         return self
+
+    @classmethod
+    def in_process(cls, cfg: Dict[str, Any]) -> "Publisher":
+        """A publisher whose producer runs against librdkafka's in-process mock cluster
+        (``test.mock.num.brokers``): the very code of a real one, transactions and all, and
+        nothing leaves the process (engine.warmup). The mock creates a topic when it is first
+        produced to, so none is created here, and there is no admin client. ``close()`` ends it."""
+        pub = cls(dict(cfg, kafka={"bootstrap.servers": "127.0.0.1:9",
+                                   "test.mock.num.brokers": 1, "log_level": MOCK_LOG_LEVEL}))
+        pub._start_producer()
+        pub.prepared = True
+        pub._topics = _EveryTopic()
+        return pub
+
+    def close(self) -> None:
+        self.__exit__(None, None, None)
 
     def prepare(self) -> None:
         """The namespace's checkpoint and schema topics, created if missing. The reads and
