@@ -23,6 +23,7 @@ from streamer import config as config_mod
 from streamer.codec.avro import SNAPSHOT_BYTES, canonical_json
 from streamer.codec.schema_registry import SchemaRegistry
 from streamer.engine import start as start_mod
+from streamer.engine import warmup
 from streamer.engine.batch import Batch
 from streamer.engine.snapshot import Chunk, Snapshots
 from streamer.engine.rows import process_event, publish_truncate, truncated_version
@@ -60,10 +61,11 @@ class Streamer:
     def __init__(self, cfg: Dict[str, Any], start: Optional[Position] = None,
                  start_gtid: Optional[str] = None, metrics: Optional[Metrics] = None,
                  publisher: Callable[[Dict[str, Any]], Any] = Publisher,
-                 reader: Callable[..., Any] = BinlogReader, clock: Any = time) -> None:
+                 reader: Callable[..., Any] = BinlogReader, clock: Any = time,
+                 password: Optional[str] = None) -> None:
         self.cfg = cfg
         self.metrics = metrics if metrics is not None else Metrics(cfg)
-        self.password = config_mod.mysql_password(cfg)
+        self.password = config_mod.mysql_password(cfg) if password is None else password
         self.override = start
         self.override_gtid = start_gtid
         self.new_publisher = publisher
@@ -86,6 +88,7 @@ class Streamer:
         self.lease: Optional[Any] = None  # kafka.lease, with ha.enabled
         self.publisher: Optional[Any] = None
         self.heap = gcpacing.OldGenerationLimit()
+        self.warmup: Optional[warmup.Warmup] = None  # engine.warmup: PyPy's, until it is done
         self._uncompacted: set = set()
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableCatalog] = None
@@ -99,6 +102,9 @@ class Streamer:
         self.stop_requested = True
         if self.publisher is not None:
             self.publisher.stopping = True
+
+    def stopping(self) -> bool:
+        return self.stop_requested
 
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, self.request_stop)
@@ -136,6 +142,8 @@ class Streamer:
                 # Make a new start point durable before reading: a crash before the first batch
                 # must resume here, not at a binlog end that has moved on meanwhile.
                 publisher.commit(position)
+            if warmup.wanted(self.cfg) and self.new_reader is BinlogReader:
+                self.warmup = warmup.Warmup(self.cfg, Streamer)
             retry = Backoff(self.cfg["mysql"])
             while not self.stop_requested:
                 began, committed = time.monotonic(), publisher.committed
@@ -174,6 +182,8 @@ class Streamer:
                                 position.describe(), self.servers.current, backoff)
                     self._sleep(backoff)
         self.snapshots.close()
+        if self.warmup is not None:
+            self.warmup.close()
         log.info("stopped after %d messages in %d batches", self.published, self.batches)
         return 0
 
@@ -247,14 +257,17 @@ class Streamer:
         if self.tables is None:
             ahead, self._schema_records = self._schema_records, None
             records = ahead.result() if ahead is not None else publisher.read_schema_records()
-            self.tables = TableCatalog(self.cfg["namespace"], self.filter,
-                                       lineage=evolution.lineage_from_records(records),
-                                       rules=self.column_rules,
-                                       tombstones=self.cfg["topics"]["tombstones"],
-                                       compact=self.cfg["topics"]["compact"],
-                                       schemas=evolution.schemas_from_records(records))
+            self.tables = self.new_catalog(records)
         self.tables.forget_current()
         return self.tables
+
+    def new_catalog(self, records: List[Dict[str, Any]]) -> TableCatalog:
+        """The table versions, continuing the lineage of the schema topic's ``records``."""
+        return TableCatalog(self.cfg["namespace"], self.filter,
+                            lineage=evolution.lineage_from_records(records),
+                            rules=self.column_rules, tombstones=self.cfg["topics"]["tombstones"],
+                            compact=self.cfg["topics"]["compact"],
+                            schemas=evolution.schemas_from_records(records))
 
     # -- the loop -------------------------------------------------------------------------------
     def stream(self, publisher: Any, reader: Any, start: Position) -> None:
@@ -284,6 +297,7 @@ class Streamer:
         monotonic = self.clock.monotonic
         max_messages = batch.max_messages
         last_ts = 0
+        warm = self.warmup
 
         def everywhere(topic: str, value: bytes) -> int:
             """A keyless message in every partition (a TRUNCATE), its bytes counted."""
@@ -412,6 +426,10 @@ class Streamer:
                 batch.clock.committed(caught_up)
             elif batch.idle_due(now, tracker):
                 self._commit(publisher, batch, tracker)
+            if caught_up and warm is not None and not batch.pending and not batch.beat:
+                # Idle, nothing open: warm the JIT up a little (engine.warmup).
+                if warm.run(reader, self.published, self.stopping):
+                    self.warmup = warm = None
 
     def _announce(self, publisher: Any, batch: Batch, tv: TableVersion) -> None:
         """A table's current version changed: its topic exists and its writer schemas go out

@@ -1,0 +1,129 @@
+"""Warm PyPy's JIT before the first real change, while the stream is idle.
+
+Under PyPy the hot path runs interpreted until the JIT has traced and compiled it: measured at a
+live load of 5k rows/s right after a start, the loop fell ~200 ms behind in its first ~300 ms,
+and the first changes waited that long (docs/benchmarks.md, "JIT warm-up"). A start under a
+backlog warms up on the backlog; a start into an idle stream met its first changes cold.
+
+So, under PyPy, a second Streamer streams a recorded OLTP binlog (warmup.sql, recorded into
+warmup.binlog) through the very loop, reader, decoding and encoding of the real stream
+(source.replay), into a publisher that discards what it gets. Nothing reaches Kafka or MySQL. It
+runs only when the real stream is caught up with nothing in its open batch, a few transactions
+at a time, and stops as soon as the server has sent something, to go on at the next idle moment;
+a real change so waits at most for one small group. After ``warmup.transactions`` transactions,
+or once the real stream has published as many changes itself, it is done for the process.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import platform
+import time
+from typing import Any, Callable, Dict, Optional
+
+from streamer.kafka.publisher import Publisher
+from streamer.ops.metrics import Metrics
+from streamer.source import replay
+
+log = logging.getLogger(__name__)
+
+RECORDING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmup.binlog")
+DATABASE = "streamer_warmup"  # warmup.sql's
+# Transactions per replayed stream; between two, the real stream is checked for new data.
+SLICE = 16
+
+
+class _OwnTable(logging.Filter):
+    """Keeps the warm-up's own table out of the log (its schema version): not the user's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.args, tuple) and record.args[:1] == (DATABASE,))
+
+
+QUIET = _OwnTable()
+VERSIONS_LOG = logging.getLogger("streamer.schema.versions")
+
+
+def wanted(cfg: Dict[str, Any]) -> bool:
+    """Whether this process warms up: under PyPy (CPython has no JIT to warm), unless
+    ``warmup.transactions`` is 0."""
+    return platform.python_implementation() == "PyPy" and int(cfg["warmup"]["transactions"]) > 0
+
+
+def warm_config(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """The real config, for the recording's database alone, with nothing that reaches a server
+    (no schema registry, heartbeat or metrics endpoint) and no password (it connects nowhere)."""
+    out = copy.deepcopy(cfg)
+    out["tables"]["include"] = [DATABASE + ".*"]
+    out["tables"]["exclude"] = []
+    out["tables"]["columns"].update(exclude=[], mask={})  # the real tables' rules
+    out["schema_registry"]["url"] = None
+    out["heartbeat"]["enabled"] = False
+    out["metrics"]["http_port"] = 0
+    out["signalfx"]["enabled"] = False
+    out["snapshot"]["mode"] = "watermark"  # read_only mode would query the server's position
+    out["namespace"] = cfg["namespace"] + "-warmup"
+    return out
+
+
+class Warmup:
+    """The warm-up of one process (the module's docstring says what it does). ``run`` is called
+    by the engine when its stream is idle; ``done`` once it has nothing left to do."""
+
+    def __init__(self, cfg: Dict[str, Any], streamer_class: Callable[..., Any]) -> None:
+        with open(RECORDING, "rb") as fh:
+            self.recording = replay.Recording(fh.read())
+        self.cfg = warm_config(cfg)
+        self.streamer = streamer_class(self.cfg, metrics=Metrics(self.cfg), password="")
+        self.streamer.tables = self.streamer.new_catalog([])  # no schema topic to read
+        self.publisher: Optional[Publisher] = None  # on librdkafka's mock cluster, once running
+        self.total = self.left = int(cfg["warmup"]["transactions"])
+        self.spent_s = 0.0
+        self.slices = 0
+        self.done = False
+
+    def run(self, live: Any, published: int, stopping: Callable[[], bool] = lambda: False
+            ) -> bool:
+        """Replay slices until the warm-up is over, the live reader ``live`` has more to read, or
+        ``stopping()``; True when it is over. ``published``: the real stream's messages so far
+        (as many warm the JIT as well)."""
+        if published >= self.total:
+            log.info("JIT warm-up not needed: %d changes already streamed", published)
+            self.close()
+            return True
+        began = time.monotonic()
+        VERSIONS_LOG.addFilter(QUIET)
+        try:
+            if self.publisher is None:
+                self.publisher = Publisher.in_process(self.cfg)
+            while self.left > 0:
+                n = min(SLICE, self.left)
+                with replay.replayed(live, self.recording, n,
+                                     first=(self.total - self.left)) as reader:
+                    self.streamer.stream(self.publisher, reader, reader.start)
+                self.left -= n
+                self.slices += 1
+                if self.left > 0 and (live.more_arrived() or stopping()):
+                    return False
+        except Exception as exc:  # noqa: BLE001 - the warm-up must never stop the stream
+            log.warning("JIT warm-up stopped after %d of %d transactions: %r. Streaming goes on "
+                        "without it: the first changes may wait longer while PyPy compiles",
+                        self.total - self.left, self.total, exc)
+            self.close()
+            return True
+        finally:
+            VERSIONS_LOG.removeFilter(QUIET)
+            self.spent_s += time.monotonic() - began
+        log.info("JIT warm-up: %d transactions (%d messages, published only to librdkafka's "
+                 "in-process mock cluster) streamed in %.0f ms, in %d slices", self.total,
+                 self.streamer.published, self.spent_s * 1000, self.slices)
+        self.close()
+        return True
+
+    def close(self) -> None:
+        """Done: the mock cluster and its producer go (also when the stream stops first)."""
+        self.done = True
+        publisher, self.publisher = self.publisher, None
+        if publisher is not None:
+            publisher.close()

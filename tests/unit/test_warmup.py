@@ -1,0 +1,223 @@
+"""The JIT warm-up (engine.warmup) and the replayed stream it runs on (source.replay), without a
+MySQL server or a Kafka broker: the live reader is one as a connected reader looks, and the
+warm-up's publisher runs on librdkafka's in-process mock cluster, as in production."""
+import logging
+import socket
+
+import pytest
+
+from streamer import config
+from streamer.engine import warmup
+from streamer.engine.loop import Streamer
+from streamer.position import Position
+from streamer.source import patches, replay
+from streamer.source.reader import BinlogReader
+from streamer.source.server import Connection
+from tests.unit.engine_parts import ReplayedBinlog
+
+patches.apply()
+
+WRITE, UPDATE, DELETE = 23, 24, 25  # the recording's rows events (MariaDB writes v1)
+
+
+def recording():
+    with open(warmup.RECORDING, "rb") as fh:
+        return replay.Recording(fh.read())
+
+
+def cfg_with(**over):
+    environ = {"STREAMER__MYSQL__SERVER_ID": "99", "STREAMER_MYSQL_PASSWORD": "unused"}
+    environ.update({f"STREAMER__{k.upper()}": str(v) for k, v in over.items()})
+    return config.load(None, environ=environ)
+
+
+class Live:
+    """A BinlogReader as one that has connected and read looks: its library reader and both
+    connections made, and a socket of its own on which nothing arrives."""
+
+    def __init__(self, cfg):
+        self.sock, self.far = socket.socketpair()
+        self.ctl_sock, self.ctl_far = socket.socketpair()
+        reader = BinlogReader(cfg, "", Position("mysql-bin.000007", 4))
+        stream = reader.new_stream({})
+        conn = Connection(defer_connect=True)
+        conn._sock, conn._rfile = self.sock, self.sock.makefile("rb")
+        conn._next_seq_id, conn._closed, conn._current_timeout = 1, False, None
+        control = Connection(defer_connect=True)
+        control._sock, control._rfile = self.ctl_sock, self.ctl_sock.makefile("rb")
+        control._closed = False
+        control._get_dbms = lambda: "mysql"
+        stream._stream_connection, stream._ctl_connection = conn, control
+        stream.table_map[70] = "the live stream's table"
+        reader._stream = stream
+        self.reader = reader
+
+    def close(self):
+        for s in (self.sock, self.far, self.ctl_sock, self.ctl_far):
+            s.close()
+
+
+@pytest.fixture
+def live():
+    made = []
+
+    def make(cfg=None):
+        made.append(Live(cfg or cfg_with()))
+        return made[-1].reader
+    yield make
+    for m in made:
+        m.close()
+
+
+def events_of(rec):
+    """The recording's (WRITE, UPDATE, DELETE) rows events."""
+    counts = {WRITE: 0, UPDATE: 0, DELETE: 0}
+    for tx in rec.transactions:
+        for event in tx:
+            if event[4] in counts:
+                counts[event[4]] += 1
+    return tuple(counts[k] for k in (WRITE, UPDATE, DELETE))
+
+
+def test_the_recording_holds_whole_single_row_transactions_of_one_table():
+    rec = recording()
+    assert len(rec.transactions) == 25
+    for tx in rec.transactions:
+        assert tx[0][4] == replay.MARIADB_GTID and tx[-1][4] == replay.XID
+        assert replay.ANNOTATE_ROWS not in [e[4] for e in tx]  # a server sends the streamer none
+    # warmup.sql: 19 INSERTs (one of two rows), 5 UPDATEs and 2 DELETEs of one row each.
+    assert events_of(rec) == (19, 5, 2)
+    with pytest.raises(ValueError, match="magic"):
+        replay.Recording(b"nope")
+
+
+def test_a_replayed_stream_reads_like_a_live_one_and_leaves_the_live_reader_alone(live):
+    reader = live()
+    stream = reader._stream
+    conn, table_map = stream._stream_connection, stream.table_map
+    sock, rfile = conn._sock, conn._rfile
+    rec = recording()
+    seen = []
+    with replay.replayed(reader, rec, 30, group=8) as r:
+        assert r is not reader and (r.start.file, r.start.pos) == (replay.FILE, 4)
+        for event in r:
+            name = type(event).__name__
+            if name == "XidEvent":
+                seen.append(r.more_arrived())
+            if name == "WriteRowsEvent" and len(seen) == 0:
+                values = event.rows[0]["values"]
+                assert (values["id"], values["name"], str(values["amount"])) == (1, "alice", "12.50")
+    # 30 transactions, the recording's 25 and then its first 5 again, sent 8 at a time: the
+    # reader is caught up after each group's last transaction, as a live reader is.
+    assert len(seen) == 30
+    assert [i for i, more in enumerate(seen) if not more] == [7, 15, 23, 29]
+    # The live reader keeps its own connection, socket, reader and table map.
+    assert (stream._stream_connection, conn._sock, conn._rfile) == (conn, sock, rfile)
+    assert stream.table_map is table_map and table_map == {70: "the live stream's table"}
+    assert sock.fileno() >= 0 and not conn._closed
+
+
+def test_twins_have_the_attributes_of_the_original_in_its_order(live):
+    reader = live()
+    conn = reader._stream._stream_connection
+    twin = replay._twin(conn, _next_seq_id=5)
+    assert type(twin) is type(conn) and list(vars(twin)) == list(vars(conn))
+    assert twin._next_seq_id == 5 and conn._next_seq_id == 1
+    with pytest.raises(ValueError, match="no attribute"):
+        replay._twin(conn, not_an_attribute=1)
+
+
+def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_cluster(live,
+                                                                                       caplog):
+    cfg = cfg_with(warmup__transactions=100)
+    warm = warmup.Warmup(cfg, Streamer)
+    caplog.set_level(logging.INFO)
+    assert warm.run(live(cfg), published=0)
+    # Four passes over the recording's 25 transactions: 20 rows inserted, 5 updated and 2
+    # deleted, each delete followed by its tombstone (topics.tombstones).
+    assert warm.streamer.published == 4 * (20 + 5 + 2 * 2)
+    assert warm.done and warm.publisher is None  # the mock cluster is gone
+    text = caplog.text
+    assert "JIT warm-up: 100 transactions" in text
+    assert "streamer_warmup.warm: new schema version" not in text  # not the user's table
+    assert "Mock cluster enabled" not in text  # librdkafka's notice, below its log level
+
+
+def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live, monkeypatch):
+    cfg = cfg_with(warmup__transactions=3 * warmup.SLICE)
+    warm = warmup.Warmup(cfg, Streamer)
+    reader = live(cfg)
+    monkeypatch.setattr(type(reader), "more_arrived", lambda self: True)
+    assert not warm.run(reader, published=0)
+    assert warm.slices == 1 and warm.left == 2 * warmup.SLICE and not warm.done
+    assert not warm.run(reader, published=0)
+    assert warm.run(reader, published=0)  # the last slice: over, whatever arrived
+    assert warm.slices == 3 and warm.done
+
+
+def test_a_stop_interrupts_the_warm_up_between_slices(live):
+    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE), Streamer)
+    assert not warm.run(live(), published=0, stopping=lambda: True)
+    assert warm.slices == 1 and not warm.done
+    warm.close()  # as the engine does when it stops
+    assert warm.done and warm.publisher is None
+
+
+def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, caplog):
+    warm = warmup.Warmup(cfg_with(warmup__transactions=50), Streamer)
+    caplog.set_level(logging.INFO)
+    assert warm.run(live(), published=50)
+    assert warm.slices == 0 and warm.done
+    assert "JIT warm-up not needed: 50 changes already streamed" in caplog.text
+
+
+def test_a_failing_warm_up_is_a_warning_and_streaming_goes_on(caplog):
+    warm = warmup.Warmup(cfg_with(), Streamer)
+    unconnected = BinlogReader(cfg_with(), "", Position("mysql-bin.000001", 4))
+    assert warm.run(unconnected, published=0)  # over: never tried again
+    assert warm.done and warm.publisher is None
+    assert "JIT warm-up stopped after 0 of 4000 transactions" in caplog.text
+    assert "has not connected yet" in caplog.text
+
+
+def test_only_pypy_warms_up_and_zero_turns_it_off(monkeypatch):
+    monkeypatch.setattr(warmup.platform, "python_implementation", lambda: "PyPy")
+    assert warmup.wanted(cfg_with())
+    assert not warmup.wanted(cfg_with(warmup__transactions=0))
+    monkeypatch.setattr(warmup.platform, "python_implementation", lambda: "CPython")
+    assert not warmup.wanted(cfg_with())
+    with pytest.raises(config.ConfigError, match="warmup.transactions"):
+        cfg_with(warmup__transactions=-1)
+
+
+class Recorder:
+    """Stands in for the warm-up: what the loop gave it, and when."""
+
+    def __init__(self, runs_left):
+        self.calls = []
+        self.runs_left = runs_left
+
+    def run(self, reader, published, stopping):
+        self.calls.append((reader, published, self.publisher.in_tx))
+        self.runs_left -= 1
+        return self.runs_left == 0
+
+
+def test_the_loop_warms_up_only_when_caught_up_with_nothing_open_and_until_done(make):
+    from tests.unit.test_engine import FILE, replay as replay_engine
+    from tests.unit.engine_parts import FakeClock
+    clock = FakeClock(step=0.0001)
+    streamer, publisher = make(batch={"linger_ms": 10000, "min_linger_ms": 0}, clock=clock)
+    first = next(e for e in ReplayedBinlog("engine.binlog", Position(FILE, 4))
+                 if getattr(e, "rows", None))
+    clock.wall = first.timestamp + 0.5  # live
+    rec = streamer.warmup = Recorder(runs_left=6)
+    rec.publisher = publisher
+    reader = replay_engine(streamer, publisher, live=True)
+    # At each idle heartbeat (the recording's DDL before transaction 1 makes four), and right
+    # after the caught-up commit of transaction 1's three rows and at the heartbeat after it:
+    # never with a transaction open, always with the live reader and the messages published so
+    # far. Then it was done, and the loop let go of it.
+    assert [published for _, published, _ in rec.calls] == [0, 0, 0, 0, 3, 3]
+    assert all(r is reader and not in_tx for r, _, in_tx in rec.calls)
+    assert streamer.warmup is None and publisher.changes()[-1] == ("c", 9)
