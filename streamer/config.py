@@ -98,7 +98,7 @@ DEFAULTS: Dict[str, Any] = {
     # Under PyPy, this many transactions of a recorded binlog are streamed through the hot path,
     # published nowhere, while the stream is idle, so the first real changes meet compiled code
     # (engine.warmup). 0: no warm-up. CPython has no JIT and never warms up.
-    "warmup": {"transactions": 4000},
+    "warmup": {"transactions": 8000},
 }
 
 # Mappings whose keys are the user's (librdkafka settings, column patterns), not config keys.

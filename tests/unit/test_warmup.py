@@ -176,7 +176,7 @@ def test_a_failing_warm_up_is_a_warning_and_streaming_goes_on(caplog):
     unconnected = BinlogReader(cfg_with(), "", Position("mysql-bin.000001", 4))
     assert warm.run(unconnected, published=0)  # over: never tried again
     assert warm.done and warm.publisher is None
-    assert "JIT warm-up stopped after 0 of 4000 transactions" in caplog.text
+    assert "JIT warm-up stopped after 0 of 8000 transactions" in caplog.text
     assert "has not connected yet" in caplog.text
 
 
