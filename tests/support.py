@@ -67,6 +67,9 @@ def write_config(path: str, namespace: str, include: List[str], **over: Any) -> 
         "tables": {"include": include},
         "batch": {"linger_ms": 50},
         "start": {"initial": "end"},
+        # PyPy's JIT warm-up (engine.warmup) spends idle seconds of CPU that the suite's many
+        # short-lived streamers would not use; tests/e2e/test_warmup.py runs it.
+        "warmup": {"transactions": 0},
     }
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
