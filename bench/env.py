@@ -81,8 +81,10 @@ def drop_database(db: str) -> None:
         conn.close()
 
 
-def write_streamer_config(path: str, namespace: str, include: List[str]) -> str:
-    """A production-like streamer config: the default batch settings, the bench's namespace."""
+def write_streamer_config(path: str, namespace: str, include: List[str],
+                          extra: Optional[Dict[str, Any]] = None) -> str:
+    """A production-like streamer config: the default batch settings, the bench's namespace;
+    ``extra``: more top-level sections."""
     cfg: Dict[str, Any] = {
         "namespace": namespace,
         "source": {"name": namespace},
@@ -91,6 +93,7 @@ def write_streamer_config(path: str, namespace: str, include: List[str]) -> str:
         "kafka": {"bootstrap.servers": KAFKA},
         "tables": {"include": include},
         "start": {"initial": "end"},
+        **(extra or {}),
     }
     with open(path, "w", encoding="utf-8") as fh:
         yaml.safe_dump(cfg, fh)

@@ -12,7 +12,12 @@ One line per rate: p50, p90, p99, p99.9 and max in ms, the share over 50 and 100
 loader achieved, and the CPU of the streamer, the broker and MariaDB over the load (cores). The
 floor these are judged against is bench/floor.py's.
 
-    python -m bench.latency --python PY [--rate N ...] [--seconds S] [--warmup W] [--results F]
+Under PyPy the streamer warms its JIT up while idle (engine.warmup, ``warmup.transactions``): the
+load starts once that is over (``jit_warmup_wait_s``), as a first burst meets a streamer that has
+been idle a few seconds. ``--jit-warmup 0`` measures a load that meets the JIT cold.
+
+    python -m bench.latency --python PY [--rate N ...] [--seconds S] [--warmup W]
+        [--jit-warmup TRANSACTIONS] [--results F]
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import env, results
 from .floor import percentiles
-from .proc import BenchError, CpuWindow, Streamer
+from .proc import BenchError, CpuWindow, Streamer, interpreter_of
 from .watch import Watcher, delete_namespace
 
 TABLE = "lat"
@@ -39,6 +44,8 @@ PRIMER_TS = 0
 LAST_PRIMER_TS = 1
 # One connection keeps up with ~2-3k single-row commits/s here; more share the rate.
 ROWS_S_PER_CONNECTION = 1500
+# What the streamer logs once its JIT warm-up is over (done, not needed, or given up).
+JIT_WARMUP_OVER = b"JIT warm-up"
 
 
 def flatten(prefix: str, p: Dict[str, Optional[float]]) -> Dict[str, Optional[float]]:
@@ -189,17 +196,47 @@ def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: 
         conn.close()
 
 
-def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float) -> Dict[str, Any]:
-    """One load at ``rate`` rows/s against a streamer under ``python``: the line's fields."""
+def _wait_for_jit_warmup(streamer: Streamer, timeout_s: float = 120.0) -> float:
+    """Seconds until the streamer's log says its JIT warm-up is over."""
+    began = time.monotonic()
+    while True:
+        with open(streamer.log_path, "rb") as fh:
+            if JIT_WARMUP_OVER in fh.read():
+                return round(time.monotonic() - began, 2)
+        if time.monotonic() - began > timeout_s:
+            raise BenchError(f"the streamer's JIT warm-up was not over within {timeout_s:.0f} s "
+                             f"(log {streamer.log_path})")
+        streamer.sample()
+        time.sleep(0.05)
+
+
+def jit_warmup_of(python: str, transactions: Optional[int]) -> int:
+    """The warm-up the streamer under ``python`` runs: ``transactions`` (None: the streamer's
+    default), or none under CPython."""
+    from streamer.config import DEFAULTS
+
+    if interpreter_of(python)["interpreter"] != "pypy":
+        return 0
+    return DEFAULTS["warmup"]["transactions"] if transactions is None else transactions
+
+
+def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
+        jit_warmup: Optional[int] = None) -> Dict[str, Any]:
+    """One load at ``rate`` rows/s against a streamer under ``python``: the line's fields.
+    ``jit_warmup``: the streamer's warmup.transactions (None: its default)."""
     db = env.create_database("bench_lat_", DDL)
     ns = env.unique("bench")
-    cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"])
+    transactions = jit_warmup_of(python, jit_warmup)
+    cfg = env.write_streamer_config(
+        os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.*"],
+        None if jit_warmup is None else {"warmup": {"transactions": jit_warmup}})
     topic = f"{ns}.{db}.{TABLE}"
     child: Optional[subprocess.Popen] = None
     try:
         with Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
             with Watcher(f"{ns}.{db}.") as watcher:
                 _wait_until_streaming(watcher, streamer, db, topic, ns)
+            waited = _wait_for_jit_warmup(streamer) if transactions else 0.0
             child = subprocess.Popen([sys.executable, "-m", "bench.latency", "--consume", topic,
                                       "--namespace", ns, "--deadline", str(seconds + 120)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=env.ROOT,
@@ -234,6 +271,7 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float)
         "offered_rows_s": rate, "rows_s": round(written / loader.elapsed_s, 1),
         "rows": written, "seconds": seconds, "warmup_s": warmup_s,
         "connections": loader.connections, "rss_mb": round(rss, 1),
+        "jit_warmup_transactions": transactions, "jit_warmup_wait_s": waited,
         "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
         **stats("", warm), **stats("cold_", cold)}
     # The source's part (client stamp -> MariaDB acknowledged the INSERT), all rows: the
@@ -248,7 +286,10 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--python", default=sys.executable, help="the streamer's interpreter")
     ap.add_argument("--rate", type=float, action="append", help="rows/s (repeatable; 1000, 5000)")
     ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--warmup", type=float, default=5.0,
+                    help="the load's first seconds, reported apart as cold")
+    ap.add_argument("--jit-warmup", type=int, metavar="TRANSACTIONS",
+                    help="the streamer's warmup.transactions (default: its default; 0: none)")
     ap.add_argument("--results", help="JSON lines file to append the lines to")
     ap.add_argument("--consume", help=argparse.SUPPRESS)
     ap.add_argument("--namespace", help=argparse.SUPPRESS)
@@ -259,8 +300,8 @@ def main(argv: List[str]) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
-            results.emit(dict(run(args.python, workdir, rate, args.seconds, args.warmup),
-                              shape="latency"), args.results)
+            results.emit(dict(run(args.python, workdir, rate, args.seconds, args.warmup,
+                                  args.jit_warmup), shape="latency"), args.results)
     return 0
 
 

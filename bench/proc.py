@@ -1,6 +1,7 @@
 """The streamer under test as a child process of the interpreter being measured."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -241,3 +242,10 @@ def run_json(cmd: List[str], what: str, environ: Optional[Dict[str, str]] = None
     if out.returncode != 0:
         raise BenchError(f"{what} failed with exit code {out.returncode}:\n{out.stderr[-3000:]}")
     return out.stdout
+
+
+def interpreter_of(python: str) -> Dict[str, str]:
+    """bench.bare.interpreter() of ``python``: its name (pypy, cpython) and version."""
+    code = "import json; from bench.bare import interpreter; print(json.dumps(interpreter()))"
+    return json.loads(run_json([python, "-c", code], f"{python} -c interpreter()"))
+

@@ -21,7 +21,8 @@ import pymysql
 
 from . import (binlogs, catchup, env, latency, live, loaded, report, results, snapshot, startup,
                targets)
-from .proc import JIT_THREADS, BenchError, run_json, server_pids, threads_cpu_seconds
+from .proc import (JIT_THREADS, BenchError, interpreter_of, run_json, server_pids,
+                   threads_cpu_seconds)
 from .shapes import SHAPES, Backlog, drop, load_backlog
 from .watch import delete_namespace
 
@@ -115,7 +116,7 @@ def measure_shape(shape: str, pythons: List[str], repeat: int, quick: bool,
 def measure_live(python: str, args: argparse.Namespace, workdir: str) -> Dict[str, Any]:
     out = live.run(python, workdir, args.live_rate, args.live_seconds, args.live_warmup)
     # One load per interpreter, whatever --repeat says: the line's `repeat` says so.
-    rec = {"shape": "live", "python": _label(python), **_interpreter_of(python), **out,
+    rec = {"shape": "live", "python": _label(python), **interpreter_of(python), **out,
            "repeat": 1}
     print(f"bench: live {rec['interpreter']}: {out['rows_s']} rows/s, p50 {out['p50_ms']} ms, "
           f"p99 {out['p99_ms']} ms, max {out['max_ms']} ms", flush=True)
@@ -133,7 +134,7 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
     saturation = next(r[of] for r in records if r["shape"] == shape and r["python"] == label)
     out = loaded.run(python, workdir, SHAPES[shape], saturation, args.share, args.live_seconds,
                      args.live_warmup, args.source_engine)
-    rec = {"shape": f"{shape}-live", "python": label, **_interpreter_of(python), **out,
+    rec = {"shape": f"{shape}-live", "python": label, **interpreter_of(python), **out,
            "saturation_of": of, "repeat": 1}
     held = "" if out["load_held"] else " (sysbench could not hold the rate)"
     if out["cores_needed"] is not None:
@@ -156,13 +157,13 @@ def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows:
     out = []
     try:
         for python in pythons:
-            rec = {"shape": "snapshot", "python": _label(python), **_interpreter_of(python),
+            rec = {"shape": "snapshot", "python": _label(python), **interpreter_of(python),
                    **snapshot.run(python, db, rows, workdir, chunk_rows), "repeat": 1}
             print(f"bench: snapshot {rec['interpreter']}: {rec['rows_s']:.0f} rows/s, "
                   f"{rec['cpu_s']} CPU-s, peak RSS {rec['rss_mb']:.0f} MB "
                   f"(+{rec['rss_growth_mb']} MB over the second half)", flush=True)
             out.append(rec)
-            cost = {"shape": "snapshot-live", "python": _label(python), **_interpreter_of(python),
+            cost = {"shape": "snapshot-live", "python": _label(python), **interpreter_of(python),
                     **snapshot.live_cost(python, db, workdir, 3.0 if quick else 10.0),
                     "repeat": 1}
             print(f"bench: snapshot-live {cost['interpreter']}: heartbeat latency p50/p99 "
@@ -177,7 +178,7 @@ def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows:
 
 def measure_startup(python: str, runs: int, workdir: str) -> Dict[str, Any]:
     out = startup.run(python, workdir, runs)
-    rec = {"shape": "startup", "python": _label(python), **_interpreter_of(python), **out,
+    rec = {"shape": "startup", "python": _label(python), **interpreter_of(python), **out,
            "repeat": runs}
     print(f"bench: start-up {rec['interpreter']}: first start {out['fresh_start_s']} s, restart "
           f"{out['restart_s']} s (medians of {runs})", flush=True)
@@ -216,13 +217,14 @@ def measure_txn(python: str, system: bool, seconds: float, workdir: str,
 def measure_latency(python: str, rate: float, args: argparse.Namespace,
                     workdir: str) -> Dict[str, Any]:
     """Fixed-rate single-row transactions against the streamer under ``python`` (bench.latency)."""
-    out = latency.run(python, workdir, rate, args.latency_seconds, args.latency_warmup)
-    rec = {"shape": "latency", "python": _label(python), **_interpreter_of(python), **out,
+    out = latency.run(python, workdir, rate, args.latency_seconds, args.latency_warmup,
+                      args.jit_warmup)
+    rec = {"shape": "latency", "python": _label(python), **interpreter_of(python), **out,
            "repeat": 1}
     print(f"bench: latency {rec['interpreter']} at {rate:g} rows/s ({out['rows_s']} achieved): "
           f"p50 {out['p50_ms']} ms, p99 {out['p99_ms']} ms, p99.9 {out['p999_ms']} ms, max "
-          f"{out['max_ms']} ms; cold p99 {out['cold_p99_ms']} ms, max {out['cold_max_ms']} ms",
-          flush=True)
+          f"{out['max_ms']} ms; cold p99 {out['cold_p99_ms']} ms, max {out['cold_max_ms']} ms "
+          f"(JIT warm-up: {out['jit_warmup_transactions']} transactions)", flush=True)
     return rec
 
 
@@ -234,7 +236,7 @@ def measure_floor(python: str, rate: float, args: argparse.Namespace) -> Dict[st
            str(args.latency_seconds), "--warmup", str(args.latency_warmup)]
     out = json.loads(run_json(cmd + (["--group"] if rate else []),
                               f"bench.floor under {python}").splitlines()[-1])
-    rec = {"shape": "floor", "python": _label(python), **_interpreter_of(python),
+    rec = {"shape": "floor", "python": _label(python), **interpreter_of(python),
            "offered_rows_s": rate, "rows_s": out["rate_achieved"], "rows": out["messages"],
            "seconds": args.latency_seconds, "warmup_s": args.latency_warmup,
            "mode": out["mode"], "commits": out["commits"], "librdkafka": out["librdkafka"],
@@ -251,11 +253,6 @@ def compile_streamer(python: str) -> None:
     Without it, where PYTHONDONTWRITEBYTECODE is set (as in CI), every start compiles the
     package again: ~80 ms of a PyPy start (0.41 -> 0.33 s), ~20 ms of a CPython one."""
     run_json([python, "-m", "compileall", "-q", "streamer"], f"compiling the streamer under {python}")
-
-
-def _interpreter_of(python: str) -> Dict[str, str]:
-    code = "import json; from bench.bare import interpreter; print(json.dumps(interpreter()))"
-    return json.loads(run_json([python, "-c", code], f"{python} -c interpreter()"))
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
@@ -289,6 +286,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="each latency load's and floor's length (default 30, quick 4)")
     p.add_argument("--latency-warmup", type=float,
                    help="their first seconds, reported apart as cold (default 5, quick 1)")
+    p.add_argument("--jit-warmup", type=int, metavar="TRANSACTIONS",
+                   help="the streamer's warmup.transactions in the latency loads (default: its "
+                   "default); under PyPy each load starts once that warm-up is over")
     p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
     p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
     p.add_argument("--warmup", type=int, help="unrecorded bulk catch-ups per interpreter first, "
