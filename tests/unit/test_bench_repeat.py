@@ -3,7 +3,7 @@ from bench import live, results, startup, suite
 
 
 def _no_servers(monkeypatch):
-    monkeypatch.setattr(suite, "_interpreter_of",
+    monkeypatch.setattr(suite, "interpreter_of",
                         lambda python: {"interpreter": "pypy", "version": "3.9"})
     monkeypatch.setattr(live, "run", lambda *a: {"rows_s": 550.0, "p50_ms": 7.0,
                                                 "p99_ms": 30.0, "max_ms": 60.0})
