@@ -72,11 +72,12 @@ class Warmup:
     by the engine when its stream is idle; ``done`` once it has nothing left to do."""
 
     def __init__(self, cfg: Dict[str, Any], streamer_class: Callable[..., Any]) -> None:
-        with open(RECORDING, "rb") as fh:
-            self.recording = replay.Recording(fh.read())
-        self.cfg = warm_config(cfg)
-        self.streamer = streamer_class(self.cfg, metrics=Metrics(self.cfg), password="")
-        self.streamer.tables = self.streamer.new_catalog([])  # no schema topic to read
+        # Made at the first idle moment (``_prepare``), not at start: a start never waits for it.
+        self.real_cfg = cfg
+        self.streamer_class = streamer_class
+        self.cfg: Dict[str, Any] = {}
+        self.recording: Optional[replay.Recording] = None
+        self.streamer: Any = None
         self.publisher: Optional[Publisher] = None  # on librdkafka's mock cluster, once running
         self.total = self.left = int(cfg["warmup"]["transactions"])
         self.spent_s = 0.0
@@ -96,9 +97,10 @@ class Warmup:
         VERSIONS_LOG.addFilter(QUIET)
         try:
             if self.publisher is None:
-                self.publisher = Publisher.in_process(self.cfg)
+                self._prepare()
             while self.left > 0:
                 n = min(SLICE, self.left)
+                assert self.recording is not None
                 with replay.replayed(live, self.recording, n,
                                      first=(self.total - self.left)) as reader:
                     self.streamer.stream(self.publisher, reader, reader.start)
@@ -120,6 +122,14 @@ class Warmup:
                  self.streamer.published, self.spent_s * 1000, self.slices)
         self.close()
         return True
+
+    def _prepare(self) -> None:
+        with open(RECORDING, "rb") as fh:
+            self.recording = replay.Recording(fh.read())
+        self.cfg = warm_config(self.real_cfg)
+        self.streamer = self.streamer_class(self.cfg, metrics=Metrics(self.cfg), password="")
+        self.streamer.tables = self.streamer.new_catalog([])  # no schema topic to read
+        self.publisher = Publisher.in_process(self.cfg)
 
     def close(self) -> None:
         """Done: the mock cluster and its producer go (also when the stream stops first)."""

@@ -131,6 +131,7 @@ def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_c
                                                                                        caplog):
     cfg = cfg_with(warmup__transactions=100)
     warm = warmup.Warmup(cfg, Streamer)
+    assert warm.streamer is None and warm.publisher is None  # made when first run, not at start
     caplog.set_level(logging.INFO)
     assert warm.run(live(cfg), published=0)
     # Four passes over the recording's 25 transactions: 20 rows inserted, 5 updated and 2
