@@ -298,10 +298,11 @@ def main(argv: List[str]) -> int:
     if args.consume:
         consume(args.consume, args.namespace, args.deadline)
         return 0
+    labels = interpreter_of(args.python)  # the streamer's, as bench.suite's lines say it
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
             results.emit(dict(run(args.python, workdir, rate, args.seconds, args.warmup,
-                                  args.jit_warmup), shape="latency"), args.results)
+                                  args.jit_warmup), shape="latency", **labels), args.results)
     return 0
 
 
