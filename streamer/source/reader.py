@@ -110,7 +110,7 @@ class BinlogReader:
 
     def new_stream(self, settings: Dict[str, Any], **kwargs: Any) -> BinLogStreamReader:
         """The library's reader of the binlog stream, as every stream of the streamer's is made
-        (source.replay makes one too)."""
+        (the warm-up's tests make one that never connects, to stand for a live reader's)."""
         return BinLogStreamReader(
             connection_settings=settings,
             server_id=self.cfg["mysql"]["server_id"],

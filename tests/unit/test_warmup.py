@@ -136,8 +136,8 @@ def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_c
     assert warm.run(live(cfg), published=0)
     # Four passes over the recording's 25 transactions: 20 rows inserted, 5 updated and 2
     # deleted, each delete followed by its tombstone (topics.tombstones).
-    assert warm.streamer.published == 4 * (20 + 5 + 2 * 2)
-    assert warm.done and warm.publisher is None  # the mock cluster is gone
+    assert warm.messages == 4 * (20 + 5 + 2 * 2)
+    assert warm.done and warm.publisher is None and warm.streamer is None  # all let go
     text = caplog.text
     assert "JIT warm-up: 100 transactions" in text
     assert "streamer_warmup.warm: new schema version" not in text  # not the user's table
