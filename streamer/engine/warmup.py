@@ -6,12 +6,14 @@ and the first changes waited that long (docs/benchmarks.md, "JIT warm-up"). A st
 backlog warms up on the backlog; a start into an idle stream met its first changes cold.
 
 So, under PyPy, a second Streamer streams a recorded OLTP binlog (warmup.sql, recorded into
-warmup.binlog) through the very loop, reader, decoding and encoding of the real stream
-(source.replay), into a publisher that discards what it gets. Nothing reaches Kafka or MySQL. It
-runs only when the real stream is caught up with nothing in its open batch, a few transactions
-at a time, and stops as soon as the server has sent something, to go on at the next idle moment;
-a real change so waits at most for one small group. After ``warmup.transactions`` transactions,
-or once the real stream has published as many changes itself, it is done for the process.
+warmup.binlog) through the very loop, reader, decoding and encoding of the real stream, over
+twins of the live reader's objects (source.replay), into the real Publisher on librdkafka's
+in-process mock cluster (``Publisher.in_process``). Nothing reaches Kafka or MySQL. It runs only
+when the real stream is caught up with nothing in its open batch, a few transactions at a time,
+and stops as soon as the server has sent something, to go on at the next idle moment; a real
+change so waits at most for one small slice. After ``warmup.transactions`` transactions, or once
+the real stream has published as many changes itself, it is done for the process; a full
+collection, still idle, then takes what it left (docs/benchmarks.md, "JIT warm-up while idle").
 """
 from __future__ import annotations
 

@@ -95,9 +95,11 @@ class _Feed:
     def __init__(self, recording: Recording, transactions: int, group: int, first: int) -> None:
         now = int(time.time())
         seq = 1  # the binlog dump request was packet 0
-        head = [_rotate(recording.server_id), _timed(recording.format_description or b"", now)]
+        # The rotate event keeps its zero time: a server's first, artificial one has no other.
+        out = [_packet(b"\x00" + _rotate(recording.server_id), seq)]
+        seq += 1
+        head = [recording.format_description or b""]
         chunks: List[bytes] = []
-        out: List[bytes] = []
         txs = recording.transactions
         for i in range(transactions):
             for event in (head if i == 0 else []) + txs[(first + i) % len(txs)]:

@@ -3,6 +3,7 @@ MySQL server or a Kafka broker: the live reader is one as a connected reader loo
 warm-up's publisher runs on librdkafka's in-process mock cluster, as in production."""
 import logging
 import socket
+import time
 
 import pytest
 
@@ -102,6 +103,10 @@ def test_a_replayed_stream_reads_like_a_live_one_and_leaves_the_live_reader_alon
         assert r is not reader and (r.start.file, r.start.pos) == (replay.FILE, 4)
         for event in r:
             name = type(event).__name__
+            if name == "RotateEvent":  # a server's first: artificial, no time, the file read
+                assert (event.timestamp, event.next_binlog, event.position) == (0, replay.FILE, 4)
+            elif name == "WriteRowsEvent":  # the others' times are now's: live, not a backlog
+                assert abs(event.timestamp - time.time()) < 60
             if name == "XidEvent":
                 seen.append(r.more_arrived())
             if name == "WriteRowsEvent" and len(seen) == 0:
