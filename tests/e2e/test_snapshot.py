@@ -270,7 +270,10 @@ def test_an_alter_in_the_middle_of_a_snapshot_shapes_every_row_read_after_it(db,
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
                                start={"initial": "snapshot"}, snapshot={"chunk_rows": 50})
     with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-        support.wait_for(lambda: "begins" in proc.output(), what="the snapshot to begin")
+        # A chunk published means its high watermark was read: before the ALTER, in binlog
+        # order. "begins" alone raced the first chunk (a clean-clone CI run read none before).
+        support.wait_for(lambda: support.end_offsets(f"{ns}.{name}.t") > 0,
+                         what="the snapshot's first chunk")
         support.sql(conn, "ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 7")
         alter = support.master_pos(conn)
         support.sql(conn, "UPDATE t SET n = 8 WHERE id % 1000 = 0")
