@@ -196,20 +196,6 @@ def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: 
         conn.close()
 
 
-def _wait_for_jit_warmup(streamer: Streamer, timeout_s: float = 120.0) -> float:
-    """Seconds until the streamer's log says its JIT warm-up is over."""
-    began = time.monotonic()
-    while True:
-        with open(streamer.log_path, "rb") as fh:
-            if JIT_WARMUP_OVER in fh.read():
-                return round(time.monotonic() - began, 2)
-        if time.monotonic() - began > timeout_s:
-            raise BenchError(f"the streamer's JIT warm-up was not over within {timeout_s:.0f} s "
-                             f"(log {streamer.log_path})")
-        streamer.sample()
-        time.sleep(0.05)
-
-
 def jit_warmup_of(python: str, transactions: Optional[int]) -> int:
     """The warm-up the streamer under ``python`` runs: ``transactions`` (None: the streamer's
     default), or none under CPython."""
@@ -236,7 +222,8 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
         with Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
             with Watcher(f"{ns}.{db}.") as watcher:
                 _wait_until_streaming(watcher, streamer, db, topic, ns)
-            waited = _wait_for_jit_warmup(streamer) if transactions else 0.0
+            waited = round(streamer.wait_for_log(JIT_WARMUP_OVER, "end its JIT warm-up", 120),
+                           2) if transactions else 0.0
             child = subprocess.Popen([sys.executable, "-m", "bench.latency", "--consume", topic,
                                       "--namespace", ns, "--deadline", str(seconds + 120)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=env.ROOT,

@@ -1,6 +1,7 @@
 """The streamer under test as a child process of the interpreter being measured."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -208,6 +209,21 @@ class Streamer:
         if rss is not None:
             self.rss_mb = max(self.rss_mb, rss)
 
+    def wait_for_log(self, marker: bytes, what: str, timeout_s: float,
+                     since: Optional[float] = None, interval_s: float = 0.05) -> float:
+        """Seconds from ``since`` (monotonic; default now) until the streamer's log holds
+        ``marker``; fails fast if it died, and after ``timeout_s`` without it."""
+        began = time.monotonic() if since is None else since
+        while True:
+            with open(self.log_path, "rb") as fh:
+                if marker in fh.read():
+                    return time.monotonic() - began
+            if time.monotonic() - began > timeout_s:
+                raise BenchError(f"the streamer did not {what} within {timeout_s:.0f}s "
+                                 f"(log {self.log_path})")
+            self.sample()
+            time.sleep(interval_s)
+
     def rss_now_mb(self) -> Optional[float]:
         return status_mb(self.proc.pid, "VmRSS")
 
@@ -245,7 +261,13 @@ def run_json(cmd: List[str], what: str, environ: Optional[Dict[str, str]] = None
 
 
 def interpreter_of(python: str) -> Dict[str, str]:
-    """bench.bare.interpreter() of ``python``: its name (pypy, cpython) and version."""
+    """bench.bare.interpreter() of ``python``: its name (pypy, cpython) and version (asked once
+    per interpreter: every line of a run names it)."""
+    return dict(_interpreter_of(python))
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreter_of(python: str) -> Tuple[Tuple[str, str], ...]:
     code = "import json; from bench.bare import interpreter; print(json.dumps(interpreter()))"
-    return json.loads(run_json([python, "-c", code], f"{python} -c interpreter()"))
+    return tuple(json.loads(run_json([python, "-c", code], f"{python} -c interpreter()")).items())
 

@@ -13,7 +13,7 @@ import time
 from typing import Any, Dict, List
 
 from . import env
-from .proc import BenchError, Streamer
+from .proc import Streamer
 from .watch import delete_namespace
 
 READY = b"reading the binlog from"
@@ -22,16 +22,8 @@ READY = b"reading the binlog from"
 def _time_to_reading(python: str, cfg: str, log_path: str, timeout: float = 60.0) -> float:
     began = time.monotonic()
     with Streamer(python, cfg, log_path, []) as streamer:
-        while True:
-            with open(log_path, "rb") as fh:
-                if READY in fh.read():
-                    took = time.monotonic() - began
-                    break
-            if time.monotonic() - began > timeout:
-                raise BenchError(f"the streamer did not start reading within {timeout:.0f}s "
-                                 f"(log {log_path})")
-            streamer.sample()  # fails fast if it died
-            time.sleep(0.005)
+        took = streamer.wait_for_log(READY, "start reading", timeout, since=began,
+                                     interval_s=0.005)
         streamer.stop()
     return took
 

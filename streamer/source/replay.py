@@ -33,7 +33,6 @@ FILE = "streamer-warmup-bin.000001"
 EOF_PAYLOAD = b"\xfe\x00\x00\x00\x00"
 # A replayed group is always there to read: a read that waits this long is a bug, not a server.
 READ_TIMEOUT_S = 10
-ROWS_EVENTS = frozenset((23, 24, 25, 30, 31, 32))  # WRITE/UPDATE/DELETE_ROWS, v1 and v2
 
 
 class Recording:
@@ -67,10 +66,6 @@ class Recording:
                     group = None
         if self.format_description is None or not self.transactions:
             raise ValueError("no format description event or no committed transaction")
-
-    def rows_events(self) -> int:
-        """The rows events of one pass over the transactions."""
-        return sum(1 for tx in self.transactions for event in tx if event[4] in ROWS_EVENTS)
 
 
 def _packet(payload: bytes, seq: int) -> bytes:
