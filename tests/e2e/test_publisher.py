@@ -2,6 +2,8 @@
 import os
 import time
 
+import pytest
+
 from confluent_kafka import Consumer, TopicPartition
 
 from streamer import config as config_mod
@@ -48,3 +50,57 @@ def test_the_first_message_to_a_topic_just_created_is_never_lost(tmp_path):
     got = support.consume(topics, expect=200, idle=0.5)
     assert sorted((m["topic"], m["raw_value"]) for m in got) == \
         sorted((t, v) for t in topics for v in (b"first", b"second"))
+
+
+def test_a_new_instance_fences_both_producers_whichever_has_the_turn(tmp_path):
+    """The publisher's two producers take turns (kafka.publisher): a start must fence both, or
+    the older instance's other producer could still commit after the new one read the
+    checkpoint."""
+    from streamer.errors import Fenced
+
+    for commits_before in (0, 1):  # the older instance's next transaction on either producer
+        ns = support.unique("fence")
+        topic = f"{ns}.db.t"
+        old = Publisher(_cfg(tmp_path, ns)).__enter__()
+        try:
+            old.ensure_topic(topic)
+            for i in range(commits_before):
+                old.begin()
+                old.produce(topic, b"kept", b"1")
+                old.commit(Position("mysql-bin.000001", 10 + i))
+            turn = old.producer
+            with Publisher(_cfg(tmp_path, ns)) as new:
+                old.begin()
+                assert old.producer is turn is old.producers[commits_before]
+                old.produce(topic, b"zombie", b"2")
+                with pytest.raises(Fenced, match="fenced"):
+                    old.commit(Position("mysql-bin.000001", 99))
+                new.begin()
+                new.produce(topic, b"new", b"3")
+                new.commit(Position("mysql-bin.000001", 100))
+        finally:
+            old.__exit__(None, None, None)
+        got = [m["raw_value"] for m in support.consume([topic], expect=1 + commits_before, idle=1.0)]
+        assert got == [b"kept"] * commits_before + [b"new"]
+
+
+def test_transactions_of_the_two_producers_keep_their_order_in_a_partition(tmp_path):
+    """Each transaction begins after the last commit returned, on the other producer: a
+    read_committed consumer reads them in commit order, and the start after reads the last
+    checkpoint."""
+    ns = support.unique("turns")
+    topic = f"{ns}.db.t"
+    cfg = _cfg(tmp_path, ns)
+    with Publisher(cfg) as pub:
+        pub.ensure_topic(topic)
+        used = []
+        for i in range(40):
+            pub.begin()
+            used.append(pub.producer)
+            pub.produce(topic, b"%d" % i, b"same key")
+            pub.commit(Position("mysql-bin.000001", 1000 + i))
+        assert len(set(map(id, used))) == 2
+    got = [int(m["raw_value"]) for m in support.consume([topic], expect=40, idle=1.0)]
+    assert got == list(range(40))
+    with Publisher(cfg) as pub:
+        assert pub.read_checkpoint().pos == 1039
