@@ -16,7 +16,12 @@ keeps a rate above ~500/s here, and only it charges a slow commit to every messa
 behind it (a paced message is stamped when it is sent, however late). The first ``--warmup``
 seconds are reported apart.
 
-    python -m bench.floor [--rate N] [--seconds S] [--warmup W] [--results FILE]
+With ``--producers 2`` two transactional producers take turns, a transaction each, as the
+streamer's publisher does (kafka.publisher): one producer's next transaction is refused its
+partitions until the broker has finished its last one, and librdkafka waits 20 ms to ask again.
+
+    python -m bench.floor [--rate N [--group]] [--producers P] [--seconds S] [--warmup W]
+        [--results FILE]
 
 prints one JSON line (and appends it to ``--results``): p50, p90, p99, p99.9 and max in ms, the
 share over 50 and 100 ms, the messages, the rate achieved, and the producer's commit times.
@@ -79,19 +84,24 @@ def consume(topic: str, deadline_s: float) -> List[List[float]]:
     return out
 
 
-def produce(topic: str, rate: float, seconds: float, group: bool = False) -> Dict[str, Any]:
+def produce(topic: str, rate: float, seconds: float, group: bool = False,
+            producers: int = 1) -> Dict[str, Any]:
     """Publish one message per transaction (``group``: every message due) for ``seconds``; the
-    messages sent and the commit times."""
+    messages sent and the commit times. With ``producers`` > 1, transactional producers take
+    turns, a transaction each, as the streamer's publisher does."""
     from streamer.kafka import rdkafka
     from streamer.kafka.publisher import DEFAULT_PRODUCER
 
     conf = dict(DEFAULT_PRODUCER, **{"bootstrap.servers": env.KAFKA,
-                                     "transactional.id": f"floor-{uuid.uuid4().hex}",
                                      "enable.idempotence": True, "acks": "all"})
-    p = rdkafka.Producer(conf)
+    ps = [rdkafka.Producer(dict(conf, **{"transactional.id": f"floor-{uuid.uuid4().hex}"}))
+          for _ in range(producers)]
+    p = ps[0]
+    turn = 0
     commits: List[float] = []
     try:
-        p.init_transactions(60)
+        for each in ps:
+            each.init_transactions(60)
         interval = 1.0 / rate if rate else 0.0
         began = time.monotonic()
         due = began
@@ -112,6 +122,8 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False) -> Dic
                 t0 = time.monotonic()
                 p.commit_transaction(30)
                 commits.append((time.monotonic() - t0) * 1000.0)
+                turn = (turn + 1) % producers
+                p = ps[turn]
                 continue
             if interval:
                 wait = due - time.monotonic()
@@ -123,19 +135,23 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False) -> Dic
             t0 = time.monotonic()
             p.commit_transaction(30)
             commits.append((time.monotonic() - t0) * 1000.0)
+            turn = (turn + 1) % producers
+            p = ps[turn]
             sent += 1
         elapsed = time.monotonic() - began
         p.begin_transaction()
         p.produce(topic, END)
         p.commit_transaction(30)
     finally:
-        p.close()
+        for each in ps:
+            each.close()
     return {"sent": sent, "commits": len(commits), "elapsed_s": elapsed,
             "commit_ms": percentiles(commits),
             "librdkafka": rdkafka.LIBRARY_VERSION}
 
 
-def measure(rate: float, seconds: float, warmup: float, group: bool = False) -> Dict[str, Any]:
+def measure(rate: float, seconds: float, warmup: float, group: bool = False,
+            producers: int = 1) -> Dict[str, Any]:
     topic = f"floor.{uuid.uuid4().hex[:12]}"
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": env.KAFKA})
@@ -144,7 +160,7 @@ def measure(rate: float, seconds: float, warmup: float, group: bool = False) -> 
                               "--deadline", str(seconds + 60)],
                              stdout=subprocess.PIPE, cwd=env.ROOT)
     time.sleep(1.0)  # the consumer is assigned and fetching before the first message
-    sent = produce(topic, rate, seconds, group)
+    sent = produce(topic, rate, seconds, group, producers)
     out, _ = child.communicate(timeout=seconds + 90)  # read while it writes: a pipe holds 64 KB
     pairs = json.loads(out or b"[]")
     admin.delete_topics([topic])
@@ -154,7 +170,7 @@ def measure(rate: float, seconds: float, warmup: float, group: bool = False) -> 
     cold = [(arrival - stamp) / 1000.0 for arrival, stamp in pairs
             if stamp - first < warmup * 1e6]
     return {"bench": "floor", "mode": "grouped" if group else "paced" if rate else "back-to-back",
-            "commits": sent["commits"],
+            "commits": sent["commits"], "producers": producers,
             "rate_asked": rate, "rate_achieved": round(sent["sent"] / sent["elapsed_s"], 1),
             "messages": sent["sent"], "received": len(pairs), "warmup_s": warmup,
             "latency_ms": percentiles(warm), "warmup_latency_ms": percentiles(cold),
@@ -169,6 +185,9 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--group", action="store_true",
                     help="with --rate: each transaction carries every message due (stamped due)")
+    ap.add_argument("--producers", type=int, default=1,
+                    help="transactional producers taking turns, a transaction each (the "
+                         "streamer's publisher has 2)")
     ap.add_argument("--results", help="JSON lines file to append the result to")
     ap.add_argument("--consume", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=60.0, help=argparse.SUPPRESS)
@@ -178,7 +197,9 @@ def main(argv: List[str]) -> int:
         return 0
     if args.group and not args.rate:
         ap.error("--group needs --rate")
-    result = measure(args.rate, args.seconds, args.warmup, args.group)
+    if args.producers < 1:
+        ap.error("--producers must be at least 1")
+    result = measure(args.rate, args.seconds, args.warmup, args.group, args.producers)
     results.emit(result, args.results)
     return 0
 

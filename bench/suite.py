@@ -228,22 +228,27 @@ def measure_latency(python: str, rate: float, args: argparse.Namespace,
     return rec
 
 
-def measure_floor(python: str, rate: float, args: argparse.Namespace) -> Dict[str, Any]:
+def measure_floor(python: str, rate: float, args: argparse.Namespace,
+                  producers: int = 1) -> Dict[str, Any]:
     """bench.floor under ``python`` as a line comparable with the latency lines: one message per
     Kafka transaction back to back (``rate`` 0), or at ``rate`` with every message due in each
-    transaction, stamped when it fell due (the streamer's group commit without MySQL)."""
+    transaction, stamped when it fell due (the streamer's group commit without MySQL). With two
+    ``producers`` taking turns (the streamer's publisher does), the line's shape is
+    ``floor-turns``."""
     cmd = [python, "-m", "bench.floor", "--rate", str(rate), "--seconds",
-           str(args.latency_seconds), "--warmup", str(args.latency_warmup)]
+           str(args.latency_seconds), "--warmup", str(args.latency_warmup),
+           "--producers", str(producers)]
     out = json.loads(run_json(cmd + (["--group"] if rate else []),
                               f"bench.floor under {python}").splitlines()[-1])
-    rec = {"shape": "floor", "python": _label(python), **interpreter_of(python),
+    rec = {"shape": "floor" if producers == 1 else "floor-turns", "producers": producers,
+           "python": _label(python), **interpreter_of(python),
            "offered_rows_s": rate, "rows_s": out["rate_achieved"], "rows": out["messages"],
            "seconds": args.latency_seconds, "warmup_s": args.latency_warmup,
            "mode": out["mode"], "commits": out["commits"], "librdkafka": out["librdkafka"],
            **latency.flatten("", out["latency_ms"]),
            **latency.flatten("cold_", out["warmup_latency_ms"]),
            **latency.flatten("commit_", out["commit_ms"]), "repeat": 1}
-    print(f"bench: floor {rec['interpreter']} at {rate:g}/s ({out['rate_achieved']} achieved): "
+    print(f"bench: {rec['shape']} {rec['interpreter']} at {rate:g}/s ({out['rate_achieved']} achieved): "
           f"p50 {rec['p50_ms']} ms, p99 {rec['p99_ms']} ms, max {rec['max_ms']} ms", flush=True)
     return rec
 
@@ -413,6 +418,8 @@ def _measure(args: argparse.Namespace) -> int:
                 # producer binding is the same cffi code under both.
                 records.extend(measure_floor(args.python[0], rate, args)
                                for rate in [0.0] + args.latency_rate)
+                records.extend(measure_floor(args.python[0], rate, args, producers=2)
+                               for rate in args.latency_rate)
                 records.extend(measure_latency(p, rate, args, workdir)
                                for p in args.python for rate in args.latency_rate)
             if not (args.no_live or args.no_rate_live):

@@ -212,10 +212,15 @@ def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
     floors = [r for r in lines if r["shape"] == "floor"]
+    (turns,) = [r for r in lines if r["shape"] == "floor-turns"]
     (lat,) = [r for r in lines if r["shape"] == "latency"]
-    # The floor back to back and grouped at the load's rate.
+    # The floor back to back and grouped at the load's rate, and grouped with two producers
+    # taking turns, as the streamer's publisher does.
     assert [(r["offered_rows_s"], r["mode"]) for r in floors] == [(0.0, "back-to-back"), (100.0, "grouped")]
-    for rec in floors + [lat]:
+    assert [r["producers"] for r in floors] == [1, 1]
+    assert (turns["offered_rows_s"], turns["mode"], turns["producers"]) == (100.0, "grouped", 2)
+    assert compare.group_of(turns)[0] == "floor-turns@100/s/quick"
+    for rec in floors + [turns, lat]:
         assert rec["rows"] > 0 and rec["rows_s"] > 0
         assert 0 < rec["p50_ms"] <= rec["p90_ms"] <= rec["p99_ms"] <= rec["p999_ms"] <= rec["max_ms"]
         assert 0 <= rec["over_50ms_pct"] <= 100 and rec["cold_p50_ms"] > 0
