@@ -29,6 +29,7 @@ share over 50 and 100 ms, the messages, the rate achieved, and the producer's co
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -96,8 +97,8 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
                                      "enable.idempotence": True, "acks": "all"})
     ps = [rdkafka.Producer(dict(conf, **{"transactional.id": f"floor-{uuid.uuid4().hex}"}))
           for _ in range(producers)]
-    p = ps[0]
-    turn = 0
+    turns = itertools.cycle(ps)
+    p = next(turns)
     commits: List[float] = []
     try:
         for each in ps:
@@ -122,8 +123,7 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
                 t0 = time.monotonic()
                 p.commit_transaction(30)
                 commits.append((time.monotonic() - t0) * 1000.0)
-                turn = (turn + 1) % producers
-                p = ps[turn]
+                p = next(turns)
                 continue
             if interval:
                 wait = due - time.monotonic()
@@ -135,8 +135,7 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
             t0 = time.monotonic()
             p.commit_transaction(30)
             commits.append((time.monotonic() - t0) * 1000.0)
-            turn = (turn + 1) % producers
-            p = ps[turn]
+            p = next(turns)
             sent += 1
         elapsed = time.monotonic() - began
         p.begin_transaction()

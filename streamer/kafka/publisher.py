@@ -138,8 +138,8 @@ class Publisher:
         self.source = cfg["source"]["name"]
         self.positions_topic = f"{ns}.__positions"
         self.schemas_topic = f"{ns}.__schemas"
-        self.txid = transactional_id(ns, self.source)
         self.txids = transactional_ids(ns, self.source)
+        self.txid = self.txids[0]
         self.kafka_conf = dict(cfg["kafka"])
         self.in_tx = False
         self.committed: Optional[Position] = None
@@ -266,10 +266,9 @@ class Publisher:
         remembered = self.committed
         log.warning("replacing the Kafka producer; the last commit known here was %s",
                     remembered.describe() if remembered else "none")
-        old, self.producer, self.producers = self.producers or [self.producer], None, []
+        old, self.producer, self.producers = self.producers, None, []
         for producer in old:
-            if producer is not None:
-                producer.close()
+            producer.close()
         delay, attempts = 1.0, 0
         while True:
             if self.lease is not None and self.lease.lost:
@@ -314,7 +313,7 @@ class Publisher:
             except (KafkaException, KafkaFatal) as exc:
                 # Nothing uncommitted is lost: the next start resumes from the checkpoint.
                 log.warning("closing the Kafka producer: %s", exc)
-            for producer in self.producers or [self.producer]:
+            for producer in self.producers:
                 producer.close()
             self.producer = None
             self.producers = []

@@ -38,6 +38,7 @@ def _publisher(producer):
                                                           "commit_retries": 2}))
     pub = Publisher(cfg)
     pub.producer = producer
+    pub.producers = [producer]
     pub.in_tx = True
     pub.committed = Position("f", 4)
     return pub
