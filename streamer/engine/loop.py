@@ -409,9 +409,6 @@ class Streamer:
             # A heartbeat queued before newer changes says nothing of the sort.
             caught_up = cls is HeartbeatLogEvent and not reader.more_arrived()
             if caught_up:
-                # Idle: the last commit's end, if it is over, makes its checkpoint the committed
-                # one (or raises its failure) now, not at the next commit.
-                publisher.settle(wait=False)
                 metrics.on_idle()
                 metrics.tick()
                 if snaps.read_only and snaps.chunk is not None and not tracker.in_tx:

@@ -21,23 +21,13 @@ transaction right after a commit, so ~1-3 % of its commits took ~22 ms, which wa
 belong to this source (``transactional_ids``) and both are fenced at a start; only one
 transaction is ever open, the next begins after the last commit returned, so their messages
 are in the topics in commit order, as with one producer.
-
-A commit returns once its batch's messages are acknowledged (flushed): its end, EndTxn and the
-broker's answer, runs in a thread of its own (``_Ender``) while the main thread reads and
-publishes the next batch on the other producer. Every message of the next batch is therefore
-after the last batch's in its partition. The next commit waits for the last end before its own
-end goes out, so transactions still end in order; a failed end aborts the batch opened after
-it (``_settle``), and the loop resumes from ``committed``, which names a checkpoint only once
-its transaction ended.
 """
 from __future__ import annotations
 
 import json
 import logging
-import queue
-import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -139,52 +129,6 @@ class _EveryTopic(set):
         return True
 
 
-class _Ender:
-    """A thread that ends transactions (commit_transaction), one at a time, while the main thread
-    reads and publishes the next batch on the other producer. ``wait`` gives the outcome of the
-    one under way: None or the exception, and when it finished (monotonic)."""
-
-    def __init__(self) -> None:
-        self._jobs: "queue.SimpleQueue[Optional[Tuple[Producer, float]]]" = queue.SimpleQueue()
-        self._over = threading.Event()
-        self._over.set()
-        self._error: Optional[BaseException] = None
-        self._finished = 0.0
-        self._thread = threading.Thread(target=self._run, name="streamer-commit-end",
-                                        daemon=True)
-        self._thread.start()
-
-    def start(self, producer: Producer, timeout: float) -> None:
-        self._over.clear()
-        self._jobs.put((producer, timeout))
-
-    def over(self) -> bool:
-        return self._over.is_set()
-
-    def wait(self) -> Tuple[Optional[BaseException], float]:
-        self._over.wait()
-        return self._error, self._finished
-
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            producer, timeout = job
-            error: Optional[BaseException] = None
-            try:
-                producer.commit_transaction(timeout)
-            except BaseException as exc:  # noqa: B902 - handed to the main thread as it is
-                error = exc
-            self._error, self._finished = error, time.monotonic()
-            self._over.set()
-
-    def close(self) -> None:
-        self._over.wait()
-        self._jobs.put(None)
-        self._thread.join(5)
-
-
 class Publisher:
     """Transactional producer plus the admin work it needs. Use as a context manager."""
 
@@ -215,10 +159,6 @@ class Publisher:
         self.prepared = False  # the internal topics are known to exist (prepare)
         # A hot standby's lease (kafka.lease): once lost, no commit goes out again.
         self.lease: Optional[Any] = None
-        # The last commit's end, under way in its own thread (commit): producer, checkpoint,
-        # when the commit started, its timeout.
-        self._ender: Optional[_Ender] = None
-        self._ending: Optional[Tuple[Producer, Position, float, float]] = None
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Publisher":
@@ -281,8 +221,6 @@ class Publisher:
         self.producers = started
         self.producer = started[0]
         self._turn = 0
-        if len(started) > 1 and self._ender is None:
-            self._ender = _Ender()
 
     def _init_transactions(self, producer: Producer, txid: str, conf: Dict[str, Any]) -> None:
         first = float(self.cfg["kafka_connect_timeout_s"])
@@ -325,7 +263,6 @@ class Publisher:
         outcome is unknown. The new producer's init_transactions settles whatever the old one
         left open, which may complete a commit whose end was already sent: so the checkpoint is
         read back from the topic, and the caller resumes from that one, not from memory."""
-        self._drop_ending()
         remembered = self.committed
         log.warning("replacing the Kafka producer; the last commit known here was %s",
                     remembered.describe() if remembered else "none")
@@ -365,36 +302,21 @@ class Publisher:
             log.warning("the checkpoint read back after the reset is %s, not the one known here: "
                         "resuming from it", found.describe() if found else "none")
 
-    def _drop_ending(self) -> None:
-        """Wait for the end under way, before its producer is closed: a success still makes its
-        checkpoint ``committed``; a failure is left to whoever reads the checkpoint back."""
-        ending, self._ending = self._ending, None
-        if ending is not None:
-            error, finished = self._ender.wait()  # type: ignore[union-attr]
-            if error is None:
-                self.committed = ending[1]
-                self.last_commit_s = finished - ending[2]
-
     def __exit__(self, *exc: Any) -> None:
         if self.producer is not None:
             try:
-                self.stopping = True  # closing: no retry that could keep the exit waiting
-                self._settle(quiet=True)
                 if self.in_tx or self._abort_pending:
+                    self.stopping = True
                     self.abort()
                 for producer in self.producers:
                     producer.flush(5)
-            except (KafkaException, KafkaFatal, BatchAborted) as exc:
+            except (KafkaException, KafkaFatal) as exc:
                 # Nothing uncommitted is lost: the next start resumes from the checkpoint.
                 log.warning("closing the Kafka producer: %s", exc)
-            self._drop_ending()  # still under way if the last end raised
             for producer in self.producers:
                 producer.close()
             self.producer = None
             self.producers = []
-        if self._ender is not None:
-            self._ender.close()
-            self._ender = None
 
     def _client_conf(self) -> Dict[str, Any]:
         return {k: v for k, v in self.kafka_conf.items() if k not in _PRODUCER_ONLY}
@@ -486,11 +408,8 @@ class Publisher:
     def begin(self) -> None:
         """Opens a batch's transaction, with the positions topic in it from the start (above)."""
         self._begin()
-        # The last commit's checkpoint, its end known or not: should that end fail, this
-        # transaction is aborted with it (_settle).
-        last = self._ending[1] if self._ending is not None else self.committed
-        if last is not None:
-            self.produce(self.positions_topic, last.to_json(), self.source.encode())
+        if self.committed is not None:
+            self.produce(self.positions_topic, self.committed.to_json(), self.source.encode())
 
     def _begin(self) -> None:
         assert self.producer is not None
@@ -577,12 +496,7 @@ class Publisher:
         self.produce(self.schemas_topic, body, fingerprint_hex.encode())
 
     def commit(self, position: Position, timeout: float = 60.0) -> None:
-        """Commit the open transaction (begun if needed) with ``position`` as its checkpoint.
-
-        With two producers, this returns once the batch's messages are acknowledged; the end of
-        the transaction (EndTxn) completes meanwhile, and the next commit (or ``settle``) waits
-        for it before that batch ends in turn: ``committed`` names a checkpoint only once its
-        transaction ended. Should that end fail, the batch after it is aborted too."""
+        """Commit the open transaction (begun if needed) with ``position`` as its checkpoint."""
         assert self.producer is not None
         if self.lease is not None and self.lease.lost:
             self.abort()
@@ -593,80 +507,9 @@ class Publisher:
             self._begin()  # a checkpoint alone is the transaction's first record anyway
         self.produce(self.positions_topic, position.to_json(), self.source.encode())
         started = time.monotonic()
-        ender = self._ender
-        if ender is None or self.stopping:
-            # One producer, or a shutdown: the whole commit here.
-            self._settle()
-            self._finish(position, timeout, started)
-            self._take_turns()
-            return
-        if self.producer.flush(timeout) != 0:
-            # Not delivered in time: the first attempt failed as commit_transaction's own flush
-            # would have; it is retried (or given up) here, as that would be.
-            self._settle()
-            self._finish(position, timeout, started, failed=KafkaException(KafkaError(
-                KafkaError._TIMED_OUT, f"the batch's messages were not all delivered within "
-                f"{timeout:g} s", retriable=True)))
-            self._take_turns()
-            return
-        # Every message of this batch is in its partitions, after the last batch's: only now
-        # must the last batch's end be known, before this one's can go out.
-        self._settle()
-        ender.start(self.producer, timeout)
-        self._ending = (self.producer, position, started, timeout)
-        self.in_tx = False
-        self._take_turns()
-
-    def settle(self, wait: bool = True) -> None:
-        """Wait for the end of the last commit's transaction (``wait=False``: only if it is
-        over) and make its checkpoint ``committed``; a failed end raises as the commit would
-        have, after aborting the batch opened since."""
-        if self._ending is not None and (wait or self._ender.over()):  # type: ignore[union-attr]
-            self._settle()
-
-    def _settle(self, quiet: bool = False) -> None:
-        """The last commit's end: on success its checkpoint is ``committed``. On failure the
-        open batch (after it in every topic) is aborted with it; ``quiet`` (an abort is under
-        way anyway) raises only what a new producer or a stop must handle."""
-        ending = self._ending
-        if ending is None:
-            return
-        self._ending = None
-        producer, position, started, timeout = ending
-        error, finished = self._ender.wait()  # type: ignore[union-attr]
-        if error is None:
-            self.last_commit_s = finished - started
-            self.committed = position
-            return
-        opened, opened_in_tx = self.producer, self.in_tx
-        self.producer, self.in_tx = producer, True
-        try:
-            self._finish(position, timeout, started, failed=error)
-        except BatchAborted:
-            # Aborted: the batch opened since comes after it, and goes with it.
-            self.producer, self.in_tx = opened, opened_in_tx
-            self.abort()
-            if not quiet:
-                raise
-            return
-        except BaseException:
-            # Fenced, fatal, or its outcome unknown: a new producer (reset) or the exit ends
-            # the open batch as well.
-            self.producer, self.in_tx = opened, False
-            raise
-        self.producer, self.in_tx = opened, opened_in_tx  # a retry committed it
-
-    def _finish(self, position: Position, timeout: float, started: float,
-                failed: Optional[BaseException] = None) -> None:
-        """End the current producer's transaction: commit_transaction, resumed after a retriable
-        failure (``failed``: the first attempt's, made elsewhere) up to commit_retries times."""
-        assert self.producer is not None
         retries = int(self.cfg["commit_retries"])
         while True:
             try:
-                if failed is not None:
-                    exc, failed = failed, None
-                    raise exc
                 self.producer.commit_transaction(timeout)
                 break
             except KafkaException as exc:
@@ -694,6 +537,7 @@ class Publisher:
         self.in_tx = False
         self.last_commit_s = time.monotonic() - started
         self.committed = position
+        self._take_turns()
 
     def abort(self) -> None:
         """Abort the open transaction; while Kafka is unreachable, keep trying (unless stopping).
@@ -702,8 +546,6 @@ class Publisher:
         transaction can't begin before that.
         """
         assert self.producer is not None
-        # The last commit's end first: the caller resumes from ``committed``.
-        self._settle(quiet=True)
         if not self.in_tx and not self._abort_pending:
             return
         self.in_tx = False

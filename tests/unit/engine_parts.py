@@ -237,9 +237,6 @@ class InMemoryPublisher:
         if self.on_commit is not None:
             self.on_commit(position)
 
-    def settle(self, wait: bool = True) -> None:
-        """Commits end at once here: nothing is ever under way."""
-
     def abort(self) -> None:
         self.open, self.in_tx = [], False
         self.aborts += 1
