@@ -20,8 +20,14 @@ With ``--producers 2`` two transactional producers take turns, a transaction eac
 streamer's publisher does (kafka.publisher): one producer's next transaction is refused its
 partitions until the broker has finished its last one, and librdkafka waits 20 ms to ask again.
 
-    python -m bench.floor [--rate N [--group]] [--producers P] [--seconds S] [--warmup W]
-        [--results FILE]
+With ``--checkpoint`` each transaction also writes a checkpoint (the count of messages sent) to
+a one-partition topic of its own, produced with its first message, as the streamer's publisher
+writes its position into every batch's transaction. That is what a resumable exactly-once
+publisher can't do without: a position committed with the messages it covers, so a transaction
+of two partitions (both registered with the coordinator, both written, both given a marker).
+
+    python -m bench.floor [--rate N [--group]] [--producers P] [--checkpoint] [--seconds S]
+        [--warmup W] [--results FILE]
 
 prints one JSON line (and appends it to ``--results``): p50, p90, p99, p99.9 and max in ms, the
 share over 50 and 100 ms, the messages, the rate achieved, and the producer's commit times.
@@ -59,6 +65,7 @@ def percentiles(values: List[float]) -> Dict[str, Optional[float]]:
 
 
 END = b"end"  # the producer's last message: the consumer stops there
+CHECKPOINT_KEY = b"floor"
 
 
 def consume(topic: str, deadline_s: float) -> List[List[float]]:
@@ -86,10 +93,11 @@ def consume(topic: str, deadline_s: float) -> List[List[float]]:
 
 
 def produce(topic: str, rate: float, seconds: float, group: bool = False,
-            producers: int = 1) -> Dict[str, Any]:
+            producers: int = 1, checkpoints: Optional[str] = None) -> Dict[str, Any]:
     """Publish one message per transaction (``group``: every message due) for ``seconds``; the
     messages sent and the commit times. With ``producers`` > 1, transactional producers take
-    turns, a transaction each, as the streamer's publisher does."""
+    turns, a transaction each, as the streamer's publisher does. With ``checkpoints`` (a topic),
+    each transaction also holds a checkpoint there, produced with its first message."""
     from streamer.kafka import rdkafka
     from streamer.kafka.publisher import DEFAULT_PRODUCER
 
@@ -116,6 +124,8 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
                 # Every message due by now, stamped with when it fell due (wall clock, µs).
                 offset = time.time() - now
                 p.begin_transaction()
+                if checkpoints:
+                    p.produce(checkpoints, str(sent).encode(), CHECKPOINT_KEY)
                 while due <= now:
                     p.produce(topic, str((due + offset) * 1e6).encode())
                     due += interval
@@ -131,6 +141,8 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
                     time.sleep(wait)
                 due += interval
             p.begin_transaction()
+            if checkpoints:
+                p.produce(checkpoints, str(sent).encode(), CHECKPOINT_KEY)
             p.produce(topic, str(time.time_ns() / 1000.0).encode())
             t0 = time.monotonic()
             p.commit_transaction(30)
@@ -149,27 +161,43 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
             "librdkafka": rdkafka.LIBRARY_VERSION}
 
 
+def _end_offset(topic: str) -> int:
+    """The end offset of ``topic``'s one partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": env.KAFKA, "group.id": f"floor-{uuid.uuid4().hex}"})
+    try:
+        return int(c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        c.close()
+
+
 def measure(rate: float, seconds: float, warmup: float, group: bool = False,
-            producers: int = 1) -> Dict[str, Any]:
+            producers: int = 1, checkpoint: bool = False) -> Dict[str, Any]:
     topic = f"floor.{uuid.uuid4().hex[:12]}"
+    checkpoints = f"{topic}.positions" if checkpoint else None
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": env.KAFKA})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    for t in filter(None, (topic, checkpoints)):
+        admin.create_topics([NewTopic(t, 1, 1)])[t].result(30)
     child = subprocess.Popen([sys.executable, "-m", "bench.floor", "--consume", topic,
                               "--deadline", str(seconds + 60)],
                              stdout=subprocess.PIPE, cwd=env.ROOT)
     time.sleep(1.0)  # the consumer is assigned and fetching before the first message
-    sent = produce(topic, rate, seconds, group, producers)
+    sent = produce(topic, rate, seconds, group, producers, checkpoints)
     out, _ = child.communicate(timeout=seconds + 90)  # read while it writes: a pipe holds 64 KB
     pairs = json.loads(out or b"[]")
-    admin.delete_topics([topic])
+    # One record and one commit marker a transaction, when each transaction held a checkpoint.
+    offsets = _end_offset(checkpoints) if checkpoints else 0
+    admin.delete_topics(list(filter(None, (topic, checkpoints))))
     first = min((stamp for _, stamp in pairs), default=0.0)
     warm = [(arrival - stamp) / 1000.0 for arrival, stamp in pairs
             if stamp - first >= warmup * 1e6]
     cold = [(arrival - stamp) / 1000.0 for arrival, stamp in pairs
             if stamp - first < warmup * 1e6]
     return {"bench": "floor", "mode": "grouped" if group else "paced" if rate else "back-to-back",
-            "commits": sent["commits"], "producers": producers,
+            "commits": sent["commits"], "producers": producers, "checkpoint": checkpoint,
+            "checkpoint_offsets": offsets,
             "rate_asked": rate, "rate_achieved": round(sent["sent"] / sent["elapsed_s"], 1),
             "messages": sent["sent"], "received": len(pairs), "warmup_s": warmup,
             "latency_ms": percentiles(warm), "warmup_latency_ms": percentiles(cold),
@@ -187,6 +215,9 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--producers", type=int, default=1,
                     help="transactional producers taking turns, a transaction each (the "
                          "streamer's publisher has 2)")
+    ap.add_argument("--checkpoint", action="store_true",
+                    help="each transaction also writes a checkpoint to a topic of its own, as "
+                         "the streamer's batches do")
     ap.add_argument("--results", help="JSON lines file to append the result to")
     ap.add_argument("--consume", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=60.0, help=argparse.SUPPRESS)
@@ -198,7 +229,8 @@ def main(argv: List[str]) -> int:
         ap.error("--group needs --rate")
     if args.producers < 1:
         ap.error("--producers must be at least 1")
-    result = measure(args.rate, args.seconds, args.warmup, args.group, args.producers)
+    result = measure(args.rate, args.seconds, args.warmup, args.group, args.producers,
+                     args.checkpoint)
     results.emit(result, args.results)
     return 0
 

@@ -229,22 +229,25 @@ def measure_latency(python: str, rate: float, args: argparse.Namespace,
 
 
 def measure_floor(python: str, rate: float, args: argparse.Namespace,
-                  producers: int = 1) -> Dict[str, Any]:
+                  producers: int = 1, checkpoint: bool = False) -> Dict[str, Any]:
     """bench.floor under ``python`` as a line comparable with the latency lines: one message per
     Kafka transaction back to back (``rate`` 0), or at ``rate`` with every message due in each
     transaction, stamped when it fell due (the streamer's group commit without MySQL). With two
     ``producers`` taking turns (the streamer's publisher does), the line's shape is
-    ``floor-turns``."""
+    ``floor-turns``; with a ``checkpoint`` in each transaction (so do its batches),
+    ``floor-checkpoint``."""
     cmd = [python, "-m", "bench.floor", "--rate", str(rate), "--seconds",
            str(args.latency_seconds), "--warmup", str(args.latency_warmup),
-           "--producers", str(producers)]
+           "--producers", str(producers)] + (["--checkpoint"] if checkpoint else [])
     out = json.loads(run_json(cmd + (["--group"] if rate else []),
                               f"bench.floor under {python}").splitlines()[-1])
-    rec = {"shape": "floor" if producers == 1 else "floor-turns", "producers": producers,
+    shape = "floor-checkpoint" if checkpoint else "floor" if producers == 1 else "floor-turns"
+    rec = {"shape": shape, "producers": producers, "checkpoint": checkpoint,
            "python": _label(python), **interpreter_of(python),
            "offered_rows_s": rate, "rows_s": out["rate_achieved"], "rows": out["messages"],
            "seconds": args.latency_seconds, "warmup_s": args.latency_warmup,
            "mode": out["mode"], "commits": out["commits"], "librdkafka": out["librdkafka"],
+           "checkpoint_offsets": out["checkpoint_offsets"],
            **latency.flatten("", out["latency_ms"]),
            **latency.flatten("cold_", out["warmup_latency_ms"]),
            **latency.flatten("commit_", out["commit_ms"]), "repeat": 1}
@@ -419,6 +422,8 @@ def _measure(args: argparse.Namespace) -> int:
                 records.extend(measure_floor(args.python[0], rate, args)
                                for rate in [0.0] + args.latency_rate)
                 records.extend(measure_floor(args.python[0], rate, args, producers=2)
+                               for rate in args.latency_rate)
+                records.extend(measure_floor(args.python[0], rate, args, checkpoint=True)
                                for rate in args.latency_rate)
                 records.extend(measure_latency(p, rate, args, workdir)
                                for p in args.python for rate in args.latency_rate)

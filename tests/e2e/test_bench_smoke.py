@@ -213,14 +213,21 @@ def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
     floors = [r for r in lines if r["shape"] == "floor"]
     (turns,) = [r for r in lines if r["shape"] == "floor-turns"]
+    (ckpt,) = [r for r in lines if r["shape"] == "floor-checkpoint"]
     (lat,) = [r for r in lines if r["shape"] == "latency"]
-    # The floor back to back and grouped at the load's rate, and grouped with two producers
-    # taking turns, as the streamer's publisher does.
+    # The floor back to back and grouped at the load's rate, grouped with two producers taking
+    # turns, as the streamer's publisher does, and grouped with a checkpoint in each
+    # transaction, as its batches have.
     assert [(r["offered_rows_s"], r["mode"]) for r in floors] == [(0.0, "back-to-back"), (100.0, "grouped")]
-    assert [r["producers"] for r in floors] == [1, 1]
+    assert [(r["producers"], r["checkpoint"]) for r in floors] == [(1, False), (1, False)]
     assert (turns["offered_rows_s"], turns["mode"], turns["producers"]) == (100.0, "grouped", 2)
     assert compare.group_of(turns)[0] == "floor-turns@100/s/quick"
-    for rec in floors + [turns, lat]:
+    assert (ckpt["offered_rows_s"], ckpt["mode"], ckpt["producers"]) == (100.0, "grouped", 1)
+    assert compare.group_of(ckpt)[0] == "floor-checkpoint@100/s/quick"
+    # One checkpoint record and one commit marker in its topic for each transaction.
+    assert ckpt["checkpoint_offsets"] == 2 * ckpt["commits"] > 0
+    assert floors[1]["checkpoint_offsets"] == 0
+    for rec in floors + [turns, ckpt, lat]:
         assert rec["rows"] > 0 and rec["rows_s"] > 0
         assert 0 < rec["p50_ms"] <= rec["p90_ms"] <= rec["p99_ms"] <= rec["p999_ms"] <= rec["max_ms"]
         assert 0 <= rec["over_50ms_pct"] <= 100 and rec["cold_p50_ms"] > 0
