@@ -108,6 +108,12 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
     turns = itertools.cycle(ps)
     p = next(turns)
     commits: List[float] = []
+
+    def begin(p: Any, sent: int) -> None:
+        p.begin_transaction()
+        if checkpoints:  # the position after the messages sent so far, with the first message
+            p.produce(checkpoints, str(sent).encode(), CHECKPOINT_KEY)
+
     try:
         for each in ps:
             each.init_transactions(60)
@@ -123,9 +129,7 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
                     now = time.monotonic()
                 # Every message due by now, stamped with when it fell due (wall clock, µs).
                 offset = time.time() - now
-                p.begin_transaction()
-                if checkpoints:
-                    p.produce(checkpoints, str(sent).encode(), CHECKPOINT_KEY)
+                begin(p, sent)
                 while due <= now:
                     p.produce(topic, str((due + offset) * 1e6).encode())
                     due += interval
@@ -140,9 +144,7 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
                 if wait > 0:
                     time.sleep(wait)
                 due += interval
-            p.begin_transaction()
-            if checkpoints:
-                p.produce(checkpoints, str(sent).encode(), CHECKPOINT_KEY)
+            begin(p, sent)
             p.produce(topic, str(time.time_ns() / 1000.0).encode())
             t0 = time.monotonic()
             p.commit_transaction(30)
