@@ -180,8 +180,10 @@ def measure(rate: float, seconds: float, warmup: float, group: bool = False,
     checkpoints = f"{topic}.positions" if checkpoint else None
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": env.KAFKA})
-    for t in filter(None, (topic, checkpoints)):
-        admin.create_topics([NewTopic(t, 1, 1)])[t].result(30)
+    topics = [t for t in (topic, checkpoints) if t]
+    created = admin.create_topics([NewTopic(t, 1, 1) for t in topics])  # one request
+    for t in topics:
+        created[t].result(30)
     child = subprocess.Popen([sys.executable, "-m", "bench.floor", "--consume", topic,
                               "--deadline", str(seconds + 60)],
                              stdout=subprocess.PIPE, cwd=env.ROOT)
@@ -191,7 +193,7 @@ def measure(rate: float, seconds: float, warmup: float, group: bool = False,
     pairs = json.loads(out or b"[]")
     # One record and one commit marker a transaction, when each transaction held a checkpoint.
     offsets = _end_offset(checkpoints) if checkpoints else 0
-    admin.delete_topics(list(filter(None, (topic, checkpoints))))
+    admin.delete_topics(topics)
     first = min((stamp for _, stamp in pairs), default=0.0)
     warm = [(arrival - stamp) / 1000.0 for arrival, stamp in pairs
             if stamp - first >= warmup * 1e6]
