@@ -131,6 +131,16 @@ def _load_ffi() -> Tuple[Any, str]:
 
 
 _ffi, FFI_SOURCE = _load_ffi()
+# Every C type that a call below makes a value of, resolved once, here. cffi parses a type given
+# as a string into a buffer its ffi shares, and under PyPy it does so with the GIL released: two
+# threads parsing one string for the first time at once can both get a wrong type, which is then
+# cached for good. Four threads each making their first "const char **" got "int **" in 1 run of
+# 40; in the streamer, both producers' drain threads logging a refused TLS handshake at the same
+# moment had every later log event fail. (tests/unit/test_rdkafka.py keeps it so.)
+_ERRSTR_BUF = _ffi.typeof("char[]")
+_TEXT_OUT = _ffi.typeof("const char **")
+_INT_OUT = _ffi.typeof("int *")
+_METADATA_OUT = _ffi.typeof("const struct rd_kafka_metadata **")
 _lib: Any = None
 LIBRARY: Optional[str] = None  # the file loaded, once a producer was made
 LIBRARY_VERSION: Optional[str] = None  # and its version, e.g. "2.16.0"
@@ -206,7 +216,7 @@ class Producer:
     def __init__(self, conf: Dict[str, Any]):
         lib = _library()
         self._lib = lib
-        errstr = _ffi.new("char[]", _ERRSTR)
+        errstr = _ffi.new(_ERRSTR_BUF, _ERRSTR)
         rconf = lib.rd_kafka_conf_new()
         # log.queue: librdkafka's log lines become events on the main queue, which the drain
         # thread serves (kafka.logs), instead of lines its own threads write to stderr.
@@ -288,7 +298,7 @@ class Producer:
     def _fail(self, err: int) -> None:
         if err == ERR_FATAL:
             # The code of the error that made the producer fatal says what happened (fenced...).
-            errstr = _ffi.new("char[]", _ERRSTR)
+            errstr = _ffi.new(_ERRSTR_BUF, _ERRSTR)
             code = self._lib.rd_kafka_fatal_error(self._rk, errstr, _ERRSTR)
             raise KafkaException(KafkaError(code, _text(errstr), fatal=True))
         raise KafkaException(KafkaError(err, _text(self._lib.rd_kafka_err2str(err))))
@@ -312,9 +322,9 @@ class Producer:
         return n
 
     def _log(self, ev: Any) -> None:
-        fac = _ffi.new("const char **")
-        text = _ffi.new("const char **")
-        level = _ffi.new("int *")
+        fac = _ffi.new(_TEXT_OUT)
+        text = _ffi.new(_TEXT_OUT)
+        level = _ffi.new(_INT_OUT)
         if self._lib.rd_kafka_event_log(ev, fac, text, level) == 0:
             logs.emit(level[0], _text(fac[0]), _text(text[0]))
 
@@ -337,7 +347,7 @@ class Producer:
 
     def list_topics(self, topic: str, timeout: float = 10.0) -> None:
         """Fetch ``topic``'s metadata into the producer (the result itself is not needed)."""
-        md = _ffi.new("const struct rd_kafka_metadata **")
+        md = _ffi.new(_METADATA_OUT)
         err = self._lib.rd_kafka_metadata(self._rk, 0, self._topic(topic), md, _ms(timeout))
         if err != 0:
             raise KafkaException(KafkaError(err, _text(self._lib.rd_kafka_err2str(err))))

@@ -1,4 +1,5 @@
 """The cffi producer's edges that need no broker: config errors, the full-queue signal, the ffi."""
+import ast
 import hashlib
 import json
 import os
@@ -86,6 +87,25 @@ def test_a_transactional_call_that_times_out_raises_a_retriable_kafka_error():
         assert err.retriable() and not err.fatal()
     finally:
         p.close()
+
+
+def test_no_c_type_is_parsed_from_a_string_after_import():
+    # cffi parses a type string with PyPy's GIL released, into a buffer the ffi shares: threads
+    # parsing at once can get a wrong type (rdkafka's module constants say more). Only the
+    # module's own top level, which runs once on import, may name a type by a string.
+    tree = ast.parse(open(rdkafka.__file__.replace(".pyc", ".py")).read())
+    parsed_late = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for call in ast.walk(fn):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and call.func.attr in ("new", "cast", "typeof", "sizeof", "offsetof")
+                        and call.args and isinstance(call.args[0], ast.Constant)
+                        and isinstance(call.args[0].value, str)):
+                    parsed_late.append(f"{fn.name}: {call.func.attr}({call.args[0].value!r})")
+    assert parsed_late == []
+    assert rdkafka._ffi.getctype(rdkafka._TEXT_OUT) == "char * *"
+    assert rdkafka._ffi.getctype(rdkafka._INT_OUT) == "int *"
 
 
 def test_the_prebuilt_declarations_are_current_and_used(tmp_path):
