@@ -142,9 +142,10 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
         finally:
             conn.close()
-    try:
-        from streamer.kafka import logs
+    from streamer.kafka import logs
 
+    admin = None
+    try:
         admin = AdminClient(logs.client_conf(dict(cfg["kafka"])))
         md = admin.list_topics(timeout=10)
         results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", True,
@@ -152,6 +153,10 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     except Exception as exc:  # noqa: BLE001 - any client failure means "not reachable"; reported
         results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", False,
                         f"{exc}; check kafka.bootstrap.servers and that the brokers are up"))
+    finally:
+        if admin is not None:
+            admin = None
+            logs.free_dropped_clients()
     return results
 
 

@@ -146,4 +146,8 @@ class Lease:
                                               if not k.startswith(("group.", "session.",
                                                                    "heartbeat.", "enable.",
                                                                    "auto.", "partition."))}))
-        create_topics(admin, [self.topic], 1, self.replication, {})
+        try:
+            create_topics(admin, [self.topic], 1, self.replication, {})
+        finally:
+            admin = None
+            logs.free_dropped_clients()

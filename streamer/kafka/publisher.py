@@ -165,8 +165,18 @@ class Publisher:
         """Starts the transactional producer, which fences older instances. Creates nothing:
         ``prepare()`` does, once the caller knows the other end works too."""
         self.admin = AdminClient(logs.client_conf(self._client_conf()))
-        self._start_producer()
+        try:
+            self._start_producer()
+        except BaseException:
+            self._drop_admin()
+            raise
         return self
+
+    def _drop_admin(self) -> None:
+        """Destroy the admin client now, not at some collection after (kafka.logs says why)."""
+        if self.admin is not None:
+            self.admin = None
+            logs.free_dropped_clients()
 
     @classmethod
     def in_process(cls, cfg: Dict[str, Any]) -> "Publisher":
@@ -317,6 +327,7 @@ class Publisher:
                 producer.close()
             self.producer = None
             self.producers = []
+        self._drop_admin()
 
     def _client_conf(self) -> Dict[str, Any]:
         return {k: v for k, v in self.kafka_conf.items() if k not in _PRODUCER_ONLY}
