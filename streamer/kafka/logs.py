@@ -90,6 +90,6 @@ def free_dropped_clients() -> None:
     short run may not collect before it exits. An AdminClient left alive at exit keeps its broker
     threads, which call ``LOGGER`` while the interpreter is being torn down. A start refused by
     Kafka over TLS (a wrong CA) crashed at exit (SIGSEGV): an admin client of that config, left
-    to the exit under PyPy, crashed 5 runs of 480; dropped and collected first, none of 300. A
-    collection costs a few ms, and this runs at start-up and shutdown only."""
+    to the exit under PyPy, crashed in 5 runs of 480; dropped and collected first, in none of
+    300. A collection costs a few ms, and this runs at start-up and shutdown only."""
     gc.collect()

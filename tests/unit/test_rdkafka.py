@@ -93,7 +93,8 @@ def test_no_c_type_is_parsed_from_a_string_after_import():
     # cffi parses a type string with PyPy's GIL released, into a buffer the ffi shares: threads
     # parsing at once can get a wrong type (rdkafka's module constants say more). Only the
     # module's own top level, which runs once on import, may name a type by a string.
-    tree = ast.parse(open(rdkafka.__file__.replace(".pyc", ".py")).read())
+    with open(rdkafka.__file__.replace(".pyc", ".py")) as fh:
+        tree = ast.parse(fh.read())
     parsed_late = []
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
