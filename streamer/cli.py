@@ -303,6 +303,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from confluent_kafka import KafkaException
 
+    from streamer.kafka import logs
+
     try:
         return args.func(args)
     except StreamerError as exc:
@@ -312,6 +314,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # A client call the streamer didn't wrap: still Kafka's side, still one line.
         print(f"streamer: Kafka error: {exc}", file=sys.stderr)
         return EXIT_KAFKA
+    finally:
+        # A Kafka client that only the error's traceback still held is destroyed here, before
+        # the interpreter's teardown (kafka.logs.free_dropped_clients says why).
+        logs.free_dropped_clients()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """One error model: every error of the streamer's own ends a command with its exit code and one
 line on stderr, never a traceback."""
 import inspect
+import weakref
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -59,6 +60,23 @@ def test_a_kafka_error_the_streamer_did_not_wrap_still_exits_4(monkeypatch, caps
 
     assert run_main(monkeypatch, fail) == errors.EXIT_KAFKA
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_client_that_only_the_error_held_is_gone_when_main_returns(monkeypatch):
+    # Under PyPy, what the error's traceback held would live on to the interpreter's teardown,
+    # and a live Kafka client there can crash the exit (kafka.logs.free_dropped_clients).
+    class Client:
+        pass
+
+    held = []
+
+    def fail():
+        client = Client()
+        held.append(weakref.ref(client))
+        raise errors.KafkaFatal("refused")
+
+    assert run_main(monkeypatch, fail) == errors.EXIT_KAFKA
+    assert held[0]() is None
 
 
 def test_every_error_class_is_a_streamer_error_with_an_exit_code():
