@@ -142,10 +142,9 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
         finally:
             conn.close()
-    from streamer.kafka import logs
-
-    admin = None
     try:
+        from streamer.kafka import logs
+
         admin = AdminClient(logs.client_conf(dict(cfg["kafka"])))
         md = admin.list_topics(timeout=10)
         results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", True,
@@ -153,10 +152,6 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     except Exception as exc:  # noqa: BLE001 - any client failure means "not reachable"; reported
         results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", False,
                         f"{exc}; check kafka.bootstrap.servers and that the brokers are up"))
-    finally:
-        if admin is not None:
-            admin = None
-            logs.free_dropped_clients()
     return results
 
 
@@ -315,8 +310,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"streamer: Kafka error: {exc}", file=sys.stderr)
         return EXIT_KAFKA
     finally:
-        # A Kafka client that only the error's traceback still held is destroyed here, before
-        # the interpreter's teardown (kafka.logs.free_dropped_clients says why).
+        # Every Kafka client the command let go of (or that only an error still held) is
+        # destroyed here, before the interpreter's teardown (kafka.logs.free_dropped_clients).
         logs.free_dropped_clients()
 
 

@@ -146,8 +146,4 @@ class Lease:
                                               if not k.startswith(("group.", "session.",
                                                                    "heartbeat.", "enable.",
                                                                    "auto.", "partition."))}))
-        try:
-            create_topics(admin, [self.topic], 1, self.replication, {})
-        finally:
-            admin = None
-            logs.free_dropped_clients()
+        create_topics(admin, [self.topic], 1, self.replication, {})

@@ -83,13 +83,13 @@ def client_conf(conf: dict) -> dict:
 
 
 def free_dropped_clients() -> None:
-    """Destroy now the confluent-kafka clients that nothing refers to any more.
+    """Destroy now the confluent-kafka clients that nothing refers to any more; ``cli.main``
+    calls it once, as a command returns, so that owners need only let go of theirs.
 
-    Call it once a client's last reference is gone (``admin = None``) and before the process may
-    exit. CPython destroys such a client at once; PyPy only when its garbage collector runs, and a
+    CPython destroys such a client at once; PyPy only when its garbage collector runs, and a
     short run may not collect before it exits. An AdminClient left alive at exit keeps its broker
     threads, which call ``LOGGER`` while the interpreter is being torn down. A start refused by
     Kafka over TLS (a wrong CA) crashed at exit (SIGSEGV): an admin client of that config, left
     to the exit under PyPy, crashed in 5 runs of 480; dropped and collected first, in none of
-    300. A collection costs a few ms, and this runs at start-up and shutdown only."""
+    300. A collection costs a few ms."""
     gc.collect()

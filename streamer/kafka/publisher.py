@@ -168,15 +168,9 @@ class Publisher:
         try:
             self._start_producer()
         except BaseException:
-            self._drop_admin()
+            self.admin = None  # let go: destroyed before the command returns (kafka.logs)
             raise
         return self
-
-    def _drop_admin(self) -> None:
-        """Destroy the admin client now, not at some collection after (kafka.logs says why)."""
-        if self.admin is not None:
-            self.admin = None
-            logs.free_dropped_clients()
 
     @classmethod
     def in_process(cls, cfg: Dict[str, Any]) -> "Publisher":
@@ -327,7 +321,7 @@ class Publisher:
                 producer.close()
             self.producer = None
             self.producers = []
-        self._drop_admin()
+        self.admin = None  # let go: destroyed before the command returns (kafka.logs)
 
     def _client_conf(self) -> Dict[str, Any]:
         return {k: v for k, v in self.kafka_conf.items() if k not in _PRODUCER_ONLY}

@@ -125,3 +125,30 @@ def test_a_message_over_the_size_limit_stops_once_naming_the_topic_key_size_and_
     # The batch is aborted: its position was never committed, so a restart reads the row again.
     assert producer.calls == ["produce", "abort"] and not pub.in_tx
     assert err.value.exit_code == 3
+
+
+def test_the_admin_client_is_let_go_at_exit_and_when_the_producers_are_refused(monkeypatch):
+    # A live AdminClient at the interpreter's teardown can crash the exit (kafka.logs): the
+    # publisher lets go of it, and the command's end collects it.
+    import weakref
+
+    cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                          "kafka": {"bootstrap.servers": "127.0.0.1:1"}}))
+    held = []
+
+    def refused(self):
+        held.append(weakref.ref(self.admin))
+        raise BatchAborted("refused")
+
+    monkeypatch.setattr(Publisher, "_start_producer", refused)
+    pub = Publisher(cfg)
+    with pytest.raises(BatchAborted):
+        pub.__enter__()
+    assert pub.admin is None
+    monkeypatch.setattr(Publisher, "_start_producer", lambda self: held.append(weakref.ref(self.admin)))
+    with Publisher(cfg) as pub:
+        assert pub.admin is not None
+    assert pub.admin is None
+    from streamer.kafka import logs
+    logs.free_dropped_clients()
+    assert [ref() for ref in held] == [None, None]
