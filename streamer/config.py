@@ -62,7 +62,7 @@ DEFAULTS: Dict[str, Any] = {
                            "salt_file": None}},
     # max_messages cuts batches only while catching up (live, linger_ms does); the reader waits
     # for each commit, so fewer, bigger ones (docs/benchmarks.md, "Waiting for commits").
-    "batch": {"max_messages": 20000, "linger_ms": 20, "min_linger_ms": 0,
+    "batch": {"max_messages": 20000, "linger_ms": 20, "min_linger_ms": 0, "gather_ms": 0.8,
               "catchup_linger_ms": 500, "idle_checkpoint_ms": 1000},
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
     # With a url (e.g. http://host:8081 or Apicurio's .../apis/ccompat/v7): Confluent wire format
@@ -187,6 +187,7 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _positive_number(cfg, "mysql.reconnect_max_attempts", allow_zero=True)
     _positive_number(cfg, "commit_retries", allow_zero=True)
     _positive_number(cfg, "batch.min_linger_ms", allow_zero=True)
+    _positive_number(cfg, "batch.gather_ms", allow_zero=True)
     warm = cfg["warmup"]["transactions"]
     _require(isinstance(warm, int) and not isinstance(warm, bool) and warm >= 0,
              "warmup.transactions", warm, "a whole number >= 0 (0: no JIT warm-up)")

@@ -1,10 +1,11 @@
 """The open batch: what is in it, when it opened, and when it commits.
 
 A batch is one Kafka transaction. Live, a batch commits as soon as the reader has read all the
-server has sent (at a transaction's end, or at an idle heartbeat): changes that arrive during the
-commit queue up and make the next batch, so batches grow with the load (group commit). Catching
-up, changes are old anyway: a commit every linger would stall reading for a synchronous commit
-every few hundred rows.
+server has sent (at a transaction's end, or at an idle heartbeat); at a transaction's end within
+``gather_ms`` of the batch's start, once nothing more arrives within the rest of it. Changes that
+arrive during the commit queue up and make the next batch, so batches grow with the load (group
+commit). Catching up, changes are old anyway: a commit every linger would stall reading for a
+synchronous commit every few hundred rows.
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class Batch:
     ``open()`` comes before anything is produced: it begins the transaction when none is open."""
 
     __slots__ = ("publisher", "monotonic", "clock", "max_messages", "idle_s", "pending", "beat",
-                 "started", "last_commit", "committed_at")
+                 "started", "last_commit", "committed_at", "gather_s")
 
     def __init__(self, publisher: Any, batch_cfg: Dict[str, Any], clock: Any,
                  committed_at: Tuple[str, int, int]) -> None:
@@ -74,6 +75,13 @@ class Batch:
                                 float(batch_cfg["catchup_linger_ms"]) / 1000.0, clock.time)
         self.max_messages = int(batch_cfg["max_messages"])
         self.idle_s = float(batch_cfg["idle_checkpoint_ms"]) / 1000.0
+        # Caught up, a batch younger than this waits up to the rest of it for more changes:
+        # librdkafka registers a transaction's partitions ~1 ms after its first message, and
+        # the commit can't end before that, so what arrives until then costs the batch nothing
+        # and saves the change a whole commit (docs/benchmarks.md, "Gathering until the
+        # partitions register"). Never longer than the linger.
+        self.gather_s = min(float(batch_cfg["gather_ms"]),
+                            float(batch_cfg["linger_ms"])) / 1000.0
         self.pending = 0
         self.beat = False
         self.started = self.last_commit = self.monotonic()

@@ -298,6 +298,8 @@ class Streamer:
         max_messages = batch.max_messages
         last_ts = 0
         warm = self.warmup
+        gather = batch.gather_s
+        arrives_within = getattr(reader, "arrives_within", None) if gather else None
 
         def everywhere(topic: str, value: bytes) -> int:
             """A keyless message in every partition (a TRUNCATE), its bytes counted."""
@@ -421,6 +423,12 @@ class Streamer:
                 landed = False
             elif tx_end and (batch.pending or batch.beat) and batch.clock.live(last_ts):
                 caught_up = not reader.more_arrived()  # at a transaction's end
+                if caught_up and arrives_within is not None:
+                    # The commit can't end before its partitions are registered (Batch.gather_s):
+                    # a change that arrives until then goes in this batch, not the next.
+                    left = batch.started + gather - now
+                    if left > 0 and arrives_within(left):
+                        caught_up = False
             if batch.due(now, caught_up, last_ts):
                 self._commit(publisher, batch, tracker)
                 batch.clock.committed(caught_up)

@@ -80,3 +80,20 @@ def more_arrived(conn: Any) -> bool:
         return False  # TLS: no whole record has arrived yet
     except OSError:
         return True  # the next read will raise it where errors are handled
+
+
+def arrives_within(conn: Any, seconds: float) -> bool:
+    """Whether more of the stream arrives within ``seconds`` (at µs precision: poll's
+    milliseconds would round a wait under one up to a whole one). Only a plain connection with a
+    counting reader waits; any other answers at once, as ``more_arrived``."""
+    sock = getattr(conn, "_sock", None)
+    rfile = getattr(conn, "_rfile", None)
+    raw = getattr(rfile, "raw", None)
+    if not isinstance(raw, CountingSocketIO) or sock is None:
+        return more_arrived(conn)
+    if raw.got != rfile.tell():
+        return True
+    try:
+        return bool(select.select((sock,), (), (), seconds)[0])
+    except (OSError, ValueError):  # ValueError: a descriptor past select's FD_SETSIZE
+        return bool(raw.poller.poll(0))

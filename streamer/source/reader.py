@@ -137,6 +137,10 @@ class BinlogReader:
         """Whether more of the stream has already arrived (source.caughtup says why that matters)."""
         return caughtup.more_arrived(getattr(self._stream, "_stream_connection", None))
 
+    def arrives_within(self, seconds: float) -> bool:
+        """Whether more of the stream arrives within ``seconds`` (source.caughtup)."""
+        return caughtup.arrives_within(getattr(self._stream, "_stream_connection", None), seconds)
+
     def __exit__(self, *exc: Any) -> None:
         if self._stream is not None:
             self._stream.close()

@@ -35,11 +35,14 @@ def test_bad_value_names_key_value_and_what_is_allowed(tmp_path):
     assert "batch.max_messages" in str(err.value) and "-3" in str(err.value)
 
 
-def test_min_linger_may_be_zero_but_not_negative(tmp_path):
+def test_min_linger_and_gather_may_be_zero_but_not_negative(tmp_path):
     cfg = config.load(write(tmp_path, BASE), environ={})
-    assert cfg["batch"]["min_linger_ms"] == 0
-    with pytest.raises(config.ConfigError, match=r"batch.min_linger_ms.*-1.*>= 0"):
-        config.load(write(tmp_path, BASE + "batch: {min_linger_ms: -1}\n"), environ={})
+    assert cfg["batch"]["min_linger_ms"] == 0 and cfg["batch"]["gather_ms"] == 0.8
+    for key in ("min_linger_ms", "gather_ms"):
+        with pytest.raises(config.ConfigError, match=rf"batch.{key}.*-1.*>= 0"):
+            config.load(write(tmp_path, BASE + f"batch: {{{key}: -1}}\n"), environ={})
+        assert config.load(write(tmp_path, BASE + f"batch: {{{key}: 0}}\n"),
+                           environ={})["batch"][key] == 0
 
 
 def test_environment_overrides_nested_and_kafka_keys(tmp_path):

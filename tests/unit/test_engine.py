@@ -273,3 +273,67 @@ def test_a_group_that_ends_in_rollback_gets_its_end_record_there(make):
         streamer.stream(publisher, reader, Position(FILE, 4))
     records = [(r["status"], r["id"], r["event_count"]) for _, r in _records(publisher)]
     assert records[2:4] == [("BEGIN", f"{FILE}:1070", None), ("END", f"{FILE}:1070", 60)]
+
+
+class ArrivingSoon(ReplayedBinlog):
+    """A live recording in which the next transaction arrives during the first wait the loop
+    makes for more (``arrives_within``): so no heartbeat comes between those two. Each wait
+    asked for is noted, with the batch's age when it was asked."""
+
+    def __init__(self, *args, batch_age=None, **kwargs):
+        super().__init__(*args, live=True, **kwargs)
+        self.batch_age = batch_age
+        self.waits = []
+        self._skip_heartbeat = False
+
+    def arrives_within(self, seconds):
+        self.waits.append((seconds, self.batch_age()))
+        self._skip_heartbeat = len(self.waits) == 1
+        return self._skip_heartbeat
+
+    def __iter__(self):
+        for event in super().__iter__():
+            if self._skip_heartbeat and event.__class__.__name__ == "HeartbeatLogEvent":
+                self._skip_heartbeat = False
+                continue
+            yield event
+
+
+@pytest.mark.parametrize("gather_ms", [0.8, 0])
+def test_live_a_caught_up_batch_waits_for_more_until_its_partitions_register(make, gather_ms,
+                                                                              monkeypatch):
+    # batch.gather_ms: a caught-up batch younger than that waits up to the rest of it for more
+    # changes before it commits; what arrives meanwhile goes in the same batch. 0: no wait.
+    clock = FakeClock(step=0.00001)
+    streamer, publisher = make(batch={"linger_ms": 10000, "min_linger_ms": 0,
+                                      "gather_ms": gather_ms}, clock=clock)
+    first = next(e for e in ReplayedBinlog("engine.binlog", Position(FILE, 4))
+                 if getattr(e, "rows", None))
+    clock.wall = first.timestamp + 0.5
+    start = Position(FILE, 4)
+    batches = []
+    reader = ArrivingSoon("engine.binlog", start, on_end=streamer.request_stop,
+                          batch_age=lambda: clock.now - batches[-1].started)
+    from streamer.engine import loop
+
+    class Noted(loop.Batch):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            batches.append(self)
+
+    monkeypatch.setattr(loop, "Batch", Noted)
+    with reader:
+        streamer.stream(publisher, reader, start)
+    assert publisher.changes() == ALL
+    published = [msgs for msgs, _ in publisher.log if any(m[0].startswith("test.app") for m in msgs)]
+    if not gather_ms:
+        assert reader.waits == [] and len(published) == 5  # as without the wait
+        return
+    # Transactions 1 and 2 in one batch: the second "arrived" during the first's wait. Every
+    # other transaction waited, saw nothing come, and committed alone.
+    assert len(published) == 4 and len(reader.waits) == 5
+    assert sum(1 for m in published[0] if m[0] == "test.app.t") == len(ALL[:12])  # 3 + 9
+    # Each wait is what was left of the batch's 0.8 ms, counted from its start.
+    for seconds, age in reader.waits:
+        assert 0 < seconds <= 0.0008 and seconds + age == pytest.approx(0.0008, abs=0.00003)
+    assert all(pos.rows == 0 for _, pos in publisher.log)

@@ -141,3 +141,50 @@ def test_a_connection_reset_before_the_binlog_dump_keeps_its_reader_and_raises_n
     finally:
         a.close()
         listener.close()
+
+
+def test_arrives_within_waits_for_what_comes_and_answers_at_once_for_what_is_here():
+    a, b = socket.socketpair()
+    a.settimeout(5.0)
+    reader, conn = reader_over(a)
+    count_reads(conn)
+    try:
+        assert not reader.arrives_within(0.0005)  # nothing comes
+        sender = threading.Timer(0.05, b.sendall, (b"0123",))
+        sender.start()
+        # Sent 50 ms into a wait of up to 10 s: seen when it comes, not at the wait's end.
+        began = time.monotonic()
+        assert reader.arrives_within(10.0)
+        assert time.monotonic() - began < 5.0
+        sender.join()
+        assert conn._rfile.read(2) == b"01"
+        assert reader.arrives_within(0.0)  # the rest is in the read buffer
+        assert conn._rfile.read(2) == b"23"
+        assert not reader.arrives_within(0.0)
+        assert a.gettimeout() == 5.0
+    finally:
+        conn._rfile.close()
+        a.close()
+        b.close()
+
+
+def test_arrives_within_does_not_wait_without_a_counting_reader(monkeypatch):
+    # A TLS connection (and any reader count_reads left alone) answers as more_arrived does,
+    # at once: bytes on its socket may be a partial record, which is not more of the stream.
+    from streamer.source import caughtup
+
+    def no_wait(*args):
+        raise AssertionError("waited on a connection without a counting reader")
+
+    a, b = socket.socketpair()
+    a.settimeout(5.0)
+    reader, conn = reader_over(a)
+    monkeypatch.setattr(caughtup.select, "select", no_wait)
+    try:
+        assert not reader.arrives_within(10.0)
+        b.sendall(b"0123")
+        assert eventually(lambda: reader.arrives_within(10.0))
+        assert a.gettimeout() == 5.0
+    finally:
+        a.close()
+        b.close()
