@@ -422,13 +422,12 @@ class Streamer:
                 caught_up = True
                 landed = False
             elif tx_end and (batch.pending or batch.beat) and batch.clock.live(last_ts):
-                caught_up = not reader.more_arrived()  # at a transaction's end
-                if caught_up and arrives_within is not None:
-                    # The commit can't end before its partitions are registered (Batch.gather_s):
-                    # a change that arrives until then goes in this batch, not the next.
-                    left = batch.started + gather - now
-                    if left > 0 and arrives_within(left):
-                        caught_up = False
+                # At a transaction's end. The commit can't end before its partitions are
+                # registered (Batch.gather_s): a change that arrives until then goes in this
+                # batch, not the next, so a young batch waits for one up to the rest of that.
+                left = batch.started + gather - now
+                caught_up = not (arrives_within(left) if left > 0 and arrives_within is not None
+                                 else reader.more_arrived())
             if batch.due(now, caught_up, last_ts):
                 self._commit(publisher, batch, tracker)
                 batch.clock.committed(caught_up)
