@@ -34,6 +34,14 @@ class CountingSocketIO(socket.SocketIO):
     def tell(self) -> int:
         return self.got
 
+    def arrives_within(self, seconds: float) -> bool:
+        """Whether the kernel holds more, or gets more within ``seconds`` (select, at µs
+        precision: poll's milliseconds would round a wait under one up to a whole one)."""
+        try:
+            return bool(select.select((self._sock,), (), (), seconds)[0])
+        except (OSError, ValueError):  # ValueError: a descriptor past select's FD_SETSIZE
+            return bool(self.poller.poll(0))
+
 
 def _peek(sock: socket.socket, rfile: Any) -> bytes:
     """What pymysql's reader holds or the kernel has, without waiting: the buffered bytes
@@ -83,17 +91,10 @@ def more_arrived(conn: Any) -> bool:
 
 
 def arrives_within(conn: Any, seconds: float) -> bool:
-    """Whether more of the stream arrives within ``seconds`` (at µs precision: poll's
-    milliseconds would round a wait under one up to a whole one). Only a plain connection with a
-    counting reader waits; any other answers at once, as ``more_arrived``."""
-    sock = getattr(conn, "_sock", None)
-    rfile = getattr(conn, "_rfile", None)
-    raw = getattr(rfile, "raw", None)
-    if not isinstance(raw, CountingSocketIO) or sock is None:
+    """Whether more of the stream has arrived, or arrives within ``seconds``. Only a plain
+    connection with a counting reader waits, as that reader says (``arrives_within``); any other
+    answers at once, as ``more_arrived``."""
+    raw = getattr(getattr(conn, "_rfile", None), "raw", None)
+    if not isinstance(raw, CountingSocketIO):
         return more_arrived(conn)
-    if raw.got != rfile.tell():
-        return True
-    try:
-        return bool(select.select((sock,), (), (), seconds)[0])
-    except (OSError, ValueError):  # ValueError: a descriptor past select's FD_SETSIZE
-        return bool(raw.poller.poll(0))
+    return raw.got != conn._rfile.tell() or raw.arrives_within(seconds)

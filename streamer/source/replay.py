@@ -128,6 +128,11 @@ class _ReplaySocketIO(caughtup.CountingSocketIO):
             self.peer.sendall(chunk)
         return super().readinto(b)
 
+    def arrives_within(self, seconds: float) -> bool:
+        """Nothing more is sent until the reader has read what it was given (``readinto``), so
+        a wait could never see more: the answer is what the socket holds now."""
+        return bool(self.poller.poll(0))
+
 
 class ReplayedReader:
     """A context manager around the replayed ``BinlogReader`` (``reader``) that closes the

@@ -122,6 +122,25 @@ def test_a_replayed_stream_reads_like_a_live_one_and_leaves_the_live_reader_alon
     assert sock.fileno() >= 0 and not conn._closed
 
 
+def test_a_replayed_stream_never_waits_for_more(live, monkeypatch):
+    # Its next group is sent only when the reader has read the last (_ReplaySocketIO), so the
+    # loop's wait for more at a young batch's end (batch.gather_ms) could never see any: it
+    # answers at once, as more_arrived does, and the warm-up spends no time waiting.
+    from streamer.source import caughtup
+
+    def no_wait(*args):
+        raise AssertionError("a replayed stream waited for more")
+
+    monkeypatch.setattr(caughtup.select, "select", no_wait)
+    answers = []
+    with replay.replayed(live(), recording(), 16, group=8) as r:
+        for event in r:
+            if type(event).__name__ == "XidEvent":
+                answers.append((r.arrives_within(10.0), r.more_arrived()))
+    assert [a for a, _ in answers] == [m for _, m in answers]
+    assert [i for i, (a, _) in enumerate(answers) if not a] == [7, 15]
+
+
 def test_twins_have_the_attributes_of_the_original_in_its_order(live):
     reader = live()
     conn = reader._stream._stream_connection
