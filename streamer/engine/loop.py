@@ -55,7 +55,8 @@ class Streamer:
     """One source, one namespace. ``run()`` blocks until stopped and returns the exit code.
 
     ``publisher`` (cfg -> a Publisher context manager), ``reader`` (cfg, password, start, gtid ->
-    an event source context manager: iterable, with ``more_arrived()``) and ``clock`` (with
+    an event source context manager: iterable, with ``more_arrived()``, and optionally
+    ``arrives_within(seconds)`` for batch.gather_ms) and ``clock`` (with
     ``monotonic()`` and ``time()``) default to Kafka, the binlog and the time module."""
 
     def __init__(self, cfg: Dict[str, Any], start: Optional[Position] = None,
