@@ -2,7 +2,7 @@
 
 Every backlog and live load goes through the local MariaDB's binlog, and once nothing removed
 it: a day of benchmarks and experiments left 73 GB, which filled the disk. The local server now
-expires files after a day (deploy/local/mariadb.sh), but a day of runs can still fill a disk. So
+expires files after a day (deploy/local/mysql.sh), but a day of runs can still fill a disk. So
 the suite checks for room first, and after the run purges every binlog file but a fresh one
 (``--keep-binlogs`` keeps them).
 """

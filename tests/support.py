@@ -23,8 +23,69 @@ MYSQL_PORT = int(os.environ.get("STREAMER_MYSQL_PORT", "13306"))
 KAFKA = f"127.0.0.1:{os.environ.get('STREAMER_KAFKA_PORT', '9092')}"
 
 
+class Source:
+    """One server of the source matrix: the default MariaDB 10.11 (deploy/local/up.sh), MySQL
+    8.0 and MariaDB 11.4 (deploy/local/sources.sh), all opened by the same passwords."""
+
+    def __init__(self, name: str, port: int) -> None:
+        self.name = name
+        self.port = port
+        self.mysql = name.startswith("mysql")
+        self.password_file = os.path.join(LOCAL, "secrets", "streamer.password")
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def admin(self, db: Optional[str] = None) -> Any:
+        conn = admin(db, port=self.port)
+        if self.mysql:
+            # seq() builds a sequence by recursion: as deep as the largest one a test asks for.
+            sql(conn, "SET SESSION cte_max_recursion_depth = 10000000")
+        return conn
+
+    def seq(self, n: int) -> str:
+        """A table expression of one column ``seq`` holding 1..n: MariaDB's sequence engine,
+        a recursive common table expression on MySQL."""
+        if not self.mysql:
+            return f"seq_1_to_{int(n)}"
+        return (f"(WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s "
+                f"WHERE seq < {int(n)}) SELECT seq FROM s) AS seq_1_to_{int(n)}")
+
+    def binlog_end(self, conn: Any) -> Tuple[str, int]:
+        return master_pos(conn)
+
+    def mysql_config(self, namespace: str) -> Dict[str, Any]:
+        """A streamer config's mysql section for this server."""
+        return {"host": "127.0.0.1", "port": self.port, "user": "streamer",
+                "password_file": self.password_file,
+                "server_id": 5000 + (zlib.crc32(namespace.encode()) % 100000)}
+
+
+SOURCES = {s.name: s for s in (Source("mariadb-10.11", MYSQL_PORT),
+                               Source("mysql-8.0", int(os.environ.get("STREAMER_MYSQL80_PORT",
+                                                                      "13316"))),
+                               Source("mariadb-11.4", int(os.environ.get(
+                                   "STREAMER_MARIADB114_PORT", "13326"))))}
+DEFAULT = SOURCES["mariadb-10.11"]
+
+
+def enabled_sources() -> List[Source]:
+    """The sources the contract tests run against: STREAMER_TEST_SOURCES (comma-separated
+    names), by default all of them."""
+    names = [n.strip() for n in os.environ.get("STREAMER_TEST_SOURCES", ",".join(SOURCES))
+             .split(",") if n.strip()]
+    unknown = [n for n in names if n not in SOURCES]
+    if unknown:
+        raise ValueError(f"STREAMER_TEST_SOURCES names unknown sources {unknown}; known: "
+                         f"{', '.join(SOURCES)}")
+    return [SOURCES[n] for n in names]
+
+
 def ensure_servers() -> None:
     subprocess.run([os.path.join(ROOT, "deploy/local/up.sh")], check=True)
+    others = [s.name for s in enabled_sources() if s is not DEFAULT]
+    if others:
+        subprocess.run([os.path.join(ROOT, "deploy/local/sources.sh"), "up", *others], check=True)
 
 
 def secret(name: str, base: str = LOCAL) -> str:
@@ -56,13 +117,12 @@ def unique(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:8]}"
 
 
-def write_config(path: str, namespace: str, include: List[str], **over: Any) -> str:
+def write_config(path: str, namespace: str, include: List[str], source: Optional[Source] = None,
+                 **over: Any) -> str:
     cfg: Dict[str, Any] = {
         "namespace": namespace,
         "source": {"name": namespace},
-        "mysql": {"host": "127.0.0.1", "port": MYSQL_PORT, "user": "streamer",
-                  "password_file": os.path.join(LOCAL, "secrets", "streamer.password"),
-                  "server_id": 5000 + (zlib.crc32(namespace.encode()) % 100000)},
+        "mysql": (source or DEFAULT).mysql_config(namespace),
         "kafka": {"bootstrap.servers": KAFKA},
         "tables": {"include": include},
         "batch": {"linger_ms": 50},

@@ -6,4 +6,5 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 "$HERE/registry.sh" down
 "$HERE/kafka.sh" down
 "$HERE/replica.sh" down
-"$HERE/mariadb.sh" down
+"$HERE/sources.sh" down
+"$HERE/mysql.sh" down

@@ -3,5 +3,5 @@
 # The schema registry is not started here: deploy/local/registry.sh up.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-"$HERE/mariadb.sh" up
+"$HERE/mysql.sh" up
 "$HERE/kafka.sh" up

@@ -1,6 +1,6 @@
 """A small demo writer: inserts, updates and deletes rows in `demo.orders` to watch with `streamer tail`.
 
-Uses the local admin account that deploy/local/mariadb.sh created (password read from its file).
+Uses the local admin account that deploy/local/mysql.sh created (password read from its file).
 """
 from __future__ import annotations
 

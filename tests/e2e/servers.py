@@ -32,10 +32,10 @@ class PrivateMariaDB:
                         STREAMER_MYSQL_EXTRA_ARGS=extra_args, **(env or {}))
         # Where the password files are (a replica shares its primary's).
         self.secrets_base = os.path.dirname(self.env.get("STREAMER_MYSQL_SECRETS", "")) or base
-        self.script = os.path.join(support.ROOT, "deploy/local/mariadb.sh")
+        self.script = os.path.join(support.ROOT, "deploy/local/mysql.sh")
 
     def replica(self, base: str, server_id: int = 2) -> "PrivateMariaDB":
-        """A GTID replica of this server (deploy/local/mariadb.sh, STREAMER_MYSQL_REPLICA_OF),
+        """A GTID replica of this server (deploy/local/mysql.sh, STREAMER_MYSQL_REPLICA_OF),
         with the same passwords; not started."""
         return PrivateMariaDB(base, env={"STREAMER_MYSQL_SERVER_ID": str(server_id),
                                          "STREAMER_MYSQL_SECRETS": os.path.join(self.base, "secrets"),

@@ -29,7 +29,7 @@ def statement_server(tmp_path_factory):
     port = _free_port()
     env = dict(os.environ, STREAMER_MYSQL_DIR=base, STREAMER_MYSQL_PORT=str(port),
                STREAMER_MYSQL_EXTRA_ARGS="--binlog-format=STATEMENT --binlog-row-metadata=MINIMAL")
-    script = os.path.join(support.ROOT, "deploy/local/mariadb.sh")
+    script = os.path.join(support.ROOT, "deploy/local/mysql.sh")
     subprocess.run([script, "up"], env=env, check=True, capture_output=True)
     yield base, port
     subprocess.run([script, "down"], env=env, check=True, capture_output=True)

@@ -1,4 +1,4 @@
-"""Source failover on a real primary and its GTID replica (deploy/local/mariadb.sh, private ports):
+"""Source failover on a real primary and its GTID replica (deploy/local/mysql.sh, private ports):
 a checkpoint taken on the primary resumes on the replica by GTID set; a replica behind the
 checkpoint is refused with the missing range; and the primary SIGKILLed under load, the replica
 promoted, the stream goes on with nothing lost or doubled. tests/unit/test_failover.py has the
@@ -30,7 +30,7 @@ def pair(tmp_path_factory):
         try:
             replica.down()
         finally:
-            primary.down()  # a no-op once the last test killed it (mariadb.sh: no live pid)
+            primary.down()  # a no-op once the last test killed it (mysql.sh: no live pid)
 
 
 def _gtid_pos(conn):

@@ -10,9 +10,9 @@ import pytest
 from tests import support
 
 
-def _run_and_consume(tmp_path, ns, include, topics, expect, start, exclude=None):
+def _run_and_consume(tmp_path, ns, include, topics, expect, start, exclude=None, source=None):
     extra = {"tables": {"include": include, "exclude": exclude or []}}
-    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, include, **extra)
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, include, source=source, **extra)
     with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
         msgs = support.consume(topics, expect=expect, decode_ns=ns)
@@ -20,7 +20,8 @@ def _run_and_consume(tmp_path, ns, include, topics, expect, start, exclude=None)
     return msgs, proc.output()
 
 
-def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db, tmp_path):
+@pytest.mark.every_source
+def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db, tmp_path, source):
     name, conn = db
     support.sql(conn,
                 "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -36,7 +37,8 @@ def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db,
                 "COMMIT")
     ns = support.unique("pl")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.*"],
-                               [f"{ns}.{name}.a", f"{ns}.{name}.b"], 9, start)
+                               [f"{ns}.{name}.a", f"{ns}.{name}.b"], 9, start,
+                               source=source)
     per_key = collections.defaultdict(list)
     for m in msgs:
         v = m["value"]
@@ -68,25 +70,29 @@ def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db,
     assert len({s["txid"] for s in tx}) == 1 and sorted(s["tx_row"] for s in tx) == [0, 1]
 
 
-def test_table_without_primary_key_gets_a_null_key(db, tmp_path):
+@pytest.mark.every_source
+def test_table_without_primary_key_gets_a_null_key(db, tmp_path, source):
     name, conn = db
     support.sql(conn, "CREATE TABLE logs (line VARCHAR(50))")
     start = support.master_pos(conn)
     support.sql(conn, "INSERT INTO logs VALUES ('a'), ('a')")
     ns = support.unique("nk")
-    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.logs"], [f"{ns}.{name}.logs"], 2, start)
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.logs"], [f"{ns}.{name}.logs"], 2, start,
+                               source=source)
     assert [m["raw_key"] for m in msgs] == [None, None]
     assert [m["value"]["after"] for m in msgs] == [{"line": "a"}, {"line": "a"}]
     assert [m["value"]["source"]["row"] for m in msgs] == [0, 1]
 
 
-def test_primary_key_change_is_a_delete_of_the_old_key_and_a_create_of_the_new(db, tmp_path):
+@pytest.mark.every_source
+def test_primary_key_change_is_a_delete_of_the_old_key_and_a_create_of_the_new(db, tmp_path, source):
     name, conn = db
     support.sql(conn, "CREATE TABLE p (id INT PRIMARY KEY, v INT)")
     start = support.master_pos(conn)
     support.sql(conn, "INSERT INTO p VALUES (1, 5)", "UPDATE p SET id = 2 WHERE id = 1")
     ns = support.unique("pk")
-    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.p"], [f"{ns}.{name}.p"], 4, start)
+    msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.p"], [f"{ns}.{name}.p"], 4, start,
+                               source=source)
     # The old key's delete is followed by its tombstone, as any delete is.
     assert [(m["key"], m["value"] and m["value"]["op"]) for m in msgs] == [
         ({"id": 1}, "c"), ({"id": 1}, "d"), ({"id": 1}, None), ({"id": 2}, "c")]

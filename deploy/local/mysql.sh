@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# Private MariaDB with a ROW binlog for the streamer: up | down | status. Idempotent.
+# A private MySQL-compatible server with a ROW binlog for the streamer: up | down | status.
+# Idempotent.
+#
+# STREAMER_MYSQL_FLAVOUR picks the server: mariadb-10.11 (the default: Debian's package, installed
+# with apt), mariadb-11.4 or mysql-8.0 (from Maven Central, deploy/local/dist.sh). MySQL runs with
+# gtid_mode=ON, as most MySQL sources do.
 #
 # State lives under .local/mariadb (or $STREAMER_MYSQL_DIR). Passwords are generated once into
 # .local/secrets/{admin,streamer}.password (or $STREAMER_MYSQL_DIR/secrets/ when the dir is
@@ -27,6 +32,12 @@ PORT="${STREAMER_MYSQL_PORT:-13306}"
 EXTRA="${STREAMER_MYSQL_EXTRA_ARGS:-}"
 SERVER_ID="${STREAMER_MYSQL_SERVER_ID:-1}"
 REPLICA_OF="${STREAMER_MYSQL_REPLICA_OF:-}"
+FLAVOUR="${STREAMER_MYSQL_FLAVOUR:-mariadb-10.11}"
+case "$FLAVOUR" in
+    mariadb-10.11|mariadb-11.4|mysql-8.0) ;;
+    *) echo "mysql: unknown STREAMER_MYSQL_FLAVOUR '$FLAVOUR' (mariadb-10.11, mariadb-11.4 or mysql-8.0)" >&2; exit 2 ;;
+esac
+BASE=""  # the unpacked server of a flavour from Maven Central (dist.sh)
 if [ -n "${STREAMER_MYSQL_SECRETS:-}" ]; then SECRETS="$STREAMER_MYSQL_SECRETS"
 elif [ -n "${STREAMER_MYSQL_DIR:-}" ]; then SECRETS="$DIR/secrets"; else SECRETS="$ROOT/.local/secrets"; fi
 SOCK="$DIR/mysqld.sock"
@@ -35,8 +46,8 @@ ERRLOG="$DIR/error.log"
 USER_NAME="$(id -un)"
 TIMEOUT_S=${STREAMER_MARIADB_START_TIMEOUT_S:-90}
 
-log() { echo "mariadb: $*"; }
-die() { echo "mariadb: $*" >&2; exit 1; }
+log() { echo "$FLAVOUR: $*"; }
+die() { echo "$FLAVOUR: $*" >&2; exit 1; }
 
 running() {
     [ -S "$SOCK" ] && mariadb-admin --no-defaults --socket="$SOCK" -uroot --connect-timeout=2 ping >/dev/null 2>&1
@@ -45,12 +56,16 @@ running() {
 server_pid() {
     local p
     p="$(cat "$PIDFILE" 2>/dev/null || true)"
-    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null && grep -qa mariadbd "/proc/$p/cmdline" 2>/dev/null; then
+    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null && grep -qaE 'mariadbd|mysqld' "/proc/$p/cmdline" 2>/dev/null; then
         echo "$p"
     fi
 }
 
 install_server() {
+    # Debian's MariaDB client tools talk to every flavour here, so they are installed for all.
+    if [ "$FLAVOUR" != mariadb-10.11 ]; then
+        BASE="$("$ROOT/deploy/local/dist.sh" "$FLAVOUR")" || die "cannot fetch the $FLAVOUR server"
+    fi
     if command -v mariadbd >/dev/null 2>&1; then return 0; fi
     log "installing mariadb-server (apt)"
     apt-get update -qq || die "apt-get update failed"
@@ -80,9 +95,34 @@ init_datadir() {
     mkdir -p "$DIR"
     rm -rf "$DIR/data"   # a half-initialised dir from an interrupted run
     log "initialising $DIR/data"
-    mariadb-install-db --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
-        --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
-        > "$DIR/install.log" 2>&1 || { tail -n 30 "$DIR/install.log" >&2; die "mariadb-install-db failed"; }
+    case "$FLAVOUR" in
+        mariadb-10.11)
+            mariadb-install-db --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
+                --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+                > "$DIR/install.log" 2>&1 ;;
+        mariadb-11.4)
+            LD_LIBRARY_PATH="$BASE/libs" "$BASE/scripts/mariadb-install-db" --no-defaults \
+                --basedir="$BASE" --datadir="$DIR/data" --user="$USER_NAME" \
+                --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+                > "$DIR/install.log" 2>&1 ;;
+        mysql-8.0)
+            # root@localhost without a password, reachable on the socket only.
+            "$BASE/bin/mysqld" --no-defaults --initialize-insecure --basedir="$BASE" \
+                --datadir="$DIR/data" --user="$USER_NAME" > "$DIR/install.log" 2>&1 ;;
+    esac || { tail -n 30 "$DIR/install.log" >&2; rm -rf "$DIR/data"; die "initialising the $FLAVOUR data directory failed"; }
+}
+
+server_command() {
+    # The server and the options of this flavour; the shared ones follow in up().
+    case "$FLAVOUR" in
+        mariadb-10.11) echo mariadbd --no-defaults ;;
+        mariadb-11.4) echo "$BASE/bin/mariadbd" --no-defaults --basedir="$BASE" ;;
+        # gtid_mode=ON, as MySQL sources mostly run; native passwords spare PyMySQL the RSA
+        # exchange caching_sha2_password needs on a plain TCP connection.
+        mysql-8.0) echo "$BASE/bin/mysqld" --no-defaults --basedir="$BASE" --mysqlx=OFF \
+                --gtid-mode=ON --enforce-gtid-consistency=ON \
+                --default-authentication-plugin=mysql_native_password ;;
+    esac
 }
 
 schema_sql() {
@@ -101,6 +141,7 @@ replicate() {
     # Once: a replica set up before is left as it is (stopped or promoted on purpose). The
     # password goes in the SQL on stdin.
     if [ -f "$DIR/replica.configured" ]; then return 0; fi
+    if [ "$FLAVOUR" = mysql-8.0 ]; then replicate_mysql; return 0; fi
     local admin_pw cnf="$DIR/primary.cnf" dbs
     admin_pw="$(cat "$(password_file admin)")"
     # Seeded from a consistent copy of the primary's databases at a GTID position (the dump sets
@@ -130,6 +171,24 @@ SET GLOBAL gtid_binlog_state = '$seeded';
 CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$REPLICA_OF, MASTER_USER='admin', MASTER_PASSWORD='$admin_pw', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
 START SLAVE;
 SQL
+    wait_replicating
+    touch "$DIR/replica.configured"
+}
+
+replicate_mysql() {
+    # MySQL: GTID auto-positioning from the primary's first transaction, so the primary must
+    # still hold its whole binlog (a private primary of a test does).
+    local admin_pw
+    admin_pw="$(cat "$(password_file admin)")"
+    mariadb --no-defaults --socket="$SOCK" -uroot --batch >/dev/null <<SQL || die "CHANGE MASTER TO failed"
+CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$REPLICA_OF, MASTER_USER='admin', MASTER_PASSWORD='$admin_pw', MASTER_AUTO_POSITION=1, MASTER_CONNECT_RETRY=1;
+START SLAVE;
+SQL
+    wait_replicating
+    touch "$DIR/replica.configured"
+}
+
+wait_replicating() {
     local deadline=$((SECONDS + 30)) io sql
     while :; do
         io="$(slave_field Slave_IO_Running)"; sql="$(slave_field Slave_SQL_Running)"
@@ -139,7 +198,6 @@ SQL
         fi
         sleep 0.2
     done
-    touch "$DIR/replica.configured"
 }
 
 slave_field() {
@@ -188,7 +246,7 @@ up() {
     fi
     local stale
     stale="$(server_pid)"
-    [ -z "$stale" ] || die "a mariadbd (pid $stale) holds $DIR but does not answer ping; run '$0 down' first"
+    [ -z "$stale" ] || die "a server (pid $stale) holds $DIR but does not answer ping; run '$0 down' first"
     if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
         die "port 127.0.0.1:$PORT is already taken by another process"
     fi
@@ -197,27 +255,29 @@ up() {
     rm -f "$SOCK"
     local start_line=0
     if [ -f "$ERRLOG" ]; then start_line="$(wc -l < "$ERRLOG")"; fi
+    local cmd
+    read -r -a cmd <<< "$(server_command)"
     # $EXTRA is split on purpose: it carries several options.
     # shellcheck disable=SC2086
-    nohup mariadbd --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
+    env ${BASE:+LD_LIBRARY_PATH="$BASE/libs"} nohup "${cmd[@]}" --datadir="$DIR/data" --user="$USER_NAME" \
         --bind-address=127.0.0.1 --port="$PORT" --socket="$SOCK" --pid-file="$PIDFILE" \
         --log-error="$ERRLOG" --skip-name-resolve --server-id="$SERVER_ID" \
         --log-bin="$DIR/binlog/mysql-bin" --binlog-format=ROW --binlog-row-image=FULL \
         --binlog-row-metadata=FULL --log-slave-updates --max-allowed-packet=64M \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
         --binlog-expire-logs-seconds=86400 \
-        $EXTRA > "$DIR/mariadbd.out" 2>&1 < /dev/null &
+        $EXTRA > "$DIR/server.out" 2>&1 < /dev/null &
     local pid=$!
     local deadline=$((SECONDS + TIMEOUT_S))
     until running; do
         if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
             if kill -0 "$pid" 2>/dev/null; then
-                echo "mariadb: no answer to ping within ${TIMEOUT_S} s (pid $pid); error log tail:" >&2
+                echo "$FLAVOUR: no answer to ping within ${TIMEOUT_S} s (pid $pid); error log tail:" >&2
             else
-                echo "mariadb: mariadbd (pid $pid) exited before answering ping; error log tail:" >&2
+                echo "$FLAVOUR: the server (pid $pid) exited before answering ping; error log tail:" >&2
             fi
             tail -n "+$((start_line + 1))" "$ERRLOG" 2>/dev/null | tail -n 30 >&2 || true
-            tail -n 10 "$DIR/mariadbd.out" >&2 || true
+            tail -n 10 "$DIR/server.out" >&2 || true
             kill -TERM "$pid" 2>/dev/null || true
             exit 1
         fi
