@@ -135,6 +135,36 @@ def _merge(base: Dict[str, Any], over: Dict[str, Any], path: str = "") -> Dict[s
     return out
 
 
+# Words in a key's name that make its value a secret: taken as the string it is, never parsed
+# and never shown.
+SECRET_WORDS = ("password", "secret", "token", "credential", "key.pem", "sasl.oauthbearer")
+
+
+def is_secret(key: str) -> bool:
+    return any(word in key.lower() for word in SECRET_WORDS)
+
+
+def _env_value(name: str, key: str, raw: str) -> Any:
+    """An environment override's value. Every secret is the string it is. librdkafka settings
+    (``kafka.*``) are strings as librdkafka takes them, but for plain whole numbers (``20``, not
+    ``0123``): '0123' stays '0123', 'yes' stays 'yes', a date stays text. The other keys are
+    read as YAML scalars (numbers, booleans, lists); a value that isn't valid YAML is refused
+    naming the variable, never quoting the value."""
+    if raw == "":
+        return None
+    if is_secret(key):
+        return raw
+    if key.startswith("kafka."):
+        return int(raw) if re.fullmatch(r"-?(0|[1-9][0-9]*)", raw) else raw
+    yaml = _yaml()
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise ConfigError(f"environment variable {name} is not a valid value for config key "
+                          f"'{key}' (YAML syntax); quote it, or set the key in the config "
+                          f"file") from None
+
+
 def _env_overrides(environ: Dict[str, str]) -> Dict[str, Any]:
     tree: Dict[str, Any] = {}
     for name, raw in environ.items():
@@ -149,7 +179,7 @@ def _env_overrides(environ: Dict[str, str]) -> Dict[str, Any]:
         node = tree
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = _yaml().safe_load(raw) if raw != "" else None
+        node[parts[-1]] = _env_value(name, ".".join(parts), raw)
     return tree
 
 

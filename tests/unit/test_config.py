@@ -101,3 +101,24 @@ def test_heartbeat_enabled_takes_true_false_or_auto(tmp_path):
         config.load(write(tmp_path, BASE + f"heartbeat: {{enabled: {value}}}\n"), environ={})
     with pytest.raises(config.ConfigError, match="heartbeat.enabled.*true, false or auto"):
         config.load(write(tmp_path, BASE + "heartbeat: {enabled: sometimes}\n"), environ={})
+
+
+def test_kafka_settings_and_secrets_from_the_environment_are_taken_as_the_strings_they_are(tmp_path):
+    env = {"STREAMER__KAFKA__SASL_PASSWORD": "0123", "STREAMER__KAFKA__SASL_USERNAME": "2024-01-02",
+           "STREAMER__KAFKA__ENABLE_SSL_CERTIFICATE_VERIFICATION": "false",
+           "STREAMER__SIGNALFX__TOKEN_ENV": "yes"}
+    cfg = config.load(write(tmp_path, BASE), environ=env)
+    assert cfg["kafka"]["sasl.password"] == "0123" and cfg["kafka"]["sasl.username"] == "2024-01-02"
+    assert cfg["kafka"]["enable.ssl.certificate.verification"] == "false"  # as librdkafka takes it
+    assert cfg["signalfx"]["token_env"] == "yes"
+
+
+def test_an_environment_value_that_is_not_valid_yaml_names_the_variable_never_the_value(tmp_path):
+    secret = "s3cr3t: {oops"
+    with pytest.raises(config.ConfigError) as err:
+        config.load(write(tmp_path, BASE), environ={"STREAMER__MYSQL__PORT": secret})
+    assert "STREAMER__MYSQL__PORT" in str(err.value) and secret not in str(err.value)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    # A password of any shape is a string: nothing to parse, nothing to fail.
+    cfg = config.load(write(tmp_path, BASE), environ={"STREAMER__KAFKA__SASL_PASSWORD": secret})
+    assert cfg["kafka"]["sasl.password"] == secret
