@@ -94,7 +94,10 @@ DEFAULTS: Dict[str, Any] = {
     # the heartbeat's, so one grant covers both), which is never published.
     # mode read_only: no watermark writes; the server's GTID position before and after each
     # chunk's SELECT frames it instead (for a replica, or a user that may not write).
-    "snapshot": {"database": None, "chunk_rows": 10000, "mode": "watermark"},
+    # chunk_timeout_s: the server stops a chunk's SELECT that runs longer (0: never); the table's
+    # snapshot then ends with an error, and streaming goes on.
+    "snapshot": {"database": None, "chunk_rows": 10000, "mode": "watermark",
+                 "chunk_timeout_s": 300.0},
     # Under PyPy, this many transactions of a recorded binlog are streamed through the hot path,
     # published nowhere, while the stream is idle, so the first real changes meet compiled code
     # (engine.warmup). 0: no warm-up. CPython has no JIT and never warms up.
@@ -451,6 +454,7 @@ def _validate_observability(cfg: Dict[str, Any]) -> None:
              "snapshot.database", snap["database"], "a database name of letters, digits and '_'")
     _require(snap["mode"] in ("watermark", "read_only"), "snapshot.mode", snap["mode"],
              "'watermark' (writes to snapshot.database) or 'read_only' (GTID positions)")
+    _positive_number(cfg, "snapshot.chunk_timeout_s", allow_zero=True)
     rows = snap["chunk_rows"]
     _require(isinstance(rows, int) and not isinstance(rows, bool) and 1 <= rows <= 1000000,
              "snapshot.chunk_rows", rows, "an integer 1..1000000 (rows read per chunk)")

@@ -209,16 +209,47 @@ def after_key(key: Sequence[str], literals: Sequence[str]) -> str:
 
 
 def chunk_sql(d: Described, last: Optional[Sequence[str]], condition: Optional[str],
-              limit: int) -> str:
-    """The SELECT of the chunk after the key ``last`` (SQL literals; None: from the start)."""
+              limit: int, hint: str = "") -> str:
+    """The SELECT of the chunk after the key ``last`` (SQL literals; None: from the start).
+    ``condition`` was checked to be a condition on the table's columns (source.condition).
+    ``hint``: MySQL's optimizer hints, such as the statement's time limit."""
     where = []
     if last is not None:
         where.append(f"({after_key(d.chunk_key, last)})")
     if condition:
         where.append(f"({condition})")
-    return (f"SELECT {select_list(d.columns)} FROM {quote(d.schema)}.{quote(d.table)}"
+    return (f"SELECT {hint}{select_list(d.columns)} FROM {quote(d.schema)}.{quote(d.table)}"
             + (f" WHERE {' AND '.join(where)}" if where else "")
             + f" ORDER BY {', '.join(quote(k) for k in d.chunk_key)} LIMIT {int(limit)}")
+
+
+def time_limited(sql: str, seconds: float, mariadb: bool) -> str:
+    """``sql`` (a SELECT) stopped by the server after ``seconds``: MariaDB's SET STATEMENT
+    max_statement_time, MySQL's MAX_EXECUTION_TIME optimizer hint (milliseconds)."""
+    if seconds <= 0:
+        return sql
+    if mariadb:
+        return f"SET STATEMENT max_statement_time={float(seconds):g} FOR {sql}"
+    return "SELECT /*+ MAX_EXECUTION_TIME(" + str(int(seconds * 1000)) + ") */ " + sql[7:]
+
+
+# A chunk's SELECT ran past snapshot.chunk_timeout_s (MariaDB's and MySQL's codes).
+ER_STATEMENT_TIMEOUT = (1969, 3024)
+
+
+def key_literal(conn: Any, column: Column, value: Any) -> str:
+    """The SQL literal of a chunk key's value, compared as ORDER BY sorts: ENUM and SET columns
+    sort by their number (the member's index, the members' bits) and BIT columns by their value,
+    not by their text, so those are compared as numbers; the rest as the server gave them."""
+    if column.type == T.ENUM:
+        members = list(column.enum_values or ())
+        return str(members.index(value) + 1 if value in members else 0)
+    if column.type == T.SET:
+        members = list(column.set_values or ())
+        return str(sum(1 << members.index(m) for m in value.split(",") if m in members))
+    if column.type == T.BIT:
+        return str(int.from_bytes(value, "big"))
+    return conn.escape(value)
 
 
 def session(conn: Any) -> None:
@@ -231,13 +262,19 @@ def session(conn: Any) -> None:
 
 
 def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
-               limit: int) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
+               limit: int, timeout_s: float = 0.0
+               ) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
     """Up to ``limit`` rows after ``last``, as binlog-shaped dicts by column name; the SQL literals
-    of the last row's key; and whether this was the table's last chunk."""
+    of the last row's key; and whether this was the table's last chunk. The server stops a
+    SELECT that runs longer than ``timeout_s`` (0: never)."""
     names = [c.name for c in d.columns]
     key_at = [names.index(k) for k in d.chunk_key]
+    sql = chunk_sql(d, last, condition, limit + 1)
+    if timeout_s:
+        from streamer.source import server
+        sql = time_limited(sql, timeout_s, server.is_mariadb(conn))
     with conn.cursor() as cur:
-        cur.execute(chunk_sql(d, last, condition, limit + 1))
+        cur.execute(sql)
         raw = cur.fetchall()
     final = len(raw) <= limit
     if not final:
@@ -250,7 +287,7 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
             if values[i] is not None:
                 values[i] = shape(values[i])
         rows.append(dict(zip(names, values)))
-    new_last = [conn.escape(raw[-1][i]) for i in key_at] if raw else (
+    new_last = [key_literal(conn, d.columns[i], raw[-1][i]) for i in key_at] if raw else (
         list(last) if last is not None else None)
     return rows, new_last, final
 
@@ -259,10 +296,12 @@ class TableReader:
     """A snapshot's own connection to the source: it describes tables, writes watermarks and
     reads chunks. (The engine's tests put an in-memory one in its place.)"""
 
-    def __init__(self, settings: Dict[str, Any], database: str, name: str) -> None:
+    def __init__(self, settings: Dict[str, Any], database: str, name: str,
+                 timeout_s: float = 0.0) -> None:
         self.settings = settings
         self.database = database
         self.name = name
+        self.timeout_s = timeout_s
         self.conn: Any = None
 
     def _connection(self) -> Any:
@@ -284,7 +323,42 @@ class TableReader:
 
     def read(self, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
              limit: int) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
-        return read_chunk(self._connection(), d, last, condition, limit)
+        return read_chunk(self._connection(), d, last, condition, limit, self.timeout_s)
+
+    def read_at_position(self, d: Described, last: Optional[Sequence[str]],
+                         condition: Optional[str], limit: int
+                         ) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool, str]:
+        """``read``, and the GTID position of the binlog that the SELECT's consistent read saw:
+        every transaction in it is visible to the SELECT (read-only mode's low watermark).
+
+        MariaDB writes a transaction's GTID to its binlog state before the transaction is
+        visible in InnoDB, so a position read before the SELECT could name a commit the SELECT
+        does not see: there, the position is the one MariaDB gives for the read view itself
+        (``binlog_snapshot_file``/``_position`` in the same consistent-snapshot transaction).
+        MySQL adds a GTID to gtid_executed once its transaction is committed in the engine, so
+        the set read just before the read view opens is inside it."""
+        from streamer.source import server
+
+        conn = self._connection()
+        mariadb = server.is_mariadb(conn)
+        before = "" if mariadb else self.gtid_position()
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            try:
+                if mariadb:
+                    cur.execute("SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', "
+                                "'binlog_snapshot_position')")
+                    status = {k.lower(): v for k, v in cur.fetchall()}
+                rows, new_last, final = read_chunk(conn, d, last, condition, limit,
+                                                   self.timeout_s)
+            finally:
+                cur.execute("COMMIT")
+            if not mariadb:
+                return rows, new_last, final, before
+            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (status["binlog_snapshot_file"],
+                                                           int(status["binlog_snapshot_position"])))
+            found = cur.fetchone()
+        return rows, new_last, final, str(found[0] or "") if found else ""
 
     def gtid_position(self) -> str:
         """The server's GTID position now: read-only mode's watermark (snapshot.mode)."""

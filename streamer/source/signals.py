@@ -13,7 +13,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from streamer.errors import SourceError
-from streamer.source import server
+from streamer.source import condition, server
 
 WATERMARK = "snapshot_watermark"
 SIGNAL = "snapshot_signal"
@@ -71,14 +71,24 @@ def request(tables: List[str], condition: Optional[str]) -> str:
 
 
 def parse_request(text: str) -> Dict[str, Any]:
-    """A request row's ``request`` column: {"tables": [...], "where": ...}. ValueError if broken."""
-    data = json.loads(text)
+    """A request row's ``request`` column: {"tables": [...], "where": ...}. ValueError, saying
+    what is wrong, for anything else: a row anyone with INSERT on the table can write must never
+    stop the stream."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the request is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the request must be a JSON object with 'tables' and 'where', got "
+                         f"{type(data).__name__} {text[:80]!r}")
     tables = data.get("tables")
     if not isinstance(tables, list) or not all(isinstance(t, str) and "." in t for t in tables):
         raise ValueError(f"'tables' must be a list of 'db.table' names, got {tables!r}")
     where = data.get("where")
     if where is not None and not isinstance(where, str):
         raise ValueError(f"'where' must be SQL text or null, got {where!r}")
+    if where is not None:
+        condition.check(where)  # its names are checked against each table's columns later
     return {"tables": tables, "where": where}
 
 

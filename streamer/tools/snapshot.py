@@ -16,6 +16,7 @@ from streamer import config as config_mod
 from streamer.errors import EndpointUnavailable, SnapshotRefused
 from streamer.schema.versions import TableFilter
 from streamer.source import chunks, server, signals
+from streamer.source import condition as where
 
 
 def table_filter(cfg: Dict[str, Any]) -> TableFilter:
@@ -26,8 +27,11 @@ def table_filter(cfg: Dict[str, Any]) -> TableFilter:
 
 def check(conn: Any, cfg: Dict[str, Any], tables: List[str], condition: Optional[str]) -> None:
     """Refuse, naming the fix, a table that isn't streamed, doesn't exist or has no key to chunk
-    by, and a condition the server doesn't accept for every table."""
+    by, and a condition that is more than a condition on each table's columns
+    (source.condition) or that the server doesn't accept, in the session the streamer reads
+    chunks in (UTC, backslash escapes: source.chunks.session)."""
     streamed = table_filter(cfg)
+    chunks.session(conn)
     for name in tables:
         db, dot, table = name.partition(".")
         if not dot or not db or not table:
@@ -37,10 +41,16 @@ def check(conn: Any, cfg: Dict[str, Any], tables: List[str], condition: Optional
                                   f"{cfg['tables']['include']}, tables.exclude "
                                   f"{cfg['tables']['exclude']}); include it, restart the "
                                   f"streamer, then ask again")
-        if chunks.describe(conn, db, table) is None:
+        described = chunks.describe(conn, db, table)
+        if described is None:
             raise SnapshotRefused(f"table {name} does not exist on "
                                   f"{cfg['mysql']['host']}:{cfg['mysql']['port']}")
         if condition:
+            try:
+                where.check(condition, [c.name for c in described.columns])
+            except ValueError as exc:
+                raise SnapshotRefused(f"--where {condition!r} is refused for {name}: {exc}; give "
+                                      f"a condition on the table's own columns") from None
             try:
                 with conn.cursor() as cur:
                     cur.execute(f"SELECT 1 FROM {chunks.quote(db)}.{chunks.quote(table)} "

@@ -306,7 +306,14 @@ def test_each_bad_request_gets_one_clear_error(db, tmp_path):
     cases = [
         (["--tables", f"{name}.keyless"], "has no primary key and no unique key of NOT NULL"),
         (["--tables", f"{name}.ok", "--where", "id >>> 3"], "the server refuses --where"),
-        (["--tables", f"{name}.ok", "--where", "nope = 1"], "Unknown column 'nope'"),
+        (["--tables", f"{name}.ok", "--where", "nope = 1"], "nope is not a column of the table"),
+        # A condition, never a statement: what would read other tables, end the SELECT early
+        # or stall the stream is refused before anything is written.
+        (["--tables", f"{name}.ok", "--where",
+          "0) UNION ALL SELECT User FROM mysql.user WHERE (1"], "closes a parenthesis"),
+        (["--tables", f"{name}.ok", "--where", "id IN (SELECT 1)"], "SELECT is not allowed"),
+        (["--tables", f"{name}.ok", "--where", "1=1 -- "], "comments"),
+        (["--tables", f"{name}.ok", "--where", "SLEEP(1) = 0"], "SLEEP() is not allowed"),
         (["--tables", f"{name}_elsewhere.t"], "is not streamed by this config"),
         (["--tables", f"{name}.missing"], "does not exist"),
         (["--tables", "nodot"], "write it as db.table"),
