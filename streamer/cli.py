@@ -47,7 +47,8 @@ def _restart_with_gc_settings() -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from streamer.engine.loop import Streamer
+    from streamer.engine import warmup
+    from streamer.engine.supervisor import Supervisor
     from streamer.position import Position
     from streamer.source import patches
 
@@ -71,9 +72,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     patches.apply(allow_untested=cfg["mysql"]["allow_untested_libraries"])
 
     with Observability(cfg) as obs:
-        streamer = Streamer(cfg, start=start, start_gtid=args.start_gtid, metrics=obs.metrics)
-        streamer.install_signals()
-        return streamer.run()
+        supervisor = Supervisor(cfg, start=start, start_gtid=args.start_gtid, metrics=obs.metrics,
+                                warmup=warmup.Warmup(cfg) if warmup.wanted(cfg) else None)
+        supervisor.install_signals()
+        return supervisor.run()
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Optional
 
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
 from streamer.codec.avro import OP_BYTES
 from streamer.engine.tracker import Tracker
 from streamer.errors import UnsupportedEvent
@@ -28,6 +30,8 @@ from streamer.source.truncate import truncated_table
 log = logging.getLogger(__name__)
 
 Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
+# The rows event classes and the op of their changes.
+OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
 OP_CREATE = OP_BYTES["c"]
 OP_DELETE = OP_BYTES["d"]
 

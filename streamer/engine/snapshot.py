@@ -31,10 +31,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pymysql
 from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
-from streamer.errors import SnapshotRefused
+from streamer.errors import SnapshotRefused, StreamerError
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
-from streamer.source import chunks, server, signals
+from streamer.source import chunks, condition, server, signals
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,10 @@ ER_BAD_FIELD = 1054
 
 
 def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
-    return {"id": request_id, "table": table, "where": where, "last_key": None, "chunk": 0,
-            "rows": 0, "estimate": 0}
+    """A table to snapshot: ``last_key`` holds the SQL literals of the last chunk's last key,
+    ``key`` the names of the columns they are of."""
+    return {"id": request_id, "table": table, "where": where, "last_key": None, "key": None,
+            "chunk": 0, "rows": 0, "estimate": 0}
 
 
 class Chunk:
@@ -76,9 +78,11 @@ class Chunk:
 class Snapshots:
     """The snapshots of one streamer: requests, progress, the chunk in flight and its window.
 
-    The engine calls ``on_table_map`` for tables of ``snapshot.database``, ``on_marks`` for their
-    rows, ``on_change`` for the changes of the table in the window (``window`` is not None), and
-    ``on_query`` for statements while a chunk is in flight; ``pump`` starts the next chunk."""
+    Its stage (engine.stages.snapshot) hands it the rows of the request and watermark tables
+    (``on_requests``, ``on_watermarks``), the changes of the table in the window (``on_change``,
+    while ``window`` is not None) and statements while a chunk is in flight (``on_query``); it
+    publishes a chunk whose high mark came, then calls ``finish``. ``pump`` reads the next
+    chunk."""
 
     def __init__(self, cfg: Dict[str, Any], password: str, table_filter: TableFilter,
                  clock: Any = time, tables: Optional[Callable[[], Any]] = None) -> None:
@@ -90,7 +94,8 @@ class Snapshots:
         # tables() -> a source.chunks.TableReader, or what stands in for one; on the server in
         # use when it connects (source.failover)
         self.new_tables = tables or (lambda: chunks.TableReader(
-            server.connection_settings(cfg, password), self.database, self.name))
+            server.connection_settings(cfg, password), self.database, self.name,
+            float(snap["chunk_timeout_s"])))
         self.filter = table_filter
         self.clock = clock
         self.source: Any = None
@@ -101,8 +106,6 @@ class Snapshots:
         self.chunks = 0
         self.chunk: Optional[Chunk] = None
         self.window: Optional[Chunk] = None
-        self.ids: Dict[int, str] = {}  # table id -> WATERMARK or SIGNAL
-        self.announced: set = set()
         self._progress: Optional[Dict[str, Any]] = None
         self._run = uuid.uuid4().hex[:12] + "-"
         self._marks = 0
@@ -119,8 +122,6 @@ class Snapshots:
         self.rows = self.rows_at_start = int(progress.get("rows", 0))
         self.catalog = catalog
         self.chunk = self.window = None
-        self.ids.clear()
-        self.announced.clear()
         self._progress = None
         self.started = self.clock.monotonic()
 
@@ -168,41 +169,37 @@ class Snapshots:
         self._progress = None
 
     # -- the binlog side --------------------------------------------------------------------------
-    def on_table_map(self, event: Any) -> None:
-        name = event.table
-        if name in (signals.WATERMARK, signals.SIGNAL) and self.ids.get(event.table_id) != name:
-            # The server gives a table a new id when it reopens it: keep the latest only.
-            for stale in [i for i, n in self.ids.items() if n == name]:
-                del self.ids[stale]
-            self.ids[event.table_id] = name
-
-    def on_marks(self, event: Any, skip: int, emit: Callable[[Chunk, Any], int]) -> int:
-        """Rows of the watermark or request table (the first ``skip`` were handled by the previous
-        run); returns the messages published."""
-        if event.__class__ is DeleteRowsEvent:
-            return 0  # a request or mark removed (by an operator, say): nothing to do
-        request = self.ids.get(event.table_id) == signals.SIGNAL
-        if request and event.__class__ is not WriteRowsEvent:
-            return 0  # a request is a new row; an edited one is not asked again
+    def on_requests(self, event: Any, skip: int) -> None:
+        """Rows of the request table (the first ``skip`` were handled by the previous run): each
+        new row of this streamer asks for a snapshot. A request can't stop the stream: one that
+        can't be carried out is logged, naming it, and left."""
+        if event.__class__ is not WriteRowsEvent:
+            return  # a request is a new row; an edited or removed one is not asked again
         rows = event.rows
-        sent = 0
+        for i in range(skip, len(rows)):
+            values = rows[i].get("values")
+            if values is not None and values.get("streamer") == self.name:
+                self._on_request(values)
+
+    def on_watermarks(self, event: Any, skip: int) -> Optional[Chunk]:
+        """Rows of the watermark table (the first ``skip`` were handled by the previous run): the
+        low mark opens the chunk's window; the chunk whose high mark this is, if any, is
+        returned, to be published here, in binlog order (``finish`` then)."""
+        if event.__class__ is DeleteRowsEvent:
+            return None  # a mark removed (by an operator, say): nothing to do
+        rows = event.rows
         for i in range(skip, len(rows)):
             row = rows[i]
             values = row.get("after_values") or row.get("values")
-            if values is None or values.get("streamer") != self.name:
-                continue
-            if request:
-                self._on_request(values)
-                continue
-            mark = values.get("mark")
             chunk = self.chunk
-            if chunk is None:
-                continue  # a watermark of a chunk that went with an aborted batch
+            if values is None or chunk is None or values.get("streamer") != self.name:
+                continue  # not ours, or a mark of a chunk that went with an aborted batch
+            mark = values.get("mark")
             if mark == chunk.low:
                 self.window = chunk
             elif mark == chunk.high:
-                sent += self._finish(chunk, emit(chunk, event))
-        return sent
+                return chunk
+        return None
 
     def _on_request(self, values: Dict[str, Any]) -> None:
         request_id = str(values.get("id"))
@@ -238,8 +235,9 @@ class Snapshots:
             self.chunk = self.window = None
             self.pump()
 
-    def _finish(self, chunk: Chunk, sent: int) -> int:
-        """The chunk's rows were published (``sent``): its progress goes with them."""
+    def finish(self, chunk: Chunk, sent: int) -> None:
+        """The chunk's rows were published (``sent``): its progress goes with them, and the
+        next chunk is read."""
         j = chunk.job
         j["chunk"] += 1
         j["rows"] += sent
@@ -254,11 +252,13 @@ class Snapshots:
             log.info("snapshot of %s done: %d rows in %d chunks (request %s)", j["table"],
                      j["rows"], j["chunk"], j["id"])
         self.pump()
-        return sent
 
     # -- the table side ---------------------------------------------------------------------------
     def pump(self) -> None:
-        """Read the next chunk, framed by its watermarks, unless one is in flight."""
+        """Read the next chunk, framed by its watermarks, unless one is in flight. A table whose
+        snapshot can't go on ends with an error naming why; the stream goes on. (A lost
+        connection is retried like a dropped stream; a source that refuses the watermarks stops
+        the streamer, naming the grant to give.)"""
         while self.queue and self.chunk is None:
             j = self.queue[0]
             try:
@@ -266,6 +266,32 @@ class Snapshots:
             except SnapshotRefused as exc:
                 log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc)
                 self._drop()
+            except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
+                raise
+            except Exception:  # noqa: BLE001 - one table's snapshot must not stop the stream
+                log.exception("snapshot of %s ends without its remaining rows: reading its next "
+                              "chunk failed unexpectedly (request %s); ask again once the cause "
+                              "is fixed", j["table"], j["id"])
+                self._drop()
+
+    def _same_key(self, j: Dict[str, Any], key: List[str]) -> None:
+        """The chunks go on after the last one's key only while the table's chunk key is the one
+        that key was taken by: after a change of the primary key (or of the unique key chunks
+        follow), the table's snapshot starts again from its first row. Rows published twice are
+        harmless (op r); rows skipped would be lost."""
+        if j["last_key"] is None:
+            j["key"] = list(key)
+            return
+        was = j.get("key")
+        if was == list(key) or (was is None and len(j["last_key"]) == len(key)):
+            j["key"] = list(key)
+            return
+        log.warning("snapshot of %s: its chunk key changed from (%s) to (%s) after %d rows; it "
+                    "starts again from the first row (rows read again are published again as op "
+                    "r, none is skipped)", j["table"], ", ".join(was or ["?"] * len(j["last_key"])),
+                    ", ".join(key), j["rows"])
+        j.update(last_key=None, key=list(key), chunk=0)
+        self._progress = None
 
     def _drop(self) -> None:
         self.queue.pop(0)
@@ -291,6 +317,13 @@ class Snapshots:
             self._progress = None
             log.info("snapshot of %s begins: about %d rows, chunks of %d (request %s)", j["table"],
                      described.estimate, self.chunk_rows, j["id"])
+        self._same_key(j, described.chunk_key)
+        if j["where"]:
+            try:
+                condition.check(j["where"], [c.name for c in described.columns])
+            except ValueError as exc:
+                raise SnapshotRefused(f"the request's condition {j['where']!r} is refused: "
+                                      f"{exc}") from None
         assert self.catalog is not None
         tv = self.catalog.snapshot_version(described)
         names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
@@ -304,12 +337,16 @@ class Snapshots:
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
         self._marks += 1
         low, high = f"L{self._run}{self._marks}", f"H{self._run}{self._marks}"
-        if self.read_only:
-            low = source.gtid_position()
-        else:
+        if not self.read_only:
             source.watermark(low)
         try:
-            rows, last, final = source.read(described, j["last_key"], j["where"], self.chunk_rows)
+            if self.read_only:
+                # The position the SELECT's consistent read is at (source.chunks says how).
+                rows, last, final, low = source.read_at_position(
+                    described, j["last_key"], j["where"], self.chunk_rows)
+            else:
+                rows, last, final = source.read(described, j["last_key"], j["where"],
+                                                self.chunk_rows)
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None
             if not isinstance(code, int) or code >= server.CR_MIN:
@@ -321,6 +358,11 @@ class Snapshots:
                 return
             if code == ER_BAD_FIELD and not j["where"] and not retried:
                 return self._read(j, retried=True)  # a column went between describe and SELECT
+            if code in chunks.ER_STATEMENT_TIMEOUT:
+                raise SnapshotRefused(f"the chunk's SELECT ran longer than "
+                                      f"snapshot.chunk_timeout_s ({exc.args[-1]})"
+                                      + (f"; its condition {j['where']!r} may need an index"
+                                         if j["where"] else "")) from None
             raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
                                   + (f"; check the request's condition {j['where']!r}"
                                      if j["where"] else "")) from None
@@ -354,17 +396,18 @@ class Snapshots:
         for domain, value in GtidSet(at).mariadb.items():
             gtids.mariadb.setdefault(domain, value)
 
-    def on_position(self, gtids: GtidSet, emit: Callable[[Chunk, Any], int]) -> int:
+    def on_position(self, gtids: GtidSet) -> Optional[Chunk]:
         """Read-only mode, between transactions: the chunk's window opens once the reader has
-        executed its low position, and the chunk is published once it has executed its high one."""
+        executed its low position; the chunk is returned, to be published (``finish`` then),
+        once it has executed its high one."""
         chunk = self.chunk
         if chunk is None or chunk.high_set is None:
-            return 0
+            return None
         if self.window is None and gtids.contains(chunk.low_set):  # type: ignore[arg-type]
             self.window = chunk
         if self.window is chunk and gtids.contains(chunk.high_set):
-            return self._finish(chunk, emit(chunk, None))
-        return 0
+            return chunk
+        return None
 
 
 def initial_jobs(conn: Any, table_filter: TableFilter) -> List[Dict[str, Any]]:

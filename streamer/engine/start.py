@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class _Ahead(Generic[T]):
+class Ahead(Generic[T]):
     """``fn()`` run in a thread started now; ``result()`` waits for it and returns its value or
     raises its exception. Start-up waits on MySQL and Kafka round trips that don't depend on
     each other; side by side they cost the longer of the two, not the sum. (Not a
@@ -39,34 +39,6 @@ class _Ahead(Generic[T]):
         if self._exc is not None:
             raise self._exc
         return self._value  # type: ignore[return-value]
-
-
-class Backoff:
-    """Reconnect delays: doubling from mysql.reconnect_backoff_s up to reconnect_backoff_max_s,
-    for at most mysql.reconnect_max_attempts attempts (0: no limit)."""
-
-    def __init__(self, mysql: Dict[str, Any]) -> None:
-        self.first = float(mysql["reconnect_backoff_s"])
-        self.delay = self.first
-        self.max_s = float(mysql["reconnect_backoff_max_s"])
-        self.limit = int(mysql["reconnect_max_attempts"])
-        self.attempts = 0
-
-    def succeeded(self) -> None:
-        """A connection worked: the next failure starts from the first delay, with its own
-        attempts (else a long-lived process would keep the longest delay for good, and give up
-        on a routine blip once reconnect_max_attempts blips had added up)."""
-        self.delay = self.first
-        self.attempts = 0
-
-    def next(self) -> Optional[float]:
-        """Seconds to wait before the next attempt, or None when the attempts are used up."""
-        self.attempts += 1
-        if self.limit and self.attempts > self.limit:
-            return None
-        delay = self.delay
-        self.delay = min(delay * 2, self.max_s)
-        return delay
 
 
 class SourceInfo(NamedTuple):
@@ -95,8 +67,9 @@ def probe_source(cfg: Dict[str, Any], password: str,
         if problems:
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
-        # The charsets Python decodes otherwise than the server: by the server's tables.
-        charsets.configure(server.connection_settings(cfg, password), server.connect)
+        # The charsets Python decodes otherwise than the server: by the server's tables, asked
+        # of the server in use when a value first needs one (after a failover, the new one).
+        charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
         initial = cfg["start"]["initial"]
         beginning = initial == "beginning"
         snapshot = None

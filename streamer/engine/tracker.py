@@ -38,7 +38,7 @@ class Tracker:
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
                  "resume_txid", "server_uuid", "xa", "xa_pending")
 
-    def __init__(self, start: Position):
+    def __init__(self, start: Position, by_gtid: bool = False):
         self.file = start.file
         self.next_pos = start.pos
         self.gtids = GtidSet(start.gtid_set)
@@ -51,13 +51,15 @@ class Tracker:
         self.txid = ""
         # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
-        # A start by GTID set alone (another server after a failover: source.failover) inside a
-        # transaction: its offsets on this server are unknown, so the skip waits for the
-        # transaction's GTID ("" when the checkpoint didn't keep it: the first one that comes).
+        # A start by GTID set (``by_gtid``: mysql.position_mode gtid; or with no file, another
+        # server after a failover: source.failover) inside a transaction: the server sends its
+        # first rotate with offset 4, not the transaction's, and on another server the offsets
+        # mean nothing, so the skip waits for the transaction's GTID ("" when the checkpoint
+        # didn't keep it: the first one that comes, which a dump by GTID set sends first).
         self.resume_gtid: Optional[str] = None
         self.resume_skip = 0
         self.resume_txid: Optional[str] = None
-        if not start.file and start.rows:
+        if (by_gtid or not start.file) and start.rows:
             self.resume_gtid, self.resume_skip, self.skip = start.tx_gtid, start.rows, 0
             # Its transaction-metadata id is the one its BEGIN went out with.
             self.resume_txid = (start.transaction or {}).get("id")

@@ -5,10 +5,11 @@ live load of 5k rows/s right after a start, the loop fell ~200 ms behind in its 
 and the first changes waited that long (docs/benchmarks.md, "JIT warm-up"). A start under a
 backlog warms up on the backlog; a start into an idle stream met its first changes cold.
 
-So, under PyPy, a second Streamer streams a recorded OLTP binlog (warmup.sql, recorded into
-warmup.binlog) through the very loop, reader, decoding and encoding of the real stream, over
-twins of the live reader's objects (source.replay), into the real Publisher on librdkafka's
-in-process mock cluster (``Publisher.in_process``). Nothing reaches Kafka or MySQL. It runs only
+So, under PyPy, a pipeline of its own (engine.streamer builds it, for a config of the recording's
+database) streams a recorded OLTP binlog (warmup.sql, recorded into warmup.binlog) through the
+very loop, reader, decoding and encoding of the real stream, over twins of the live reader's
+objects (source.replay), into the real Publisher on librdkafka's in-process mock cluster
+(``Publisher.in_process``). It is an idle hook of the real stream's commit policy. Nothing reaches Kafka or MySQL. It runs only
 when the real stream is caught up with nothing in its open batch, a few transactions at a time,
 and stops as soon as the server has sent something, to go on at the next idle moment; a real
 change so waits at most for one small slice. After ``warmup.transactions`` transactions, or once
@@ -25,6 +26,7 @@ import platform
 import time
 from typing import Any, Callable, Dict, Optional
 
+from streamer.engine.streamer import Streamer
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.source import replay
@@ -74,13 +76,12 @@ class Warmup:
     """The warm-up of one process (the module's docstring says what it does). ``run`` is called
     by the engine when its stream is idle; ``done`` once it has nothing left to do."""
 
-    def __init__(self, cfg: Dict[str, Any], streamer_class: Callable[..., Any]) -> None:
+    def __init__(self, cfg: Dict[str, Any]) -> None:
         # Made at the first idle moment (``_prepare``), not at start: a start never waits for it.
         self.real_cfg = cfg
-        self.streamer_class = streamer_class
         self.cfg: Dict[str, Any] = {}
         self.recording: Optional[replay.Recording] = None
-        self.streamer: Any = None
+        self.streamer: Optional[Streamer] = None  # builds the warm-up's pipelines
         self.publisher: Optional[Publisher] = None  # on librdkafka's mock cluster, once running
         self.total = self.left = int(cfg["warmup"]["transactions"])
         self.spent_s = 0.0
@@ -105,9 +106,10 @@ class Warmup:
             while self.left > 0:
                 n = min(SLICE, self.left)
                 assert self.recording is not None
+                assert self.streamer is not None
                 with replay.replayed(live, self.recording, n,
                                      first=(self.total - self.left)) as reader:
-                    self.streamer.stream(self.publisher, reader, reader.start)
+                    self.streamer.pipeline(self.publisher, reader, reader.start).stream(reader)
                 self.left -= n
                 self.slices += 1
                 if self.left > 0 and (live.more_arrived() or stopping()):
@@ -137,7 +139,7 @@ class Warmup:
         with open(RECORDING, "rb") as fh:
             self.recording = replay.Recording(fh.read())
         self.cfg = warm_config(self.real_cfg)
-        self.streamer = self.streamer_class(self.cfg, metrics=Metrics(self.cfg), password="")
+        self.streamer = Streamer(self.cfg, metrics=Metrics(self.cfg), password="")
         self.streamer.tables = self.streamer.new_catalog([])  # no schema topic to read
         self.publisher = Publisher.in_process(self.cfg)
 

@@ -275,6 +275,20 @@ class TableCatalog:
         return None if known is None else TopicSchema(self.namespace, db, table, known[0],
                                                       known[1], self.compact)
 
+    def make_current(self, tv: Any) -> bool:
+        """Make ``tv`` its table's current version, as a table map does: a snapshot's version, or
+        the version a TRUNCATE is published with. True when it was not current (it must be
+        announced). A version built for a snapshot is then the previous version of the table's
+        next one (nullability stays sticky across it) and what a TRUNCATE is published with; a
+        table known only by its topic's schema (``TopicSchema``) is announced and stays so."""
+        key = (tv.db, tv.table)
+        if self.current.get(key) is tv:
+            return False
+        if isinstance(tv, TableVersion):
+            self.current[key] = tv
+            self._lineage.pop(tv.topic, None)
+        return True
+
     def snapshot_version(self, described: Any) -> TableVersion:
         """The version of a table as a snapshot describes it (``source.chunks.Described``, which
         has a table-map event's attributes). The table's current binlog version when its schemas

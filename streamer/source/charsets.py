@@ -168,13 +168,15 @@ def load(conn: Any, names: Optional[List[str]] = None) -> List[str]:
     return loaded
 
 
-def configure(settings: Dict[str, Any], connect: Callable[[Dict[str, Any]], Any]) -> None:
-    """Where to ask for a table the first time a value needs it (source.decoders calls back)."""
+def configure(settings: Callable[[], Dict[str, Any]],
+              connect: Callable[[Dict[str, Any]], Any]) -> None:
+    """Where to ask for a table the first time a value needs it (source.decoders calls back):
+    ``settings()`` gives the connection settings of the server in use at that time."""
     def ensure(name: str) -> Optional[str]:
         name = LIBRARY_NAMES.get(name, name)
         with _lock:
             if f"mysql-{name}" not in _tables and name not in _refused:
-                conn = connect(settings)
+                conn = connect(settings())
                 try:
                     if load(conn, [name]):
                         log.info("charset %s: decoded by the server's table", name)

@@ -2,7 +2,7 @@
 import pytest
 
 from streamer import config
-from streamer.engine.loop import Streamer
+from streamer.engine.supervisor import Supervisor
 from streamer.ops.metrics import Metrics
 from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 
@@ -10,7 +10,8 @@ from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 @pytest.fixture
 def make(tmp_path):
     def make(batch=None, heartbeat=False, clock=None, topics=None, columns=None,
-             **publisher_args):
+             supervised=False, **publisher_args):
+        """(the engine's Streamer, or with ``supervised`` its Supervisor, and the publisher)."""
         path = tmp_path / "streamer.yaml"
         (tmp_path / "pw").write_text("unused: nothing connects\n")
         path.write_text("namespace: test\nsource: {name: src}\n"
@@ -21,8 +22,8 @@ def make(tmp_path):
         cfg["topics"].update(topics or {})
         cfg["tables"]["columns"].update(columns or {})
         publisher = InMemoryPublisher(**publisher_args)
-        streamer = Streamer(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
-                            publisher=lambda _: publisher, clock=clock or FakeClock())
-        streamer.publisher = publisher
-        return streamer, publisher
+        supervisor = Supervisor(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
+                                publisher=lambda _: publisher, clock=clock or FakeClock())
+        supervisor.publisher = publisher
+        return (supervisor if supervised else supervisor.streamer), publisher
     return make

@@ -100,7 +100,7 @@ class ReplayedBinlog:
     def __init__(self, name: str, start: Position, live: bool = False,
                  on_event: Optional[Callable[[int], None]] = None,
                  on_end: Optional[Callable[[], None]] = None, file: str = "mysql-bin.000002",
-                 data: Optional[bytes] = None):
+                 data: Optional[bytes] = None, rotate_pos: Optional[int] = None):
         if data is None:
             with open(os.path.join(BINLOGS, name), "rb") as fh:
                 data = fh.read()
@@ -113,6 +113,9 @@ class ReplayedBinlog:
         self.on_end = on_end
         self.handed_out = 0
         self._more = True
+        # The offset the first (artificial) rotate carries: the start's, as a dump by file and
+        # offset sends it; a dump by GTID set sends 4 (the file's start) whatever the GTID's.
+        self.rotate_pos = start.pos if rotate_pos is None else rotate_pos
 
     def __enter__(self) -> "ReplayedBinlog":
         return self
@@ -136,7 +139,7 @@ class ReplayedBinlog:
         table_map: Dict[int, Any] = {}
         version, post_header = (0, 0, 0), None
         allowed = set(READ)
-        rotate = _event_bytes(ROTATE_EVENT, struct.pack("<Q", self.start.pos) + self.file.encode())
+        rotate = _event_bytes(ROTATE_EVENT, struct.pack("<Q", self.rotate_pos) + self.file.encode())
         raw = [(None, rotate)] + [(at, b) for at, b in self.raw_events()
                                   if at >= self.start.pos or b[4] == 15]  # 15: format description
         for _, event_bytes in raw:
@@ -289,3 +292,6 @@ class FakeClock:
 
     def time(self) -> float:
         return self.wall
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds

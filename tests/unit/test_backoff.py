@@ -1,5 +1,5 @@
 """The reconnect delays shared by start-up and a dropped stream."""
-from streamer.engine.start import Backoff
+from streamer.engine.supervisor import Backoff
 
 
 def test_delays_double_up_to_the_cap_without_a_limit():

@@ -1,13 +1,13 @@
-"""When a batch commits: the pipeline's BatchClock, without servers."""
+"""How long a batch may wait: the commit policy's Linger, without servers."""
 import time
 
-from streamer.engine.batch import CATCHUP_LAG_S, BatchClock
+from streamer.engine.commit import CATCHUP_LAG_S, Linger
 
 LIVE = time.time() + 3600  # the last change's event time: a live reader, however slow the test
 
 
-def clock(min_linger: float = 0.0) -> BatchClock:
-    return BatchClock(linger=0.02, min_linger=min_linger, catchup_linger=0.5)
+def clock(min_linger: float = 0.0) -> Linger:
+    return Linger(linger=0.02, min_linger=min_linger, catchup_linger=0.5)
 
 
 def test_caught_up_commits_at_min_linger_and_behind_at_the_linger():
@@ -51,7 +51,7 @@ def test_a_backlog_waits_the_catchup_linger_whatever_the_bound():
 
 
 def test_settings_out_of_order_are_clamped_to_the_linger():
-    c = BatchClock(linger=0.02, min_linger=1.0, catchup_linger=0.001)
+    c = Linger(linger=0.02, min_linger=1.0, catchup_linger=0.001)
     assert (c.min_linger, c.catchup_linger) == (0.02, 0.02)
     for _ in range(3):
         c.committed(caught_up=False)

@@ -94,7 +94,7 @@ def test_a_charset_the_server_gives_no_table_for_is_asked_for_once():
     decoders.BYTE_ORDER.pop("geostd8", None)
     old = decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES
     try:
-        charsets.configure({"host": "h"}, connect)
+        charsets.configure(lambda: {"host": "h"}, connect)
         assert decoders.SERVER_TABLE("geostd8") is None
         assert decoders.SERVER_TABLE("geostd8") is None
         assert len(connections) == 1

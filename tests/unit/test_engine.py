@@ -91,6 +91,20 @@ def test_resume_in_the_middle_of_a_multi_batch_transaction_publishes_the_rest_on
     assert tx_rows[0] == checkpoint.rows
 
 
+def test_a_resume_by_gtid_inside_a_transaction_publishes_the_rest_once(make):
+    # mysql.position_mode: gtid resumes by the checkpoint's GTID set. The server then sends the
+    # checkpoint's transaction first, but its first (artificial) rotate carries offset 4, not
+    # the transaction's: the skip must follow the transaction's GTID, not its offset.
+    publisher, first, checkpoint = stopped_inside_transaction_2(make)
+    assert checkpoint.gtid_set and checkpoint.tx_gtid
+    again, resumed = make(batch={"max_messages": 2})
+    again.cfg["mysql"]["position_mode"] = "gtid"
+    reader = ReplayedBinlog("engine.binlog", checkpoint, on_end=again.request_stop, rotate_pos=4)
+    with reader:
+        again.stream(resumed, reader, checkpoint)
+    assert first + resumed.changes() == ALL
+
+
 def test_an_idle_checkpoint_moves_the_position_past_changes_nothing_publishes(make):
     clock = FakeClock(step=0.5)  # every event is half a second later: idle_checkpoint_ms is 1000
     streamer, publisher = make(clock=clock)
@@ -174,7 +188,7 @@ def test_shutdown_in_the_middle_of_a_batch_commits_what_was_read_and_stops_there
 def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
     from streamer.engine import start as start_mod
 
-    streamer, publisher = make()
+    streamer, publisher = make(supervised=True)
     monkeypatch.setattr(start_mod, "probe_source",
                         lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
     monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
@@ -314,14 +328,14 @@ def test_live_a_caught_up_batch_waits_for_more_until_its_partitions_register(mak
     batches = []
     reader = ArrivingSoon("engine.binlog", start, on_end=streamer.request_stop,
                           batch_age=lambda: clock.now - batches[-1].started)
-    from streamer.engine import loop
+    from streamer.engine import commit, streamer as engine_streamer
 
-    class Noted(loop.Batch):
+    class Noted(commit.CommitPolicy):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             batches.append(self)
 
-    monkeypatch.setattr(loop, "Batch", Noted)
+    monkeypatch.setattr(engine_streamer, "CommitPolicy", Noted)
     with reader:
         streamer.stream(publisher, reader, start)
     assert publisher.changes() == ALL

@@ -156,3 +156,22 @@ def test_confluent_framed_message_without_a_registry_is_a_clear_error():
         dec.decode(b"\x00\x00\x00\x00\x07\x02")
     with pytest.raises(ValueError, match="neither Avro single-object"):
         dec.decode(b"\x05abc")
+
+
+def test_a_version_a_snapshot_announced_is_the_tables_last_and_the_previous_of_its_next():
+    # A table read only by a snapshot in this run: its version is what a TRUNCATE is published
+    # with, and the next version (c made NOT NULL) keeps c nullable, as after a table map.
+    from streamer.schema.versions import TableCatalog, TableFilter
+
+    catalog = TableCatalog("ns", TableFilter(["shop.*"], []))
+    cols = [_col("id", T.LONG, pk=True), _col("c", T.LONG)]
+    snap = catalog.snapshot_version(_event(cols, nullable=("c",)))
+    assert catalog.last_version("shop", "orders") is None  # nothing announced yet
+    assert catalog.make_current(snap) and not catalog.make_current(snap)
+    assert catalog.last_version("shop", "orders") is snap
+    table = SimpleNamespace()
+    event = _event([_col("id", T.LONG, pk=True), _col("c", T.LONG)])
+    event.get_table = lambda: table
+    binlog = catalog.on_table_map(event)
+    assert binlog is not snap and _fields(binlog)["c"]["type"] == ["null", "int"]
+    assert catalog.last_version("shop", "orders") is binlog

@@ -184,7 +184,7 @@ def test_a_checkpoint_taken_before_the_transaction_to_skip_into_came_keeps_the_s
 def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, monkeypatch):
     from streamer.engine import start as start_mod
 
-    streamer, publisher = make()
+    streamer, publisher = make(supervised=True)
     streamer.cfg["mysql"]["hosts"] = ["a:1", "b:2"]
     config._validate_hosts(streamer.cfg["mysql"])
     streamer.servers = failover.Servers(streamer.cfg["mysql"])

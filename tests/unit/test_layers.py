@@ -98,9 +98,43 @@ def test_the_check_catches_an_import_against_the_road(tmp_path, monkeypatch):
                             "streamer.source.leak imports streamer.kafka.publisher"]
 
 
-@pytest.mark.parametrize("entry", ["streamer.cli", "streamer.engine.loop", "streamer.ops.observe"])
+@pytest.mark.parametrize("entry", ["streamer.cli", "streamer.engine.supervisor", "streamer.ops.observe"])
 def test_what_streamer_run_imports_pulls_in_neither_deploy_nor_tools(entry):
     code = ("import json, sys; import " + entry + "; print(json.dumps(sorted(m for m in sys.modules "
             "if m.startswith(('streamer.deploy', 'streamer.tools')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+# Inside the engine: the stages know the parts they share (context, commit policy, the row
+# functions, tracker, snapshots), never the loop that drives them, what builds it, or each other.
+ABOVE_STAGES = ("streamer.engine.pipeline", "streamer.engine.streamer",
+                "streamer.engine.supervisor", "streamer.engine.warmup")
+
+
+def stage_violations():
+    found = []
+    for module, path in _modules():
+        if not module.startswith("streamer.engine.stages."):
+            continue
+        for target in _imports(path):
+            if target.startswith(ABOVE_STAGES) or (
+                    target.startswith("streamer.engine.stages.") and target != module):
+                found.append(f"{module} imports {target}")
+    return sorted(found)
+
+
+def test_a_stage_imports_neither_the_pipeline_nor_what_builds_it_nor_another_stage():
+    assert stage_violations() == []
+
+
+def test_the_stage_check_catches_a_stage_that_imports_the_loop(tmp_path, monkeypatch):
+    stages = tmp_path / "streamer" / "engine" / "stages"
+    stages.mkdir(parents=True)
+    for folder in (tmp_path / "streamer", tmp_path / "streamer" / "engine", stages):
+        (folder / "__init__.py").write_text("")
+    (stages / "bad.py").write_text("from streamer.engine.pipeline import Pipeline\n"
+                                   "from streamer.engine.stages.rows import Rows\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", str(tmp_path / "streamer"))
+    assert stage_violations() == ["streamer.engine.stages.bad imports streamer.engine.pipeline",
+                                  "streamer.engine.stages.bad imports streamer.engine.stages.rows"]

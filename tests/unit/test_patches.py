@@ -157,7 +157,7 @@ def test_a_table_finds_the_primary_key_the_library_finds(keys):
 
 def test_importing_the_streamer_changes_nothing_in_the_libraries():
     # In a fresh interpreter: every module that `streamer run` and its observers import.
-    code = ("import json, streamer.cli, streamer.engine.loop, streamer.ops.observe, "
+    code = ("import json, streamer.cli, streamer.engine.supervisor, streamer.ops.observe, "
             "streamer.ops.reporter, streamer.ops.heartbeat, streamer.source.reader\n"
             "from pymysqlreplication.row_event import RowsEvent, TableMapEvent\n"
             "from streamer.source import patches\n"

@@ -4,7 +4,7 @@ import pytest
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer import config
-from streamer.engine.loop import Streamer
+from streamer.engine.streamer import Streamer
 from streamer.engine.snapshot import Snapshots
 from streamer.errors import SnapshotRefused
 from streamer.ops.metrics import Metrics
@@ -63,9 +63,7 @@ def snapshot_streamer(tmp_path):
                         "batch: {max_messages: 1}\n")  # a commit after every event
         cfg = config.load(str(path), environ={})
         publisher = InMemoryPublisher(namespace="ns")
-        streamer = Streamer(cfg, metrics=Metrics(cfg), publisher=lambda _: publisher,
-                            clock=FakeClock())
-        streamer.publisher = publisher
+        streamer = Streamer(cfg, metrics=Metrics(cfg), clock=FakeClock())
         streamer.snapshots.new_tables = lambda: tables
         streamer.snapshots._run = run  # the recording's marks are L1, H1, L2...
         return streamer, publisher
@@ -194,7 +192,7 @@ def test_a_request_for_a_table_the_streamer_does_not_stream_is_refused_loudly(tm
 def test_config_snapshot_defaults_and_refusals(tmp_path):
     cfg = _cfg(tmp_path, "start: {initial: snapshot}\n")
     assert cfg["snapshot"] == {"database": "streamer_heartbeat", "chunk_rows": 10000,
-                               "mode": "watermark"}
+                               "mode": "watermark", "chunk_timeout_s": 300.0}
     with pytest.raises(config.ConfigError, match="snapshot.mode"):
         _cfg(tmp_path, "snapshot: {mode: maybe}\n")
     with pytest.raises(config.ConfigError, match="snapshot.chunk_rows"):
@@ -309,6 +307,10 @@ def test_read_only_mode_frames_a_chunk_by_the_gtid_positions_around_its_select(t
         def gtid_position(self):
             return self.positions.pop(0)
 
+        def read_at_position(self, *args):
+            low = self.gtid_position()  # the position the chunk's consistent read saw
+            return (*self.read(*args), low)
+
         def watermark(self, mark):
             raise AssertionError("read-only mode writes nothing")
 
@@ -333,16 +335,25 @@ def test_read_only_mode_frames_a_chunk_by_the_gtid_positions_around_its_select(t
         def __init__(self, *ids):
             self.rows = [{"values": {"id": i, "v": "x"}} for i in ids]
 
-    assert snaps.on_position(GtidSet("0-1-9"), emit) == 0 and snaps.window is None
+    def land(gtids):
+        """What the snapshot stage does between transactions: publish a chunk that landed."""
+        chunk = snaps.on_position(gtids)
+        if chunk is None:
+            return 0
+        sent = emit(chunk, None)
+        snaps.finish(chunk, sent)
+        return sent
+
+    assert land(GtidSet("0-1-9")) == 0 and snaps.window is None
     snaps.on_change(tv, Rows(1), "c")  # before the low position: the chunk keeps key 1
-    assert snaps.on_position(GtidSet("0-1-10"), emit) == 0 and snaps.window is snaps.chunk
+    assert land(GtidSet("0-1-10")) == 0 and snaps.window is snaps.chunk
     snaps.on_change(tv, Rows(3), "d")  # between the positions: key 3 leaves
-    assert snaps.on_position(GtidSet("0-1-11"), emit) == 0
-    assert snaps.on_position(GtidSet("0-1-12"), emit) == 3
+    assert land(GtidSet("0-1-11")) == 0
+    assert land(GtidSet("0-1-12")) == 3
     assert emitted == [[1, 2, 4]]
     assert snaps.progress()["queue"][0]["last_key"] == ["4"]
     # The next chunk was read at once; the reader has its positions already, so it lands next.
-    assert snaps.on_position(GtidSet("0-1-12"), emit) == 2 and emitted[-1] == [5, 6]
+    assert land(GtidSet("0-1-12")) == 2 and emitted[-1] == [5, 6]
     assert snaps.progress() == {"queue": [], "done": 1, "rows": 5}
 
 
@@ -395,17 +406,19 @@ def test_an_explicit_start_position_keeps_the_snapshots_under_way(tmp_path):
     assert (pos.file, pos.pos) == ("mysql-bin.000008", 4) and pos.snapshot == progress
 
 
-def test_only_the_latest_table_id_of_each_snapshot_table_is_kept(tmp_path):
-    class Map:
-        def __init__(self, table, table_id):
-            self.table, self.table_id = table, table_id
+def test_only_the_latest_table_id_of_each_snapshot_table_is_kept(make):
+    from streamer.engine.stages.rows import Rows
 
-    snaps = Snapshots(_cfg(tmp_path), "pw", TableFilter(["shop.*"], []))
+    streamer, publisher = make()
+    rows = streamer.pipeline(publisher, None, Position(FILE, 4)).rows
+    marks, requests = object(), object()
+    before = dict(rows.claimed)
     for table_id in range(100, 200):  # a table reopened again and again over a long run
-        snaps.on_table_map(Map(signals.WATERMARK, table_id))
-        snaps.on_table_map(Map(signals.SIGNAL, table_id + 1000))
-        snaps.on_table_map(Map("heartbeat", table_id + 2000))
-    assert snaps.ids == {199: signals.WATERMARK, 1199: signals.SIGNAL}
+        rows.claim("streamer_heartbeat", signals.WATERMARK, table_id, marks)
+        rows.claim("streamer_heartbeat", signals.SIGNAL, table_id + 1000, requests)
+    assert isinstance(rows, Rows)
+    assert {k: v for k, v in rows.claimed.items() if k not in before} == {199: marks,
+                                                                          1199: requests}
 
 
 def test_a_failed_watermark_or_request_write_names_its_fix():
@@ -421,3 +434,41 @@ def test_a_failed_watermark_or_request_write_names_its_fix():
     read_only = pymysql.err.OperationalError(1290, "--read-only option")
     err = signals.explain(read_only, "db", signals.WATERMARK, "x", "write the watermark to")
     assert "snapshot.mode: read_only" in str(err) and err.exit_code == 3
+
+
+def test_a_changed_chunk_key_starts_the_tables_snapshot_again_from_its_first_row(tmp_path, caplog):
+    from streamer.engine.snapshot import job
+
+    snaps = Snapshots(_cfg(tmp_path), "pw", TableFilter(["shop.*"], []))
+    j = dict(job("r1", "shop.t", None), last_key=["1000"], key=["id"], chunk=3, rows=30000)
+    snaps._same_key(j, ["id"])
+    assert (j["last_key"], j["chunk"]) == (["1000"], 3)  # the same key: on from where it was
+    snaps._same_key(j, ["id", "b"])  # the primary key got longer
+    assert (j["last_key"], j["key"], j["chunk"]) == (None, ["id", "b"], 0)
+    assert "chunk key changed from (id) to (id, b) after 30000 rows" in caplog.text
+    j.update(last_key=["'a'"], key=["id", "b"])
+    snaps._same_key(j, ["uuid"])  # replaced: its literals would be compared with the wrong column
+    assert j["last_key"] is None
+    # A checkpoint written before the key's names were kept: its length tells a longer key.
+    old = dict(job("r2", "shop.t", None), last_key=["7"], chunk=1)
+    del old["key"]
+    snaps._same_key(old, ["id", "b"])
+    assert old["last_key"] is None
+
+
+def test_enum_set_and_bit_keys_are_compared_as_the_numbers_they_sort_by():
+    class Conn:
+        def escape(self, value):
+            return repr(value)
+
+    enum = chunks.Column("e", chunks.T.ENUM, enum_values=("b", "a", "c"))
+    sets = chunks.Column("s", chunks.T.SET, set_values=("x", "y", "z"))
+    bits = chunks.Column("bt", chunks.T.BIT, bits=13, bytes=2)
+    text = chunks.Column("v", chunks.T.VARCHAR)
+    # 'a' is the 2nd member: ORDER BY puts it after 'b', so "> 'a'" would skip 'b' rows.
+    assert chunks.key_literal(Conn(), enum, "a") == "2"
+    assert chunks.key_literal(Conn(), enum, "") == "0"  # the invalid value, index 0
+    assert chunks.key_literal(Conn(), sets, "x,z") == "5"
+    assert chunks.key_literal(Conn(), sets, "") == "0"
+    assert chunks.key_literal(Conn(), bits, b"\x01\x02") == "258"
+    assert chunks.key_literal(Conn(), text, "a") == "'a'"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-RUN_MODULES = "import streamer.cli, streamer.engine.loop, streamer.ops.observe"
+RUN_MODULES = "import streamer.cli, streamer.engine.supervisor, streamer.ops.observe"
 
 
 def _imported(*names, modules=RUN_MODULES):

@@ -9,7 +9,6 @@ import pytest
 
 from streamer import config
 from streamer.engine import warmup
-from streamer.engine.loop import Streamer
 from streamer.position import Position
 from streamer.source import patches, replay
 from streamer.source.reader import BinlogReader
@@ -154,7 +153,7 @@ def test_twins_have_the_attributes_of_the_original_in_its_order(live):
 def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_cluster(live,
                                                                                        caplog):
     cfg = cfg_with(warmup__transactions=100)
-    warm = warmup.Warmup(cfg, Streamer)
+    warm = warmup.Warmup(cfg)
     assert warm.streamer is None and warm.publisher is None  # made when first run, not at start
     caplog.set_level(logging.INFO)
     assert warm.run(live(cfg), published=0)
@@ -170,7 +169,7 @@ def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_c
 
 def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live, monkeypatch):
     cfg = cfg_with(warmup__transactions=3 * warmup.SLICE)
-    warm = warmup.Warmup(cfg, Streamer)
+    warm = warmup.Warmup(cfg)
     reader = live(cfg)
     monkeypatch.setattr(type(reader), "more_arrived", lambda self: True)
     assert not warm.run(reader, published=0)
@@ -181,7 +180,7 @@ def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live
 
 
 def test_a_stop_interrupts_the_warm_up_between_slices(live):
-    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE), Streamer)
+    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
     assert not warm.run(live(), published=0, stopping=lambda: True)
     assert warm.slices == 1 and not warm.done
     warm.close()  # as the engine does when it stops
@@ -189,7 +188,7 @@ def test_a_stop_interrupts_the_warm_up_between_slices(live):
 
 
 def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, caplog):
-    warm = warmup.Warmup(cfg_with(warmup__transactions=50), Streamer)
+    warm = warmup.Warmup(cfg_with(warmup__transactions=50))
     caplog.set_level(logging.INFO)
     assert warm.run(live(), published=50)
     assert warm.slices == 0 and warm.done
@@ -197,7 +196,7 @@ def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, capl
 
 
 def test_a_failing_warm_up_is_a_warning_and_streaming_goes_on(caplog):
-    warm = warmup.Warmup(cfg_with(), Streamer)
+    warm = warmup.Warmup(cfg_with())
     unconnected = BinlogReader(cfg_with(), "", Position("mysql-bin.000001", 4))
     assert warm.run(unconnected, published=0)  # over: never tried again
     assert warm.done and warm.publisher is None
@@ -236,7 +235,8 @@ def test_the_loop_warms_up_only_when_caught_up_with_nothing_open_and_until_done(
     first = next(e for e in ReplayedBinlog("engine.binlog", Position(FILE, 4))
                  if getattr(e, "rows", None))
     clock.wall = first.timestamp + 0.5  # live
-    rec = streamer.warmup = Recorder(runs_left=6)
+    rec = Recorder(runs_left=6)
+    streamer.idle_hooks.append(rec.run)
     rec.publisher = publisher
     reader = replay_engine(streamer, publisher, live=True)
     # At each idle heartbeat (the recording's DDL before transaction 1 makes four), and right
@@ -245,4 +245,4 @@ def test_the_loop_warms_up_only_when_caught_up_with_nothing_open_and_until_done(
     # far. Then it was done, and the loop let go of it.
     assert [published for _, published, _ in rec.calls] == [0, 0, 0, 0, 3, 3]
     assert all(r is reader and not in_tx for r, _, in_tx in rec.calls)
-    assert streamer.warmup is None and publisher.changes()[-1] == ("c", 9)
+    assert streamer.idle_hooks == [] and publisher.changes()[-1] == ("c", 9)

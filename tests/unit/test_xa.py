@@ -129,3 +129,44 @@ def test_an_xa_committed_in_one_phase_is_published_at_its_prepare_event(make):
         streamer.stream(publisher, reader, Position(FILE, 4))
     assert publisher.changes() == [("c", 1), ("c", 10), ("c", 11), ("u", 1), ("c", 2), ("c", 30),
                                    ("c", 3)]
+
+
+def test_an_xa_commits_rows_leave_an_open_snapshot_window_like_any_change(make):
+    # A chunk of app.t read before x1's XA COMMIT holds the rows as they were; x1's rows, published
+    # at its commit inside the chunk's window, are newer: their keys must leave the chunk, or its
+    # older copies would land after them and win.
+    from streamer.engine.snapshot import Chunk
+
+    streamer, publisher = make(batch={"max_messages": 1})
+    streamer.reread = lambda pos: ReplayedBinlog("xa.binlog", pos)
+    start = Position(FILE, 680)  # the first transaction, after the CREATE TABLE
+    reader = ReplayedBinlog("xa.binlog", start, on_end=streamer.request_stop)
+    pipeline = streamer.pipeline(publisher, reader, start)
+    stage = next(s for s in pipeline.stages if s.__class__.__name__ == "SnapshotStage")
+    from types import SimpleNamespace
+
+    tv = SimpleNamespace(db="app", table="t")  # all the window compares a change with
+    rows = {(k,): {"id": k, "v": "old"} for k in (10, 11, 20)}
+    snaps = streamer.snapshots
+    snaps.chunk = snaps.window = Chunk({"table": "app.t"}, "L", "H", tv, ["id"], rows, None, False)
+    stage._follow_window()
+    with reader:
+        pipeline.stream(reader)
+    # x1's rows (10, 11) left it at its commit; x2's (20) were rolled back: never changed.
+    assert sorted(rows) == [(20,)]
+    assert publisher.changes() == ALL
+
+
+def test_a_large_xa_transaction_is_cut_into_batches_and_a_restart_inside_it_loses_and_doubles_nothing(
+        make):
+    # x1's three row changes at its XA COMMIT, one per batch: the checkpoint between them keeps
+    # how many are out, and a restart from it publishes the rest once.
+    def inside_x1(position):
+        entry = (position.xa or {}).get(X1)
+        return entry is not None and len(entry) > 4 and entry[4] == 2
+
+    first = _run(make, Position(FILE, 4), stop_at=inside_x1)
+    checkpoint = first.committed  # the stop came at that cut, inside the XA COMMIT
+    assert checkpoint.xa[X1][4] == 2 and first.changes() == ALL[:4]
+    second = _run(make, checkpoint)
+    assert first.changes() + second.changes() == ALL

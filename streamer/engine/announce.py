@@ -1,0 +1,61 @@
+"""Announcements: a topic made sure of and its writer schemas published before its first message.
+
+Every stage that publishes to a topic announces it first, in the open batch: the schema records
+ride in the same Kafka transaction as the messages that use them, so an aborted batch takes both,
+and a re-read announces again.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional, Set
+
+from streamer.codec.avro import canonical_json
+
+log = logging.getLogger(__name__)
+
+
+class Announcer:
+    """Announces table versions and the transaction topic on one publisher. ``open`` begins the
+    batch's transaction when none is open; ``registry`` (a schema_registry.SchemaRegistry) frames
+    writers for the Confluent wire format when one is configured."""
+
+    def __init__(self, publisher: Any, open_batch: Callable[[], None], compact: bool,
+                 registry: Optional[Any] = None, uncompacted: Optional[Set[str]] = None) -> None:
+        self.publisher = publisher
+        self.open = open_batch
+        self.compact = compact
+        self.registry = registry
+        # Topics already warned about (kept by the caller across connections: warned once).
+        self.uncompacted = uncompacted if uncompacted is not None else set()
+
+    def table(self, tv: Any) -> None:
+        """A table's current version changed: its topic exists and its writer schemas go out in
+        the open batch, before the first message that uses them."""
+        publisher = self.publisher
+        if tv.compacted:
+            publisher.ensure_topic(tv.topic, config={"cleanup.policy": "compact"})
+        else:
+            if self.compact and tv.topic not in self.uncompacted:
+                self.uncompacted.add(tv.topic)
+                log.warning("table %s.%s has no primary key: its topic %s is created with the "
+                            "delete cleanup policy, not compacted (Kafka compacts keyed records "
+                            "only)", tv.db, tv.table, tv.topic)
+            publisher.ensure_topic(tv.topic)
+        if self.registry is not None:
+            self.registry.frame(tv.topic, tv.value_writer, tv.key_writer)
+        self.open()
+        for kind, writer in (("value", tv.value_writer), ("key", tv.key_writer)):
+            if writer is not None:
+                publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
+                                         tv.topic, kind)
+
+    def transactions(self, topic: str, writer: Any) -> None:
+        """The transaction topic exists and its schema goes out in the open batch, before the
+        stream's first transaction record."""
+        self.publisher.ensure_topic(topic, partitions=1)
+        if self.registry is not None:
+            self.registry.frame(topic, writer, None)
+        self.open()
+        # Its own kind: the "value" records are table versions, whose lineage a start reads.
+        self.publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
+                                      topic, "transaction")

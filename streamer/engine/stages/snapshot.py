@@ -1,0 +1,126 @@
+"""The snapshot stage: chunks of existing rows published as op ``r`` where the binlog has them.
+
+``engine.snapshot.Snapshots`` runs the watermark algorithm (requests, chunks, windows, progress);
+this stage connects it to the stream. It speaks through two tables of ``snapshot.database``: their
+rows go to it (claimed by name). While a chunk's window is open, every published change of its
+table drops its keys from the chunk (a hook on the rows stage, registered only then). At a
+chunk's high mark (in read-only mode: between transactions, once the reader has executed the
+high GTID position) the chunk's rows are published in the open batch, with its progress in the
+checkpoint, and the batch commits at the end of that transaction.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+from pymysqlreplication.event import QueryEvent
+
+from streamer.codec.avro import SNAPSHOT_BYTES
+from streamer.engine.snapshot import Chunk, Snapshots
+from streamer.position import Position
+from streamer.source import signals
+
+
+class SnapshotStage:
+    def __init__(self, ctx: Any, snaps: Snapshots, tables: Any, start: Position) -> None:
+        self.ctx = ctx
+        self.snaps = snaps
+        self.tracker = ctx.tracker
+        snaps.reset(start.snapshot, ctx.tables)
+        if snaps.read_only:
+            snaps.seed(ctx.tracker.gtids, start)
+            ctx.policy.caught_up_hooks.append(self.on_caught_up)
+        tables.claim(snaps.database, signals.WATERMARK, self.on_watermarks)
+        tables.claim(snaps.database, signals.SIGNAL, self.on_requests)
+        ctx.policy.checkpoint_parts.append(self.checkpoint)
+
+    def handlers(self) -> Dict[Any, Callable[[Any], int]]:
+        return {QueryEvent: self.on_query}
+
+    def tx_end_hooks(self) -> list:
+        return [self.on_tx_end] if self.snaps.read_only else []
+
+    # -- what the stream brings -------------------------------------------------------------------
+    def on_requests(self, event: Any, skip: int) -> int:
+        self.snaps.on_requests(event, skip)
+        self._follow_window()
+        return 0
+
+    def on_watermarks(self, event: Any, skip: int) -> int:
+        chunk = self.snaps.on_watermarks(event, skip)
+        sent = 0 if chunk is None else self.publish(chunk, event)
+        self._follow_window()
+        return sent
+
+    def on_query(self, event: Any) -> int:
+        if self.snaps.chunk is not None:
+            query = event.query
+            if query != "BEGIN" and query != "COMMIT":
+                self.snaps.on_query(query)
+                self._follow_window()
+        return 0
+
+    def on_tx_end(self) -> int:
+        return self.on_position()
+
+    def on_caught_up(self) -> int:
+        return 0 if self.tracker.in_tx else self.on_position()
+
+    def on_position(self) -> int:
+        """Read-only mode, between transactions: a chunk whose high position was reached."""
+        if self.snaps.chunk is None:
+            return 0
+        chunk = self.snaps.on_position(self.tracker.gtids)
+        sent = 0 if chunk is None else self.publish(chunk, None)
+        self._follow_window()
+        return sent
+
+    def on_change(self, tv: Any, event: Any, op: str) -> None:
+        self.snaps.on_change(tv, event, op)
+
+    def checkpoint(self, position: Position) -> None:
+        position.snapshot = self.snaps.progress()
+
+    def _follow_window(self) -> None:
+        """The changes hook is registered while a window is open, and only then."""
+        changes = self.ctx.changes
+        hooked = self.on_change in changes
+        if (self.snaps.window is not None) != hooked:
+            if hooked:
+                changes.remove(self.on_change)
+            else:
+                changes.append(self.on_change)
+
+    # -- publishing a chunk -----------------------------------------------------------------------
+    def publish(self, chunk: Chunk, event: Optional[Any]) -> int:
+        """Publish a chunk's rows as op r at its high watermark ``event`` (None in read-only mode:
+        between transactions): in binlog order, that is where they were read. The batch commits
+        at the end of this transaction. Returns the messages published."""
+        ctx = self.ctx
+        tv = chunk.tv
+        # A version that no table map of this run announced is announced, and is the table's
+        # current one from here: a TRUNCATE or the next version of the table follow it.
+        ctx.announce_current(tv)
+        ctx.open()
+        tracker = self.tracker
+        if event is not None:  # the high watermark's rows event
+            packet = event.packet
+            mid, txid = tv.envelope.event_parts(
+                event.timestamp * 1000, packet.server_id, tracker.file,
+                packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid)
+        else:  # read-only mode: between transactions, where the reader reached the high position
+            at = tracker.next_pos
+            mid, txid = tv.envelope.event_parts(
+                int(ctx.clock.time() * 1000), tracker.server_id, tracker.file, at, None, tv.db,
+                tv.table, f"{tracker.file}:{at}:snapshot")
+        flag = SNAPSHOT_BYTES["last" if chunk.final else "true"]
+        encode = tv.envelope.encode_read
+        key = tv.key
+        topic = tv.topic
+        produce = ctx.produce
+        n = 0
+        for datum in chunk.rows.values():
+            produce(topic, encode(datum, mid, n, txid, flag), key(datum))
+            n += 1
+        self.snaps.finish(chunk, n)
+        ctx.policy.request_commit()
+        return n

@@ -1,0 +1,150 @@
+"""The commit policy on its own: an in-memory publisher, a tracker stand-in and a test clock."""
+from pymysqlreplication.event import HeartbeatLogEvent, XidEvent
+
+from streamer.engine.commit import CommitPolicy, StoppedInsideEvent, Totals
+from streamer.position import Position
+from tests.unit.engine_parts import FakeClock, InMemoryPublisher
+
+import pytest
+
+CFG = {"batch": {"max_messages": 10, "linger_ms": 20, "min_linger_ms": 0, "gather_ms": 0,
+                 "catchup_linger_ms": 500, "idle_checkpoint_ms": 1000},
+       "shutdown_timeout_s": 1, "kafka_commit_timeout_s": 1}
+
+
+class Tracker:
+    """Where the stream is: a transaction open or not, and a mark that moves with it."""
+
+    def __init__(self):
+        self.in_tx = False
+        self.at = 4
+
+    def mark(self):
+        return ("f", self.at, 0)
+
+    def position(self):
+        return Position("f", self.at)
+
+
+class Reader:
+    def __init__(self, more=False):
+        self.more = more
+
+    def more_arrived(self):
+        return self.more
+
+
+class Control:
+    stop_requested = False
+
+
+class Metrics:
+    def __init__(self):
+        self.commits = []
+
+    def on_idle(self):
+        pass
+
+    def tick(self):
+        pass
+
+    def on_commit(self, position, pending, *_):
+        self.commits.append((position.pos, pending))
+
+
+def policy(reader=None, clock=None, **batch):
+    cfg = dict(CFG, batch=dict(CFG["batch"], **batch))
+    tracker, control, metrics = Tracker(), Control(), Metrics()
+    publisher = InMemoryPublisher()
+    p = CommitPolicy(cfg, publisher, tracker, reader or Reader(more=True), control, metrics,
+                     clock or FakeClock(step=0.0001), Totals())
+    return p, publisher, tracker, control, metrics
+
+
+def test_a_backlog_batch_commits_at_max_messages_not_before():
+    p, publisher, _, _, metrics = policy()
+    p.open()
+    assert p.after(object, 9, False) is False and metrics.commits == []
+    assert p.after(object, 1, False) is False and metrics.commits == [(4, 10)]
+    assert p.totals.published == 10 and p.pending == 0 and not publisher.in_tx
+
+
+def test_a_stop_commits_what_is_open_even_nothing_and_says_stop():
+    p, _, _, control, metrics = policy()
+    control.stop_requested = True
+    assert p.after(object, 0, False) is True and metrics.commits == [(4, 0)]
+
+
+def test_an_idle_heartbeat_commits_a_pending_batch_at_once():
+    p, _, _, _, metrics = policy(reader=Reader(more=False), linger_ms=10000)
+    p.open()
+    p.after(object, 3, False)
+    assert metrics.commits == []
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 3)]
+
+
+def test_a_heartbeat_with_more_queued_behind_it_is_no_reason_to_commit():
+    p, _, _, _, metrics = policy(reader=Reader(more=True), linger_ms=10000)
+    p.open()
+    p.after(object, 3, False)
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == []
+
+
+def test_a_requested_commit_happens_at_the_transactions_end_whatever_the_linger():
+    p, _, _, _, metrics = policy(linger_ms=10000, catchup_linger_ms=10000)
+    p.open()
+    p.after(object, 2, False)
+    p.request_commit()
+    p.after(object, 0, False)  # not the end of the transaction yet
+    assert metrics.commits == []
+    p.after(XidEvent, 0, True)
+    assert metrics.commits == [(4, 2)] and not p.commit_requested
+
+
+def test_an_idle_checkpoint_moves_the_position_with_nothing_to_publish():
+    clock = FakeClock(step=0.6)
+    p, publisher, tracker, _, metrics = policy(clock=clock)
+    p.after(object, 0, False)
+    assert metrics.commits == []  # the position has not moved
+    tracker.at = 100
+    p.after(object, 0, False)
+    p.after(object, 0, False)
+    assert metrics.commits == [(100, 0)] and publisher.committed.pos == 100
+
+
+def test_checkpoint_parts_go_into_the_committed_position():
+    p, publisher, _, _, _ = policy()
+    p.checkpoint_parts.append(lambda position: setattr(position, "snapshot", {"done": 1}))
+    p.open()
+    p.after(object, 10, False)
+    assert publisher.committed.snapshot == {"done": 1}
+
+
+def test_idle_hooks_run_caught_up_with_nothing_open_until_they_are_done():
+    p, _, _, _, _ = policy(reader=Reader(more=False))
+    calls = []
+
+    def hook():
+        calls.append(p.pending)
+        return len(calls) == 2
+
+    p.idle_hooks.append(hook)
+    p.open()
+    p.after(object, 1, False)
+    p.after(HeartbeatLogEvent, 0, False)  # commits the 1, then idle: the hook's first turn
+    p.after(HeartbeatLogEvent, 0, False)  # its second: done, and dropped
+    p.after(HeartbeatLogEvent, 0, False)
+    assert calls == [0, 0] and p.idle_hooks == []
+
+
+def test_a_cut_inside_an_event_commits_and_a_stop_ends_the_event_there():
+    p, _, _, control, metrics = policy()
+    p.open()
+    p.cut(4)
+    assert metrics.commits == [(4, 4)]
+    control.stop_requested = True
+    with pytest.raises(StoppedInsideEvent):
+        p.cut(2)
+    assert metrics.commits == [(4, 4), (4, 2)]

@@ -1,0 +1,189 @@
+"""Each stage on its own, over a context of in-memory parts: what it produces, whom it tells,
+what it leaves alone. (The stages together, on recorded binlogs: test_engine, test_xa,
+test_snapshot, test_txmeta.)"""
+from types import SimpleNamespace
+
+import pytest
+from pymysqlreplication.constants import FIELD_TYPE as T
+from pymysqlreplication.event import QueryEvent, XidEvent
+from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
+
+from streamer import config, errors
+from streamer.engine.announce import Announcer
+from streamer.engine.commit import CommitPolicy, Totals
+from streamer.engine.context import Context
+from streamer.engine.snapshot import Chunk, Snapshots
+from streamer.engine.stages.heartbeat import Heartbeat
+from streamer.engine.stages.rows import Rows
+from streamer.engine.stages.snapshot import SnapshotStage
+from streamer.engine.stages.statements import Statements
+from streamer.engine.stages.tables import TableMaps
+from streamer.engine.stages.txmeta import TxMeta
+from streamer.engine.stages.xa import Xa
+from streamer.engine.tracker import Tracker
+from streamer.engine.txmeta import TransactionLog
+from streamer.ops.metrics import Metrics
+from streamer.position import Position
+from streamer.schema.versions import TableCatalog, TableFilter
+from tests.unit.engine_parts import FakeClock, InMemoryPublisher
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    (tmp_path / "pw").write_text("unused\n")
+    path = tmp_path / "c.yaml"
+    path.write_text("namespace: test\nsource: {name: src}\nmysql: {server_id: 9, password_file: pw}"
+                    "\ntables: {include: ['app.*']}\n")
+    cfg = config.load(str(path), environ={})
+    publisher = InMemoryPublisher()
+    tracker = Tracker(Position("f", 4))
+    tables = TableCatalog("test", TableFilter(["app.*"], ["streamer_heartbeat.*"]))
+    metrics = Metrics(cfg, heartbeat=True)
+    clock = FakeClock()
+    policy = CommitPolicy(cfg, publisher, tracker, None, SimpleNamespace(stop_requested=False),
+                          metrics, clock, Totals())
+    return Context(cfg, publisher, tracker, tables, clock, metrics,
+                   Announcer(publisher, policy.open, False), policy)
+
+
+def col(name, type_code, pk=False):
+    return SimpleNamespace(name=name, type=type_code, unsigned=False, is_primary=pk,
+                           character_set_name=None, enum_values=None, set_values=None,
+                           max_length=0)
+
+
+def table_map(table_id, db="app", table="t"):
+    state = SimpleNamespace()
+    return SimpleNamespace(__class__=TableMapEvent, schema=db, table=table, table_id=table_id,
+                           columns=[col("id", T.LONG, pk=True), col("v", T.LONG)],
+                           null_bitmask=b"\x02", get_table=lambda: state)
+
+
+def rows_event(table_id, *ids, cls=WriteRowsEvent):
+    return SimpleNamespace(__class__=cls, table_id=table_id, timestamp=1700000000,
+                           packet=SimpleNamespace(log_pos=500, event_size=100, server_id=1),
+                           rows=[{"values": {"id": i, "v": i * 10}} for i in ids])
+
+
+def query(text, db="app"):
+    return SimpleNamespace(__class__=QueryEvent, query=text, schema=db, timestamp=1700000000,
+                           packet=SimpleNamespace(log_pos=300, event_size=50, server_id=1))
+
+
+def begin(ctx):
+    ctx.tracker.begin(200, "0-1-5")
+
+
+def test_rows_of_a_published_table_become_messages_and_the_hooks_hear_of_them(ctx):
+    rows, told, changed = Rows(ctx), [], []
+    TableMaps(ctx, rows).on_event(table_map(7))
+    ctx.published.append(lambda tracker, topic, n, ts: told.append((topic, n, ts)) or 1)
+    ctx.changes.append(lambda tv, event, op: changed.append((tv.table, op)))
+    begin(ctx)
+    assert rows.on_rows(rows_event(7, 1, 2), "c") == 3  # two rows and the hook's message
+    ctx.policy.commit()
+    assert ctx.publisher.changes() == [("c", 1), ("c", 2)]
+    assert told == [("test.app.t", 2, 1700000000000)] and changed == [("t", "c")]
+    assert ctx.tracker.tx_rows == 2
+
+
+def test_rows_of_a_claimed_table_go_to_its_stage_with_the_rows_to_skip(ctx):
+    rows, seen = Rows(ctx), []
+    tables = TableMaps(ctx, rows)
+    tables.claim("streamer_heartbeat", "marks", lambda event, skip: seen.append(skip) or 0)
+    tables.on_event(table_map(8, "streamer_heartbeat", "marks"))
+    ctx.tracker.skip = 1  # a resume inside this transaction: its first row went out before
+    begin(ctx)
+    ctx.tracker.skip = 1
+    assert rows.on_rows(rows_event(8, 1, 2), "c") == 0
+    assert seen == [1] and ctx.publisher.messages(all_topics=True) == []
+
+
+def test_a_table_map_announces_a_new_version_once(ctx):
+    tables = TableMaps(ctx, Rows(ctx))
+    tables.on_event(table_map(7))
+    tables.on_event(table_map(7))
+    assert [r["kind"] for r in ctx.publisher.read_schema_records()] == []  # not committed yet
+    ctx.policy.commit()
+    assert [r["kind"] for r in ctx.publisher.read_schema_records()] == ["value", "key"]
+
+
+def test_statements_refuse_a_published_tables_row_change_logged_as_a_statement(ctx):
+    stage = Statements(ctx)
+    assert stage.on_query(query("BEGIN")) == 0
+    assert stage.on_query(query("CREATE TABLE app.x (id INT)")) == 0
+    with pytest.raises(errors.UnsupportedEvent, match="app.t .* was logged as a statement"):
+        stage.on_query(query("INSERT INTO t VALUES (1)"))
+    assert stage.on_query(query("INSERT INTO other.t VALUES (1)", db="other")) == 0
+
+
+def test_a_truncate_is_published_with_the_tables_current_version(ctx):
+    TableMaps(ctx, Rows(ctx)).on_event(table_map(7))
+    begin(ctx)
+    assert Statements(ctx).on_query(query("TRUNCATE TABLE t")) == 1
+    ctx.policy.commit()
+    assert ctx.publisher.committed is not None
+    assert ctx.publisher.changes() == [("t", None)]
+
+
+def test_a_heartbeat_opens_the_batch_marks_it_and_publishes_nothing(ctx):
+    rows = Rows(ctx)
+    tables = TableMaps(ctx, rows)
+    Heartbeat(ctx, tables)
+    tables.on_event(table_map(9, "streamer_heartbeat", "heartbeat"))
+    beat = rows_event(9, 1)
+    beat.rows = [{"values": {"source": "s", "ts_us": 1700000000123456}}]
+    assert rows.on_rows(beat, "u") == 0
+    assert ctx.policy.beat and ctx.publisher.in_tx and ctx.publisher.open == []
+
+
+def test_transaction_metadata_frames_a_transactions_messages(ctx):
+    log = TransactionLog("test")
+    stage = TxMeta(ctx, log, Position("f", 4))
+    rows = Rows(ctx)
+    TableMaps(ctx, rows).on_event(table_map(7))
+    begin(ctx)
+    rows.on_rows(rows_event(7, 1), "c")
+    rows.on_rows(rows_event(7, 2), "c")
+    position = Position("f", 200)
+    stage.checkpoint(position)
+    assert position.transaction["counts"] == {"test.app.t": 2}
+    assert ctx.transaction_ended(ctx.tracker.txid, 5) == 1
+    statuses = [m[0] for m in ctx.publisher.open if m[0] == "test.__transactions"]
+    assert len(statuses) == 2  # BEGIN with the first rows, END at the end
+
+
+def test_the_snapshot_window_listens_to_changes_only_while_it_is_open(ctx, tmp_path):
+    snaps = Snapshots(ctx.cfg, "pw", TableFilter(["app.*"], []), tables=lambda: None)
+    stage = SnapshotStage(ctx, snaps, TableMaps(ctx, Rows(ctx)), Position("f", 4))
+    assert ctx.changes == []
+    chunk = Chunk({"table": "app.t"}, "L", "H", SimpleNamespace(db="app", table="t"), ["id"],
+                  {(1,): {}, (2,): {}}, None, False)
+    snaps.chunk = chunk
+    mark = SimpleNamespace(__class__=WriteRowsEvent, rows=[
+        {"values": {"streamer": snaps.name, "mark": "L"}}])
+    stage.on_watermarks(mark, 0)
+    assert ctx.changes == [stage.on_change]
+    ctx.changes[0](SimpleNamespace(db="app", table="t"), rows_event(7, 1), "d")
+    assert list(chunk.rows) == [(2,)]
+    snaps.window = snaps.chunk = None
+    stage._follow_window()
+    assert ctx.changes == []
+
+
+def test_an_xa_rollback_forgets_its_prepared_transaction_and_an_unknown_commit_is_refused(ctx):
+    xa = Xa(ctx, Rows(ctx), reread=lambda position: pytest.fail("nothing to read again"))
+    ctx.tracker.xa_pending["X'61',X'',1"] = ["f", 100, "0-1-3", "f:100"]
+    assert xa.on_query(query("XA ROLLBACK X'61',X'',1")) == 0
+    assert ctx.tracker.xa_pending == {}
+    with pytest.raises(errors.UnsupportedEvent, match="XA PREPARE of that transaction came before"):
+        xa.on_query(query("XA COMMIT X'62',X'',1"))
+    assert xa.on_query(query("XA END X'62',X'',1")) == 0
+
+
+def test_every_stage_registers_only_handlers_of_event_classes(ctx):
+    rows = Rows(ctx)
+    tables = TableMaps(ctx, rows)
+    for stage in (tables, Statements(ctx), Xa(ctx, rows, reread=None)):
+        assert all(isinstance(cls, type) for cls in stage.handlers())
+    assert XidEvent not in tables.handlers()
