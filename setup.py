@@ -18,6 +18,11 @@ setup(
         # The producer calls Debian's librdkafka through cffi (streamer/rdkafka.py); PyPy has it built in.
         'cffi>=1.15; platform_python_implementation == "CPython"',
         "signalfx==1.1.16",
+        # MySQL's compressed transactions (source/payload.py). 0.21.0 is the last whose build
+        # takes PyPy 3.9's own cffi (1.15); it has CPython 3.11 wheels too.
+        "zstandard==0.21.0",
+        # /metrics (ops/prom.py), imported only when metrics.http_port is set.
+        "prometheus-client==0.21.1",
         # `streamer snapshot --follow`'s progress bars, on a terminal only (tools/snapshot.py).
         "tqdm==4.70.1",
         # vmprof 0.6.0 needs Python >= 3.10; 0.4.18.1 is the last release for PyPy 3.9.

@@ -7,6 +7,7 @@ previous run already published.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -18,14 +19,15 @@ class Position:
     and under PyPy nothing else that ``run`` imports needs them."""
 
     __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction",
-                 "tx_gtid", "server_uuid", "xa")
+                 "tx_gtid", "server_uuid", "xa", "run")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
                  server_id: int = 0, ts: Optional[float] = None,
                  snapshot: Optional[Dict[str, Any]] = None,
                  transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "",
-                 server_uuid: str = "", xa: Optional[Dict[str, List[Any]]] = None) -> None:
+                 server_uuid: str = "", xa: Optional[Dict[str, List[Any]]] = None,
+                 run: str = "") -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -46,8 +48,12 @@ class Position:
         self.server_uuid = server_uuid
         # The XA transactions prepared before the position and not yet committed or rolled back:
         # xid -> [file, offset, GTID, txid] of the group that prepared them, read again at their
-        # XA COMMIT to publish their rows then (engine.loop).
+        # XA COMMIT to publish their rows then (engine.stages.xa); a fifth field, the row changes
+        # of it already published when a batch was cut inside its XA COMMIT.
         self.xa = xa
+        # The process that committed it (kafka.transactions): a producer being replaced tells
+        # a newer instance's checkpoint from its own.
+        self.run = run
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -62,7 +68,7 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa"):
+        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa", "run"):
             if not fields[name]:
                 del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
@@ -74,7 +80,8 @@ class Position:
                    rows=int(data.get("rows", 0)), server_id=int(data.get("server_id", 0)),
                    ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
                    transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""),
-                   server_uuid=data.get("server_uuid", ""), xa=data.get("xa"))
+                   server_uuid=data.get("server_uuid", ""), xa=data.get("xa"),
+                   run=data.get("run", ""))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""
@@ -93,7 +100,10 @@ class GtidSet:
     """Executed-GTID tracking for both flavours.
 
     MariaDB GTIDs are ``domain-server-seq`` and a set keeps the last seq per domain. MySQL GTIDs are
-    ``uuid:n`` and a set keeps intervals per uuid.
+    ``uuid:n`` and a set keeps intervals per uuid. MySQL 8.3+ may tag a GTID (``uuid:tag:n``,
+    a tag being up to 32 letters, digits and underscores, not starting with a digit, compared
+    without case): the tagged ones of a uuid are kept apart, under ``uuid:tag``, and a set is
+    written ``uuid:1-5:tag:1-3`` as the server writes it.
     """
 
     def __init__(self, text: str = ""):
@@ -103,10 +113,15 @@ class GtidSet:
             if not part:
                 continue
             if ":" in part:
-                uuid, *ranges = part.split(":")
-                for r in ranges:
-                    lo, _, hi = r.partition("-")
-                    self._add_mysql_range(uuid.lower(), int(lo), int(hi or lo))
+                uuid, *fields = part.split(":")
+                key = uuid.lower()
+                for field in fields:
+                    field = field.strip()
+                    if _TAG.match(field):
+                        key = f"{uuid.lower()}:{field.lower()}"
+                        continue
+                    lo, _, hi = field.partition("-")
+                    self._add_mysql_range(key, int(lo), int(hi or lo))
             else:
                 d, s, n = (int(x) for x in part.split("-"))
                 self.mariadb[d] = (s, n)
@@ -125,8 +140,8 @@ class GtidSet:
 
     def add(self, gtid: str) -> None:
         if ":" in gtid:
-            uuid, n = gtid.split(":")
-            self._add_mysql_range(uuid.lower(), int(n), int(n))
+            key, _, n = gtid.rpartition(":")
+            self._add_mysql_range(key.lower(), int(n), int(n))
         else:
             d, s, n = (int(x) for x in gtid.split("-"))
             self.mariadb[d] = (s, n)
@@ -167,9 +182,16 @@ class GtidSet:
 
     def __str__(self) -> str:
         parts = [f"{d}-{s}-{n}" for d, (s, n) in sorted(self.mariadb.items())]
-        for uuid, ivs in sorted(self.mysql.items()):
-            parts.append(uuid + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in ivs))
+        by_uuid: Dict[str, str] = {}
+        for key, ivs in sorted(self.mysql.items()):
+            uuid, _, tag = key.partition(":")
+            text = "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in ivs)
+            by_uuid[uuid] = by_uuid.get(uuid, uuid) + (f":{tag}" if tag else "") + text
+        parts.extend(by_uuid[u] for u in sorted(by_uuid))
         return ",".join(parts)
+
+
+_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 
 
 def _subtract(lo: int, hi: int, have: List[List[int]]) -> List[Tuple[int, int]]:

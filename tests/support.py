@@ -117,12 +117,14 @@ def unique(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:8]}"
 
 
-def write_config(path: str, namespace: str, include: List[str], source: Optional[Source] = None,
+def write_config(path: str, namespace: str, include: List[str], server: Optional[Source] = None,
                  **over: Any) -> str:
+    """A config streaming ``include`` from ``server`` (the default source) into ``namespace``;
+    ``over`` replaces or extends its sections."""
     cfg: Dict[str, Any] = {
         "namespace": namespace,
         "source": {"name": namespace},
-        "mysql": (source or DEFAULT).mysql_config(namespace),
+        "mysql": (server or DEFAULT).mysql_config(namespace),
         "kafka": {"bootstrap.servers": KAFKA},
         "tables": {"include": include},
         "batch": {"linger_ms": 50},

@@ -16,6 +16,7 @@ from pymysqlreplication.event import (GtidEvent, MariadbGtidEvent, QueryEvent, R
 
 from streamer.position import GtidSet, Position
 from streamer.source.events import xa_id
+from streamer.source.gtidtag import TaggedGtidEvent
 
 # MariaDB's GTID event flag for a statement that is a transaction of its own (no BEGIN follows).
 FL_STANDALONE = 1
@@ -36,9 +37,10 @@ class Tracker:
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
-                 "resume_txid", "server_uuid", "xa", "xa_pending")
+                 "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes")
 
-    def __init__(self, start: Position, by_gtid: bool = False):
+    def __init__(self, start: Position, by_gtid: bool = False,
+                 holes: Optional[Dict[str, List[Tuple[int, int]]]] = None):
         self.file = start.file
         self.next_pos = start.pos
         self.gtids = GtidSet(start.gtid_set)
@@ -69,6 +71,10 @@ class Tracker:
         self.xa = False
         # The prepared XA transactions not yet committed or rolled back (Position.xa).
         self.xa_pending: Dict[str, List[Any]] = {k: list(v) for k, v in (start.xa or {}).items()}
+        # Ranges of the current transaction's row changes a ROLLBACK TO SAVEPOINT took back
+        # (engine.stages.savepoints), by transaction id; those of this transaction, or None.
+        self.hole_map = holes
+        self.holes: Optional[List[Tuple[int, int]]] = None
 
     def count(self, n: int) -> int:
         """Count ``n`` row changes of the current transaction, in binlog order; returns how many
@@ -124,7 +130,7 @@ class Tracker:
             self.begin(_start_of(event), event.gtid)
             self.explicit = not (event.flags & FL_STANDALONE)
             self.xa = bool(event.flags & FL_PREPARED_XA)
-        elif cls is GtidEvent:
+        elif cls is GtidEvent or cls is TaggedGtidEvent:
             self.begin(_start_of(event), event.gtid)
             self.explicit = False
         elif cls is RotateEvent:
@@ -152,6 +158,7 @@ class Tracker:
         self.gtid = gtid
         self.txid = txid
         self.xa = False
+        self.holes = self.hole_map.get(txid) if self.hole_map else None
 
     def end(self, next_pos: int) -> None:
         if self.gtid is not None:

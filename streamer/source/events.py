@@ -3,10 +3,12 @@
 python-mysql-replication drops every event whose class a reader did not ask for, and turns every
 event type it does not know into ``NotImplementedEvent``, which it drops too unless asked: a
 MariaDB binlog written with ``log_bin_compress=ON``, or MySQL 8's compressed transactions, would
-reach Kafka as nothing at all. So every event type is in exactly one of three lists here:
+reach Kafka as nothing at all (source.compressed and source.payload read both). So every event
+type is in exactly one of three lists here:
 
 - ``FOLLOWED``: read and acted on by the engine. MariaDB's compressed events are among them:
-  ``source.compressed`` reads each as its plain twin;
+  ``source.compressed`` reads each as its plain twin; so are MySQL's partial JSON updates, whose
+  diffs ``source.jsondiff`` applies to the before image;
 - ``NO_DATA``: known to carry no row change (formats, checkpoints, GTID lists, annotations); not
   asked for, so the library does not even parse them;
 - refused: everything else, the event types the library does not know included. The engine stops
@@ -31,11 +33,11 @@ from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEven
                                           UpdateRowsEvent, WriteRowsEvent)
 
 from streamer.errors import UnsupportedEvent
-from streamer.source import compressed
+from streamer.source import compressed, gtidtag, payload
 
-FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, TableMapEvent,
-                       RotateEvent, GtidEvent, MariadbGtidEvent, XidEvent, QueryEvent,
-                       HeartbeatLogEvent, XAPrepareEvent]
+FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent,
+                       TableMapEvent, RotateEvent, GtidEvent, gtidtag.TaggedGtidEvent,
+                       MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent, XAPrepareEvent]
 NO_DATA: List[Any] = [FormatDescriptionEvent, StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
                       MariadbAnnotateRowsEvent, MariadbBinLogCheckPointEvent, MariadbGtidListEvent,
                       MariadbStartEncryptionEvent]
@@ -53,26 +55,15 @@ _STATEMENT = ("a statement logged as a statement (binlog_format STATEMENT or MIX
               "binlog_format=ROW globally and for every session (SET GLOBAL binlog_format='ROW'; "
               "sessions started before keep their own)")
 _REFUSED: Dict[Any, str] = {
-    PartialUpdateRowsEvent: "a partial JSON update (binlog_row_value_options=PARTIAL_JSON): "
-                            "the row image holds a diff, not the column. Set "
-                            "binlog_row_value_options='' on the server",
     IntvarEvent: _STATEMENT, RandEvent: _STATEMENT, UserVarEvent: _STATEMENT,
     BeginLoadQueryEvent: _STATEMENT, ExecuteLoadQueryEvent: _STATEMENT,
 }
-# Type codes the library doesn't know, with the setting that writes them and its fix.
-# MySQL 8's compressed transaction is refused, not read: its payload is zstd, and no zstd binding
-# is among the streamer's dependencies on both interpreters (the README's "Events it can't read"
-# says why).
-_UNKNOWN: Dict[int, Tuple[str, str]] = {
-    40: ("Transaction_payload", "MySQL's binlog_transaction_compression=ON: a transaction "
-         "compressed with zstd, which the streamer does not read. Set "
-         "binlog_transaction_compression=OFF (SET GLOBAL and SET PERSIST; sessions started "
-         "before keep their own)"),
-}
 # What the streamer asks the library for: its own events, MariaDB's compressed ones (read as
 # their plain twins, which the engine follows), and those it must see to refuse.
+# MySQL's compressed transactions (source.payload) are asked for too: the binlog reader hands
+# out the events each holds in its place.
 READ: List[Any] = (FOLLOWED + list(compressed.CLASSES.values()) + list(_REFUSED)
-                   + [NotImplementedEvent])
+                   + [NotImplementedEvent, payload.TransactionPayloadEvent])
 
 
 def refuse(event: Any, file: str) -> None:
@@ -85,8 +76,8 @@ def refuse(event: Any, file: str) -> None:
     where = f"{file}:{packet.log_pos - packet.event_size}"
     why = _REFUSED.get(cls)
     if why is None:
-        name, why = _UNKNOWN.get(code, ("unknown" if cls is NotImplementedEvent else cls.__name__,
-                                        "an event type the streamer does not know"))
+        name = "unknown" if cls is NotImplementedEvent else cls.__name__
+        why = "an event type the streamer does not know"
     else:
         name = cls.__name__
     raise UnsupportedEvent(f"binlog event {name} (type {code}) at {where}: {why}. Nothing from "

@@ -11,15 +11,20 @@ from typing import Any, Dict, Optional
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import MariadbAnnotateRowsEvent
 
-from streamer.errors import PurgedBinlog, ServerUnreachable, SourceError, StreamInterrupted
+from streamer.errors import (PurgedBinlog, ServerBehind, ServerUnreachable, SourceError,
+                             StreamInterrupted)
 from streamer.position import Position
 from streamer.source import caughtup, events, failover, patches
+from streamer.source.payload import TransactionPayloadEvent
+from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
                                     Connection, binlog_files, connect, connection_settings,
-                                    server_id, server_uuid)
+                                    label, server_id, server_uuid)
 
 log = logging.getLogger(__name__)
+
 
 class _Connector:
     """The library's ``pymysql_wrapper``: the streamer's own connections, and a refusal of the
@@ -27,6 +32,7 @@ class _Connector:
 
     def __init__(self) -> None:
         self.stream_connections = 0
+        self.annotate = False  # ask for Annotate_rows events (source.positions)
 
     def __call__(self, **kwargs: Any) -> Any:
         if "cursorclass" in kwargs:  # the control connection
@@ -36,6 +42,8 @@ class _Connector:
             raise StreamInterrupted("the binlog connection dropped")
         conn = Connection(**kwargs)
         caughtup.count_reads(conn)
+        if self.annotate:
+            ask_for_annotations(conn)
         return conn
 
 
@@ -50,6 +58,9 @@ class BinlogReader:
         self.settings = connection_settings(cfg, password)
         self.start = start
         self.gtid_start = gtid_start
+        self.server = "MySQL"  # its flavour and version, once connected (check_start)
+        # On a server that doesn't write every event's offset: the offsets worked out.
+        self.offsets: Optional[Offsets] = None
         self._stream: Optional[BinLogStreamReader] = None
 
     def check_start(self) -> None:
@@ -66,9 +77,12 @@ class BinlogReader:
                                         f"{exc.args[-1]}") from exc
             raise
         try:
+            self.server = label(conn)
+            self.offsets = None if writes_offsets(conn) else Offsets()
             here, uuid = server_id(conn), server_uuid(conn)
             if failover.other_server(self.start, here, uuid):
                 self.start = failover.translated(self.start, here, where, uuid)
+                self.start.xa = failover.translated_xa(conn, self.start.xa, where)
                 self.gtid_start = self.start.gtid_set
             self.start.server_uuid = uuid
             if self.gtid_start is not None:
@@ -111,27 +125,37 @@ class BinlogReader:
     def new_stream(self, settings: Dict[str, Any], **kwargs: Any) -> BinLogStreamReader:
         """The library's reader of the binlog stream, as every stream of the streamer's is made
         (the warm-up's tests make one that never connects, to stand for a live reader's)."""
+        read = events.READ
+        connector = _Connector()
+        if self.offsets is not None:  # the offsets need every event: Annotate_rows too
+            read = read + [MariadbAnnotateRowsEvent]
+            kwargs.update(ANNOTATE)
+            connector.annotate = True
         return BinLogStreamReader(
             connection_settings=settings,
             server_id=self.cfg["mysql"]["server_id"],
             blocking=True,
-            only_events=events.READ,
+            only_events=read,
             filter_non_implemented_events=False,  # refused by name, never dropped
             slave_heartbeat=self.cfg["mysql"]["heartbeat_s"],
-            pymysql_wrapper=_Connector(),
+            pymysql_wrapper=connector,
             enable_logging=False,
             **kwargs,
         )
 
     def __iter__(self) -> Any:
         assert self._stream is not None
+        stream = self._stream if self.offsets is None else self.offsets.filled(self._stream)
         try:
-            for event in self._stream:
+            for event in stream:
+                if event.__class__ is TransactionPayloadEvent:
+                    yield from event.events  # a compressed transaction's own events
+                    continue
                 yield event
         except pymysql.err.OperationalError as exc:
-            raise _classify(exc, self.start) from exc
+            raise _classify(exc, self.start, self.gtid_start) from exc
         except pymysql.err.InternalError as exc:
-            raise _classify(exc, self.start) from exc
+            raise _classify(exc, self.start, self.gtid_start) from exc
 
     def more_arrived(self) -> bool:
         """Whether more of the stream has already arrived (source.caughtup says why that matters)."""
@@ -147,9 +171,18 @@ class BinlogReader:
             self._stream = None
 
 
-def _classify(exc: Exception, start: Position) -> Exception:
+def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None) -> Exception:
     code = exc.args[0] if exc.args else None
     msg = exc.args[1] if len(exc.args) > 1 else str(exc)
+    if code == ER_MASTER_FATAL_READING_BINLOG and gtid_start:
+        # A dump by GTID set the server refuses: its binlog doesn't hold the set's transactions
+        # as this set names them (purged, or a history that went another way): the next server
+        # of mysql.hosts may.
+        return ServerBehind(
+            f"the server refuses to send the binlog after GTID set {gtid_start}: {msg}. Its "
+            f"binlog lacks transactions the stream already published (purged, or a replica "
+            f"promoted while they were missing). Point mysql.hosts at a server that has them; "
+            f"if they are lost for good, take a snapshot and restart from a new position")
     if code == ER_MASTER_FATAL_READING_BINLOG:
         return PurgedBinlog(
             f"the server cannot send the binlog from {start.describe()}: {msg}. If the file was "

@@ -24,7 +24,7 @@ from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 
 from streamer.errors import UnsupportedEvent
-from streamer.source import mysqljson
+from streamer.source import jsondiff, mysqljson
 from streamer.source.decoders import (read_string, decimal_layout, decimal_unscaled,
                                             make_decimal, time2_micros, time2_packed_from_binary)
 
@@ -274,14 +274,36 @@ def _partial_image(event: Any, column: str) -> UnsupportedEvent:
         f"restart past it (streamer run --start-file/--start-pos or --start-gtid)")
 
 
+def _partial_bits(event: Any, row_image_type: Any) -> Optional[bytes]:
+    """A Partial_update_rows event's after image starts with binlog_row_value_options and, when
+    its PARTIAL_JSON bit is set, a bit per JSON column of the table: set for a column whose value
+    is a partial update (source.jsondiff). None for any other image."""
+    if event.event_type != BINLOG.PARTIAL_UPDATE_ROWS_EVENT or row_image_type is None or \
+            row_image_type.value != _UPDATE_AFTER_IMAGE:
+        return None
+    options = event.packet.read_length_coded_binary()
+    if not options & _PARTIAL_JSON:
+        return None
+    json_columns = sum(1 for c in event.columns if c.type == FIELD_TYPE.JSON)
+    return event.packet.read((json_columns + 7) // 8)
+
+
+_UPDATE_AFTER_IMAGE = 2  # the library's RowImageType.UpdateAI
+_PARTIAL_JSON = 1  # binlog_row_value_options' bit for PARTIAL_JSON
+
+
 def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
     """RowsEvent._read_column_data, given the library's (source.patches installs it): rows of a
     planned table are read through its plan, the rest by the library."""
     def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None) -> Any:
         state = getattr(self.table_map[self.table_id], SLOT, None)
         plan = None if state is None else state.plan
-        if plan is None or self.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
+        if plan is None:
             return library(self, cols_bitmap, row_image_type)
+        partial = _partial_bits(self, row_image_type) \
+            if self.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT else None
+        if partial is not None:
+            return _read_partial(self, cols_bitmap, plan, partial)
         null_bitmap = self.packet.read((BitCount(cols_bitmap) + 7) // 8)
         none_sources = self._RowsEvent__none_sources
         columns = self.columns
@@ -302,3 +324,34 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
             at += 1
         return values
     return _read_column_data
+
+
+def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes) -> Dict[str, Any]:
+    """An after image whose JSON columns may hold partial updates (their diffs, read into a
+    source.jsondiff.Diffs that the rows stage applies to the before image)."""
+    null_bitmap = event.packet.read((BitCount(cols_bitmap) + 7) // 8)
+    none_sources = event._RowsEvent__none_sources
+    columns = event.columns
+    values: Dict[str, Any] = {}
+    at = json_at = 0
+    for i, (name, read) in enumerate(plan):
+        column = columns[i]
+        if not cols_bitmap[i >> 3] & (1 << (i & 7)):
+            raise _partial_image(event, name)
+        is_partial = False
+        if column.type == FIELD_TYPE.JSON:
+            is_partial = bool(partial[json_at >> 3] & (1 << (json_at & 7)))
+            json_at += 1
+        if null_bitmap[at >> 3] & (1 << (at & 7)):
+            none_sources[name] = NONE_SOURCE.NULL
+            values[name] = None
+        elif is_partial:
+            values[name] = jsondiff.read(
+                event.packet.read_length_coded_pascal_string(column.length_size))
+        elif read is not None:
+            values[name] = read(event, column)
+        else:
+            values[name] = event._RowsEvent__read_values_name(
+                column, null_bitmap, at, False, cols_bitmap, column.unsigned, i)
+        at += 1
+    return values

@@ -2,12 +2,14 @@
 files, and the error codes that mean a retry won't help."""
 from __future__ import annotations
 
+import re
 import ssl
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import pymysql
 
 from streamer.errors import ConfigError, SourceError
+from streamer.position import GtidSet
 
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
@@ -117,19 +119,14 @@ REQUIRED_SETTINGS = [
     ("binlog_row_image", "FULL", "set binlog_row_image=FULL so updates and deletes carry every column"),
     ("binlog_row_metadata", "FULL",
      "set binlog_row_metadata=FULL (MySQL >= 8.0.14, MariaDB >= 10.5) so the binlog carries column names"),
-    # MySQL 8 only (absent on MariaDB: fine): events the streamer refuses (source.events).
-    ("binlog_transaction_compression", "OFF",
-     "set binlog_transaction_compression=OFF: the streamer refuses MySQL's zstd-compressed "
-     "transactions (SET GLOBAL and SET PERSIST)"),
-    ("binlog_row_value_options", "",
-     "set binlog_row_value_options='': a PARTIAL_JSON update holds a diff, not the column, and "
-     "the streamer refuses it"),
 ]
-# Settings a server may not have at all (another flavour's), which are then no problem.
-OPTIONAL = frozenset(["binlog_transaction_compression", "binlog_row_value_options"])
 # Settings the streamer copes with, shown by ``streamer check`` for what they mean to it.
 NOTED = [
     ("log_bin_compress", "MariaDB's compressed events are read as their plain twins"),
+    ("binlog_transaction_compression", "MySQL's compressed transactions are read as the events "
+                                       "they hold"),
+    ("binlog_row_value_options", "PARTIAL_JSON updates are applied to the before image, which "
+                                 "binlog_row_image=FULL keeps whole"),
     ("binlog_expire_logs_seconds", "the retention guard warns before the checkpoint's file "
                                    "expires (retention.warn_margin_s)"),
     ("expire_logs_days", "the retention guard's expiry when binlog_expire_logs_seconds is 0"),
@@ -145,8 +142,6 @@ class Setting(NamedTuple):
 
     @property
     def ok(self) -> bool:
-        if self.name in OPTIONAL and self.have == "not available":
-            return True
         return self.have.upper() == self.want
 
 
@@ -154,7 +149,8 @@ def settings_checks(conn: Any) -> List[Setting]:
     """Every binlog setting the streamer needs: ``streamer check`` prints them all, ``streamer
     run`` refuses to start on a wrong one (settings_problems)."""
     found = variables(conn, [n for n, _, _ in REQUIRED_SETTINGS])
-    return [Setting(name, want, found.get(name) or "not available", fix)
+    # A setting whose value is empty ('' is binlog_row_value_options' default) is there.
+    return [Setting(name, want, found[name] if name in found else "not available", fix)
             for name, want, fix in REQUIRED_SETTINGS]
 
 
@@ -176,33 +172,79 @@ def binlog_files(conn: Any) -> List[str]:
         return [row[0] for row in cur.fetchall()]
 
 
-def master_status(conn: Any) -> Tuple[str, int]:
-    row = query_one(conn, "SHOW MASTER STATUS")
+def version(conn: Any) -> Tuple[int, ...]:
+    """The server's version numbers (MariaDB's, past the "5.5.5-" some of its versions put
+    before them for old clients)."""
+    text = conn.get_server_info()
+    if text.startswith("5.5.5-"):
+        text = text[len("5.5.5-"):]
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+
+def label(conn: Any) -> str:
+    """The server's flavour and version, as a log line names it: "MariaDB 10.11.19"."""
+    return ("MariaDB " if is_mariadb(conn) else "MySQL ") + ".".join(map(str, version(conn)))
+
+
+def binlog_status_statement(conn: Any) -> str:
+    """The statement that shows the binlog's end: SHOW BINARY LOG STATUS from MySQL 8.2 on
+    (8.4 and 9.x removed SHOW MASTER STATUS), SHOW MASTER STATUS before it and on MariaDB."""
+    if not is_mariadb(conn) and version(conn) >= (8, 2, 0):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"
+
+
+def binlog_status(conn: Any) -> Tuple:
+    """The binlog status row: file, position, ... (MySQL: the executed GTID set last)."""
+    statement = binlog_status_statement(conn)
+    row = query_one(conn, statement)
     if row is None:
-        raise SourceError("SHOW MASTER STATUS returned nothing: binary logging is off; "
-                          "start the server with --log-bin")
+        raise SourceError(f"{statement} returned nothing: binary logging is off; start the "
+                          f"server with --log-bin")
+    return row
+
+
+def master_status(conn: Any) -> Tuple[str, int]:
+    row = binlog_status(conn)
     return row[0], int(row[1])
 
 
 def executed_gtids(conn: Any, file: str, pos: int) -> Optional[str]:
-    """The server's executed GTID set at a binlog file and offset, where it can tell: MariaDB's
-    BINLOG_GTID_POS (from the file's GTID list and the transactions before the offset). None
-    when it can't (MySQL has no such function: see ``end_gtids``)."""
-    if not is_mariadb(conn):
+    """The server's executed GTID set at a binlog file and offset: MariaDB's BINLOG_GTID_POS
+    (from the file's GTID list and the transactions before the offset); on MySQL, which has no
+    such function, the file's Previous_gtids and the GTIDs of its transactions before the offset,
+    read page by page. None when the file is not there, or has no GTIDs (gtid_mode=OFF)."""
+    if is_mariadb(conn):
+        row = query_one(conn, f"SELECT BINLOG_GTID_POS({conn.escape(file)}, {int(pos)})")
+        return None if row is None or row[0] is None else str(row[0])
+    if file not in binlog_files(conn):
         return None
-    row = query_one(conn, f"SELECT BINLOG_GTID_POS({conn.escape(file)}, {int(pos)})")
-    return None if row is None or row[0] is None else str(row[0])
+    found = GtidSet(file_gtids(conn, file) or "")
+    offset, any_gtid = 0, bool(found.mysql)
+    with conn.cursor() as cur:
+        while True:
+            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} LIMIT {offset}, {_EVENTS_PAGE}")
+            rows = cur.fetchall()
+            for row in rows:
+                if int(row[1]) >= pos:
+                    return str(found) if any_gtid else None
+                if str(row[2]).startswith("Gtid"):
+                    m = _GTID_IN_INFO.search(str(row[5] or ""))
+                    if m is not None and m.group(2):
+                        found.add(m.group(2))
+                        any_gtid = True
+            if len(rows) < _EVENTS_PAGE:
+                return str(found) if any_gtid else None
+            offset += _EVENTS_PAGE
 
 
 def end_gtids(conn: Any) -> Tuple[Tuple[str, int], Optional[str]]:
-    """SHOW MASTER STATUS's file and offset, and MySQL's executed GTID set at that very point
-    (the same row: nothing can commit between them). None on MariaDB, where
+    """The binlog status's file and offset (binlog_status), and MySQL's executed GTID set at
+    that very point (the same row: nothing can commit between them). None on MariaDB, where
     ``executed_gtids`` of the offset tells it at any later time (it scans the file up to the
     offset, so only a start that needs it asks)."""
-    row = query_one(conn, "SHOW MASTER STATUS")
-    if row is None:
-        raise SourceError("SHOW MASTER STATUS returned nothing: binary logging is off; "
-                          "start the server with --log-bin")
+    row = binlog_status(conn)
     end = (row[0], int(row[1]))
     if is_mariadb(conn) or len(row) < 5 or not row[4]:
         return end, None
@@ -215,6 +257,50 @@ def binlog_gtids(conn: Any) -> str:
     name = "@@GLOBAL.gtid_binlog_pos" if is_mariadb(conn) else "@@GLOBAL.gtid_executed"
     row = query_one(conn, f"SELECT {name}")
     return "".join(str(row[0] or "").split()) if row else ""
+
+
+def binlog_state(conn: Any) -> str:
+    """MariaDB's ``@@gtid_binlog_state``: the last GTID of each domain and server id in the
+    binlog ("" on MySQL)."""
+    if not is_mariadb(conn):
+        return ""
+    row = query_one(conn, "SELECT @@GLOBAL.gtid_binlog_state")
+    return "".join(str(row[0] or "").split()) if row else ""
+
+
+# A GTID event as SHOW BINLOG EVENTS shows it: MariaDB's "BEGIN GTID 0-1-9" (or "XA START ...
+# GTID 0-1-9"), MySQL's "SET @@SESSION.GTID_NEXT= 'uuid:9'".
+_GTID_IN_INFO = re.compile(r"GTID\s+(\d+-\d+-\d+)|GTID_NEXT\s*=\s*'([^']+)'")
+
+
+def locate_gtid(conn: Any, gtid: str) -> Optional[Tuple[str, int]]:
+    """The binlog file and offset of the transaction ``gtid`` (its GTID event), or None when
+    the server's binlog doesn't hold it. The file is the last whose opening GTID set (its
+    Gtid_list or Previous_gtids) lacks it; that file's events are then read page by page."""
+    files = binlog_files(conn)
+    one = GtidSet(gtid)
+    candidate = None
+    for name in files:
+        opening = GtidSet(file_gtids(conn, name) or "")
+        if opening.contains(one):
+            break
+        candidate = name
+    if candidate is None:
+        return None
+    offset = 0
+    with conn.cursor() as cur:
+        while True:
+            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(candidate)} "
+                        f"LIMIT {offset}, {_EVENTS_PAGE}")
+            rows = cur.fetchall()
+            for row in rows:
+                if str(row[2]).startswith("Gtid"):
+                    m = _GTID_IN_INFO.search(str(row[5] or ""))
+                    if m is not None and (m.group(1) or m.group(2)).lower() == gtid.lower():
+                        return candidate, int(row[1])
+            if len(rows) < _EVENTS_PAGE:
+                return None
+            offset += _EVENTS_PAGE
 
 
 def is_mariadb(conn: Any) -> bool:

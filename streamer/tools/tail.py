@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, KafkaError
 
 from streamer import config as config_mod
 from streamer.codec.decode import Decoder, to_jsonable
+from streamer.errors import KafkaFatal
 from streamer.kafka import logs
 from streamer.kafka.topics import kafka_schema_source
 
@@ -25,7 +26,16 @@ def tail(args: argparse.Namespace) -> int:
         "group.id": f"streamer-tail-{time.time()}", "enable.auto.commit": False,
         "auto.offset.reset": "latest" if args.from_end else "earliest",
         "isolation.level": "read_committed"})))
-    consumer.subscribe([args.topic])
+    try:
+        known = consumer.list_topics(args.topic, timeout=10).topics.get(args.topic)
+        if known is None or known.error is not None:
+            raise KafkaFatal(f"topic {args.topic} does not exist on {conf['bootstrap.servers']}"
+                             f" (a table's topic is {{namespace}}.{{database}}.{{table}}, made "
+                             f"at its first change)")
+        consumer.subscribe([args.topic])
+    except BaseException:
+        consumer.close()
+        raise
     seen = 0
     idle_since = time.monotonic()
     try:
@@ -38,7 +48,7 @@ def tail(args: argparse.Namespace) -> int:
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
                     continue
-                raise RuntimeError(msg.error().str())
+                raise KafkaFatal(f"reading {args.topic}: {msg.error().str()}")
             idle_since = time.monotonic()
             line = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
                     "key": decoder.decode(msg.key()), "value": decoder.decode(msg.value())}

@@ -64,8 +64,8 @@ TABLES = ["t_add", "t_drop", "t_ren", "t_mod", "t_vc", "t_pk", "t_old", "t_new",
 EXPECTED_MESSAGES = 24
 
 
-def _stream(tmp_path, db, start, ns):
-    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{db}.*"])
+def _stream(tmp_path, db, start, ns, source=None):
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{db}.*"], server=source)
     with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
         msgs = support.consume([f"{ns}.{db}.{t}" for t in TABLES], expect=EXPECTED_MESSAGES,
@@ -74,12 +74,15 @@ def _stream(tmp_path, db, start, ns):
     return msgs, proc.output()
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
+@pytest.fixture(scope="module", params=support.enabled_sources(), ids=lambda s: s.name)
+def run(tmp_path_factory, request):
+    """The DDL script streamed once per server of the source matrix: every test of this module
+    is a contract test."""
+    source = request.param
     support.ensure_servers()
     tmp = tmp_path_factory.mktemp("ddl")
     db = support.unique("ddl_")
-    conn = support.admin()
+    conn = source.admin()
     support.sql(conn, f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
     conn.select_db(db)
     start = None
@@ -89,8 +92,9 @@ def run(tmp_path_factory):
         else:
             support.sql(conn, stmt)
     ns = support.unique("dd")
-    msgs, log = _stream(tmp, db, start, ns)
-    yield {"db": db, "ns": ns, "msgs": msgs, "log": log, "start": start, "tmp": tmp}
+    msgs, log = _stream(tmp, db, start, ns, source)
+    yield {"db": db, "ns": ns, "msgs": msgs, "log": log, "start": start, "tmp": tmp,
+           "source": source}
     support.sql(conn, f"DROP DATABASE {db}")
     conn.close()
 
@@ -196,7 +200,7 @@ def test_datetime_to_timestamp_gets_a_distinct_fingerprint_and_logical_type(run)
 
 def test_replaying_the_binlog_from_its_start_gives_byte_identical_messages(run):
     ns2 = support.unique("dr")
-    again, _ = _stream(run["tmp"], run["db"], run["start"], ns2)
+    again, _ = _stream(run["tmp"], run["db"], run["start"], ns2, run["source"])
 
     def strip(msgs, ns):
         # Per topic, in topic order (offsets differ: batch boundaries leave commit markers).

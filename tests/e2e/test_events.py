@@ -1,5 +1,9 @@
 """Binlog events on a real server: compressed ones read as their plain twins, and those the
 streamer can't read stopping it by name, never a silent skip."""
+import json
+
+import pytest
+
 from tests import support
 from tests.e2e.test_types import COLUMNS
 
@@ -102,3 +106,148 @@ def test_a_session_logging_statements_stops_the_streamer_naming_the_setting(db, 
     assert f"a statement changing {name}.t at " in out and "binlog_format=ROW" in out
     assert "Traceback" not in out
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
+
+
+def _stream_from(tmp_path, conn, source, name, table, expect, changes):
+    """Run the streamer from the binlog's end, make ``changes``, consume ``expect`` messages."""
+    ns = support.unique("ev")
+    f, p = support.master_pos(conn)
+    changes()
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.*"], server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.{table}"], expect=expect, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    return msgs, proc.output()
+
+
+@pytest.mark.every_source
+def test_partial_json_updates_are_applied_and_equal_select(db, tmp_path, source):
+    """MySQL with binlog_row_value_options=PARTIAL_JSON logs JSON_SET, JSON_REPLACE and
+    JSON_REMOVE as diffs; each published after value is the whole document, as SELECT shows it.
+    (MariaDB has no such option: its JSON is text, and the same statements are plain updates.)"""
+    name, conn = db
+    big = "JSON_OBJECT('k', REPEAT('x', 20000), 'arr', JSON_ARRAY(1, 2, 3, 4, 5))"
+    support.sql(conn, "CREATE TABLE j (id INT PRIMARY KEY, doc JSON, other JSON)",
+                "INSERT INTO j VALUES (1, '{\"a\": {\"b\": [1, 2, {\"c\": \"d\"}]}, \"n\": 1.5}', "
+                "'[1, 2, 3]')",
+                f"INSERT INTO j VALUES (2, {big}, NULL)")
+    statements = [
+        "UPDATE j SET doc = JSON_SET(doc, '$.a.b[2].c', 'e', '$.new', 7) WHERE id = 1",
+        "UPDATE j SET doc = JSON_REPLACE(doc, '$.n', 2.25, '$.a.b[0]', 'zero') WHERE id = 1",
+        "UPDATE j SET doc = JSON_REMOVE(doc, '$.a.b[1]') WHERE id = 1",
+        "UPDATE j SET doc = JSON_SET(doc, '$.\"key with space\"', JSON_ARRAY(1, 'two')), "
+        "other = JSON_REMOVE(other, '$[0]') WHERE id = 1",
+        "UPDATE j SET doc = JSON_SET(doc, '$.arr[1]', 99, '$.arr[9]', 100) WHERE id = 2",
+        "UPDATE j SET doc = JSON_REPLACE(doc, '$.k', 'short') WHERE id = 2",
+    ]
+    docs = []
+
+    kinds = set()
+
+    def changes():
+        session = source.admin(name)
+        f, p = support.master_pos(session)
+        if source.mysql:
+            support.sql(session, "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'")
+        for statement in statements:
+            support.sql(session, statement)
+            docs.append(support.sql(session, "SELECT doc, other FROM j WHERE id = "
+                                             f"{1 if 'id = 1' in statement else 2}")[0])
+        kinds.update(r[2] for r in support.sql(session, f"SHOW BINLOG EVENTS IN '{f}' FROM {p}"))
+
+    msgs, _ = _stream_from(tmp_path, conn, source, name, "j", len(statements), changes)
+    # On MySQL the updates were logged as diffs, not as documents.
+    assert ("Update_rows_partial" in kinds) == source.mysql, kinds
+    got = [(m["value"]["after"]["doc"], m["value"]["after"]["other"]) for m in msgs]
+    if not source.mysql:  # MariaDB's JSON is text as written: compare as JSON
+        got = [tuple(json.loads(v) if v else v for v in pair) for pair in got]
+        docs = [tuple(json.loads(v) if v else v for v in pair) for pair in docs]
+    assert got == docs
+
+
+def test_rows_a_rollback_to_savepoint_took_back_are_not_published(db, tmp_path):
+    """MariaDB writes a rolled-back savepoint's rows when the transaction also touched a
+    non-transactional table, then ROLLBACK TO for a replica: the topic must hold what the table
+    holds. (MySQL drops them from the binlog itself.)"""
+    name, conn = db
+    support.sql(conn, "CREATE TABLE m (id INT PRIMARY KEY) ENGINE=MyISAM",
+                "CREATE TABLE i (id INT PRIMARY KEY)")
+
+    def changes():
+        support.sql(conn, "BEGIN", "INSERT INTO i VALUES (1)", "INSERT INTO m VALUES (1)",
+                    "SAVEPOINT s", "INSERT INTO i VALUES (2), (3)", "ROLLBACK TO SAVEPOINT s",
+                    "INSERT INTO i VALUES (4)", "COMMIT", "INSERT INTO i VALUES (5)")
+
+    msgs, log = _stream_from(tmp_path, conn, support.DEFAULT, name, "i", 3, changes)
+    assert [m["key"]["id"] for m in msgs] == [1, 4, 5]
+    assert [r[0] for r in support.sql(conn, "SELECT id FROM i ORDER BY id")] == [1, 4, 5]
+    assert "rolled back to a savepoint" in log
+
+
+@pytest.mark.every_source
+def test_a_system_versioned_tables_current_rows_are_published_not_its_history(db, tmp_path,
+                                                                              source):
+    """MariaDB's WITH SYSTEM VERSIONING: the binlog holds the history rows an update writes and
+    the period an update or delete ends; the topic holds the changes of the current rows, with
+    the same key and columns as SELECT and as a snapshot of the table."""
+    if source.mysql:
+        pytest.skip("MySQL has no system-versioned tables")
+    name, conn = db
+    support.sql(conn, "CREATE TABLE sv (id INT PRIMARY KEY, v INT) WITH SYSTEM VERSIONING",
+                "CREATE TABLE svx (id INT PRIMARY KEY, v INT, "
+                "s TIMESTAMP(6) GENERATED ALWAYS AS ROW START, "
+                "e TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) "
+                "WITH SYSTEM VERSIONING")
+
+    def changes():
+        for t in ("sv", "svx"):
+            support.sql(conn, f"INSERT INTO {t} (id, v) VALUES (1, 10), (2, 20)",
+                        f"UPDATE {t} SET v = 11 WHERE id = 1", f"DELETE FROM {t} WHERE id = 2")
+
+    msgs, _ = _stream_from(tmp_path, conn, source, name, "sv", 5, changes)
+    assert [(m["value"]["op"] if m["value"] else None, m["key"]) for m in msgs] == [
+        ("c", {"id": 1}), ("c", {"id": 2}), ("u", {"id": 1}), ("d", {"id": 2}), (None, {"id": 2})]
+    assert msgs[2]["value"]["after"] == {"id": 1, "v": 11}  # row_start/row_end: hidden
+    ns = support.unique("svs")
+    cfg = support.write_config(str(tmp_path / "s.yaml"), ns, [f"{name}.*"], server=source,
+                               start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
+        snapped = support.consume([f"{ns}.{name}.sv", f"{ns}.{name}.svx"], expect=2,
+                                  decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    by_topic = {m["topic"].rsplit(".", 1)[1]: m for m in snapped}
+    assert by_topic["sv"]["key"] == {"id": 1} and by_topic["sv"]["value"]["after"] == \
+        {"id": 1, "v": 11}
+    assert by_topic["svx"]["key"] == {"id": 1}  # the period's end is not in the key
+    assert set(by_topic["svx"]["value"]["after"]) == {"id", "v", "s", "e"}
+
+
+@pytest.mark.every_source
+def test_each_change_names_its_rows_events_offset_as_the_server_shows_it(db, tmp_path, source):
+    """source.file and source.pos are the rows event's, as SHOW BINLOG EVENTS shows it, on every
+    server: MariaDB 11.4 writes no offset inside a transaction (binlog_legacy_event_pos=OFF),
+    so the streamer works them out. A DDL naming a character set (MariaDB 11 logs it with a
+    status variable of its own) passes on the way."""
+    name, conn = db
+    support.sql(conn, "CREATE TABLE o (id INT PRIMARY KEY, v VARCHAR(300))")
+    shown = []
+
+    def changes():
+        session = source.admin(name)
+        f, p = support.master_pos(session)
+        support.sql(session, "BEGIN", "INSERT INTO o VALUES (1, REPEAT('a', 300))",
+                    "INSERT INTO o VALUES (2, 'b'), (3, 'c')", "UPDATE o SET v = 'x' WHERE id = 1",
+                    "COMMIT",
+                    "CREATE TABLE o2 (id INT PRIMARY KEY) CHARACTER SET utf8mb4",
+                    f"CREATE DATABASE {name}_cs CHARACTER SET utf8mb4",
+                    "INSERT INTO o VALUES (4, 'd')")
+        for row in support.sql(session, f"SHOW BINLOG EVENTS IN '{f}' FROM {p}"):
+            if row[2].endswith("_rows_v1") or row[2] in ("Write_rows", "Update_rows"):
+                shown.append((row[0], int(row[1])))
+        support.sql(session, f"DROP DATABASE {name}_cs")
+
+    msgs, _ = _stream_from(tmp_path, conn, source, name, "o", 5, changes)
+    got = [(m["value"]["source"]["file"], m["value"]["source"]["pos"]) for m in msgs]
+    # Rows events: the first insert, the two-row insert (two changes), the update, the last insert.
+    assert got == [shown[0], shown[1], shown[1], shown[2], shown[3]], (got, shown)

@@ -15,10 +15,11 @@ from tests.e2e.servers import binlog_rows
 class Load(threading.Thread):
     """A steady mix of multi-row inserts, single-row updates and multi-statement transactions."""
 
-    def __init__(self, db: str, conn_factory, seed: int = 7):
+    def __init__(self, db: str, source=support.DEFAULT, seed: int = 7):
         super().__init__(daemon=True)
         self.db = db
-        self.conn = conn_factory(db)
+        self.source = source
+        self.conn = source.admin(db)
         self.rng = random.Random(seed)
         self.stop_flag = threading.Event()
         self.error = None
@@ -44,7 +45,8 @@ class Load(threading.Thread):
                         cur.execute("DELETE FROM t ORDER BY id LIMIT 1")
                         cur.execute("COMMIT")
                     else:
-                        cur.execute("INSERT INTO t (k, v) SELECT seq % 50, 'bulk' FROM seq_1_to_1000")
+                        cur.execute(f"INSERT INTO t (k, v) SELECT seq % 50, 'bulk' "
+                                    f"FROM {self.source.seq(1000)}")
                     self.statements += 1
                     time.sleep(rng.uniform(0.005, 0.03))
         except Exception as exc:  # noqa: BLE001 - surfaced by the test through self.error
@@ -58,8 +60,8 @@ class Load(threading.Thread):
         """Every row change of the database in the binlog from ``start`` to its end, once the
         load ran without an error (``binlog_rows``)."""
         assert self.error is None, self.error
-        end = support.master_pos(support.admin())
-        return binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, self.db)
+        end = support.master_pos(self.source.admin())
+        return binlog_rows(self.source.port, support.secret("admin"), start, end, self.db)
 
 
 def _identities(msgs):
@@ -129,7 +131,7 @@ def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
                                batch={"max_messages": 300, "linger_ms": 20},
                                topics={"partitions": partitions, "replication_factor": 1})
-    load = Load(name, support.admin)
+    load = Load(name)
     load.start()
     rng = random.Random(11)
     positions = f"{ns}.__positions"
@@ -177,14 +179,15 @@ def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_
     assert any(c["rows"] > 0 for c in checkpoints), "no checkpoint inside a transaction"
 
 
-def test_restart_in_the_middle_of_a_200k_row_transaction(db, tmp_path):
+def _restart_in_a_200k_row_transaction(db, tmp_path, source, mode):
     name, conn = db
     support.sql(conn, "CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(20))")
     start = support.master_pos(conn)
-    support.sql(conn, "INSERT INTO big SELECT seq, 'row' FROM seq_1_to_200000")
+    support.sql(conn, f"INSERT INTO big SELECT seq, 'row' FROM {source.seq(200000)}")
     end = support.master_pos(conn)
     ns = support.unique("bg")
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.big"],
+    mysql = dict(source.mysql_config(ns), position_mode=mode)
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.big"], mysql=mysql,
                                batch={"max_messages": 5000})
     topic = f"{ns}.{name}.big"
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
@@ -207,6 +210,55 @@ def test_restart_in_the_middle_of_a_200k_row_transaction(db, tmp_path):
     assert end > start
     # Bounded memory: the whole transaction (~200k rows) is never held at once.
     assert rss_kb < 400 * 1024, f"peak RSS {rss_kb} kB"
+
+
+def test_restart_in_the_middle_of_a_200k_row_transaction(db, tmp_path, source):
+    _restart_in_a_200k_row_transaction(db, tmp_path, source, "file")
+
+
+@pytest.mark.every_source
+def test_restart_in_the_middle_of_a_200k_row_transaction_resuming_by_gtid(db, tmp_path, source):
+    # mysql.position_mode gtid: the dump's first rotate says offset 4, and the rows the killed
+    # run published must still be skipped (by the transaction's GTID).
+    _restart_in_a_200k_row_transaction(db, tmp_path, source, "gtid")
+
+
+@pytest.mark.every_source
+@pytest.mark.parametrize("mode", ["file", "gtid"])
+def test_sigkills_under_load_lose_and_double_nothing_on_every_server(db, tmp_path, source, mode):
+    """The kill loop, shorter, against each server of the matrix, resuming by file and offset
+    and by GTID set (the long one above runs on the default server)."""
+    name, conn = db
+    start = load_table(conn)
+    ns = support.unique("es")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"], server=source,
+                               mysql=dict(source.mysql_config(ns), position_mode=mode),
+                               batch={"max_messages": 300, "linger_ms": 20})
+    load = Load(name, source)
+    load.start()
+    rng = random.Random(5)
+    positions = f"{ns}.__positions"
+    try:
+        for i in range(6):
+            before = support.end_offsets(positions)
+            args = () if before else ("--start-file", start[0], "--start-pos", str(start[1]))
+            with support.StreamerProcess(cfg, str(tmp_path / "log"), *args) as proc:
+                support.wait_for(lambda: proc.proc.poll() is not None or
+                                 support.end_offsets(positions) > before, timeout=120,
+                                 what="a commit by this run")
+                time.sleep(rng.uniform(0.0, 1.0))
+                assert proc.proc.poll() is None, proc.output()[-3000:]
+                proc.stop(signal.SIGKILL)
+    finally:
+        load.stop()
+    truth = load.changes_since(start)
+    deletes = sum(1 for r in truth if r[3] == "d")
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        msgs = support.consume([f"{ns}.{name}.t"], expect=len(truth) + deletes, decode_ns=ns,
+                               timeout=240)
+        assert proc.stop() == 0
+    assert len(truth) > 200 and deletes > 3
+    assert_matches_binlog(msgs, truth)
 
 
 def _peak_rss_kb(pid: int) -> int:

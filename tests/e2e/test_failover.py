@@ -4,6 +4,7 @@ checkpoint is refused with the missing range; and the primary SIGKILLed under lo
 promoted, the stream goes on with nothing lost or doubled. tests/unit/test_failover.py has the
 parts without servers."""
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -15,12 +16,12 @@ from tests import support
 from tests.e2e.servers import PrivateMariaDB
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
-    """A primary and its replica, shared by the tests in file order; the last one kills the
-    primary."""
+@pytest.fixture(scope="module", params=[s.name for s in support.enabled_sources()])
+def pair(tmp_path_factory, request):
+    """A primary and its replica of one flavour of the source matrix, shared by the tests in
+    file order; the last one kills the primary."""
     base = tmp_path_factory.mktemp("failover")
-    primary = PrivateMariaDB(str(base / "primary"))
+    primary = PrivateMariaDB(str(base / "primary"), flavour=request.param)
     primary.up()
     replica = primary.replica(str(base / "replica"))
     try:
@@ -33,15 +34,15 @@ def pair(tmp_path_factory):
             primary.down()  # a no-op once the last test killed it (mysql.sh: no live pid)
 
 
-def _gtid_pos(conn):
-    return support.sql(conn, "SELECT @@GLOBAL.gtid_binlog_pos")[0][0]
-
-
 def _caught_up(primary, replica):
     """Wait until the replica applied everything the primary's binlog has."""
-    want = _gtid_pos(primary.admin())
-    got = support.sql(replica.admin(), f"SELECT MASTER_GTID_WAIT('{want}', 60)")[0][0]
-    assert got == 0, f"the replica did not reach {want}"
+    want = primary.gtid_position()
+    assert replica.wait_for_gtids(want), f"the replica did not reach {want}"
+
+
+def _last_seq(server):
+    """The last transaction's number in the server's binlog (its single domain or uuid)."""
+    return int(server.gtid_position().rsplit("-", 1)[-1].rsplit(":", 1)[-1].split("-")[-1])
 
 
 def _replica_status(conn):
@@ -96,8 +97,7 @@ def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pai
             support.sql(primary.admin(), f"INSERT INTO f1.t (v) VALUES ({i})")
         support.consume([topic], expect=10, decode_ns=ns, idle=1)
         assert proc.stop() == 0
-    have = int(_gtid_pos(replica.admin()).split("-")[-1])
-    want = int(_gtid_pos(primary.admin()).split("-")[-1])
+    have, want = _last_seq(replica), _last_seq(primary)
 
     # The replica stopped replicating before the rows: the checkpoint has 10 transactions it lacks.
     on_replica = _config(tmp_path, ns, "f1", [replica.port], primary.password_file())
@@ -105,8 +105,10 @@ def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pai
         code = proc.wait(60)
     out = proc.output()
     assert code == 3, out[-3000:]
-    assert f"127.0.0.1:{replica.port} lacks transactions the stream already published: domain 0: " \
-           f"seq {have + 1}..{want}" in out, out[-3000:]
+    lacks = f"{replica.gtid_position().split(':')[0]}:{have + 1}-{want}" if primary.mysql else \
+        f"domain 0: seq {have + 1}..{want}"
+    assert f"127.0.0.1:{replica.port} lacks transactions the stream already published: " \
+           f"{lacks}" in out, out[-3000:]
     assert len(support.consume([topic], decode_ns=ns, idle=1)) == 10  # nothing more
 
     # Caught up, the replica takes the stream over where the primary's checkpoint left it.
@@ -184,7 +186,7 @@ def test_the_primary_killed_under_load_the_stream_goes_on_from_the_promoted_repl
         assert proc.stop() == 0
     out = proc.output()
     assert f"trying MySQL at 127.0.0.1:{replica.port}" in out or \
-        f"on MySQL at 127.0.0.1:{replica.port}" in out, out[-3000:]
+        re.search(rf"on (MySQL|MariaDB) [\d.]+ at 127\.0\.0\.1:{replica.port}", out), out[-3000:]
     assert "resuming there by the checkpoint's GTID set" in out, out[-3000:]
     # Nothing doubled: each row created once, and its counter's updates arrive 1, 2, 3... in order.
     created = [m["key"]["id"] for m in msgs if m["value"]["op"] == "c"]

@@ -12,7 +12,7 @@ from tests import support
 
 def _run_and_consume(tmp_path, ns, include, topics, expect, start, exclude=None, source=None):
     extra = {"tables": {"include": include, "exclude": exclude or []}}
-    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, include, source=source, **extra)
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, include, server=source, **extra)
     with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
         msgs = support.consume(topics, expect=expect, decode_ns=ns)
@@ -38,7 +38,7 @@ def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db,
     ns = support.unique("pl")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.*"],
                                [f"{ns}.{name}.a", f"{ns}.{name}.b"], 9, start,
-                               source=source)
+                               server=source)
     per_key = collections.defaultdict(list)
     for m in msgs:
         v = m["value"]
@@ -78,7 +78,7 @@ def test_table_without_primary_key_gets_a_null_key(db, tmp_path, source):
     support.sql(conn, "INSERT INTO logs VALUES ('a'), ('a')")
     ns = support.unique("nk")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.logs"], [f"{ns}.{name}.logs"], 2, start,
-                               source=source)
+                               server=source)
     assert [m["raw_key"] for m in msgs] == [None, None]
     assert [m["value"]["after"] for m in msgs] == [{"line": "a"}, {"line": "a"}]
     assert [m["value"]["source"]["row"] for m in msgs] == [0, 1]
@@ -92,7 +92,7 @@ def test_primary_key_change_is_a_delete_of_the_old_key_and_a_create_of_the_new(d
     support.sql(conn, "INSERT INTO p VALUES (1, 5)", "UPDATE p SET id = 2 WHERE id = 1")
     ns = support.unique("pk")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.p"], [f"{ns}.{name}.p"], 4, start,
-                               source=source)
+                               server=source)
     # The old key's delete is followed by its tombstone, as any delete is.
     assert [(m["key"], m["value"] and m["value"]["op"]) for m in msgs] == [
         ({"id": 1}, "c"), ({"id": 1}, "d"), ({"id": 1}, None), ({"id": 2}, "c")]

@@ -2,6 +2,7 @@
 import datetime
 import decimal
 import json
+import uuid
 
 import pytest
 
@@ -49,6 +50,31 @@ COLUMNS = [
 ]
 
 
+# Each server's own types, beside the common ones (MariaDB's data-type plugins: stored as binary
+# strings, which the binlog carries; SELECT shows their text).
+OWN_COLUMNS = {
+    "mariadb": [
+        ("uu", "UUID", "'123e4567-e89b-12d3-a456-426614174000'",
+         "'00000000-0000-0000-0000-000000000000'"),
+        ("uu1", "UUID", "'6ccd780c-baba-1026-9564-5b8c656024db'",
+         "'018c2d2a-1234-7abc-8def-0123456789ab'"),
+        ("i6", "INET6", "'2001:db8::1'", "'::ffff:1.2.3.4'"),
+        ("i6b", "INET6", "'::'", "'fe80::1:0:0:0'"),
+        ("i6c", "INET6", "'::192.168.0.1'", "'2001:db8:0:0:1::'"),
+        ("i4", "INET4", "'192.168.0.1'", "'0.0.0.0'"),
+        ("i4b", "INET4", "'255.255.255.255'", "'10.0.0.0'"),
+    ],
+    "mysql": [],
+}
+# Every server: a geometry (its stored form, SRID and WKB, as SELECT gives it).
+GEOMETRY = [("gp", "POINT", "ST_GeomFromText('POINT(1 2)')", "ST_GeomFromText('POINT(-1.5 0)')"),
+            ("gg", "GEOMETRY", "ST_GeomFromText('LINESTRING(0 0, 1 1)')", "NULL")]
+
+
+def columns_of(source):
+    return COLUMNS + GEOMETRY + OWN_COLUMNS["mysql" if source.mysql else "mariadb"]
+
+
 def _normalise(sql_type: str, value):
     """What a MySQL client returns, in the decoder's terms."""
     if value is None:
@@ -57,6 +83,8 @@ def _normalise(sql_type: str, value):
         return ",".join(sorted(value)) if isinstance(value, set) else value
     if sql_type.startswith("TIMESTAMP"):
         return value.replace(tzinfo=datetime.timezone.utc)
+    if sql_type == "UUID":  # an Avro string with logicalType uuid: the decoder gives a UUID
+        return uuid.UUID(value)
     return value
 
 
@@ -69,46 +97,73 @@ def _decoded(sql_type: str, value):
 
 
 @pytest.fixture
-def typed_table(db):
+def typed_table(db, source):
     name, conn = db
-    cols = ", ".join(f"{c} {t}" for c, t, _, _ in COLUMNS)
+    cols = ", ".join(f"{c} {t}" for c, t, _, _ in columns_of(source))
     support.sql(conn, f"CREATE TABLE types (id INT PRIMARY KEY, {cols})")
     return name, conn
 
 
-def test_every_type_round_trips_including_edges_and_nulls(typed_table, tmp_path):
+def _assert_equal_to_select(msgs, conn, columns, op):
+    """Each message's row equals what SELECT shows of it, column by column, type by type."""
+    names = ", ".join(c for c, _, _, _ in columns)
+    support.sql(conn, "SET time_zone = '+00:00'")
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, {names} FROM types ORDER BY id")
+        rows = cur.fetchall()
+    assert len(msgs) == len(rows)
+    for msg, row in zip(msgs, rows):
+        after = msg["value"]["after"]
+        assert msg["value"]["op"] == op and msg["value"]["before"] is None
+        for (col, sql_type, _, _), expected in zip(columns, row[1:]):
+            want = _normalise(sql_type, expected)
+            got = _decoded(sql_type, after[col])
+            assert got == want, f"{op} row {row[0]} column {col} {sql_type}: {got!r} != {want!r}"
+            if want is not None:
+                assert type(got) in (type(want), decimal.Decimal), (col, type(got), type(want))
+
+
+@pytest.mark.every_source
+def test_every_type_round_trips_including_edges_and_nulls_in_binlog_and_snapshot(
+        typed_table, tmp_path, source):
     name, conn = typed_table
+    columns = columns_of(source)
     ns = support.unique("ty")
     f, p = support.master_pos(conn)
-    names = ", ".join(c for c, _, _, _ in COLUMNS)
+    names = ", ".join(c for c, _, _, _ in columns)
     for row_id, idx in ((1, 2), (2, 3)):
-        values = ", ".join(col[idx] for col in COLUMNS)
+        values = ", ".join(col[idx] for col in columns)
         support.sql(conn, f"INSERT INTO types (id, {names}) VALUES ({row_id}, {values})")
     support.sql(conn, "INSERT INTO types (id) VALUES (3)")  # NULL in every nullable column
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
                                  "--start-pos", str(p)) as proc:
         msgs = support.consume([f"{ns}.{name}.types"], expect=3, decode_ns=ns)
         assert proc.stop() == 0, proc.output()
     assert [m["key"] for m in msgs] == [{"id": 1}, {"id": 2}, {"id": 3}]
-
-    support.sql(conn, "SET time_zone = '+00:00'")
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT id, {names} FROM types ORDER BY id")
-        rows = cur.fetchall()
-    for msg, row in zip(msgs, rows):
-        after = msg["value"]["after"]
-        assert msg["value"]["op"] == "c" and msg["value"]["before"] is None
-        for (col, sql_type, _, _), expected in zip(COLUMNS, row[1:]):
-            want = _normalise(sql_type, expected)
-            got = _decoded(sql_type, after[col])
-            assert got == want, f"row {row[0]} column {col} {sql_type}: {got!r} != {want!r}"
-            if want is not None:
-                assert type(got) in (type(want), decimal.Decimal), (col, type(got), type(want))
+    _assert_equal_to_select(msgs, conn, columns, "c")
     assert len(msgs[0]["value"]["after"]["lt"]) == 1048576
     assert json.loads(msgs[0]["value"]["after"]["js"]) == {"a": [1, 2, {"b": None}]}
     assert msgs[1]["value"]["after"]["biu"] == decimal.Decimal(18446744073709551615)
     assert msgs[0]["value"]["after"]["tm"] == -datetime.timedelta(hours=838, minutes=59, seconds=59)
+    if not source.mysql:
+        after = msgs[0]["value"]["after"]
+        assert (after["uu"], after["i6"], after["i4"]) == (
+            uuid.UUID("123e4567-e89b-12d3-a456-426614174000"), "2001:db8::1", "192.168.0.1")
+        schema = support.decoder(ns).schema_of(msgs[0]["raw_value"])
+        row = {f["name"]: f["type"] for f in schema["fields"][0]["type"][1]["fields"]}
+        assert row["uu"][1] == {"type": "string", "logicalType": "uuid"}
+    # The same rows read by a snapshot: the same values, and the same schema.
+    ns2 = support.unique("tys")
+    cfg2 = support.write_config(str(tmp_path / "s.yaml"), ns2, [f"{name}.*"], server=source,
+                                start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg2, str(tmp_path / "log2")) as proc:
+        snapped = support.consume([f"{ns2}.{name}.types"], expect=3, decode_ns=ns2)
+        assert proc.stop() == 0, proc.output()
+    _assert_equal_to_select(snapped, conn, columns, "r")
+    binlog_schema = support.decoder(ns).schema_of(msgs[0]["raw_value"])["fields"][0]
+    snapshot_schema = support.decoder(ns2).schema_of(snapped[0]["raw_value"])["fields"][0]
+    assert binlog_schema == snapshot_schema
 
 
 CHARSETS = [

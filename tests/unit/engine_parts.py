@@ -10,13 +10,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication.constants.BINLOG import HEARTBEAT_LOG_EVENT, ROTATE_EVENT
-from pymysqlreplication.event import FormatDescriptionEvent, RotateEvent, XidEvent
+from pymysqlreplication.event import (FormatDescriptionEvent, MariadbAnnotateRowsEvent, RotateEvent,
+                                      XidEvent)
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import TableMapEvent
 
 from streamer.codec.decode import Decoder
 from streamer.position import Position
 from streamer.source.events import READ
+from streamer.source.payload import TransactionPayloadEvent
 
 BINLOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "binlogs")
 MAGIC = b"\xfebin"
@@ -100,7 +102,8 @@ class ReplayedBinlog:
     def __init__(self, name: str, start: Position, live: bool = False,
                  on_event: Optional[Callable[[int], None]] = None,
                  on_end: Optional[Callable[[], None]] = None, file: str = "mysql-bin.000002",
-                 data: Optional[bytes] = None, rotate_pos: Optional[int] = None):
+                 data: Optional[bytes] = None, rotate_pos: Optional[int] = None,
+                 annotate: bool = False):
         if data is None:
             with open(os.path.join(BINLOGS, name), "rb") as fh:
                 data = fh.read()
@@ -116,6 +119,8 @@ class ReplayedBinlog:
         # The offset the first (artificial) rotate carries: the start's, as a dump by file and
         # offset sends it; a dump by GTID set sends 4 (the file's start) whatever the GTID's.
         self.rotate_pos = start.pos if rotate_pos is None else rotate_pos
+        # Hand out MariaDB's Annotate_rows events too, as a server asked for them sends them.
+        self.annotate = annotate
 
     def __enter__(self) -> "ReplayedBinlog":
         return self
@@ -138,7 +143,7 @@ class ReplayedBinlog:
     def __iter__(self) -> Any:
         table_map: Dict[int, Any] = {}
         version, post_header = (0, 0, 0), None
-        allowed = set(READ)
+        allowed = set(READ) | ({MariadbAnnotateRowsEvent} if self.annotate else set())
         rotate = _event_bytes(ROTATE_EVENT, struct.pack("<Q", self.rotate_pos) + self.file.encode())
         raw = [(None, rotate)] + [(at, b) for at, b in self.raw_events()
                                   if at >= self.start.pos or b[4] == 15]  # 15: format description
@@ -154,12 +159,15 @@ class ReplayedBinlog:
                 table_map[event.table_id] = event.get_table()
             if event.__class__ not in allowed:
                 continue
-            self.handed_out += 1
-            if self.on_event is not None:
-                self.on_event(self.handed_out)
-            yield event
-            if self.live and self._ends_transaction(event):
-                yield self.heartbeat()
+            # A compressed transaction's own events, handed out in its place as the binlog
+            # reader does (source.payload).
+            for one in event.events if event.__class__ is TransactionPayloadEvent else [event]:
+                self.handed_out += 1
+                if self.on_event is not None:
+                    self.on_event(self.handed_out)
+                yield one
+                if self.live and self._ends_transaction(one):
+                    yield self.heartbeat()
         self._more = False
         if self.on_end is not None:
             self.on_end()
@@ -179,7 +187,7 @@ class ReplayedBinlog:
 
 
 class InMemoryPublisher:
-    """The publisher's contract, kept in lists: ``log`` holds each committed transaction as
+    """A ``kafka.sink.Sink`` kept in lists: ``log`` holds each committed transaction as
     (messages, checkpoint), a message being (topic, key, value). An aborted transaction leaves
     nothing. ``on_commit(position)`` is called after each commit."""
 
@@ -246,6 +254,9 @@ class InMemoryPublisher:
 
     def read_checkpoint(self) -> Optional[Position]:
         return self.committed
+
+    def reset(self) -> None:
+        self.abort()
 
     def read_schema_records(self) -> List[Dict[str, Any]]:
         return [json.loads(value) for topic, _, value in self.messages(all_topics=True)

@@ -54,3 +54,57 @@ def test_a_checkpoint_is_resumed_as_it_is():
     source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, None, "0-1-999",
                         lambda f, p: "never asked")
     assert initial_position(_cfg(), checkpoint, source, None, None) is checkpoint
+
+
+def test_mysql_84_tagged_gtids_are_parsed_kept_and_compared_like_untagged_ones():
+    from streamer.position import GtidSet
+
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    s = GtidSet(f"{uuid.upper()}:1-5:Domain_1:1-3:11:47-49, {uuid}:domain_2:8-17")
+    assert str(s) == f"{uuid}:1-5:domain_1:1-3:11:47-49:domain_2:8-17"
+    assert GtidSet(str(s)).mysql == s.mysql  # round-trips through a checkpoint
+    s.add(f"{uuid}:domain_1:4")
+    assert s.contains(GtidSet(f"{uuid}:domain_1:1-4")) and \
+        not s.contains(GtidSet(f"{uuid}:domain_1:5"))
+    assert not s.contains(GtidSet(f"{uuid}:other:1"))  # a tag's numbers are its own
+    assert GtidSet(f"{uuid}:1-5").missing(s) == [f"{uuid}:domain_1:1-4", f"{uuid}:domain_1:11",
+                                                  f"{uuid}:domain_1:47-49", f"{uuid}:domain_2:8-17"]
+
+
+def test_the_binlog_end_comes_from_show_binary_log_status_on_mysql_84_and_later():
+    from streamer.source import server
+
+    class Conn:
+        def __init__(self, version):
+            self.version, self.ran = version, []
+
+        def get_server_info(self):
+            return self.version
+
+        def cursor(self):
+            conn = self
+
+            class Cursor:
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    pass
+
+                def execute(self, sql):
+                    if sql == "SHOW MASTER STATUS" and conn.version.startswith(("8.4", "9.")):
+                        raise AssertionError("removed in MySQL 8.4")
+                    conn.ran.append(sql)
+
+                def fetchone(self):
+                    return ("binlog.000003", 157, "", "", "")
+            return Cursor()
+
+    for version, statement in (("8.4.3", "SHOW BINARY LOG STATUS"),
+                               ("9.1.0", "SHOW BINARY LOG STATUS"),
+                               ("8.0.15", "SHOW MASTER STATUS"),
+                               ("5.5.5-10.11.19-MariaDB-log", "SHOW MASTER STATUS"),
+                               ("11.4.5-MariaDB-log", "SHOW MASTER STATUS")):
+        conn = Conn(version)
+        assert server.master_status(conn) == ("binlog.000003", 157)
+        assert conn.ran == [statement], version

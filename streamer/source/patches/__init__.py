@@ -25,14 +25,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pymysql
 import pymysqlreplication
 from pymysql.connections import Connection
-from pymysqlreplication.event import BinLogEvent
+from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
-from streamer.source import compressed, decoders, rowplan
-from streamer.source.patches import table_map
+from streamer.source import compressed, decoders, gtidtag, payload, rowplan
+from streamer.source.patches import query, table_map
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,8 @@ FIXES: List[Fix] = [
     Fix(TableMapEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                     "ctl_connection"), table_map.cached_init,
         "speed: each distinct table-map event parsed once"),
+    Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
+        "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
 ]
 # Used as they are, not replaced: a change to them would break a fix just as silently.
 USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
@@ -88,6 +90,7 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
                                        "ignored_schemas", "freeze_schema", "ignore_decode_errors",
                                        "verify_checksum", "optional_meta_data", "enable_logging",
                                        "use_column_name_cache", "post_header_lengths")),
+    (BinLogEvent, "_declared_post_header_len", ("self", "default")),
     (BinLogEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                "ctl_connection", "mysql_version", "only_tables",
                                "ignored_tables", "only_schemas", "ignored_schemas",
@@ -95,7 +98,8 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
                                "use_checksum", "optional_meta_data", "enable_logging",
                                "use_column_name_cache", "post_header_lengths")),
 ]
-# The packet wrapper's type-code -> class map, to which MariaDB's compressed events are added.
+# The packet wrapper's type-code -> class map, to which MariaDB's compressed events, MySQL's
+# compressed transactions and MySQL 8.4's tagged GTID event are added.
 EVENT_MAP_ATTR = "_BinLogPacketWrapper__event_map"
 _applied: Dict[str, Any] = {}
 
@@ -160,8 +164,8 @@ def event_map() -> Dict[int, Any]:
     if not isinstance(found, dict):
         raise PatchTargetMissing(f"library fix target {where} is missing: the library changed. "
                                  f"Install the tested version ({_tested()})")
-    known = sorted(code for code in compressed.EVENT_MAP
-                   if code in found and found[code] is not compressed.EVENT_MAP[code])
+    ours = {**compressed.EVENT_MAP, **payload.EVENT_MAP, **gtidtag.EVENT_MAP}
+    known = sorted(code for code in ours if code in found and found[code] is not ours[code])
     if known:
         raise PatchTargetMissing(f"library fix target {where} already maps the compressed event "
                                  f"types {known}: the library changed. Install the tested "
@@ -180,6 +184,8 @@ def apply(allow_untested: bool = False) -> None:
         check_target(owner, attr, params)
     types = event_map()
     types.update(compressed.EVENT_MAP)
+    types.update(payload.EVENT_MAP)
+    types.update(gtidtag.EVENT_MAP)
     _applied[EVENT_MAP_ATTR] = "compressed events"
     for fix, original in zip(FIXES, originals):
         replacement = fix.make(original)
