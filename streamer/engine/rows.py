@@ -19,20 +19,24 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Optional
 
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent,
+                                          UpdateRowsEvent, WriteRowsEvent)
 
 from streamer.codec.avro import OP_BYTES
 from streamer.engine.tracker import Tracker
 from streamer.errors import UnsupportedEvent
 from streamer.schema.versions import TableCatalog, TableVersion
+from streamer.source import jsondiff
 from streamer.source.truncate import truncated_table
 
 log = logging.getLogger(__name__)
 
 Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
 # The rows event classes and the op of their changes.
-OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
+OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d",
+       PartialUpdateRowsEvent: "u"}
 OP_CREATE = OP_BYTES["c"]
+OP_UPDATE = OP_BYTES["u"]
 OP_DELETE = OP_BYTES["d"]
 
 
@@ -43,6 +47,8 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
     skip = tracker.count(n)
     if skip == n:
         return 0
+    if event.__class__ is PartialUpdateRowsEvent:
+        jsondiff.resolve(rows)  # MySQL's partial JSON updates: the diffs applied
     base = tracker.tx_rows - n  # the transaction's index of this event's first row change
     packet = event.packet
     write = tv.envelope.encode
@@ -50,14 +56,22 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
     mid, txid = tv.envelope.event_parts(
         event.timestamp * 1000, packet.server_id, tracker.file,
         packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid)
-    op_bytes = OP_BYTES[op]
     convert = tv.convert
     topic = tv.topic
+    holes = tracker.holes  # rows a ROLLBACK TO SAVEPOINT took back (stages.savepoints)
+    versioning = tv.versioning  # a system-versioned table's history is no change of its own
     sent = 0
     for i in range(skip, n):
         row = rows[i]
         tx_row = base + i
-        if op == "u":
+        if holes is not None and in_holes(holes, tx_row):
+            continue
+        row_op = op
+        if versioning is not None:
+            row_op, row = versioning(op, row)
+            if row_op is None:
+                continue
+        if row_op == "u":
             before = row["before_values"]
             after = row["after_values"]
             convert(before, row.get("before_none_sources"))
@@ -74,15 +88,15 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
                 produce(topic, write(None, after, OP_CREATE, mid, i, txid, tx_row), key)
                 sent += 2
                 continue
-            value = write(before, after, op_bytes, mid, i, txid, tx_row)
+            value = write(before, after, OP_UPDATE, mid, i, txid, tx_row)
         else:
             values = row["values"]
             convert(values, row.get("none_sources"))
             key = tv.key(values)
-            if op == "c":
-                value = write(None, values, op_bytes, mid, i, txid, tx_row)
+            if row_op == "c":
+                value = write(None, values, OP_CREATE, mid, i, txid, tx_row)
             else:
-                produce(topic, write(values, None, op_bytes, mid, i, txid, tx_row), key)
+                produce(topic, write(values, None, OP_DELETE, mid, i, txid, tx_row), key)
                 if tv.tombstones:
                     # Right behind its delete, in the same transaction: compaction may then
                     # forget the key (README, "Tombstones and compaction").
@@ -93,6 +107,13 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
         produce(topic, value, key)
         sent += 1
     return sent
+
+
+def in_holes(holes: Any, tx_row: int) -> bool:
+    for start, end in holes:
+        if start <= tx_row < end:
+            return True
+    return False
 
 
 def truncated_version(event: Any, tables: TableCatalog) -> Optional[Any]:

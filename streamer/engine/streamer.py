@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from streamer import config as config_mod
-from streamer.codec.schema_registry import SchemaRegistry
+from streamer.codec.schema_registry import SchemaRegistry, auth_from_config
 from streamer.engine import start as start_mod
 from streamer.engine.announce import Announcer
 from streamer.engine.commit import CommitPolicy, Totals
@@ -22,6 +22,7 @@ from streamer.engine.pipeline import Pipeline
 from streamer.engine.snapshot import Snapshots
 from streamer.engine.stages.heartbeat import Heartbeat
 from streamer.engine.stages.rows import Rows
+from streamer.engine.stages.savepoints import Savepoints
 from streamer.engine.stages.snapshot import SnapshotStage
 from streamer.engine.stages.statements import Statements
 from streamer.engine.stages.tables import TableMaps
@@ -36,6 +37,8 @@ from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter
+from streamer.source import server
+from streamer.source.definitions import Definitions
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +72,15 @@ class Streamer:
         self.heap = gcpacing.OldGenerationLimit()
         self.idle_hooks: List[Callable[[Any, int, Callable[[], bool]], bool]] = []
         self.uncompacted: set = set()
+        self.definitions: Optional[Definitions] = None
+        # Row changes a ROLLBACK TO SAVEPOINT took back, by transaction (stages.savepoints).
+        self.holes: Dict[str, List[Any]] = {}
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableCatalog] = None
         self.schema_records: Optional[Ahead[List[Dict[str, Any]]]] = None
         sr = cfg["schema_registry"]
-        self.schema_registry = SchemaRegistry(sr["url"], float(sr["timeout_s"])) \
-            if sr["url"] else None
+        self.schema_registry = SchemaRegistry(sr["url"], float(sr["timeout_s"]),
+                                              auth_from_config(sr)) if sr["url"] else None
 
     @property
     def published(self) -> int:
@@ -100,7 +106,8 @@ class Streamer:
     def pipeline(self, publisher: Any, reader: Any, start: Position) -> Pipeline:
         """The stages of one connection, reading from ``start``."""
         cfg = self.cfg
-        tracker = Tracker(start, by_gtid=start_mod.gtid_for(cfg, start) is not None)
+        tracker = Tracker(start, by_gtid=start_mod.gtid_for(cfg, start) is not None,
+                          holes=self.holes)
         if start.file:
             self.metrics.resumed_at(start)  # the committed position until the first commit
         tables = self.catalog(publisher)
@@ -111,7 +118,7 @@ class Streamer:
         ctx = Context(cfg, publisher, tracker, tables, self.clock, self.metrics, announce, policy)
         rows = Rows(ctx)
         table_maps = TableMaps(ctx, rows)
-        stages: List[Any] = [table_maps, Statements(ctx)]
+        stages: List[Any] = [table_maps, Statements(ctx), Savepoints(ctx, self.holes)]
         if self.txlog is not None:
             stages.append(TxMeta(ctx, self.txlog, start))
         stages.append(SnapshotStage(ctx, self.snapshots, table_maps, start))
@@ -154,14 +161,24 @@ class Streamer:
         self.tables.forget_current()
         return self.tables
 
-    def new_catalog(self, records: List[Dict[str, Any]]) -> TableCatalog:
-        """The table versions, continuing the lineage of the schema topic's ``records``."""
+    def new_catalog(self, records: List[Dict[str, Any]],
+                    read_definitions: bool = True) -> TableCatalog:
+        """The table versions, continuing the lineage of the schema topic's ``records``; with
+        ``read_definitions``, what a MariaDB table map hides is read from the server in use
+        (source.definitions)."""
         cfg = self.cfg
+        if read_definitions and self.definitions is None:
+            self.definitions = Definitions(
+                lambda: server.connect(server.connection_settings(cfg, self.password)),
+                server.is_mariadb)
         return TableCatalog(cfg["namespace"], self.filter,
                             lineage=evolution.lineage_from_records(records),
                             rules=self.column_rules, tombstones=cfg["topics"]["tombstones"],
                             compact=cfg["topics"]["compact"],
-                            schemas=evolution.schemas_from_records(records))
+                            schemas=evolution.schemas_from_records(records),
+                            definitions=self.definitions if read_definitions else None)
 
     def close(self) -> None:
         self.snapshots.close()
+        if self.definitions is not None:
+            self.definitions.close()

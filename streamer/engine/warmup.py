@@ -140,7 +140,8 @@ class Warmup:
             self.recording = replay.Recording(fh.read())
         self.cfg = warm_config(self.real_cfg)
         self.streamer = Streamer(self.cfg, metrics=Metrics(self.cfg), password="")
-        self.streamer.tables = self.streamer.new_catalog([])  # no schema topic to read
+        # No schema topic to read, and no server to ask for table definitions.
+        self.streamer.tables = self.streamer.new_catalog([], read_definitions=False)
         self.publisher = Publisher.in_process(self.cfg)
 
     def close(self) -> None:

@@ -102,6 +102,74 @@ def _set_converter(members: Tuple[str, ...]) -> Callable[[Any], str]:
     return convert
 
 
+# MariaDB's data-type plugins (source.definitions): the binlog has their storage bytes
+# (BINARY(16) or (4), trailing zero bytes dropped), SELECT and a snapshot their text. Both are
+# published as the text the server shows.
+
+def _fixed(value: Any, size: int) -> bytes:
+    return as_bytes(value).ljust(size, b"\0")
+
+
+def uuid_text(value: Any) -> str:
+    """A MariaDB UUID as SELECT shows it: 32 lower-case hex digits in 8-4-4-4-12 groups."""
+    if isinstance(value, str):
+        return value
+    h = _fixed(value, 16).hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def inet4_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return ".".join(str(b) for b in _fixed(value, 4))
+
+
+def inet6_text(value: Any) -> str:
+    """A MariaDB INET6 as SELECT shows it (RFC 5952, as inet_ntop writes it): lower-case hex
+    words, the longest run of two or more zero words (the first of equals) as '::', and the
+    last 32 bits as an IPv4 address after 96 zero bits (but '::' and '::x') or after
+    ::ffff (tests/unit/test_columns.py holds the server's own answers)."""
+    if isinstance(value, str):
+        return value
+    data = _fixed(value, 16)
+    words = [int.from_bytes(data[i:i + 2], "big") for i in range(0, 16, 2)]
+    best_at, best_len, run_at = -1, 0, -1
+    for i, word in enumerate(words + [1]):
+        if word == 0 and i < 8:
+            if run_at < 0:
+                run_at = i
+        elif run_at >= 0:
+            if i - run_at > best_len:
+                best_at, best_len = run_at, i - run_at
+            run_at = -1
+    if best_len < 2:
+        best_at = -1
+    parts, i = [], 0
+    while i < 8:
+        if i == best_at:
+            parts.append("")
+            if i == 0:
+                parts.append("")
+            i += best_len
+            if i == 8:
+                parts.append("")
+            continue
+        if i == 6 and best_at == 0 and (best_len == 6 or (best_len == 5 and words[5] == 0xFFFF)):
+            parts.append(".".join(str(b) for b in data[12:]))
+            break
+        parts.append(f"{words[i]:x}")
+        i += 1
+    text = ":".join(parts)
+    return "::" if text == ":::" else text
+
+
+PLUGINS: Dict[str, Tuple[Any, Callable[[Any], str]]] = {
+    "uuid": ({"type": "string", "logicalType": "uuid"}, uuid_text),
+    "inet6": ("string", inet6_text),
+    "inet4": ("string", inet4_text),
+}
+
+
 _INTS = {T.TINY: "int", T.SHORT: "int", T.INT24: "int", T.LONG: "int", T.LONGLONG: "long"}
 _TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
 
@@ -110,8 +178,12 @@ def _is_binary(column: Any) -> bool:
     return getattr(column, "character_set_name", None) in (None, "binary")
 
 
-def avro_type(column: Any) -> Tuple[Any, Converter, str]:
-    """(Avro type, converter or None, short MySQL type name) for one binlog column."""
+def avro_type(column: Any, plugin: Optional[str] = None) -> Tuple[Any, Converter, str]:
+    """(Avro type, converter or None, short MySQL type name) for one binlog column; ``plugin``
+    names the MariaDB data-type plugin its table's definition gives it (source.definitions)."""
+    if plugin is not None:
+        atype, convert = PLUGINS[plugin]
+        return atype, convert, plugin
     t = column.type
     if t in _INTS:
         if column.unsigned and t == T.LONGLONG:
@@ -182,4 +254,6 @@ DOC: Dict[str, str] = {
     "TIMESTAMP(0-6)": "long, logicalType timestamp-micros (UTC instant)",
     "TIME(0-6)": "long, logicalType streamer.time-micros (signed, may exceed 24 h)",
     "YEAR": "int (0 for YEAR 0000)",
+    "UUID (MariaDB)": "string, logicalType uuid, as SELECT shows it",
+    "INET6, INET4 (MariaDB)": "string, as SELECT shows it",
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import logging
+import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from streamer.codec import avro
@@ -15,6 +16,8 @@ from streamer.errors import ConfigError, MissingColumnNames, UnsupportedValue
 from streamer.schema import columns, evolution, masking
 from streamer.schema.masking import ColumnRules
 from streamer.source import rowplan
+from streamer.source.definitions import NONE as NO_DEFINITION
+from streamer.source.definitions import Definition
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,7 @@ class TableVersion:
     def __init__(self, namespace: str, event: Any,
                  previous: Optional[evolution.Previous] = None, binlog: bool = True,
                  rules: Optional[ColumnRules] = None, tombstones: bool = False,
-                 compact: bool = False):
+                 compact: bool = False, definition: Definition = NO_DEFINITION):
         self.db: str = event.schema
         self.table: str = event.table
         self.topic = f"{namespace}.{self.db}.{self.table}"
@@ -83,11 +86,17 @@ class TableVersion:
         excluded: List[str] = []
         pk: List[Tuple[str, Dict[str, Any]]] = []
         used = set()
+        period = definition.period
+        # A system-versioned table: its period's end is in the binlog's key, not the row's.
+        not_key = period.end if period is not None else None
+        self.versioning = None if period is None else versioning(period.end)
         for i, col in enumerate(event.columns):
             if not col.name or col.name.startswith("UNKNOWN_COL"):
                 raise MissingColumnNames(
                     f"table {self.db}.{self.table}: the binlog carries no column names; set "
                     f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
+            if period is not None and period.hidden and col.name in (period.start, period.end):
+                continue  # the server's hidden period columns: SELECT * shows neither
             rule = rules.rule(self.db, self.table, col.name) if rules else None
             if rule is not None and col.is_primary and rule.method != "hash":
                 raise ConfigError(
@@ -98,7 +107,7 @@ class TableVersion:
             if rule is not None and rule.method == "exclude":
                 excluded.append(col.name)
                 continue
-            atype, conv, kind = columns.avro_type(col)
+            atype, conv, kind = columns.avro_type(col, definition.type_of(col.name))
             mask = None
             if rule is not None and rule.method != "null":
                 assert rules is not None
@@ -132,7 +141,7 @@ class TableVersion:
                 self.conversions.append((col.name, name, conv, branch))
             if kind == "set" and (rule is None or rule.method != "null"):
                 self.empty_set_columns.append((name, nullable, "" if mask is None else mask("")))
-            if col.is_primary:
+            if col.is_primary and col.name != not_key:
                 pk.append((name, copy.deepcopy(field)))
         # The namespace carries a hash of the exact fields: distinct full schemas, distinct
         # fingerprints (see evolution.short_hash). Readers match records by unqualified name.
@@ -208,6 +217,33 @@ class TableVersion:
         return self.key_writer.encode({n: values[n] for n in self.pk_names})
 
 
+# A current row's period end: the largest TIMESTAMP(6) (2038, or 2106 from MariaDB 11.5), or the
+# largest BIGINT UNSIGNED of a transaction-precise period. A history row's end is in the past.
+CURRENT_END_MICROS = 2147483647 * 1000000
+
+
+def _current(end: Any) -> bool:
+    if end.__class__ is int:
+        return end >= CURRENT_END_MICROS
+    return getattr(end, "year", 0) >= 2038
+
+
+def versioning(end: str) -> Callable[[str, Dict[str, Any]], Tuple[Optional[str], Any]]:
+    """How a system-versioned table's row events map to its current rows' changes, by their
+    period's end (column ``end``): an insert of a history row (an update's old version) is no
+    change; an update that ends a row's period is its delete; the rest are what they say."""
+    def classify(op: str, row: Dict[str, Any]) -> Tuple[Optional[str], Any]:
+        if op == "u":
+            if not _current(row["before_values"][end]):
+                return None, row
+            if _current(row["after_values"][end]):
+                return "u", row
+            return "d", {"values": row["before_values"],
+                         "none_sources": row.get("before_none_sources")}
+        return (op, row) if _current(row["values"][end]) else (None, row)
+    return classify
+
+
 def _branch(atype: Any) -> str:
     return atype if isinstance(atype, str) else atype["type"]
 
@@ -240,8 +276,11 @@ class TableCatalog:
                  lineage: Optional[Dict[str, evolution.Previous]] = None,
                  rules: Optional[ColumnRules] = None, tombstones: bool = False,
                  compact: bool = False,
-                 schemas: Optional[Dict[str, Tuple[Dict[str, Any], bool]]] = None):
+                 schemas: Optional[Dict[str, Tuple[Dict[str, Any], bool]]] = None,
+                 definitions: Optional[Any] = None):
         self.namespace = namespace
+        # What a MariaDB table map hides (source.definitions.Definitions), or None.
+        self.definitions = definitions
         self.filter = table_filter
         # Each topic's last value schema in the schema topic (evolution.schemas_from_records).
         self._schemas = dict(schemas or {})
@@ -275,6 +314,22 @@ class TableCatalog:
         return None if known is None else TopicSchema(self.namespace, db, table, known[0],
                                                       known[1], self.compact)
 
+    def on_statement(self, query: str) -> None:
+        """A statement (DDL) naming a table whose definition was read: it is read again, and
+        the table's version built again, at its next table map (whose bytes a change of a
+        plugin type, BINARY(16) to UUID, leaves as they were)."""
+        definitions = self.definitions
+        if definitions is None or not definitions.cache:
+            return
+        for db, table in list(definitions.cache):
+            if re.search(r"(?<![\w$])" + re.escape(table) + r"(?![\w$])", query, re.I):
+                definitions.forget(db, table)
+                tv = self.current.pop((db, table), None)
+                if tv is not None:
+                    self._lineage[tv.topic] = evolution.previous_of(tv.row_schema["fields"],
+                                                                    tv.pk_names)
+                    self._last[(db, table)] = tv
+
     def make_current(self, tv: Any) -> bool:
         """Make ``tv`` its table's current version, as a table map does: a snapshot's version, or
         the version a TRUNCATE is published with. True when it was not current (it must be
@@ -294,7 +349,8 @@ class TableCatalog:
         has a table-map event's attributes). The table's current binlog version when its schemas
         are the same, so its announcement holds; else one built like it, with the same lineage,
         kept apart from the binlog's versions (it has no row reader)."""
-        sig = signature(described)
+        definition = getattr(described, "definition", NO_DEFINITION)
+        sig = (signature(described), definition)
         tv = self._described.get(sig)
         cur = self.current.get((described.schema, described.table))
         if tv is None:
@@ -303,7 +359,7 @@ class TableCatalog:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
             tv = TableVersion(self.namespace, described, previous, binlog=False,
                               rules=self.rules, tombstones=self.tombstones,
-                              compact=self.compact)
+                              compact=self.compact, definition=definition)
             self._described[sig] = tv
         if cur is not None and cur.value_writer.fingerprint == tv.value_writer.fingerprint and \
                 cur.key_schema == tv.key_schema:
@@ -321,7 +377,9 @@ class TableCatalog:
         if not self.filter(event.schema, event.table):
             self.by_id[event.table_id] = None
             return None
-        sig = signature(event)
+        definition = NO_DEFINITION if self.definitions is None else \
+            self.definitions.of(event.schema, event.table, event.columns)
+        sig = (signature(event), definition)
         tv = self._by_signature.get(sig)
         key = (event.schema, event.table)
         cur = self.current.get(key)
@@ -330,7 +388,8 @@ class TableCatalog:
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
             tv = TableVersion(self.namespace, event, previous, rules=self.rules,
-                              tombstones=self.tombstones, compact=self.compact)
+                              tombstones=self.tombstones, compact=self.compact,
+                              definition=definition)
             self._by_signature[sig] = tv
             log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
                      tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]))

@@ -19,6 +19,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.errors import SnapshotRefused, UnsupportedColumn
+from streamer.source import definitions
+from streamer.source.definitions import NONE, Definition
 from streamer.source.rowplan import INVALID
 
 # information_schema DATA_TYPE -> the field type a table-map event gives for it (MariaDB, with
@@ -30,10 +32,15 @@ _TYPES = {
     "year": T.YEAR, "char": T.STRING, "varchar": T.VARCHAR, "binary": T.STRING,
     "varbinary": T.VARCHAR, "enum": T.ENUM, "set": T.SET, "bit": T.BIT,
     **{t: T.BLOB for t in ("tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob",
-                           "mediumblob", "longblob", "json")},
+                           "mediumblob", "longblob")},
+    # MySQL's binary JSON (MariaDB's JSON is a LONGTEXT, and says so).
+    "json": T.JSON,
     **{t: T.GEOMETRY for t in ("geometry", "point", "linestring", "polygon", "multipoint",
                                "multilinestring", "multipolygon", "geometrycollection")},
 }
+
+# MariaDB's data-type plugins: stored as fixed binary strings (source.definitions).
+_PLUGIN_SIZES = {"uuid": 16, "inet6": 16, "inet4": 4}
 
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 
@@ -62,6 +69,11 @@ def column_of(row: Dict[str, Any], primary: Sequence[str], where: str) -> Column
     """A ``Column`` from one information_schema.COLUMNS row (upper-case keys)."""
     name = row["COLUMN_NAME"]
     data_type = row["DATA_TYPE"].lower()
+    if data_type in _PLUGIN_SIZES:  # its text, as SELECT gives it, is what is published
+        size = _PLUGIN_SIZES[data_type]
+        return Column(name, T.STRING, unsigned=False, is_primary=name in primary,
+                      nullable=row["IS_NULLABLE"] == "YES", character_set_name="binary",
+                      max_length=size)
     code = _TYPES.get(data_type)
     if code is None:
         raise UnsupportedColumn(f"table {where}: column '{name}' has type {data_type}, which a "
@@ -96,6 +108,7 @@ class Described(NamedTuple):
     columns: List[Column]
     chunk_key: List[str]      # the primary key, or a unique key of NOT NULL columns
     estimate: int             # information_schema's row estimate
+    definition: Definition = NONE  # MariaDB's plugin types and system versioning
 
     @property
     def null_bitmask(self) -> bytes:
@@ -130,12 +143,20 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
         indexes: Dict[str, List[str]] = {}
         for index, column in cur.fetchall():
             indexes.setdefault(index, []).append(column)
-        cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
-                    "AND TABLE_NAME = %s", (db, table))
+        cur.execute("SELECT TABLE_ROWS, TABLE_TYPE FROM information_schema.TABLES WHERE "
+                    "TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table))
         found = cur.fetchone()
     if found is None:
         return None  # dropped between the queries: its keys may have been read as none
     estimate = int(found[0] or 0)
+    types = tuple(sorted((r["COLUMN_NAME"], r["DATA_TYPE"].lower()) for r in rows
+                         if r["DATA_TYPE"].lower() in _PLUGIN_SIZES))
+    period = definitions.period_of(conn, db, table) \
+        if str(found[1]).upper() == "SYSTEM VERSIONED" else None
+    if period is not None:
+        # A system-versioned table's key holds its period's end: the current rows' key is the
+        # rest (the binlog's side drops it too: schema.versions).
+        indexes = {k: [c for c in cols if c != period.end] for k, cols in indexes.items()}
     primary = indexes.get("PRIMARY", [])
     not_null = {r["COLUMN_NAME"] for r in rows if r["IS_NULLABLE"] == "NO"}
     key = primary or next((cols for cols in indexes.values() if set(cols) <= not_null), [])
@@ -144,7 +165,8 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
             f"table {where} has no primary key and no unique key of NOT NULL columns, so its "
             f"rows can't be read in chunks exactly once; add one (ALTER TABLE ... ADD PRIMARY KEY), "
             f"or leave the table out of the snapshot")
-    return Described(db, table, [column_of(r, primary, where) for r in rows], key, estimate)
+    return Described(db, table, [column_of(r, primary, where) for r in rows], key, estimate,
+                     Definition(types, period))
 
 
 # -- values: text protocol -> what the binlog reader hands back -------------------------------------

@@ -30,6 +30,7 @@ class Statements:
             return 0
         tracker = self.tracker
         events.refuse_statement(event, tracker.file, self.tables.filter)
+        self.tables.on_statement(query)
         tv = truncated_version(event, self.tables)
         if tv is None:
             return 0

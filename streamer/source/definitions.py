@@ -1,0 +1,144 @@
+"""What the server's table definition says and a MariaDB table map does not.
+
+A table map (binlog_row_metadata=FULL) gives each column's name, storage type and charset. Two
+MariaDB features hide behind storage types the map shares with others:
+
+- **Data-type plugins.** ``UUID`` (10.7+) and ``INET6`` (10.5+) are written as ``BINARY(16)``,
+  ``INET4`` (10.10+) as ``BINARY(4)``; ``SELECT`` shows them as text.
+- **System versioning.** A ``WITH SYSTEM VERSIONING`` table's rows carry their period
+  (``row_start``, ``row_end``: hidden unless declared), and the binlog shows the history table
+  underneath: an update writes the old row as a history row, a delete ends the row's period.
+
+So, on MariaDB, a table map that could hide either (a binary column of 16 or 4 bytes, a column
+named row_start/row_end, a key column of a period's types) has its table's definition read from
+``information_schema`` once per table version (``Definitions.of``), on a connection of its own,
+never on the hot path. The definition is the table's as it is when read: a stream far behind a
+DDL that turns a BINARY(16) into a UUID (the same bytes in the binlog) renders the older rows by
+the newer type; DDL naming the table reads it again (``forget``).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+log = logging.getLogger(__name__)
+
+PLUGIN_TYPES = ("uuid", "inet6", "inet4")
+_PLUGIN_SIZES = (16, 4)
+IMPLICIT_PERIOD = ("row_start", "row_end")
+
+
+class Period(NamedTuple):
+    """A system-versioned table's period columns, and whether the server hides them."""
+    start: str
+    end: str
+    hidden: bool
+
+
+class Definition(NamedTuple):
+    """What the table map lacks: (column, plugin type) pairs, and the versioning period."""
+    types: Tuple[Tuple[str, str], ...]
+    period: Optional[Period]
+
+    def type_of(self, column: str) -> Optional[str]:
+        for name, kind in self.types:
+            if name == column:
+                return kind
+        return None
+
+
+NONE = Definition((), None)
+
+
+def worth_asking(columns: Any) -> bool:
+    """Whether a table map's columns could hide a plugin type or a versioning period."""
+    for c in columns:
+        if c.type == T.STRING and getattr(c, "character_set_name", None) in (None, "binary") \
+                and getattr(c, "max_length", None) in _PLUGIN_SIZES:
+            return True
+        if c.name in IMPLICIT_PERIOD:
+            return True
+        if c.is_primary and (c.type == T.TIMESTAMP2 or (c.type == T.LONGLONG and c.unsigned)):
+            return True
+    return False
+
+
+def read(conn: Any, db: str, table: str) -> Definition:
+    """The table's definition as ``information_schema`` has it now."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                    "AND TABLE_NAME = %s", (db, table))
+        found = cur.fetchone()
+        if found is None:
+            return NONE
+        cur.execute("SELECT COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table))
+        rows = cur.fetchall()
+    types = tuple(sorted((name, str(kind).lower()) for name, kind, _ in rows
+                         if str(kind).lower() in PLUGIN_TYPES))
+    period = period_of(conn, db, table) if str(found[0]).upper() == "SYSTEM VERSIONED" else None
+    return Definition(types, period)
+
+
+_PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*`((?:[^`]|``)+)`\s*,\s*`((?:[^`]|``)+)`\s*\)",
+                     re.IGNORECASE)
+
+
+def period_of(conn: Any, db: str, table: str) -> Period:
+    """A system-versioned table's period: the columns its CREATE TABLE declares (information_schema
+    lists them as plain generated columns), else the implicit, hidden row_start and row_end."""
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW CREATE TABLE `{db.replace('`', '``')}`.`{table.replace('`', '``')}`")
+        row = cur.fetchone()
+    m = _PERIOD.search(str(row[1]) if row else "")
+    if m is None:
+        return Period(IMPLICIT_PERIOD[0], IMPLICIT_PERIOD[1], True)
+    return Period(m.group(1).replace("``", "`"), m.group(2).replace("``", "`"), False)
+
+
+class Definitions:
+    """Table definitions read on demand, by (db, table), from the server in use
+    (``connect()`` gives a connection to it)."""
+
+    def __init__(self, connect: Callable[[], Any], mariadb: Callable[[Any], bool]) -> None:
+        self.connect = connect
+        self.mariadb = mariadb
+        self.conn: Any = None
+        self.cache: Dict[Tuple[str, str], Definition] = {}
+
+    def of(self, db: str, table: str, columns: Any) -> Definition:
+        if not worth_asking(columns):
+            return NONE
+        key = (db, table)
+        found = self.cache.get(key)
+        if found is None:
+            if self.conn is None:
+                self.conn = self.connect()
+            found = read(self.conn, db, table) if self.mariadb(self.conn) else NONE
+            self.cache[key] = found
+            if found.types or found.period:
+                log.info("table %s.%s: %s", db, table, describe(found))
+        return found
+
+    def forget(self, db: str, table: str) -> None:
+        """A statement named the table: its definition is read again at its next table map."""
+        self.cache.pop((db, table), None)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            finally:
+                self.conn = None
+
+
+def describe(d: Definition) -> str:
+    parts = [f"column {name} is {kind.upper()}" for name, kind in d.types]
+    if d.period is not None:
+        parts.append(f"system-versioned (period {d.period.start}..{d.period.end}"
+                     f"{', hidden' if d.period.hidden else ''}): its current rows are "
+                     f"published, not its history")
+    return "; ".join(parts)

@@ -1,0 +1,79 @@
+"""MariaDB's data-type plugins and system-versioned tables: what a table map hides, and how their
+values and rows are published. (Against the real servers, every value compared with SELECT:
+tests/e2e/test_types.py and tests/e2e/test_events.py.)"""
+from types import SimpleNamespace
+
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer.schema import columns
+from streamer.schema.versions import versioning
+from streamer.source import definitions
+
+
+def col(name, type_code, pk=False, size=None, charset=None, unsigned=False):
+    return SimpleNamespace(name=name, type=type_code, is_primary=pk, max_length=size,
+                           character_set_name=charset, unsigned=unsigned)
+
+
+def test_only_a_table_map_that_could_hide_a_plugin_type_or_a_period_is_asked_about():
+    assert not definitions.worth_asking([col("id", T.LONG, pk=True), col("v", T.VARCHAR)])
+    assert definitions.worth_asking([col("u", T.STRING, size=16, charset="binary")])
+    assert definitions.worth_asking([col("a", T.STRING, size=4)])
+    assert not definitions.worth_asking([col("b", T.STRING, size=8, charset="binary")])
+    assert definitions.worth_asking([col("row_end", T.TIMESTAMP2)])
+    assert definitions.worth_asking([col("id", T.LONG, pk=True), col("e", T.TIMESTAMP2, pk=True)])
+
+
+# The server's own answers (SELECT CAST(UNHEX(...) AS INET6) on MariaDB 10.11).
+INET6 = [
+    ("00000000000000000000000000000000", "::"), ("00000000000000000000000000000001", "::1"),
+    ("00000000000000000000000000000002", "::2"),
+    ("000000000000000000000000c0a80001", "::192.168.0.1"),
+    ("00000000000000000000ffff01020304", "::ffff:1.2.3.4"),
+    ("00000000000000000000ffff00000000", "::ffff:0.0.0.0"),
+    ("20010db8000000000000000000000001", "2001:db8::1"),
+    ("20010db8000000010000000000000001", "2001:db8:0:1::1"),
+    ("0000000000000000000000000000ffff", "::ffff"),
+    ("000000000000000000000000ffffffff", "::255.255.255.255"),
+    ("00000000000000000001000000000000", "::1:0:0:0"),
+    ("20010db8000000000001000000000000", "2001:db8:0:0:1::"),
+    ("00000000000000000000fffe01020304", "::fffe:102:304"),
+    ("000000000000000000000000000100ff", "::0.1.0.255"),
+    ("00000000fda9f1ca00000000c7950114", "::fda9:f1ca:0:0:c795:114"),
+    ("00007004000000000000000000000000", "0:7004::"),
+    ("00010000000000000000000000000000", "1::"),
+]
+
+
+def test_inet6_is_written_as_the_server_shows_it():
+    for raw, text in INET6:
+        # The binlog drops a BINARY's trailing zero bytes: they are put back.
+        assert columns.inet6_text(bytes.fromhex(raw).rstrip(b"\0")) == text, raw
+        assert columns.inet6_text(text) == text  # a snapshot reads the text itself
+
+
+def test_uuid_and_inet4_are_written_as_the_server_shows_them():
+    raw = bytes.fromhex("123e4567e89b12d3a456426614174000")
+    assert columns.uuid_text(raw.rstrip(b"\0")) == "123e4567-e89b-12d3-a456-426614174000"
+    assert columns.uuid_text(b"") == "00000000-0000-0000-0000-000000000000"
+    assert columns.inet4_text(bytes([192, 168, 0, 1])) == "192.168.0.1"
+    assert columns.inet4_text(b"") == "0.0.0.0"
+    atype, _, kind = columns.avro_type(col("u", T.STRING, size=16, charset="binary"), "uuid")
+    assert atype == {"type": "string", "logicalType": "uuid"} and kind == "uuid"
+
+
+def test_a_system_versioned_tables_history_is_no_change_of_its_own():
+    current, ended = 2147483647999999, 1700000000000000
+    classify = versioning("row_end")
+    row = {"values": {"id": 1, "row_end": current}}
+    assert classify("c", row) == ("c", row)
+    assert classify("c", {"values": {"id": 1, "row_end": ended}})[0] is None  # a history row
+    update = {"before_values": {"id": 1, "row_end": current},
+              "after_values": {"id": 1, "row_end": current}}
+    assert classify("u", update) == ("u", update)
+    op, deleted = classify("u", {"before_values": {"id": 1, "v": 2, "row_end": current},
+                                 "after_values": {"id": 1, "v": 2, "row_end": ended}})
+    assert op == "d" and deleted["values"] == {"id": 1, "v": 2, "row_end": current}
+    assert classify("d", {"values": {"id": 1, "row_end": ended}})[0] is None  # history purged
+    # A transaction-precise period ends at the largest BIGINT UNSIGNED.
+    assert classify("c", {"values": {"row_end": 2 ** 64 - 1}})[0] == "c"
