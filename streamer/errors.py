@@ -147,6 +147,12 @@ class ServerUnreachable(StreamInterrupted):
     """The server in use can't be connected to: with several mysql.hosts, the next is tried."""
 
 
+class RolledBackRows(Transient):
+    """A ROLLBACK TO SAVEPOINT took back rows of the open transaction that were published in
+    the open batch: it is aborted and read again without them (engine.stages.savepoints)."""
+    exit_code = EXIT_SOURCE
+
+
 class BatchAborted(Transient):
     """The transaction was aborted; the caller resumes from the last committed checkpoint."""
     exit_code = EXIT_KAFKA

@@ -20,8 +20,8 @@ import pymysql
 from streamer.engine import start as start_mod
 from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
-from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, ServerBehind,
-                             ServerUnreachable, SourceError, StreamInterrupted)
+from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RolledBackRows,
+                             ServerBehind, ServerUnreachable, SourceError, StreamInterrupted)
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
@@ -30,7 +30,8 @@ from streamer.source.reader import BinlogReader
 
 log = logging.getLogger(__name__)
 
-RETRIED = (StreamInterrupted, BatchAborted, ProducerBroken, pymysql.err.OperationalError)
+RETRIED = (StreamInterrupted, BatchAborted, ProducerBroken, RolledBackRows,
+           pymysql.err.OperationalError)
 
 
 class Backoff:

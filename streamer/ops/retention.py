@@ -5,7 +5,8 @@ already lost to replication. This guard warns while there is still time: the rep
 SHOW BINARY LOGS (its own connection, never the hot loop) gives the files the server still has,
 and the server's expiry setting says how long it keeps a closed file.
 
-The checkpoint's file is at risk when it is not the active file (the active one is never purged)
+The file the checkpoint needs (its own, or an older one with the rows of an XA transaction
+prepared before it and not yet committed: ``ops.metrics.needed_file``) is at risk when it is not the active file (the active one is never purged)
 and either:
 
 - fewer than ``retention.warn_files`` files are older than it: a purge by hand (PURGE BINARY
@@ -31,10 +32,14 @@ def expiry_seconds(variables: Dict[str, Any]) -> float:
     return float(variables.get("expire_logs_days") or 0) * 86400
 
 
+XA_FILE = "the binlog file holding the rows of an XA transaction prepared before the checkpoint,"
+
+
 def judge(files: List[str], checkpoint_file: Optional[str], expiry_s: float,
-          since_last_change_s: Optional[float], warn_files: int, warn_margin_s: float
-          ) -> Dict[str, Any]:
-    """The guard's state: ``status`` ok or warning, and its numbers and reason."""
+          since_last_change_s: Optional[float], warn_files: int, warn_margin_s: float,
+          what: str = "the checkpoint's binlog file") -> Dict[str, Any]:
+    """The guard's state: ``status`` ok or warning, and its numbers and reason. ``what`` names
+    the file in the reason (``XA_FILE`` when it holds a prepared XA transaction's rows)."""
     out: Dict[str, Any] = {"status": "ok", "reason": "", "files_before": None,
                            "expires_in_s": None, "expiry_s": expiry_s}
     if not checkpoint_file or checkpoint_file not in files:
@@ -56,7 +61,7 @@ def judge(files: List[str], checkpoint_file: Optional[str], expiry_s: float,
                        f"is {warn_margin_s:g})")
     if reasons:
         out["status"] = "warning"
-        out["reason"] = (f"the checkpoint's binlog file {checkpoint_file} is at risk of being "
+        out["reason"] = (f"{what} {checkpoint_file} is at risk of being "
                          f"purged: {'; '.join(reasons)}. Once it is gone, the changes after the "
                          f"checkpoint are lost to replication. Let the stream catch up, or raise "
                          f"the retention (binlog_expire_logs_seconds / expire_logs_days); if it "

@@ -27,7 +27,7 @@ first transaction's published rows.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from streamer.config import split_host
 from streamer.errors import ServerBehind, SourceError
@@ -93,7 +93,32 @@ def translated(start: Position, server_id: int, where: str, uuid: str = "") -> P
                 "resuming there by the checkpoint's GTID set", where, server_id, start.describe(),
                 start.server_id)
     return Position("", 4, start.gtid_set, start.rows, server_id, start.ts, start.snapshot,
-                    start.transaction, start.tx_gtid, uuid)
+                    start.transaction, start.tx_gtid, uuid, xa=start.xa)
+
+
+def translated_xa(conn: Any, xa: Optional[Dict[str, List[Any]]], where: str
+                  ) -> Optional[Dict[str, List[Any]]]:
+    """The prepared XA transactions of a checkpoint written reading another server, each placed
+    in this server's binlog by its GTID: their rows are read again there at their XA COMMIT. One
+    that can't be found (no GTID, or not in this server's binlog files) is refused, naming it:
+    its rows could not be published at its commit."""
+    if not xa:
+        return xa
+    out: Dict[str, List[Any]] = {}
+    for xid, entry in xa.items():
+        gtid = entry[2] if len(entry) > 2 else ""
+        found = server.locate_gtid(conn, gtid) if gtid else None
+        if found is None:
+            raise SourceError(
+                f"the XA transaction {xid}, prepared at {entry[0]}:{entry[1]} on the server the "
+                f"checkpoint was written reading, is not committed yet, and {where} "
+                f"{'has no binlog event of its GTID ' + gtid if gtid else 'can only be told it by a GTID, which it has none of'}: "
+                f"its rows could not be published at its XA COMMIT. Resume on a server whose "
+                f"binlog holds its XA PREPARE, or restart once from a position before it")
+        out[xid] = [found[0], found[1], *entry[2:]]
+        log.info("the XA transaction %s prepared before the checkpoint is at %s:%d on %s",
+                 xid, found[0], found[1], where)
+    return out
 
 
 def _uuid(uuid: str) -> str:
@@ -141,9 +166,15 @@ def other_server(start: Position, here_id: int, here_uuid: str) -> bool:
 
 
 def check_contains(conn: Any, gtids: str, where: str) -> None:
-    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids``."""
+    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids``. On MariaDB the
+    set keeps one sequence number per domain, which a promoted replica that wrote past a gap
+    would have too: there, each of the set's GTIDs must be in the binlog's state of its own
+    server id (``@@gtid_binlog_state``: the last sequence number per domain and server id)."""
     have = server.binlog_gtids(conn)
-    lacks = GtidSet(have).missing(GtidSet(gtids))
+    wanted = GtidSet(gtids)
+    lacks = GtidSet(have).missing(wanted)
+    if not lacks and wanted.mariadb:
+        lacks = diverged(server.binlog_state(conn), wanted)
     if lacks:
         raise ServerBehind(
             f"{where} lacks transactions the stream already published: {'; '.join(lacks)} "
@@ -152,3 +183,23 @@ def check_contains(conn: Any, gtids: str, where: str) -> None:
             f"numbers to new transactions. Point mysql.hosts at a server that has them (a "
             f"replica that caught up), or, if they are lost for good, restart once with "
             f"--start-gtid naming this server's set")
+
+
+def diverged(state: str, wanted: GtidSet) -> List[str]:
+    """The GTIDs of ``wanted`` (MariaDB) that a binlog whose ``gtid_binlog_state`` is ``state``
+    does not hold: its last sequence number for that domain and server id is lower, or it has
+    none. A domain's later sequence numbers by another server id (a replica promoted while this
+    one's transactions were missing) don't make up for them."""
+    last: Dict[Tuple[int, int], int] = {}
+    for part in (p.strip() for p in state.replace("\n", "").split(",")):
+        if part:
+            d, s, n = (int(x) for x in part.split("-"))
+            last[(d, s)] = max(n, last.get((d, s), 0))
+    out = []
+    for domain, (server_id, seq) in sorted(wanted.mariadb.items()):
+        mine = last.get((domain, server_id))
+        if mine is None or mine < seq:
+            after = "none" if mine is None else f"{domain}-{server_id}-{mine}"
+            out.append(f"domain {domain}: {domain}-{server_id}-{seq} (its last transaction of "
+                       f"server {server_id} is {after}; it went on with other servers' numbers)")
+    return out

@@ -20,6 +20,7 @@ per key, ~100 bytes), not in memory, so a table of any size is audited in the sa
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -146,14 +147,19 @@ class TableSide:
                 return
 
     def reread(self, keys: Sequence[str], condition: Optional[str]) -> List[Tuple[str, str]]:
-        """The rows of ``keys`` (canonical key JSON, as ``published`` gives) as they are now."""
+        """The rows of ``keys`` (canonical key JSON, as ``published`` gives) as they are now. A
+        key the table no longer has is left out: deleted meanwhile. So each key's values must
+        find their row: they are turned back into the literals of their columns' types
+        (``sql_literal``), under the columns' MySQL names."""
+        fields = {f["name"]: f for f in (self.tv.key_schema or {}).get("fields", [])}
         found: List[Tuple[str, str]] = []
         for i in range(0, len(keys), 500):
             terms = []
             for k in keys[i:i + 500]:
                 cols = json.loads(k)
                 terms.append("(" + " AND ".join(
-                    f"{chunks.quote(c)} = {self.conn.escape(v)}" for c, v in sorted(cols.items()))
+                    f"{chunks.quote(fields[c].get('mysql.column', c))} = "
+                    f"{sql_literal(self.conn, fields[c], v)}" for c, v in sorted(cols.items()))
                     + ")")
             where = "(" + " OR ".join(terms) + ")"
             if condition:
@@ -161,6 +167,44 @@ class TableSide:
             rows, _, _ = chunks.read_chunk(self.conn, self.described, None, where, len(terms))
             found.extend(self.published(rows))
         return found
+
+
+def sql_literal(conn: Any, field: Dict[str, Any], value: Any) -> str:
+    """The SQL literal of a key column's value as ``canonical`` wrote it (codec.decode's
+    to_jsonable), by the column's Avro type: bytes (BINARY, VARBINARY, BIT) from their latin-1
+    text, times and dates in the forms the server reads (the audit's session is UTC)."""
+    if value is None:
+        return "NULL"
+    ftype = field["type"]
+    if isinstance(ftype, list):
+        ftype = next(t for t in ftype if t != "null")
+    base = ftype.get("type") if isinstance(ftype, dict) else ftype
+    logical = ftype.get("logicalType") if isinstance(ftype, dict) else None
+    if base == "bytes" and logical is None:
+        raw = value.encode("latin-1")
+        if field.get("mysql.type") == "bit":
+            return str(int.from_bytes(raw, "big"))
+        return "X'" + raw.hex() + "'"
+    if logical in ("timestamp-micros", "local-timestamp-micros") and isinstance(value, str):
+        moment = datetime.datetime.fromisoformat(value)
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return conn.escape(moment.strftime("%Y-%m-%d %H:%M:%S.%f"))
+    if logical == "streamer.time-micros" and isinstance(value, str):
+        return conn.escape(_time_text(value))
+    return conn.escape(value)
+
+
+def _time_text(value: str) -> str:
+    """A TIME's text (MySQL's -838:59:59.000000 form) from str(timedelta)."""
+    days, _, clock = value.rpartition(", ")
+    n_days = int(days.split()[0]) if days else 0
+    h, m, sec = clock.split(":")
+    total = (n_days * 86400 + int(h) * 3600 + int(m) * 60) * 1000000 + round(float(sec) * 1e6)
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    return (f"{sign}{total // 3600000000}:{total // 60000000 % 60:02d}:"
+            f"{total // 1000000 % 60:02d}.{total % 1000000:06d}")
 
 
 def _source_position(conn: Any) -> Tuple[str, int]:

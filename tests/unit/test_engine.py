@@ -351,3 +351,28 @@ def test_live_a_caught_up_batch_waits_for_more_until_its_partitions_register(mak
     for seconds, age in reader.waits:
         assert 0 < seconds <= 0.0008 and seconds + age == pytest.approx(0.0008, abs=0.00003)
     assert all(pos.rows == 0 for _, pos in publisher.log)
+
+
+def test_rows_a_rollback_to_savepoint_took_back_are_never_published(make, monkeypatch):
+    # binlogs/savepoint.sql: MariaDB writes rows 3 and 4, then ROLLBACK TO `s`, because the
+    # transaction touched a MyISAM table. The batch holding them is aborted and the transaction
+    # read again from the checkpoint without them; their places in it are kept.
+    from streamer.engine import start as start_mod
+
+    supervisor, publisher = make(supervised=True)
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    monkeypatch.setattr(supervisor, "_sleep", lambda seconds: None)
+    reads = []
+
+    def reader(cfg, password, start, gtid):
+        reads.append(start)
+        return ReplayedBinlog("savepoint.binlog", start, on_end=supervisor.request_stop)
+
+    supervisor.new_reader = reader
+    assert supervisor.run() == 0
+    assert len(reads) == 2 and publisher.aborts >= 1
+    assert publisher.changes() == [("c", 1), ("c", 1), ("c", 2), ("c", 5), ("c", 6)]
+    decoder = publisher.decoder()
+    five = [decoder.decode(v) for t, _, v in publisher.messages() if t == "test.app.t"][2]
+    assert five["after"] == {"id": 5} and five["source"]["tx_row"] == 3  # 2, 3, 4, then 5

@@ -233,3 +233,29 @@ def test_a_start_at_the_end_is_refused_where_the_namespace_published_the_tables_
     check_unused(cfg, records, lambda db, table: db == "other")  # another source's tables
     check_unused(cfg, [], mine)  # a first start
     check_unused(cfg, [{"kind": "value", "topic": "nsx.app.t"}], mine)  # another namespace
+
+
+def test_a_mariadb_server_that_wrote_past_a_gap_under_another_server_id_lacks_the_gap():
+    # The checkpoint has 0-1-108; the promoted replica received 0-1-105, then wrote 0-2-106..110:
+    # its per-domain position (0-2-110) is ahead, but 0-1-106..108 are in no binlog of it.
+    lacks = failover.diverged("0-1-105,0-2-110", GtidSet("0-1-108"))
+    assert lacks == ["domain 0: 0-1-108 (its last transaction of server 1 is 0-1-105; it went "
+                     "on with other servers' numbers)"]
+    assert failover.diverged("0-1-108,0-2-110", GtidSet("0-1-108")) == []
+    assert failover.diverged("1-1-3", GtidSet("0-1-5,1-1-3"))[0].startswith("domain 0: 0-1-5")
+
+
+def test_a_translated_checkpoint_keeps_its_prepared_xa_transactions_placed_on_the_new_server(
+        monkeypatch):
+    from streamer.source import server
+
+    start = Position("mysql-bin.000009", 500, "0-1-20", 0, server_id=1,
+                     xa={"X'61',X'',1": ["mysql-bin.000008", 900, "0-1-17", "mysql-bin.000008:900"]})
+    moved = failover.translated(start, 2, "MySQL at b:2")
+    assert moved.xa == start.xa and moved.file == ""
+    monkeypatch.setattr(server, "locate_gtid",
+                        lambda conn, gtid: ("b-bin.000003", 4242) if gtid == "0-1-17" else None)
+    placed = failover.translated_xa(None, moved.xa, "MySQL at b:2")
+    assert placed == {"X'61',X'',1": ["b-bin.000003", 4242, "0-1-17", "mysql-bin.000008:900"]}
+    with pytest.raises(SourceError, match="its rows could not be published at its XA"):
+        failover.translated_xa(None, {"X'62',X'',1": ["f", 4, "0-1-99", "f:4"]}, "MySQL at b:2")

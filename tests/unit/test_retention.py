@@ -44,3 +44,15 @@ def test_an_expiry_within_the_margin_warns_with_the_time_left():
     late = retention.judge(FILES, "b.000005", 86400, 90000, 1, 3600)
     assert late["status"] == "warning" and "in 0 s or less" in late["reason"]
     assert retention.judge(FILES, "b.000005", 0, 10 ** 9, 1, 3600)["status"] == "ok"  # no expiry
+
+
+def test_the_file_a_restart_needs_is_the_oldest_of_the_checkpoints_and_its_pending_xas():
+    from streamer.ops.metrics import needed_file
+    from streamer.position import Position
+
+    assert needed_file(Position("mysql-bin.000010", 4)) == "mysql-bin.000010"
+    pending = {"x": ["mysql-bin.000009", 100, "", "t"], "y": ["mysql-bin.000011", 4, "", "t"]}
+    assert needed_file(Position("mysql-bin.000010", 4, xa=pending)) == "mysql-bin.000009"
+    # Numbered as numbers, past the six digits too.
+    assert needed_file(Position("b.1000000", 4, xa={"x": ["b.999999", 4, "", "t"]})) == "b.999999"
+    assert needed_file(Position("", 4)) is None

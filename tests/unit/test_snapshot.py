@@ -272,7 +272,7 @@ def _information_schema(tables_rows):
 def test_a_keyless_table_is_refused_naming_the_fix():
     with pytest.raises(SnapshotRefused, match="db.t has no primary key and no unique key of NOT "
                                               "NULL columns.*ADD PRIMARY KEY"):
-        chunks.describe(_information_schema([(5,)]), "db", "t")
+        chunks.describe(_information_schema([(5, "BASE TABLE")]), "db", "t")
 
 
 def test_a_table_dropped_while_described_is_gone_not_keyless():
@@ -472,3 +472,30 @@ def test_enum_set_and_bit_keys_are_compared_as_the_numbers_they_sort_by():
     assert chunks.key_literal(Conn(), sets, "") == "0"
     assert chunks.key_literal(Conn(), bits, b"\x01\x02") == "258"
     assert chunks.key_literal(Conn(), text, "a") == "'a'"
+
+
+def test_the_rate_is_the_last_windows_own_and_falls_while_a_snapshot_stalls(tmp_path):
+    from streamer.engine.snapshot import RATE_WINDOW_S
+
+    class Clock:
+        now = 1000.0
+
+        def monotonic(self):
+            return self.now
+
+    clock = Clock()
+    snaps = Snapshots(_cfg(tmp_path), "pw", TableFilter(["shop.*"], []), clock=clock)
+    assert snaps.rate() == 0.0
+    snaps._sample()  # the first read: nothing done yet
+    for _ in range(10):  # a slow start: 100 rows a second
+        clock.now += 1.0
+        snaps.rows += 100
+        snaps._sample()
+    assert snaps.rate() == pytest.approx(100.0)
+    for _ in range(int(RATE_WINDOW_S) + 5):  # then 1000 rows a second for over a window
+        clock.now += 1.0
+        snaps.rows += 1000
+        snaps._sample()
+    assert snaps.rate() == pytest.approx(1000.0, rel=0.05)  # the slow start has left the window
+    clock.now += RATE_WINDOW_S  # no chunk ends for a window: the rate halves, it does not stay
+    assert snaps.rate() < 600.0

@@ -1,0 +1,80 @@
+"""The savepoints stage: rows a ROLLBACK TO SAVEPOINT took back are never published.
+
+In a pure InnoDB transaction the server drops a rolled-back savepoint's rows from the binlog
+cache, and the binlog never holds them. When the transaction also touched a non-transactional
+table (MyISAM, Aria, MEMORY), MariaDB can't: it writes the rows, then a ``ROLLBACK TO `s```
+statement for a replica to undo them (MySQL 8.0 drops them in both cases: seen on both servers,
+tests/e2e/test_events.py). Those rows are not in the table, so they must not be in the topics.
+
+A ``SAVEPOINT `s``` statement marks how many row changes of the transaction came before it. At
+``ROLLBACK TO `s``` the changes since are a hole in the transaction: it is remembered (by the
+transaction's id, for this process: ``Streamer.holes``), the open batch, which holds the rows
+already published, is aborted, and the stream is read again from the last checkpoint
+(``RolledBackRows``); the rows in a hole are then counted and left out (``Tracker.holes``). A
+batch committed between the savepoint and the rollback (a cut at batch.max_messages) can't be
+taken back: that case is refused, naming the transaction.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Dict, List, Tuple
+
+from pymysqlreplication.event import QueryEvent
+
+from streamer.errors import RolledBackRows, UnsupportedEvent
+
+_SAVEPOINT = re.compile(r"^\s*SAVEPOINT\s+(`(?:[^`]|``)+`|\w+)\s*$", re.I)
+_ROLLBACK_TO = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+)?TO\s+(?:SAVEPOINT\s+)?(`(?:[^`]|``)+`|\w+)"
+                          r"\s*$", re.I)
+
+Holes = Dict[str, List[Tuple[int, int]]]
+
+
+def _name(text: str) -> str:
+    return text[1:-1].replace("``", "`") if text.startswith("`") else text
+
+
+class Savepoints:
+    def __init__(self, ctx: Any, holes: Holes) -> None:
+        self.ctx = ctx
+        self.tracker = ctx.tracker
+        self.holes = holes
+        self.txid = ""
+        self.marks: Dict[str, Tuple[int, Tuple[str, int, int]]] = {}
+
+    def handlers(self) -> Dict[Any, Callable[[Any], int]]:
+        return {QueryEvent: self.on_query}
+
+    def on_query(self, event: Any) -> int:
+        query = event.query
+        first = query[:4].upper()
+        if first != "SAVE" and first != "ROLL":
+            return 0
+        tracker = self.tracker
+        if tracker.txid != self.txid:
+            self.txid, self.marks = tracker.txid, {}
+        m = _SAVEPOINT.match(query)
+        if m is not None:
+            self.marks[_name(m.group(1))] = (tracker.tx_rows, self.ctx.policy.committed_at)
+            return 0
+        m = _ROLLBACK_TO.match(query)
+        if m is None or _name(m.group(1)) not in self.marks:
+            return 0
+        at, committed_then = self.marks[_name(m.group(1))]
+        hole = (at, tracker.tx_rows)
+        known = self.holes.get(tracker.txid, [])
+        if hole[0] == hole[1] or hole in known:
+            return 0
+        if self.ctx.policy.committed_at != committed_then:
+            raise UnsupportedEvent(
+                f"the transaction {tracker.txid} rolled back to a savepoint after some of its "
+                f"rows were committed to Kafka (a batch cut at batch.max_messages came between "
+                f"the SAVEPOINT and the ROLLBACK TO): row changes {hole[0]}..{hole[1] - 1} of "
+                f"it are in the topics but not in the table. Raise batch.max_messages above "
+                f"the transaction's size and restart: the transaction is then read again and "
+                f"published without them")
+        self.holes.setdefault(tracker.txid, []).append(hole)
+        raise RolledBackRows(
+            f"the transaction {tracker.txid} rolled back to a savepoint, taking back its row "
+            f"changes {hole[0]}..{hole[1] - 1}, which touched a non-transactional table too: "
+            f"the open batch is aborted and read again without them")
