@@ -35,14 +35,15 @@ from confluent_kafka.admin import AdminClient
 
 from streamer.errors import KafkaFatal
 from streamer.kafka import logs
-from streamer.kafka.publisher import create_topics
+from streamer.kafka.admin import create_topics
+from streamer.kafka.settings import client_settings, transactional_id
 
 log = logging.getLogger(__name__)
 
 
 def lease_names(cfg: Dict[str, Any]) -> Dict[str, str]:
     ns, source = cfg["namespace"], cfg["source"]["name"]
-    return {"topic": f"{ns}.__lease", "group": f"streamer.{ns}.{source}.lease"}
+    return {"topic": f"{ns}.__lease", "group": f"{transactional_id(ns, source)}.lease"}
 
 
 class Lease:
@@ -54,9 +55,10 @@ class Lease:
         self.topic, self.group = names["topic"], names["group"]
         self.bootstrap = cfg["kafka"]["bootstrap.servers"]
         self.replication = int(cfg["topics"]["replication_factor"])
-        security = {k: v for k, v in cfg["kafka"].items()
-                    if k.startswith(("security.", "ssl.", "sasl.", "client.id"))}
-        self.conf = logs.client_conf(dict(security, **{
+        # Every client setting the other clients get (TLS, SASL, sockets), not only some: with
+        # one missing the consumer would retry its connection for good, a standby for ever.
+        self.client = client_settings(cfg["kafka"])
+        self.conf = logs.client_conf(dict(self.client, **{
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
             "session.timeout.ms": int(ha["session_timeout_ms"]),
             "heartbeat.interval.ms": int(ha["heartbeat_interval_ms"]),
@@ -142,8 +144,5 @@ class Lease:
         self.on_lost()
 
     def _ensure_topic(self) -> None:
-        admin = AdminClient(logs.client_conf({k: v for k, v in self.conf.items()
-                                              if not k.startswith(("group.", "session.",
-                                                                   "heartbeat.", "enable.",
-                                                                   "auto.", "partition."))}))
+        admin = AdminClient(logs.client_conf(self.client))
         create_topics(admin, [self.topic], 1, self.replication, {})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import pymysql
 
@@ -61,9 +61,12 @@ def credentials(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -
 class HeartbeatWriter:
     """Background thread writing the heartbeat row. Use as a context manager."""
 
-    def __init__(self, cfg: Dict[str, Any]):
+    def __init__(self, cfg: Dict[str, Any], active: Callable[[], bool] = lambda: True):
         hb = cfg["heartbeat"]
         self.cfg = cfg
+        # Only the instance that streams writes: a hot standby's writes would make the active
+        # one measure its latency against another host's clock and writes.
+        self.active = active
         self.settings = credentials(cfg)
         self.interval = float(hb["interval_ms"]) / 1000.0
         self.database = hb["database"]
@@ -125,6 +128,8 @@ class HeartbeatWriter:
     def _run(self) -> None:
         failing = False
         while not self._stop.wait(self.interval):
+            if not self.active():
+                continue
             try:
                 self._write()
                 if failing:

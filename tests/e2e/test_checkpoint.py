@@ -7,6 +7,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from streamer import config as config_mod
 from streamer.errors import OpenTransaction
+from streamer.kafka import checkpoints as checkpoints_mod
 from streamer.kafka import publisher as publisher_mod
 from streamer.kafka.publisher import Publisher
 from streamer.kafka.topics import read_topic_tail
@@ -30,7 +31,7 @@ def _commit_many(cfg, count: int, start_pos: int) -> Position:
 
 
 def test_checkpoint_is_found_in_the_tail_and_behind_other_sources(tmp_path, monkeypatch):
-    monkeypatch.setattr(publisher_mod, "CHECKPOINT_TAIL", 40)
+    monkeypatch.setattr(checkpoints_mod, "TAIL", 40)
     ns = support.unique("ckpt")
     a, b = _cfg(tmp_path, ns, "alpha"), _cfg(tmp_path, ns, "beta")
     a_last = _commit_many(a, 5, 100)
@@ -70,22 +71,22 @@ def test_a_tail_that_reaches_back_to_the_first_offset_is_read_once(tmp_path, mon
     ns = support.unique("ckpt")
     _commit_many(_cfg(tmp_path, ns, "alpha"), 3, 100)
     reads = []
-    real = publisher_mod.read_topic_tail
+    real = checkpoints_mod.read_topic_tail
 
     def counting(*args, **kwargs):
         records, whole = real(*args, **kwargs)
         reads.append((kwargs.get("tail"), len(records), whole))
         return records, whole
 
-    monkeypatch.setattr(publisher_mod, "read_topic_tail", counting)
+    monkeypatch.setattr(checkpoints_mod, "read_topic_tail", counting)
     # beta has no checkpoint, and alpha's three are all the topic holds: one read settles it.
     with Publisher(_cfg(tmp_path, ns, "beta")) as pub:
         assert pub.read_checkpoint() is None
-    assert reads == [(publisher_mod.CHECKPOINT_TAIL, 3, True)]
+    assert reads == [(checkpoints_mod.TAIL, 3, True)]
 
     # A tail shorter than the topic is not the whole of it: the full read follows.
     reads.clear()
-    monkeypatch.setattr(publisher_mod, "CHECKPOINT_TAIL", 2)
+    monkeypatch.setattr(checkpoints_mod, "TAIL", 2)
     with Publisher(_cfg(tmp_path, ns, "beta")) as pub:
         assert pub.read_checkpoint() is None
     assert [(tail, whole) for tail, _, whole in reads] == [(2, False), (None, True)]

@@ -52,7 +52,7 @@ def test_a_standby_takes_over_from_killed_stopped_and_paused_instances_losing_no
     procs = [first, instance()]
     support.wait_for(lambda: "standby: waiting for the lease" in procs[1].output(),
                      what="the second instance to wait as a standby")
-    load = Load(name, support.admin)
+    load = Load(name)
     load.start()
     rng = random.Random(5)
     kill_takeovers = []

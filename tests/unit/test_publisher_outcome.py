@@ -68,9 +68,10 @@ def test_after_a_reset_the_checkpoint_is_read_back_from_the_topic(monkeypatch):
     remembered = pub.committed
     started = []
     monkeypatch.setattr(Publisher, "_start_producer", lambda self: started.append(True))
-    monkeypatch.setattr(Publisher, "_learn", lambda self, topics: None)
+    monkeypatch.setattr(pub.topics, "learn", lambda topics: None)
     # The old producer's last commit completed when the new one settled it: the topic is ahead.
-    on_topic = Position("f", 100)
+    on_topic = Position("f", 100, run=pub.run)
+    monkeypatch.setattr(Publisher, "_read_checkpoint", lambda self: remembered)
 
     def read_checkpoint(self):
         self.committed = on_topic
@@ -82,7 +83,7 @@ def test_after_a_reset_the_checkpoint_is_read_back_from_the_topic(monkeypatch):
 
 def test_a_reset_while_kafka_is_away_waits_for_it_and_a_stop_ends_the_wait(monkeypatch):
     from streamer.errors import KafkaFatal
-    from streamer.kafka import publisher as publisher_mod
+    from streamer.kafka import transactions as publisher_mod
     pub = _publisher(FailingProducer(None))
     attempts, slept = [], []
     away = 3
@@ -92,8 +93,9 @@ def test_a_reset_while_kafka_is_away_waits_for_it_and_a_stop_ends_the_wait(monke
         if len(attempts) <= away:
             raise KafkaFatal("Kafka at b:9092 did not accept the transactional producer")
     monkeypatch.setattr(Publisher, "_start_producer", start)
-    monkeypatch.setattr(Publisher, "_learn", lambda self, topics: None)
+    monkeypatch.setattr(pub.topics, "learn", lambda topics: None)
     monkeypatch.setattr(Publisher, "read_checkpoint", lambda self: self.committed)
+    monkeypatch.setattr(Publisher, "_read_checkpoint", lambda self: self.committed)
     monkeypatch.setattr(publisher_mod.time, "sleep", lambda s: slept.append(s))
     clock = iter(range(0, 10 ** 6, 1))
     monkeypatch.setattr(publisher_mod.time, "monotonic", lambda: next(clock) / 4)
@@ -104,6 +106,26 @@ def test_a_reset_while_kafka_is_away_waits_for_it_and_a_stop_ends_the_wait(monke
     with pytest.raises(KafkaFatal):
         pub.reset()
     assert len(attempts) == 1  # stopping: no wait
+
+
+def test_a_reset_after_another_instance_committed_stops_as_fenced_instead_of_fencing_it(
+        monkeypatch):
+    from streamer.errors import Fenced
+    pub = _publisher(FailingProducer(None))
+    pub.committed = Position("f", 100, run=pub.run)
+    started = []
+    monkeypatch.setattr(Publisher, "_start_producer", lambda self: started.append(True))
+    monkeypatch.setattr(pub.topics, "learn", lambda topics: None)
+    newer = Position("f", 900, run="another-process")
+    monkeypatch.setattr(Publisher, "_read_checkpoint", lambda self: newer)
+    with pytest.raises(Fenced, match="another instance of source .* committed the checkpoint"):
+        pub.reset()
+    assert not started  # its producers were never replaced, so the newer instance runs on
+    # Its own commit, whose outcome was unknown, read back: no other instance, a plain reset.
+    mine = Position("f", 900, run=pub.run)
+    monkeypatch.setattr(Publisher, "_read_checkpoint", lambda self: mine)
+    pub.reset()
+    assert started and pub.committed == mine
 
 
 class TooLarge(FailingProducer):

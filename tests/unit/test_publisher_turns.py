@@ -3,7 +3,8 @@ on librdkafka's in-process mock cluster: no broker needed."""
 import pytest
 
 from streamer import config
-from streamer.kafka.publisher import Publisher, transactional_id, transactional_ids
+from streamer.kafka.publisher import Publisher
+from streamer.kafka.settings import transactional_id, transactional_ids
 from streamer.position import Position
 
 

@@ -72,3 +72,31 @@ def test_the_canary_verdict_passes_a_standby_that_publishes_nothing_unless_it_er
     # The same numbers from an active instance are a stuck stream.
     assert not judge(window(status(1000, lag_bytes=5000, lag_s=None),
                             status(1000, lag_bytes=5000, lag_s=None)), None, Limits())[0]
+
+
+def test_dotted_namespaces_and_sources_never_share_a_transactional_id_or_lease_group():
+    from streamer.kafka.lease import lease_names
+    from streamer.kafka.settings import transactional_id
+
+    assert transactional_id("a.b", "c") != transactional_id("a", "b.c")
+    assert transactional_id("local", "db1") == "streamer.local.db1"  # unchanged without a dot
+
+    def names(ns, source):
+        return lease_names({"namespace": ns, "source": {"name": source}})["group"]
+    assert names("a.b", "c") != names("a", "b.c")
+
+
+def test_the_lease_consumer_gets_every_client_setting_the_other_clients_get():
+    from streamer.kafka.lease import Lease
+
+    cfg = {"ha": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500},
+           "namespace": "ns", "source": {"name": "s"}, "topics": {"replication_factor": 1},
+           "kafka": {"bootstrap.servers": "b:1", "security.protocol": "SSL",
+                     "enable.ssl.certificate.verification": False, "https.ca.location": "/ca",
+                     "socket.keepalive.enable": True, "broker.address.family": "v4",
+                     "linger.ms": 5}}
+    lease = Lease(cfg, lambda: None)
+    for key in ("security.protocol", "enable.ssl.certificate.verification",
+                "https.ca.location", "socket.keepalive.enable", "broker.address.family"):
+        assert lease.conf[key] == cfg["kafka"][key] and lease.client[key] == cfg["kafka"][key]
+    assert "linger.ms" not in lease.conf  # a producer's own setting

@@ -1,0 +1,96 @@
+"""Topics: created when missing, in one request for several, and their metadata fetched ahead."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Optional
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewTopic
+
+from streamer.errors import KafkaFatal
+from streamer.kafka.settings import DEFAULT_PRODUCER, kafka_error
+
+log = logging.getLogger(__name__)
+
+
+def create_topics(admin: Any, topics: List[str], partitions: int, replication_factor: int,
+                  config: Dict[str, str]) -> None:
+    """Create the topics in one request (one round trip for all); one that exists is fine."""
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=partitions, replication_factor=replication_factor,
+                  config=config) for t in topics], operation_timeout=30)
+    for topic in topics:
+        try:
+            futures[topic].result(timeout=60)
+            log.info("created topic %s", topic)
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
+
+
+class EveryTopic(set):
+    """The topics a mock cluster has: all of them (it creates one when it is produced to)."""
+
+    def __contains__(self, topic: object) -> bool:
+        return True
+
+
+class TopicAdmin:
+    """The topics one publisher has made sure of, and the admin client that made them.
+    ``producers()`` gives the producers whose metadata a new topic is fetched into."""
+
+    def __init__(self, topics_cfg: Dict[str, Any], admin: Optional[Any],
+                 producers: Callable[[], List[Any]]) -> None:
+        self.topics_cfg = topics_cfg
+        self.admin = admin
+        self.producers = producers
+        self.known: set = set() if admin is not None else EveryTopic()
+        self.partitions: Dict[str, int] = {}
+
+    def ensure(self, topics: List[str], partitions: Optional[int] = None,
+               config: Optional[Dict[str, str]] = None) -> None:
+        """Create the topics that don't exist yet, in one request (one round trip for all)."""
+        new_topics = [t for t in topics if t not in self.known]
+        if not new_topics:
+            return
+        assert self.admin is not None
+        conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
+        conf.update(config or {})
+        create_topics(self.admin, new_topics, partitions or self.topics_cfg["partitions"],
+                      self.topics_cfg["replication_factor"], conf)
+        self.known.update(new_topics)
+        self.learn(new_topics)
+
+    def learn(self, topics: List[str]) -> None:
+        """Fetch the topics' metadata into the producers now. Left to itself, librdkafka looks
+        up a topic it has not produced to on a one-second timer, and the first commit to each
+        topic would wait for that (docs/benchmarks.md, "Start-up")."""
+        for topic in topics:
+            try:
+                for producer in self.producers():
+                    producer.list_topics(topic, timeout=10)
+            except KafkaException as exc:
+                # Only a speed-up: the first produce looks the topic up by itself.
+                log.debug("metadata for %s not fetched ahead: %s", topic, exc)
+
+    def partitions_of(self, topic: str) -> int:
+        """How many partitions ``topic`` has (asked once)."""
+        found = self.partitions.get(topic)
+        if found is None:
+            if self.admin is None:
+                return 1
+            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+            found = len(md.partitions) if md is not None and md.partitions else 1
+            self.partitions[topic] = found
+        return found
+
+    def reachable(self) -> bool:
+        """Whether a broker answers a metadata request within a few seconds."""
+        if self.admin is None:
+            return True
+        try:
+            self.admin.list_topics(timeout=3)
+            return True
+        except KafkaException:
+            return False
