@@ -16,9 +16,18 @@ log = logging.getLogger("streamer")
 
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+# The log format of the command's config (log_format), once it is read: its error line too.
+LOG_FORMAT = ["text"]
+
+
+def _config(path: Optional[str]) -> Dict[str, Any]:
+    """The command's config; its log lines (and error line) from here on in its log_format."""
+    from streamer.ops import logfmt
+
+    cfg = config_mod.load(path)
+    LOG_FORMAT[0] = cfg["log_format"]
+    logfmt.setup(cfg["log_level"], cfg["log_format"])
+    return cfg
 
 
 # PyPy's JIT compiles a loop after ~1000 iterations by default; the streamer's few hot loops are
@@ -52,11 +61,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from streamer.position import Position
     from streamer.source import patches
 
-    cfg = config_mod.load(args.config)
+    cfg = _config(args.config)
     # After the config, not before: eager thresholds would compile yaml's one-off parse of it too
     # (docs/benchmarks.md, "The eager JIT thresholds after the config").
     _tune_jit()
-    _setup_logging(cfg["log_level"])
     if sys.implementation.name == "pypy":
         import gc
         log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY)",
@@ -82,7 +90,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from streamer.errors import EndpointUnavailable
     from streamer.ops.httpstatus import fetch_status, status_text
 
-    cfg = config_mod.load(args.config)
+    cfg = _config(args.config)
     try:
         st = fetch_status(cfg)
     except EndpointUnavailable as exc:
@@ -132,11 +140,11 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
         results.append((f"MySQL login {where}", True, conn.get_server_info()))
         try:
             for c in settings_checks(conn):
-                want = c.want or "''"
+                want, have = c.want or "''", c.have or "''"
                 results.append((f"{prefix}{c.name} = {want}", c.ok,
-                                f"is {c.have}" if c.ok else f"is {c.have}: {c.fix}"))
+                                f"is {have}" if c.ok else f"is {have}: {c.fix}"))
             for name, value, meaning in settings_noted(conn):
-                results.append((f"{prefix}{name}", True, f"is {value}: {meaning}"))
+                results.append((f"{prefix}{name}", True, f"is {value or chr(39) * 2}: {meaning}"))
             results.append((f"{prefix}per-session settings", True,
                             "binlog_format and binlog_row_image can be changed by any session: a "
                             "published table's change logged otherwise stops the streamer (exit "
@@ -178,7 +186,7 @@ def _privilege_checks(conn: Any) -> List[Tuple[str, bool, str]]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    cfg = config_mod.load(args.config)
+    cfg = _config(args.config)
     results = _checks(cfg)
     for name, ok, detail in results:
         print(f"{'✓' if ok else '✗'} {name}: {detail}")
@@ -197,7 +205,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from streamer.tools import snapshot
 
-    cfg = config_mod.load(args.config)
+    cfg = _config(args.config)
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
     if not tables:
         raise config_mod.ConfigError("--tables names no table; give db.table[,db.table...]")
@@ -213,7 +221,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     from streamer.tools import audit
 
-    cfg = config_mod.load(args.config)
+    cfg = _config(args.config)
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
     if not tables:
         raise config_mod.ConfigError("--tables names no table; give db.table[,db.table...]")
@@ -228,7 +236,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from streamer.deploy import verify
 
-    url = verify.base_url(config_mod.load(args.config))
+    url = verify.base_url(_config(args.config))
     main_url = verify.base_url(config_mod.load(args.main_config)) if args.main_config else None
     return verify.run(url, main_url, args.window, verify.Limits(args.max_lag_s, args.max_slower_pct))
 
@@ -301,15 +309,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from confluent_kafka import KafkaException
 
     from streamer.kafka import logs
+    from streamer.ops import logfmt
 
     try:
         return args.func(args)
     except StreamerError as exc:
-        print(f"streamer: {exc.label}: {exc}", file=sys.stderr)
+        print(logfmt.error_line(exc.label, str(exc), exc.exit_code, LOG_FORMAT[0]),
+              file=sys.stderr)
         return exc.exit_code
     except KafkaException as exc:
         # A client call the streamer didn't wrap: still Kafka's side, still one line.
-        print(f"streamer: Kafka error: {exc}", file=sys.stderr)
+        print(logfmt.error_line("Kafka error", str(exc), EXIT_KAFKA, LOG_FORMAT[0]),
+              file=sys.stderr)
         return EXIT_KAFKA
     finally:
         # Every Kafka client the command let go of (or that only an error still held) is

@@ -67,7 +67,15 @@ DEFAULTS: Dict[str, Any] = {
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},
     # With a url (e.g. http://host:8081 or Apicurio's .../apis/ccompat/v7): Confluent wire format
     # and subjects {topic}-key/-value. Without: single-object encoding plus {namespace}.__schemas.
-    "schema_registry": {"url": None, "timeout_s": 10.0},
+    # auth: mode none, basic (user + password) or bearer (token), each secret from a file or an
+    # environment variable; tls: the CA that signed the registry's certificate, and a client
+    # certificate and key for mutual TLS.
+    "schema_registry": {"url": None, "timeout_s": 10.0,
+                        "auth": {"mode": "none", "user": None,
+                                 "password_env": "STREAMER_REGISTRY_PASSWORD",
+                                 "password_file": None,
+                                 "token_env": "STREAMER_REGISTRY_TOKEN", "token_file": None,
+                                 "tls": {"ca": None, "cert": None, "key": None}}},
     "shutdown_timeout_s": 10.0,
     # How long a start waits for Kafka to accept the producer before saying it is unreachable.
     "kafka_connect_timeout_s": 15.0,
@@ -76,6 +84,8 @@ DEFAULTS: Dict[str, Any] = {
     "kafka_commit_timeout_s": 60.0,
     "commit_retries": 5,
     "log_level": "INFO",
+    # text (for people) or json (one object per line, for log pipelines: ops.logfmt).
+    "log_format": "text",
     # Observability (docs/metrics.md). environment is a metric dimension; http_port 0 = no endpoint.
     "environment": "dev",
     "metrics": {"http_host": "127.0.0.1", "http_port": 0, "interval_s": 10.0,
@@ -109,7 +119,7 @@ FREE_MAPPINGS = ("kafka", "tables.columns.mask")
 
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
 RESERVED_KAFKA_KEYS = ("transactional.id", "enable.idempotence", "acks", "isolation.level")
-# Allowed only at 1 (kafka.publisher.DEFAULT_PRODUCER says why).
+# Allowed only at 1 (kafka.settings.DEFAULT_PRODUCER says why).
 IN_FLIGHT_KEYS = ("max.in.flight.requests.per.connection", "max.in.flight")
 # librdkafka's two spellings of the SASL mechanism.
 SASL_MECHANISM_KEYS = ("sasl.mechanisms", "sasl.mechanism")
@@ -275,10 +285,13 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _require(url is None or (isinstance(url, str) and url.startswith(("http://", "https://"))),
              "schema_registry.url", url, "unset, or the registry's base URL: http(s)://host:port[/path]")
     _positive_number(cfg, "schema_registry.timeout_s")
+    _validate_registry_auth(cfg["schema_registry"]["auth"])
     level = str(cfg["log_level"]).upper()
     _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log_level", cfg["log_level"],
              "DEBUG, INFO, WARNING or ERROR")
     cfg["log_level"] = level
+    _require(cfg["log_format"] in ("text", "json"), "log_format", cfg["log_format"],
+             "text or json (one JSON object per line)")
     _validate_observability(cfg)
     if cfg["source"]["name"] is None:
         cfg["source"]["name"] = f"{cfg['mysql']['host']}-{cfg['mysql']['port']}"
@@ -327,6 +340,22 @@ def _validate_hosts(m: Dict[str, Any]) -> None:
         raise ConfigError(f"config key 'mysql.hosts' names a server twice: {hosts!r}")
     m["hosts"] = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in parsed]
     m["host"], m["port"] = parsed[0]
+
+
+def _validate_registry_auth(a: Dict[str, Any]) -> None:
+    _require(a["mode"] in ("none", "basic", "bearer"), "schema_registry.auth.mode", a["mode"],
+             "none, basic or bearer")
+    if a["mode"] == "basic":
+        _require(isinstance(a["user"], str) and a["user"] != "", "schema_registry.auth.user",
+                 a["user"], "the registry user's name (its password from password_file or "
+                 "password_env)")
+    tls = a["tls"]
+    for key in ("ca", "cert", "key"):
+        _require(tls[key] is None or (isinstance(tls[key], str) and tls[key] != ""),
+                 f"schema_registry.auth.tls.{key}", tls[key], "a PEM file's path")
+    if (tls["cert"] is None) != (tls["key"] is None):
+        raise ConfigError("config keys 'schema_registry.auth.tls.cert' and '.key' go together "
+                          "(a client certificate and its key): set both or neither")
 
 
 # A salt this short makes hashes of small value sets (phone numbers, birthdays) guessable.
@@ -492,7 +521,12 @@ def load(path: Optional[str], environ: Optional[Dict[str, str]] = None) -> Dict[
         for section, key in (("mysql", "password_file"), ("heartbeat", "password_file"),
                              ("signalfx", "token_file"), ("profiler", "dir"),
                              ("tables.columns", "salt_file"), ("mysql.tls", "ca"),
-                             ("mysql.tls", "cert"), ("mysql.tls", "key")):
+                             ("mysql.tls", "cert"), ("mysql.tls", "key"),
+                             ("schema_registry.auth", "password_file"),
+                             ("schema_registry.auth", "token_file"),
+                             ("schema_registry.auth.tls", "ca"),
+                             ("schema_registry.auth.tls", "cert"),
+                             ("schema_registry.auth.tls", "key")):
             node = cfg
             for part in section.split("."):
                 node = node[part]

@@ -21,12 +21,80 @@ log = logging.getLogger(__name__)
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
+class Auth:
+    """How the streamer proves itself to a registry (schema_registry.auth): an Authorization
+    header (HTTP basic or a bearer token) and, for mutual TLS, a client certificate; ``ca``
+    verifies the registry's certificate. Secrets are read from files or the environment by the
+    config's owner (``from_config``), and never shown: ``repr`` names the kind only."""
+
+    def __init__(self, header: Optional[str] = None, ca: Optional[str] = None,
+                 cert: Optional[str] = None, key: Optional[str] = None) -> None:
+        self.header = header
+        self.ca, self.cert, self.key = ca, cert, key
+        self._context: Any = None
+
+    def __repr__(self) -> str:
+        kind = "none" if self.header is None else self.header.split(" ", 1)[0].lower()
+        return f"Auth({kind}{', client certificate' if self.cert else ''})"
+
+    def context(self) -> Any:
+        """The TLS context for an https registry (None: the default one)."""
+        if self._context is None and (self.ca or self.cert):
+            import ssl
+            ctx = ssl.create_default_context(cafile=self.ca)
+            if self.cert:
+                ctx.load_cert_chain(self.cert, self.key)
+            self._context = ctx
+        return self._context
+
+
+NO_AUTH = Auth()
+
+
+def auth_from_config(sr: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Auth:
+    """The registry's auth from ``schema_registry.auth`` (config.py checks the keys)."""
+    import base64
+    import os
+
+    from streamer import config as config_mod
+
+    environ = os.environ if environ is None else environ
+    a = sr["auth"]
+
+    def secret(what: str) -> Optional[str]:
+        if a[f"{what}_file"]:
+            return config_mod.read_secret_file(f"schema_registry.auth.{what}_file",
+                                               a[f"{what}_file"])
+        name = a[f"{what}_env"]
+        return environ.get(name) if name else None
+
+    header = None
+    if a["mode"] == "basic":
+        password = secret("password")
+        if password is None:
+            raise RegistryError("schema_registry.auth.mode is basic but there is no password: "
+                                f"set the environment variable {a['password_env']} or "
+                                "schema_registry.auth.password_file")
+        pair = f"{a['user']}:{password}".encode("utf-8")
+        header = "Basic " + base64.b64encode(pair).decode("ascii")
+    elif a["mode"] == "bearer":
+        token = secret("token")
+        if token is None:
+            raise RegistryError("schema_registry.auth.mode is bearer but there is no token: "
+                                f"set the environment variable {a['token_env']} or "
+                                "schema_registry.auth.token_file")
+        header = "Bearer " + token
+    tls = a["tls"]
+    return Auth(header, tls["ca"], tls["cert"], tls["key"])
+
+
 class SchemaRegistry:
     """The few REST calls the streamer and its decoder make, with ids cached."""
 
-    def __init__(self, url: str, timeout_s: float = 10.0):
+    def __init__(self, url: str, timeout_s: float = 10.0, auth: Auth = NO_AUTH):
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        self.auth = auth
         self._ids: Dict[Tuple[str, str], int] = {}
         self._schemas: Dict[int, Dict[str, Any]] = {}
 
@@ -36,15 +104,21 @@ class SchemaRegistry:
         import urllib.request
 
         data = None if body is None else json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": CONTENT_TYPE,
-                                              "Accept": CONTENT_TYPE + ", application/json"})
+        headers = {"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE + ", application/json"}
+        if self.auth.header is not None:
+            headers["Authorization"] = self.auth.header
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout_s,
+                                        context=self.auth.context()) as resp:
                 return json.loads(resp.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:500]
             hint = ""
+            if exc.code in (401, 403):
+                hint = (" (the registry refused the streamer's credentials: check "
+                        "schema_registry.auth)")
+                detail = ""  # it may quote what was sent
             if exc.code == 409:
                 hint = (" (the subject's compatibility rule rejects this schema change; see "
                         "docs/schemas.md, or relax the subject's compatibility level)")

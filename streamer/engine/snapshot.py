@@ -22,11 +22,12 @@ request id, condition, last key (SQL literals) and counts; how many tables and r
 """
 from __future__ import annotations
 
+import collections
 import logging
 import re
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import pymysql
 from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
@@ -39,6 +40,7 @@ from streamer.source import chunks, condition, server, signals
 log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
+RATE_WINDOW_S = 30.0
 
 
 def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
@@ -109,8 +111,9 @@ class Snapshots:
         self._progress: Optional[Dict[str, Any]] = None
         self._run = uuid.uuid4().hex[:12] + "-"
         self._marks = 0
-        self.started = self.clock.monotonic()
-        self.rows_at_start = 0
+        # (time, rows done) when chunks ended, over the last RATE_WINDOW_S: the rate the status
+        # shows is the snapshot's own, not diluted by the time before it was asked for.
+        self.samples: Deque[Tuple[float, int]] = collections.deque()
 
     # -- state ----------------------------------------------------------------------------------
     def reset(self, progress: Optional[Dict[str, Any]], catalog: TableCatalog) -> None:
@@ -119,11 +122,11 @@ class Snapshots:
         progress = progress or {}
         self.queue = [dict(j) for j in progress.get("queue", [])]
         self.done = int(progress.get("done", 0))
-        self.rows = self.rows_at_start = int(progress.get("rows", 0))
+        self.rows = int(progress.get("rows", 0))
         self.catalog = catalog
         self.chunk = self.window = None
         self._progress = None
-        self.started = self.clock.monotonic()
+        self.samples.clear()
 
     def progress(self) -> Optional[Dict[str, Any]]:
         """What the checkpoint carries; None when no snapshot was ever asked for."""
@@ -144,8 +147,7 @@ class Snapshots:
         queue = list(self.queue)  # read from the status thread while the loop changes it
         if not queue and not self.done:
             return None
-        elapsed = self.clock.monotonic() - self.started
-        rate = (self.rows - self.rows_at_start) / elapsed if elapsed > 0 else 0.0
+        rate = self.rate()
         left = sum(max(j["estimate"] - j["rows"], 0) for j in queue)
         out: Dict[str, Any] = {"tables_left": len(queue), "tables_done": self.done,
                                "rows": self.rows, "chunks": self.chunks,
@@ -155,6 +157,22 @@ class Snapshots:
             j = queue[0]
             out.update(table=j["table"], table_rows=j["rows"], table_estimate=j["estimate"])
         return out
+
+    def rate(self) -> float:
+        """Rows a second over the last RATE_WINDOW_S of chunks (0 before the second chunk)."""
+        samples = list(self.samples)
+        if len(samples) < 2:
+            return 0.0
+        (t0, r0), (_, r1) = samples[0], samples[-1]
+        now = self.clock.monotonic()
+        # Up to now, not the last chunk's end: a stalled snapshot's rate falls.
+        return (r1 - r0) / (now - t0) if now > t0 else 0.0
+
+    def _sample(self) -> None:
+        now = self.clock.monotonic()
+        self.samples.append((now, self.rows))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= RATE_WINDOW_S:
+            self.samples.popleft()
 
     def add(self, request_id: str, tables: List[str], where: Optional[str]) -> None:
         for name in tables:
@@ -244,6 +262,7 @@ class Snapshots:
         j["last_key"] = chunk.last_key
         self.rows += sent
         self.chunks += 1
+        self._sample()
         self.chunk = self.window = None
         self._progress = None
         if chunk.final:
@@ -304,6 +323,8 @@ class Snapshots:
         return self.source
 
     def _read(self, j: Dict[str, Any], retried: bool = False) -> None:
+        if not self.samples:
+            self._sample()  # the work begins with this read
         source = self._tables()
         db, _, table = j["table"].partition(".")
         described = source.describe(db, table)
@@ -414,8 +435,9 @@ def initial_jobs(conn: Any, table_filter: TableFilter) -> List[Dict[str, Any]]:
     """``start.initial: snapshot``: every streamed table, in name order. Refuses, naming them all,
     when some have no key to chunk by."""
     with conn.cursor() as cur:
+        # A system-versioned table (MariaDB) is a table like any other: its current rows.
         cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
-                    "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
+                    "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN "
                     "('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1, 2")
         names = [(db, t) for db, t in cur.fetchall() if table_filter(db, t)]
     keyless = []

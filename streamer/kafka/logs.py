@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import gc
 import logging
-from typing import Any
+import re
+import threading
+import time
+from typing import Any, Dict, List, Tuple
 
 NAME = "streamer.kafka.librdkafka"
 log = logging.getLogger(NAME)
@@ -39,10 +42,52 @@ def level_of(syslog_level: int, facility: str, text: str) -> int:
     return logging.DEBUG
 
 
+class Collapser:
+    """Repeated lines collapsed: librdkafka retries a refused connection every few tens of ms,
+    and logs each try (77 lines in the 19 s a start waited for a Kafka that was down). The first
+    line of a kind is logged at its level; the same kind again within ``interval_s`` is counted,
+    and once the interval is over one line says how many there were. A kind is the level, the
+    facility and the text with its numbers left out (ports, ms, counts): a line that differs in
+    anything else is a kind of its own and is logged."""
+
+    def __init__(self, interval_s: float = 30.0, clock: Any = time.monotonic) -> None:
+        self.interval_s = interval_s
+        self.clock = clock
+        self._lock = threading.Lock()
+        # kind -> [when its interval began, repeats since, the last text of it]
+        self.kinds: Dict[Tuple[int, str, str], List[Any]] = {}
+
+    def admit(self, level: int, facility: str, text: str) -> List[Tuple[int, str]]:
+        """The lines to log now for this one: (level, message) pairs."""
+        out: List[Tuple[int, str]] = []
+        now = self.clock()
+        kind = (level, facility, _NUMBERS.sub("#", text))
+        with self._lock:
+            for other, (began, repeats, last) in list(self.kinds.items()):
+                if now - began >= self.interval_s:
+                    del self.kinds[other]
+                    if repeats:
+                        out.append((other[0], f"{other[1]}: {last} (and {repeats} more like it "
+                                              f"in {now - began:.0f} s)"))
+            seen = self.kinds.get(kind)
+            if seen is None:
+                self.kinds[kind] = [now, 0, text]
+                out.append((level, f"{facility}: {text}"))
+            else:
+                seen[1] += 1
+                seen[2] = text
+        return out
+
+
+_NUMBERS = re.compile(r"\d+")
+COLLAPSER = Collapser()
+
+
 def emit(syslog_level: int, facility: str, text: str) -> None:
     level = level_of(syslog_level, facility, text)
     if log.isEnabledFor(level):
-        log.log(level, "%s: %s", facility, text)
+        for at, line in COLLAPSER.admit(level, facility, text):
+            log.log(at, "%s", line)
 
 
 class _Logger(logging.Logger):

@@ -9,81 +9,23 @@ import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from streamer.errors import EndpointUnavailable
-from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, snapshot_line
+from streamer.ops.latency import split_text
+from streamer.ops.metrics import Metrics, snapshot_line
 
 log = logging.getLogger(__name__)
 
-CONTENT_PROM = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def _labels(dims: Dict[str, str], extra: Optional[Dict[str, str]] = None) -> str:
-    items = dict(dims, **(extra or {}))
-    body = ",".join('{}="{}"'.format(k, str(v).replace("\\", "\\\\").replace('"', '\\"')
-                                     .replace("\n", "\\n")) for k, v in items.items())
-    return "{" + body + "}"
-
-
 def prometheus(metrics: Metrics) -> str:
-    """The Prometheus text exposition of the current numbers."""
-    st = metrics.status()
-    dims = metrics.dimensions
-    lines: List[str] = []
+    """The Prometheus text exposition of the current numbers (ops.prom), with the process's own
+    series. prometheus_client is imported only when asked: the endpoint is off by default."""
+    from streamer.ops import prom
 
-    def metric(name: str, kind: str, help_text: str, samples: List[Any]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        for extra, value in samples:
-            if value is not None:
-                lines.append(f"{name}{_labels(dims, extra)} {float(value)!r}")
-
-    helps = {"messages": "messages published", "rows": "row changes published",
-             "bytes": "key and value bytes published", "batches": "Kafka transactions committed",
-             "errors": "errors the stream recovered from", "reconnects": "binlog reconnects",
-             "invalid_values": "invalid dates published as null (each logged: source.rowplan)"}
-    for name in COUNTERS:
-        metric(f"streamer_{name}_total", "counter", helps[name], [(None, getattr(metrics, name))])
-    metric("streamer_lag_seconds", "gauge", "seconds behind the source's commits",
-           [(None, st["lag_seconds"])])
-    metric("streamer_lag_bytes", "gauge", "bytes of binlog not yet committed to Kafka",
-           [(None, st["lag_bytes"])])
-    metric("streamer_queue_depth", "gauge", "messages in the producer queue after the last commit",
-           [(None, st["queue_depth"])])
-    metric("streamer_commit_seconds", "gauge", "duration of the last transaction commit",
-           [(None, st["commit_seconds"])])
-    metric("streamer_batch_size", "gauge", "messages in the last batch", [(None, st["batch_size"])])
-    guard = st["retention"] or {}
-    metric("streamer_retention_warning", "gauge", "1 while the checkpoint's binlog file is at "
-           "risk of being purged (ops/retention.py)",
-           [(None, None if not guard else int(guard["status"] == "warning"))])
-    metric("streamer_binlog_expires_in_seconds", "gauge", "at least this long until the server's "
-           "expiry purges the checkpoint's binlog file (absent: the active file, or no expiry)",
-           [(None, guard.get("expires_in_s"))])
-    lat = st["latency_ms"]
-    # resolution "1s": measured from the binlog's whole-second event times (no heartbeat).
-    quantiles = [({"quantile": q, "resolution": lat["resolution"]},
-                  None if lat[k] is None else lat[k] / 1000.0)
-                 for q, k in (("0.5", "p50"), ("0.99", "p99"), ("1", "max"))]
-    metric("streamer_latency_seconds", "gauge",
-           "MySQL commit to Kafka commit, over the last interval (none when it was idle)",
-           quantiles)
-    metric("streamer_latency_over_threshold_ratio", "gauge",
-           f"share of changes slower than {lat['threshold_ms']:g} ms",
-           [(None, lat["over_threshold_share"])])
-    ha = st.get("ha")
-    if ha is not None:
-        metric("streamer_active", "gauge", "1 while this instance holds the lease and streams, "
-               "0 as a standby", [(None, 1 if ha["role"] == "active" else 0)])
-        metric("streamer_takeovers_total", "counter", "times this instance took the lease",
-               [(None, ha["takeovers"])])
-    snap = st["snapshot"]
-    if snap is not None:
-        for key, kind, text in SNAPSHOT_SERIES:
-            metric(f"streamer_snapshot_{key}" + ("_total" if kind == "counter" else ""), kind,
-                   text, [(None, snap[key])])
-    return "\n".join(lines) + "\n"
+    registry = getattr(metrics, "prometheus_registry", None)
+    if registry is None:
+        registry = metrics.prometheus_registry = prom.registry(metrics)
+    return prom.exposition(registry).decode("utf-8")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -103,7 +45,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/status":
             self._send(200, "application/json", json.dumps(self.metrics.status()))
         elif path == "/metrics":
-            self._send(200, CONTENT_PROM, prometheus(self.metrics))
+            from streamer.ops.prom import CONTENT_TYPE
+
+            self._send(200, CONTENT_TYPE, prometheus(self.metrics))
         else:
             self._send(404, "application/json",
                        json.dumps({"error": f"no such path {path}; try /health, /status, /metrics"}))
@@ -197,7 +141,9 @@ def status_text(st: Dict[str, Any]) -> str:
          f"latency    p50 {ms(lat['p50'])}  p99 {ms(lat['p99'])}  max {ms(lat['max'])}  "
          f"over {lat['threshold_ms']:g} ms: "
          f"{'-' if share is None else format(100 * share, '.1f') + '%'}"
-         + ("  (binlog times, 1 s resolution)" if lat.get("resolution") == "1s" else "")),
+         + ("  (binlog times, 1 s resolution)" if lat.get("resolution") == "1s" else "")
+         + (f"\n           p50 by stage: {split_text(st['latency_split_ms'])} ms"
+            if split_text(st.get("latency_split_ms") or {}) else "")),
         f"totals     {c['messages_total']} messages  {c['rows_total']} rows  {c['bytes_total']} bytes  "
         f"{c['batches_total']} batches  {c['errors_total']} errors  {c['reconnects_total']} reconnects",
     ]

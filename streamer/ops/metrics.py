@@ -9,11 +9,12 @@ The background reporter calls ``roll`` once per interval to turn counters into r
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from streamer.errors import BatchAborted, ProducerBroken
+from streamer.ops.latency import Latency, LatencyWindow, split_text
 from streamer.source.rowplan import INVALID
 
 log = logging.getLogger(__name__)
@@ -21,61 +22,8 @@ log = logging.getLogger(__name__)
 Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
 
 
-class LatencyWindow:
-    """Weighted latency samples in log-spaced buckets: p50, p99, max, share over a threshold."""
-
-    RATIO = 1.05
-    FLOOR_MS = 0.05
-    SIZE = 420  # 0.05 ms * 1.05**420 is about 40 hours; anything above lands in the last bucket
-
-    def __init__(self, threshold_ms: float):
-        self.threshold_ms = float(threshold_ms)
-        self._log_ratio = math.log(self.RATIO)
-        self.reset()
-
-    def reset(self) -> None:
-        self.buckets = [0] * self.SIZE
-        self.count = 0
-        self.over = 0
-        self.max_ms = 0.0
-
-    def add(self, ms: float, weight: int = 1) -> None:
-        if ms < self.FLOOR_MS:
-            i = 0
-        else:
-            i = min(self.SIZE - 1, int(math.log(ms / self.FLOOR_MS) / self._log_ratio) + 1)
-        self.buckets[i] += weight
-        self.count += weight
-        if ms > self.threshold_ms:
-            self.over += weight
-        if ms > self.max_ms:
-            self.max_ms = ms
-
-    def quantile(self, q: float) -> Optional[float]:
-        if not self.count:
-            return None
-        rank = q * self.count
-        seen = 0
-        for i, n in enumerate(self.buckets):
-            seen += n
-            if n and seen >= rank:
-                # The bucket's geometric middle, never above the true maximum.
-                mid = self.FLOOR_MS if i == 0 else self.FLOOR_MS * self.RATIO ** (i - 0.5)
-                return min(mid, self.max_ms)
-        return self.max_ms
-
-    def summary(self) -> Dict[str, Any]:
-        return {"p50": _round(self.quantile(0.5)), "p99": _round(self.quantile(0.99)),
-                "max": _round(self.max_ms) if self.count else None,
-                "over_threshold_share": (self.over / self.count) if self.count else None,
-                "threshold_ms": self.threshold_ms, "samples": self.count}
-
-
-def _round(v: Optional[float]) -> Optional[float]:
-    return None if v is None else round(v, 3)
-
-
-COUNTERS = ("messages", "rows", "bytes", "batches", "errors", "reconnects", "invalid_values")
+COUNTERS = ("messages", "rows", "bytes", "batches", "errors", "reconnects", "invalid_values",
+            "commit_failures")
 
 
 class Metrics:
@@ -93,6 +41,10 @@ class Metrics:
         self.idle_window_s = max(1.0, 5 * float(cfg["mysql"]["heartbeat_s"]))
         self.stall_after_s = float(m["stall_after_s"])
         self.messages = self.rows = self.bytes = self.batches = self.errors = self.reconnects = 0
+        # Batches whose Kafka transaction failed to commit (aborted and read again, or a producer
+        # replaced): exactly-once held, but the stream paid for it.
+        self.commit_failures = 0
+        self.prometheus_registry: Optional[Any] = None  # ops.prom's, made at the first scrape
         self.invalid_base = INVALID.total  # (a process runs one streamer; tests run several)
         self.queue_depth = 0
         self.commit_seconds = 0.0
@@ -100,7 +52,8 @@ class Metrics:
         self.lag_bytes: Optional[int] = None
         # The retention guard's state (ops.retention), set by the reporter's poll.
         self.retention: Optional[Dict[str, Any]] = None
-        self.position: Dict[str, Any] = {"file": None, "pos": None, "gtid_set": None, "rows": 0}
+        self.position: Dict[str, Any] = {"file": None, "pos": None, "gtid_set": None, "rows": 0,
+                                         "needs_file": None}
         self.last_event_ts: Optional[float] = None
         self.started = time.time()
         self.started_mono = time.monotonic()
@@ -114,10 +67,13 @@ class Metrics:
         self.ha: Optional[Any] = None
         self.rates = {"messages_per_s": 0.0, "rows_per_s": 0.0, "bytes_per_s": 0.0}
         self.latency = LatencyWindow(float(m["latency_threshold_ms"])).summary()
-        self._window = LatencyWindow(float(m["latency_threshold_ms"]))
+        # Each stage's p50, p99 and max over the last interval (ops.latency).
+        self.latency_split: Dict[str, Dict[str, Any]] = {}
+        self.latencies = Latency(float(m["latency_threshold_ms"]))
         self._lock = threading.Lock()
-        self._event_ts: Dict[int, int] = {}
-        self._beats: List[float] = []
+        # Binlog event second -> [rows, when the first was read]; heartbeats: (µs ts, read at).
+        self._event_ts: Dict[int, List[Any]] = {}
+        self._beats: List[Tuple[float, float]] = []
         self._prev = (time.monotonic(), 0, 0, 0)
 
     # -- called by the pipeline -----------------------------------------------------------------
@@ -135,14 +91,18 @@ class Metrics:
         return produce_counted
 
     def on_rows(self, ts: int, rows: int) -> None:
-        """One published rows event: its MySQL commit time (seconds) and row count."""
+        """One published rows event: its MySQL commit time (seconds) and row count. The time it
+        was read is taken once per second of binlog time, not per event."""
         self.rows += rows
-        seen = self._event_ts
-        seen[ts] = seen.get(ts, 0) + rows
+        seen = self._event_ts.get(ts)
+        if seen is None:
+            self._event_ts[ts] = [rows, time.time()]
+        else:
+            seen[0] += rows
 
     def on_heartbeat(self, ts_us: int) -> None:
         """A heartbeat row came back through the binlog, written at ``ts_us`` (µs since epoch)."""
-        self._beats.append(ts_us / 1e6)
+        self._beats.append((ts_us / 1e6, time.time()))
 
     def checkpoint_change_ts(self) -> Optional[float]:
         """The binlog time of the newest committed change, or before the first commit the
@@ -158,7 +118,8 @@ class Metrics:
     def resumed_at(self, position: Any) -> None:
         """The stream starts from ``position``, a committed checkpoint."""
         self.position = {"file": position.file, "pos": position.pos,
-                         "gtid_set": position.gtid_set, "rows": position.rows}
+                         "gtid_set": position.gtid_set, "rows": position.rows,
+                         "needs_file": needed_file(position)}
 
     def on_commit(self, position: Any, messages: int, commit_s: float, queue_depth: int) -> None:
         now = time.time()
@@ -169,16 +130,17 @@ class Metrics:
         self.queue_depth = queue_depth
         self.resumed_at(position)
         newest = self.last_event_ts
+        begun = now - commit_s
         with self._lock:
-            window = self._window
+            latencies = self.latencies
             if self.heartbeat:
                 # Binlog timestamps have one-second resolution; the heartbeat's are µs.
-                for t in self._beats:
-                    window.add((now - t) * 1000.0)
+                for t, read in self._beats:
+                    latencies.add(t, read, begun, now)
             else:
-                for ts, n in self._event_ts.items():
-                    window.add((now - ts) * 1000.0, n)
-        for t in self._beats:
+                for ts, (n, read) in self._event_ts.items():
+                    latencies.add(ts, read, begun, now, n)
+        for t, _ in self._beats:
             newest = t if newest is None or t > newest else newest
         if self._event_ts and not self.heartbeat:
             top = float(max(self._event_ts))
@@ -199,6 +161,8 @@ class Metrics:
 
     def on_error(self, exc: BaseException, reconnect: bool) -> None:
         self.errors += 1
+        if isinstance(exc, (BatchAborted, ProducerBroken)):
+            self.commit_failures += 1
         if reconnect:
             self.reconnects += 1
         self.last_error = (time.monotonic(), str(exc))
@@ -212,6 +176,11 @@ class Metrics:
             hook()
 
     # -- read by the reporter, the HTTP endpoint and the profiler -----------------------------------
+    def last_commit_age(self) -> Optional[float]:
+        """Seconds since the last batch committed (None before the first)."""
+        last = self.last_commit_mono
+        return None if last is None else round(time.monotonic() - last, 3)
+
     def caught_up(self) -> bool:
         last = self.last_idle_mono
         return last is not None and time.monotonic() - last < self.idle_window_s
@@ -233,11 +202,11 @@ class Metrics:
                       "bytes_per_s": round((b - b0) / dt, 3)}
         self._prev = (now, m, r, b)
         with self._lock:
-            summary = self._window.summary()
-            self._window.reset()
+            summary, split = self.latencies.roll()
         # An interval without a change is idle: it has no latency (None values, which no sink
         # sends), never the last busy interval's distribution again.
         self.latency = summary
+        self.latency_split = split
 
     def health(self) -> Tuple[str, str]:
         now = time.monotonic()
@@ -269,6 +238,8 @@ class Metrics:
             "lag_bytes": self.lag_bytes,
             "throughput": dict(self.rates),
             "latency_ms": latency,
+            # Where it went: MySQL commit to read, read to commit begun, the commit (ops.latency).
+            "latency_split_ms": dict(self.latency_split),
             "counters": {f"{name}_total": getattr(self, name) for name in COUNTERS},
             "queue_depth": self.queue_depth,
             "commit_seconds": round(self.commit_seconds, 6),
@@ -307,11 +278,26 @@ def snapshot_line(snap: Dict[str, Any]) -> str:
             f"ETA {'-' if eta is None else format(eta, '.0f') + ' s'}")
 
 
-def latency_text(latency: Dict[str, Any]) -> str:
+def latency_text(latency: Dict[str, Any], split: Optional[Dict[str, Any]] = None) -> str:
     """The latency of one interval for the log and ``streamer status``: "idle" when no change
-    was measured, and the resolution when it is the binlog's whole seconds."""
+    was measured, and the resolution when it is the binlog's whole seconds; with ``split``,
+    each stage's p50 (ops.latency)."""
     if not latency.get("samples"):
         return "latency idle (no change in the interval)"
     coarse = " (binlog times, 1 s resolution)" if latency.get("resolution") == "1s" else ""
+    parts = split_text(split or {})
     return (f"latency{coarse} p50 {latency['p50']} ms p99 {latency['p99']} ms "
-            f"max {latency['max']} ms")
+            f"max {latency['max']} ms" + (f" (p50 {parts} ms)" if parts else ""))
+
+
+def _file_order(name: str) -> Any:
+    base, _, number = name.rpartition(".")
+    return (base, int(number)) if number.isdigit() else (name, 0)
+
+
+def needed_file(position: Any) -> Optional[str]:
+    """The oldest binlog file a restart from ``position`` reads: its own, or an older one holding
+    a prepared XA transaction's rows, read again at its XA COMMIT (Position.xa)."""
+    files = [position.file] if position.file else []
+    files += [entry[0] for entry in (position.xa or {}).values() if entry and entry[0]]
+    return min(files, key=_file_order) if files else None

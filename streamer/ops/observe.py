@@ -71,7 +71,7 @@ class Observability:
         self.metrics = Metrics(cfg, heartbeat=heartbeat)
         self.profiler = Profiler(cfg, self.metrics)
         self.reporter = Reporter(cfg, self.metrics)
-        self.heartbeat = HeartbeatWriter(cfg) if heartbeat else None
+        self.heartbeat = HeartbeatWriter(cfg, self._active) if heartbeat else None
         self.server = None
         if cfg["metrics"]["http_port"]:
             # Imported only when the endpoint is on (it is off by default): http.server and what
@@ -80,6 +80,12 @@ class Observability:
 
             self.server = StatusServer(cfg, self.metrics)
         self._stack = contextlib.ExitStack()
+
+    def _active(self) -> bool:
+        """Whether this instance streams: always, but for a hot standby (metrics.ha, the
+        lease) waiting for its turn."""
+        ha = self.metrics.ha
+        return ha is None or ha.role == "active"
 
     def __enter__(self) -> "Observability":
         with contextlib.ExitStack() as stack:

@@ -94,7 +94,8 @@ def summary_line(metrics: Metrics) -> str:
     st = metrics.status()
     t, lat, pos = st["throughput"], st["latency_ms"], st["position"]
     return (f"{t['messages_per_s']:.0f} msg/s {t['rows_per_s']:.0f} rows/s "
-            f"{t['bytes_per_s'] / 1024:.0f} KiB/s; {latency_text(lat)}; lag {_known(st['lag_seconds'])} s "
+            f"{t['bytes_per_s'] / 1024:.0f} KiB/s; {latency_text(lat, st['latency_split_ms'])}; "
+            f"lag {_known(st['lag_seconds'])} s "
             f"{_known(st['lag_bytes'])} B; "
             f"position {pos['file']}:{pos['pos']}; {st['counters']['messages_total']} messages, "
             f"{st['counters']['errors_total']} errors"
@@ -166,9 +167,13 @@ class Reporter:
                 return
         last = self.metrics.checkpoint_change_ts()
         r = self.cfg["retention"]
-        state = retention.judge(files, self.metrics.position["file"], self._expiry[1],
+        position = self.metrics.position
+        needs = position.get("needs_file") or position["file"]
+        state = retention.judge(files, needs, self._expiry[1],
                                 None if last is None else time.time() - last,
-                                int(r["warn_files"]), float(r["warn_margin_s"]))
+                                int(r["warn_files"]), float(r["warn_margin_s"]),
+                                retention.XA_FILE if needs != position["file"] else
+                                "the checkpoint's binlog file")
         before = self.metrics.retention
         self.metrics.retention = state
         if state["status"] != (before or {}).get("status", "ok"):

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests import support
 from tests.e2e.servers import free_port
@@ -283,13 +284,22 @@ def test_health_status_metrics_and_the_status_command_answer_while_running(db, t
     # The interval after the burst was idle: no latency, not the burst's again.
     assert status["latency_ms"]["p50"] is None and status["latency_ms"]["samples"] == 0
     assert metrics_code == 200 and missing_code == 404
-    labels = f'{{environment="stage",source="{ns}",namespace="{ns}"}}'
-    assert f"streamer_messages_total{labels} 50.0" in metrics
+    families = {f.name: f for f in text_string_to_metric_families(metrics)}
+    dims = {"environment": "stage", "source": ns, "namespace": ns}
+
+    def sample(name, **labels):
+        found = [s for f in families.values() for s in f.samples if s.name == name and
+                 all(s.labels.get(k) == v for k, v in dict(dims, **labels).items())]
+        assert found, name
+        return found[0].value
+    assert sample("streamer_messages_total") == 50.0
     for metric in ("streamer_lag_seconds", "streamer_lag_bytes", "streamer_queue_depth",
                    "streamer_commit_seconds", "streamer_latency_over_threshold_ratio"):
-        assert re.search(rf"^{metric}{re.escape(labels)} ", metrics, re.M), metric
-    assert re.search(r'^streamer_latency_seconds\{.*quantile="0.99",resolution="1s"\} ', metrics,
-                     re.M)
+        sample(metric)
+    # The latency histogram of the busy interval: every change counted, in its buckets.
+    assert sample("streamer_latency_seconds_count", resolution="1s") >= 50
+    assert sample("streamer_latency_seconds_bucket", le="+Inf", resolution="1s") >= 50
+    assert families["process_resident_memory_bytes"].samples[0].value > 10e6
     assert f"position   {master[0]}:" in human.stdout and "latency    idle" in human.stdout
     assert "msg/s" in human.stdout and "50 messages" in human.stdout
     assert json.loads(js.stdout)["counters"]["messages_total"] == 50

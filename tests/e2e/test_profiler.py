@@ -71,12 +71,12 @@ def test_sigusr2_profiles_a_busy_streamer_and_profile_names_its_functions_in_an_
     assert "top functions by self time" in res.stdout and "top functions by total time" in res.stdout
     # The streamer's own hot path shows up by name.
     assert re.search(r"process_event \(rows\.py:\d+\)", res.stdout), res.stdout
-    assert re.search(r"stream \(loop\.py:\d+\)", res.stdout), res.stdout
+    assert re.search(r"_loop \(pipeline\.py:\d+\)", res.stdout), res.stdout
     root = ET.parse(svg_path).getroot()
     assert root.tag == SVG + "svg"
     assert len(root.findall(f".//{SVG}rect")) > 10
     texts = [t.text or "" for t in root.iter(SVG + "text")]
-    assert any(t.startswith("stream (loop.py") for t in texts)
+    assert any(t.startswith("_loop (pipeline.py") for t in texts)
     collapsed = open(busy + ".collapsed").read().splitlines()
     assert collapsed and all(re.match(r"^.+ \d+$", line) for line in collapsed)
     assert any("process_event (rows.py" in line for line in collapsed)

@@ -8,7 +8,7 @@ import pytest
 
 from streamer import cli
 from streamer import config as config_mod
-from streamer.kafka.publisher import transactional_id
+from streamer.kafka.settings import transactional_id
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENVS = ("canary", "stage", "main")

@@ -48,15 +48,18 @@ def test_run_sets_the_eager_jit_thresholds_only_after_reading_the_config(monkeyp
 
     def load(path):
         order.append("config")
-        return {"log_level": "INFO"}
+        return {"log_level": "INFO", "log_format": "text"}
 
-    def setup_logging(level):
+    def tune_jit():
+        order.append("jit")
         raise Stop
 
+    from streamer.ops import logfmt
+
     monkeypatch.setattr(cli.config_mod, "load", load)
-    monkeypatch.setattr(cli, "_tune_jit", lambda: order.append("jit"))
-    monkeypatch.setattr(cli, "_setup_logging", setup_logging)
+    monkeypatch.setattr(cli, "_tune_jit", tune_jit)
+    monkeypatch.setattr(logfmt, "setup", lambda level, fmt: order.append("logging"))
     args = cli.build_parser().parse_args(["run", "-c", str(tmp_path / "streamer.yaml")])
     with pytest.raises(Stop):
         args.func(args)
-    assert order == ["config", "jit"]
+    assert order == ["config", "logging", "jit"]

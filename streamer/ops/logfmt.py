@@ -1,0 +1,55 @@
+"""Log lines for people or for machines (``log_format``: text or json).
+
+JSON is one object per line: ``time`` (UTC, ISO 8601, ms), ``level``, ``logger``, ``message``,
+any fields the line was given (``extra``: ``table``, ``position``, ``exit_code`` ...), and the
+traceback as ``exception`` when there is one. A log pipeline reads it without a pattern.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import sys
+from typing import Any, Dict
+
+TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# A LogRecord's own attributes: the rest were given to the line (extra=...).
+_OWN = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: Dict[str, Any] = {
+            "time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+            .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _OWN and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str, ensure_ascii=False)
+
+
+def setup(level: str, fmt: str = "text") -> None:
+    """The root logger on stderr, at ``level``, in ``fmt``."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(getattr(logging, level))
+
+
+def error_line(label: str, message: str, exit_code: int, fmt: str) -> str:
+    """A command's one line of error, as its log lines are."""
+    if fmt != "json":
+        return f"streamer: {label}: {message}"
+    return json.dumps({"time": datetime.datetime.now(datetime.timezone.utc)
+                       .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                       "level": "ERROR", "logger": "streamer", "message": message,
+                       "error": label, "exit_code": exit_code}, ensure_ascii=False)

@@ -1,0 +1,35 @@
+"""Log lines as JSON (log_format: json): one object per line, the fields a pipeline needs."""
+import json
+import logging
+
+from streamer.ops import logfmt
+
+
+def test_a_json_line_has_time_level_logger_message_and_the_fields_it_was_given():
+    record = logging.LogRecord("streamer.engine", logging.WARNING, "f.py", 1, "table %s: %d rows",
+                               ("shop.t", 3), None)
+    record.table = "shop.t"
+    record.position = "mysql-bin.000002:4"
+    line = json.loads(logfmt.JsonFormatter().format(record))
+    assert line["level"] == "WARNING" and line["logger"] == "streamer.engine"
+    assert line["message"] == "table shop.t: 3 rows"
+    assert (line["table"], line["position"]) == ("shop.t", "mysql-bin.000002:4")
+    assert line["time"].endswith("Z") and "T" in line["time"]
+    assert "args" not in line and "msg" not in line
+
+
+def test_a_traceback_is_one_field_of_one_line():
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        import sys
+        record = logging.LogRecord("x", logging.ERROR, "f.py", 1, "failed", (), sys.exc_info())
+    out = logfmt.JsonFormatter().format(record)
+    assert "\n" not in out and "ValueError: boom" in json.loads(out)["exception"]
+
+
+def test_a_commands_error_line_is_json_with_its_exit_code_when_asked():
+    text = logfmt.error_line("source error", "MySQL at h:1 refused", 3, "text")
+    assert text == "streamer: source error: MySQL at h:1 refused"
+    line = json.loads(logfmt.error_line("source error", "MySQL at h:1 refused", 3, "json"))
+    assert (line["level"], line["error"], line["exit_code"]) == ("ERROR", "source error", 3)
