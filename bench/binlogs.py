@@ -4,7 +4,9 @@ Every backlog and live load goes through the local MariaDB's binlog, and once no
 it: a day of benchmarks and experiments left 73 GB, which filled the disk. The local server now
 expires files after a day (deploy/local/mysql.sh), but a day of runs can still fill a disk. So
 the suite checks for room first, and after the run purges every binlog file but a fresh one
-(``--keep-binlogs`` keeps them).
+(``--keep-binlogs`` keeps them) and those the local streamer (``make run``'s config,
+.local/streamer.yaml) still needs: its checkpoint's file and every one after it, so that
+``make run`` resumes where it stopped after ``make test`` or ``make bench``.
 """
 from __future__ import annotations
 
@@ -79,12 +81,49 @@ class Purged:
         if self.error:
             return (f"bench: {done}, not all of them: {self.error}. Purge the rest with "
                     f"PURGE BINARY LOGS TO '{self.kept}' once nothing reads them")
-        return (f"bench: {done}, everything written up to the end of this run; {self.kept} is "
-                f"the newest (--keep-binlogs keeps them)")
+        return (f"bench: {done}, everything written before {self.kept}, which stays with the "
+                f"files after it (the newest, or the oldest the local streamer's checkpoint "
+                f"needs; --keep-binlogs keeps them all)")
 
 
-def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0) -> Purged:
-    """Rotate to a fresh binlog file and purge every older one.
+def local_needs(config_path: Optional[str] = None) -> Optional[str]:
+    """The oldest binlog file the local streamer's committed checkpoint needs (None: it has no
+    checkpoint, or there is no local config). A checkpoint that can't be read keeps every file:
+    ``ValueError`` says so."""
+    path = config_path or os.path.join(env.LOCAL, "streamer.yaml")
+    if not os.path.exists(path):
+        return None
+    from streamer import config
+    from streamer.kafka.settings import client_settings
+    from streamer.kafka.topics import read_topic_tail
+    from streamer.ops.metrics import needed_file
+    from streamer.position import Position
+
+    cfg = config.load(path, environ={})
+    topic = f"{cfg['namespace']}.__positions"
+    try:
+        records, _ = read_topic_tail(client_settings(cfg["kafka"]), topic, timeout=30,
+                                     tail=None, settle=True)
+    except Exception as exc:  # noqa: BLE001 - any failure keeps the files; said by the caller
+        raise ValueError(f"the local streamer's checkpoint ({topic}) could not be read: "
+                         f"{exc}") from exc
+    key = cfg["source"]["name"].encode()
+    found = None
+    for k, value in records:
+        if k == key and value is not None:
+            found = Position.from_json(value)
+    return needed_file(found) if found is not None else None
+
+
+def _order(name: str) -> Tuple[str, int]:
+    base, _, number = name.rpartition(".")
+    return (base, int(number)) if number.isdigit() else (name, 0)
+
+
+def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0,
+          keep_from: Optional[str] = None) -> Purged:
+    """Rotate to a fresh binlog file and purge every older one, but ``keep_from`` and the files
+    after it (a checkpoint's: ``local_needs``).
 
     The server keeps, without an error, a file a connected replica is still on, and every file
     after it. A reader that has just exited may hold one for a second or so, until its dump thread
@@ -95,6 +134,8 @@ def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0) -> Purged:
     with conn.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")
         kept = env.master_pos(conn)[0]
+        if keep_from is not None and _order(keep_from) < _order(kept):
+            kept = keep_from
         for attempt in range(attempts):
             if attempt:
                 time.sleep(pause_s)
@@ -103,12 +144,13 @@ def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0) -> Purged:
             except pymysql.err.MySQLError as exc:
                 error = str(exc)
                 break
-            left = [name for name, _ in _files(conn) if name != kept]
+            left = [name for name, _ in _files(conn) if _order(name) < _order(kept)]
             if not left:
                 break
-    left = [name for name, _ in _files(conn) if name != kept]
+    left = [name for name, _ in _files(conn) if _order(name) < _order(kept)]
     if left and error is None:
         error = (f"{left[0]} .. {left[-1]} stay, as a connected reader is still on "
                  f"{left[0]}")
-    gone = [(name, size) for name, size in before if name not in left and name != kept]
+    now = {name for name, _ in _files(conn)}
+    gone = [(name, size) for name, size in before if name not in now]
     return Purged(len(gone), sum(size for _, size in gone), kept, error)

@@ -99,7 +99,7 @@ def produce(topic: str, rate: float, seconds: float, group: bool = False,
     turns, a transaction each, as the streamer's publisher does. With ``checkpoints`` (a topic),
     each transaction also holds a checkpoint there, produced with its first message."""
     from streamer.kafka import rdkafka
-    from streamer.kafka.publisher import DEFAULT_PRODUCER
+    from streamer.kafka.settings import DEFAULT_PRODUCER
 
     conf = dict(DEFAULT_PRODUCER, **{"bootstrap.servers": env.KAFKA,
                                      "enable.idempotence": True, "acks": "all"})

@@ -385,9 +385,14 @@ def main(argv: List[str]) -> int:
 
 def _purge_binlogs() -> None:
     try:
+        keep_from = binlogs.local_needs()
+    except ValueError as exc:
+        print(f"bench: {exc}; the binlog files stay", file=sys.stderr)
+        return
+    try:
         conn = env.admin()
         try:
-            print(binlogs.purge(conn).describe(), flush=True)
+            print(binlogs.purge(conn, keep_from=keep_from).describe(), flush=True)
         finally:
             conn.close()
     except pymysql.err.MySQLError as exc:

@@ -68,7 +68,7 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
     assert _committed_results_state() == committed_before
     # The run's binlog went after it: one fresh file is left, the one the report names.
     purged = re.search(r"bench: purged (\d+) binlog files \((\d+\.\d\d) GB\), everything "
-                       r"written up to the end of this run; (\S+) is the newest", done.stdout)
+                       r"written before (\S+), which stays", done.stdout)
     assert purged, done.stdout[-2000:]
     files, where = _binlog_files()
     assert int(purged[1]) >= 1 and files[0] == purged[3]
@@ -77,7 +77,8 @@ def test_quick_bulk_catchup_appends_one_sane_line_per_interpreter(tmp_path):
 
 def test_quick_startup_times_a_first_start_and_a_restart(tmp_path):
     out_file = tmp_path / "results.jsonl"
-    pyc = importlib.util.cache_from_source(os.path.join(env.ROOT, "streamer", "engine", "loop.py"))
+    pyc = importlib.util.cache_from_source(os.path.join(env.ROOT, "streamer", "engine",
+                                                        "pipeline.py"))
     if os.path.exists(pyc):
         os.remove(pyc)
 

@@ -27,7 +27,8 @@ def test_free_bytes_reads_the_filesystem_and_none_for_a_missing_path(tmp_path):
 
 def test_the_purge_report_names_the_files_the_bytes_and_how_to_keep_them():
     done = binlogs.Purged(files=7, bytes=3 * GB, kept="mysql-bin.000042").describe()
-    assert "purged 7 binlog files (3.00 GB)" in done and "mysql-bin.000042 is the newest" in done
+    assert "purged 7 binlog files (3.00 GB)" in done and "before mysql-bin.000042" in done
+    assert "the local streamer's checkpoint needs" in done
     assert "--keep-binlogs" in done
 
 
@@ -37,3 +38,46 @@ def test_a_purge_that_left_files_says_which_and_how_to_finish_it():
     assert "purged 2 binlog files" in left and "not all of them" in left
     assert "mysql-bin.000005 .. mysql-bin.000008 stay" in left
     assert "PURGE BINARY LOGS TO 'mysql-bin.000009'" in left
+
+
+class FakeBinlogServer:
+    """SHOW BINARY LOGS, SHOW MASTER STATUS, FLUSH and PURGE BINARY LOGS over a list of files."""
+
+    def __init__(self, n):
+        self.files = [f"mysql-bin.{i:06d}" for i in range(1, n + 1)]
+
+    def cursor(self):
+        server = self
+
+        class Cursor:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                pass
+
+            def execute(self, sql, args=None):
+                if sql == "FLUSH BINARY LOGS":
+                    server.files.append(f"mysql-bin.{len(server.files) + 1:06d}")
+                elif sql.startswith("PURGE BINARY LOGS TO"):
+                    server.files = [f for f in server.files if f >= args[0]]
+                self.sql = sql
+
+            def fetchall(self):
+                return [(f, 1000) for f in server.files]
+
+            def fetchone(self):
+                return (server.files[-1], 4)
+
+        return Cursor()
+
+
+def test_a_purge_keeps_the_file_the_local_checkpoint_needs_and_every_later_one():
+    server = FakeBinlogServer(5)
+    done = binlogs.purge(server, keep_from="mysql-bin.000003", pause_s=0)
+    assert server.files == ["mysql-bin.000003", "mysql-bin.000004", "mysql-bin.000005",
+                            "mysql-bin.000006"]
+    assert (done.files, done.kept, done.error) == (2, "mysql-bin.000003", None)
+    server = FakeBinlogServer(5)
+    binlogs.purge(server, pause_s=0)  # no checkpoint: only the fresh file stays
+    assert server.files == ["mysql-bin.000006"]
