@@ -16,17 +16,17 @@ log = logging.getLogger("streamer")
 
 
 
-# The log format of the command's config (log_format), once it is read: its error line too.
+# The log format of the command's config (log.format), once it is read: its error line too.
 LOG_FORMAT = ["text"]
 
 
 def _config(path: Optional[str]) -> Dict[str, Any]:
-    """The command's config; its log lines (and error line) from here on in its log_format."""
+    """The command's config; its log lines (and error line) from here on in its log.format."""
     from streamer.ops import logfmt
 
     cfg = config_mod.load(path)
-    LOG_FORMAT[0] = cfg["log_format"]
-    logfmt.setup(cfg["log_level"], cfg["log_format"])
+    LOG_FORMAT[0] = cfg["log"]["format"]
+    logfmt.setup(cfg["log"]["level"], cfg["log"]["format"])
     return cfg
 
 

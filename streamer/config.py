@@ -83,9 +83,9 @@ DEFAULTS: Dict[str, Any] = {
     # then the outcome is unknown and the producer is replaced (kafka.publisher).
     "kafka_commit_timeout_s": 60.0,
     "commit_retries": 5,
-    "log_level": "INFO",
-    # text (for people) or json (one object per line, for log pipelines: ops.logfmt).
-    "log_format": "text",
+    # level: DEBUG, INFO, WARNING or ERROR; format: text (for people) or json (one object per
+    # line, for log pipelines: ops.logfmt), for the streamer and every command.
+    "log": {"level": "INFO", "format": "text"},
     # Observability (docs/metrics.md). environment is a metric dimension; http_port 0 = no endpoint.
     "environment": "dev",
     "metrics": {"http_host": "127.0.0.1", "http_port": 0, "interval_s": 10.0,
@@ -125,11 +125,17 @@ IN_FLIGHT_KEYS = ("max.in.flight.requests.per.connection", "max.in.flight")
 SASL_MECHANISM_KEYS = ("sasl.mechanisms", "sasl.mechanism")
 
 
+# Keys an older config may still spell the old way: named with their new name.
+RENAMED = {"log_level": "log.level", "log_format": "log.format"}
+
+
 def _merge(base: Dict[str, Any], over: Dict[str, Any], path: str = "") -> Dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():
         where = f"{path}{key}"
         if key not in base:
+            if where in RENAMED:
+                raise ConfigError(f"config key '{where}' is now '{RENAMED[where]}'")
             allowed = ", ".join(sorted(base))
             raise ConfigError(f"unknown config key '{where}'; allowed here: {allowed}")
         if isinstance(base[key], dict) and where not in FREE_MAPPINGS:
@@ -286,11 +292,11 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
              "schema_registry.url", url, "unset, or the registry's base URL: http(s)://host:port[/path]")
     _positive_number(cfg, "schema_registry.timeout_s")
     _validate_registry_auth(cfg["schema_registry"]["auth"])
-    level = str(cfg["log_level"]).upper()
-    _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log_level", cfg["log_level"],
+    level = str(cfg["log"]["level"]).upper()
+    _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log.level", cfg["log"]["level"],
              "DEBUG, INFO, WARNING or ERROR")
-    cfg["log_level"] = level
-    _require(cfg["log_format"] in ("text", "json"), "log_format", cfg["log_format"],
+    cfg["log"]["level"] = level
+    _require(cfg["log"]["format"] in ("text", "json"), "log.format", cfg["log"]["format"],
              "text or json (one JSON object per line)")
     _validate_observability(cfg)
     if cfg["source"]["name"] is None:

@@ -39,7 +39,8 @@ class Announcer:
                 self.uncompacted.add(tv.topic)
                 log.warning("table %s.%s has no primary key: its topic %s is created with the "
                             "delete cleanup policy, not compacted (Kafka compacts keyed records "
-                            "only)", tv.db, tv.table, tv.topic)
+                            "only)", tv.db, tv.table, tv.topic,
+                            extra={"table": f"{tv.db}.{tv.table}"})
             publisher.ensure_topic(tv.topic)
         if self.registry is not None:
             self.registry.frame(tv.topic, tv.value_writer, tv.key_writer)

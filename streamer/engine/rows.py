@@ -129,7 +129,8 @@ def truncated_version(event: Any, tables: TableCatalog) -> Optional[Any]:
         # No message of the table was ever published in this namespace: no consumer holds a
         # row of it to remove.
         log.info("TRUNCATE of %s.%s not published: the table never had a message in this "
-                 "namespace (no schema of its topic), so there is nothing to remove", *target)
+                 "namespace (no schema of its topic), so there is nothing to remove", *target,
+                 extra={"table": "%s.%s" % target})
     return tv
 
 

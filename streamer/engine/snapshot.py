@@ -269,7 +269,7 @@ class Snapshots:
             self.queue.pop(0)
             self.done += 1
             log.info("snapshot of %s done: %d rows in %d chunks (request %s)", j["table"],
-                     j["rows"], j["chunk"], j["id"])
+                     j["rows"], j["chunk"], j["id"], extra={"table": j["table"]})
         self.pump()
 
     # -- the table side ---------------------------------------------------------------------------
@@ -283,7 +283,8 @@ class Snapshots:
             try:
                 self._read(j)
             except SnapshotRefused as exc:
-                log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc)
+                log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc,
+                          extra={"table": j["table"]})
                 self._drop()
             except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
                 raise
@@ -308,7 +309,7 @@ class Snapshots:
         log.warning("snapshot of %s: its chunk key changed from (%s) to (%s) after %d rows; it "
                     "starts again from the first row (rows read again are published again as op "
                     "r, none is skipped)", j["table"], ", ".join(was or ["?"] * len(j["last_key"])),
-                    ", ".join(key), j["rows"])
+                    ", ".join(key), j["rows"], extra={"table": j["table"]})
         j.update(last_key=None, key=list(key), chunk=0)
         self._progress = None
 
@@ -330,14 +331,14 @@ class Snapshots:
         described = source.describe(db, table)
         if described is None:
             log.warning("snapshot of %s ends: the table no longer exists (%d rows published)",
-                        j["table"], j["rows"])
+                        j["table"], j["rows"], extra={"table": j["table"]})
             self._drop()
             return
         if j["chunk"] == 0 and not j["estimate"]:
             j["estimate"] = described.estimate
             self._progress = None
             log.info("snapshot of %s begins: about %d rows, chunks of %d (request %s)", j["table"],
-                     described.estimate, self.chunk_rows, j["id"])
+                     described.estimate, self.chunk_rows, j["id"], extra={"table": j["table"]})
         self._same_key(j, described.chunk_key)
         if j["where"]:
             try:
@@ -374,7 +375,7 @@ class Snapshots:
                 raise  # the connection, not the query: retried like a dropped stream
             if code == server.ER_NO_SUCH_TABLE:
                 log.warning("snapshot of %s ends: the table was dropped (%d rows published)",
-                            j["table"], j["rows"])
+                            j["table"], j["rows"], extra={"table": j["table"]})
                 self._drop()
                 return
             if code == ER_BAD_FIELD and not j["where"] and not retried:

@@ -139,7 +139,8 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         if pos.file and not pos.gtid_set and source.explicit_gtids:
             pos.gtid_set = source.explicit_gtids
         log.warning("!!! explicit start position %s OVERRIDES the committed checkpoint %s !!!",
-                    pos.describe(), checkpoint.describe() if checkpoint else "(none)")
+                    pos.describe(), checkpoint.describe() if checkpoint else "(none)",
+                    extra={"position": pos.describe()})
         pos.server_id = source.server_id
         if checkpoint is not None and checkpoint.snapshot is not None:
             # Snapshots don't depend on the binlog position: the ones under way go on from
@@ -147,7 +148,8 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
             pos.snapshot = checkpoint.snapshot
         return pos
     if checkpoint is not None:
-        log.info("resuming from committed checkpoint %s", checkpoint.describe())
+        log.info("resuming from committed checkpoint %s", checkpoint.describe(),
+                 extra={"position": checkpoint.describe()})
         return checkpoint
     # The first checkpoint carries the server's whole executed set at that point, not only the
     # GTIDs read after it: a resume by GTID (another server after a failover) must not be sent
@@ -164,10 +166,12 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         jobs = source.snapshot()
         pos.snapshot = {"queue": jobs, "done": 0, "rows": 0}
         log.info("no checkpoint for source %s: snapshotting %d tables, then streaming from the "
-                 "end of the binlog, %s", cfg["source"]["name"], len(jobs), pos.describe())
+                 "end of the binlog, %s", cfg["source"]["name"], len(jobs), pos.describe(),
+                 extra={"position": pos.describe()})
         return pos
     log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
-             cfg["source"]["name"], start_cfg["initial"], pos.describe())
+             cfg["source"]["name"], start_cfg["initial"], pos.describe(),
+             extra={"position": pos.describe()})
     return pos
 
 

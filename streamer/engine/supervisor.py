@@ -188,7 +188,8 @@ class Supervisor:
                 if publisher.committed is not None:
                     position = publisher.committed
                 log.warning("%s; resuming from %s on %s in %.1fs", exc, position.describe(),
-                            self.servers.current, backoff)
+                            self.servers.current, backoff,
+                            extra={"position": position.describe()})
                 self._sleep(backoff)
 
     def _connection(self, publisher: Any, position: Position) -> None:
@@ -199,7 +200,8 @@ class Supervisor:
             # (source.failover).
             start = getattr(reader, "start", position)
             log.info("reading the binlog from %s on %s at %s", start.describe(),
-                     getattr(reader, "server", None) or "MySQL", self.servers.current)
+                     getattr(reader, "server", None) or "MySQL", self.servers.current,
+                     extra={"position": start.describe()})
             self.streamer.stream(publisher, reader, start)
         if not self.stop_requested:
             # The server ended the stream (an EOF packet: it is shutting down, or dropped this

@@ -1,4 +1,4 @@
-"""Log lines for people or for machines (``log_format``: text or json).
+"""Log lines for people or for machines (``log.format``: text or json).
 
 JSON is one object per line: ``time`` (UTC, ISO 8601, ms), ``level``, ``logger``, ``message``,
 any fields the line was given (``extra``: ``table``, ``position``, ``exit_code`` ...), and the

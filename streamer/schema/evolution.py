@@ -150,8 +150,8 @@ def report(table: str, found: List[Change]) -> None:
     breaking = [c.text for c in found if c.breaking]
     fine = [c.text for c in found if not c.breaking]
     if fine:
-        log.info("table %s: schema change: %s", table, "; ".join(fine))
+        log.info("table %s: schema change: %s", table, "; ".join(fine), extra={"table": table})
     if breaking:
         log.warning("table %s: schema change NOT backward-compatible: %s. Readers of the old "
                     "schema may fail or misread new messages; see docs/schemas.md",
-                    table, "; ".join(breaking))
+                    table, "; ".join(breaking), extra={"table": table})

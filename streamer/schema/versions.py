@@ -392,7 +392,8 @@ class TableCatalog:
                               definition=definition)
             self._by_signature[sig] = tv
             log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
-                     tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]))
+                     tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]),
+                     extra={"table": f"{tv.db}.{tv.table}"})
             if previous is not None:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))

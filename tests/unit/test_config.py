@@ -29,6 +29,15 @@ def test_unknown_key_names_the_allowed_ones(tmp_path):
         config.load(write(tmp_path, BASE + "mysql: {hots: a, server_id: 1}\n".replace(BASE, "")), environ={})
 
 
+def test_a_renamed_key_names_its_new_name_and_the_log_section_is_checked(tmp_path):
+    with pytest.raises(config.ConfigError, match="'log_level' is now 'log.level'"):
+        config.load(write(tmp_path, BASE + "log_level: DEBUG\n"), environ={})
+    cfg = config.load(write(tmp_path, BASE + "log: {level: debug, format: json}\n"), environ={})
+    assert cfg["log"] == {"level": "DEBUG", "format": "json"}
+    with pytest.raises(config.ConfigError, match="log.format"):
+        config.load(write(tmp_path, BASE + "log: {format: xml}\n"), environ={})
+
+
 def test_bad_value_names_key_value_and_what_is_allowed(tmp_path):
     with pytest.raises(config.ConfigError) as err:
         config.load(write(tmp_path, BASE + "batch: {max_messages: -3}\n"), environ={})

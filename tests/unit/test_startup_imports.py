@@ -48,7 +48,7 @@ def test_run_sets_the_eager_jit_thresholds_only_after_reading_the_config(monkeyp
 
     def load(path):
         order.append("config")
-        return {"log_level": "INFO", "log_format": "text"}
+        return {"log": {"level": "INFO", "format": "text"}}
 
     def tune_jit():
         order.append("jit")
