@@ -77,6 +77,10 @@ class Chunk:
         self.rows.pop(tuple([values[n] for n in self.key_names]), None)
 
 
+class _ReadAgain(Exception):
+    """A column of the table went between its description and the chunk's SELECT."""
+
+
 class Snapshots:
     """The snapshots of one streamer: requests, progress, the chunk in flight and its window.
 
@@ -340,60 +344,29 @@ class Snapshots:
             log.info("snapshot of %s begins: about %d rows, chunks of %d (request %s)", j["table"],
                      described.estimate, self.chunk_rows, j["id"], extra={"table": j["table"]})
         self._same_key(j, described.chunk_key)
-        if j["where"]:
-            try:
-                condition.check(j["where"], [c.name for c in described.columns])
-            except ValueError as exc:
-                raise SnapshotRefused(f"the request's condition {j['where']!r} is refused: "
-                                      f"{exc}") from None
-        assert self.catalog is not None
-        tv = self.catalog.snapshot_version(described)
-        names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
-        lossy = [k for k in described.chunk_key if k in tv.lossy]
-        if lossy:
-            raise SnapshotRefused(
-                f"cannot snapshot {j['table']}: its rows are read in chunks by the unique key "
-                f"({', '.join(described.chunk_key)}), and tables.columns.mask masks "
-                f"{', '.join(lossy)} so that rows can't be told apart by it. Mask the column with "
-                f"'hash', or give the table a primary key")
+        tv = self._version_for(j, described)
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
         self._marks += 1
         low, high = f"L{self._run}{self._marks}", f"H{self._run}{self._marks}"
         if not self.read_only:
             source.watermark(low)
         try:
-            if self.read_only:
-                # The position the SELECT's consistent read is at (source.chunks says how).
-                rows, last, final, low = source.read_at_position(
-                    described, j["last_key"], j["where"], self.chunk_rows)
-            else:
-                rows, last, final = source.read(described, j["last_key"], j["where"],
-                                                self.chunk_rows)
-        except pymysql.err.MySQLError as exc:
-            code = exc.args[0] if exc.args else None
-            if not isinstance(code, int) or code >= server.CR_MIN:
-                raise  # the connection, not the query: retried like a dropped stream
-            if code == server.ER_NO_SUCH_TABLE:
-                log.warning("snapshot of %s ends: the table was dropped (%d rows published)",
-                            j["table"], j["rows"], extra={"table": j["table"]})
-                self._drop()
-                return
-            if code == ER_BAD_FIELD and not j["where"] and not retried:
-                return self._read(j, retried=True)  # a column went between describe and SELECT
-            if code in chunks.ER_STATEMENT_TIMEOUT:
-                raise SnapshotRefused(f"the chunk's SELECT ran longer than "
-                                      f"snapshot.chunk_timeout_s ({exc.args[-1]})"
-                                      + (f"; its condition {j['where']!r} may need an index"
-                                         if j["where"] else "")) from None
-            raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
-                                  + (f"; check the request's condition {j['where']!r}"
-                                     if j["where"] else "")) from None
+            got = self._select(source, described, j)
+        except _ReadAgain:
+            if retried:
+                raise SnapshotRefused(f"a column of {j['table']} went between its description "
+                                      f"and its chunk's SELECT twice in a row") from None
+            return self._read(j, retried=True)
+        if got is None:
+            return
+        rows, last, final, read_at = got
         if self.read_only:
-            high = source.gtid_position()
+            low, high = read_at, source.gtid_position()
         else:
             source.watermark(high)
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.
+        names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
         key_names = [names.get(k, k) for k in described.chunk_key]
         convert = tv.convert
         by_key: Dict[Tuple, Dict[str, Any]] = {}
@@ -403,6 +376,58 @@ class Snapshots:
         self.chunk = Chunk(j, low, high, tv, key_names, by_key, last, final)
         if self.read_only:
             self.chunk.low_set, self.chunk.high_set = GtidSet(low), GtidSet(high)
+
+    def _version_for(self, j: Dict[str, Any], described: Any) -> Any:
+        """The table version a chunk's rows are published with; a request's condition and a
+        chunk key the masks made lossy are refused."""
+        if j["where"]:
+            try:
+                condition.check(j["where"], [c.name for c in described.columns])
+            except ValueError as exc:
+                raise SnapshotRefused(f"the request's condition {j['where']!r} is refused: "
+                                      f"{exc}") from None
+        assert self.catalog is not None
+        tv = self.catalog.snapshot_version(described)
+        lossy = [k for k in described.chunk_key if k in tv.lossy]
+        if lossy:
+            raise SnapshotRefused(
+                f"cannot snapshot {j['table']}: its rows are read in chunks by the unique key "
+                f"({', '.join(described.chunk_key)}), and tables.columns.mask masks "
+                f"{', '.join(lossy)} so that rows can't be told apart by it. Mask the column with "
+                f"'hash', or give the table a primary key")
+        return tv
+
+    def _select(self, source: Any, described: Any, j: Dict[str, Any]) -> Optional[Tuple]:
+        """(rows, last key, final, the read-only read's position) of the chunk's SELECT; None
+        when the table was dropped (its snapshot ends); _ReadAgain when a column went."""
+        try:
+            if self.read_only:
+                # The position the SELECT's consistent read is at (source.chunks says how).
+                rows, last, final, at = source.read_at_position(
+                    described, j["last_key"], j["where"], self.chunk_rows)
+                return rows, last, final, at
+            rows, last, final = source.read(described, j["last_key"], j["where"],
+                                            self.chunk_rows)
+            return rows, last, final, None
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            if not isinstance(code, int) or code >= server.CR_MIN:
+                raise  # the connection, not the query: retried like a dropped stream
+            if code == server.ER_NO_SUCH_TABLE:
+                log.warning("snapshot of %s ends: the table was dropped (%d rows published)",
+                            j["table"], j["rows"], extra={"table": j["table"]})
+                self._drop()
+                return None
+            if code == ER_BAD_FIELD and not j["where"]:
+                raise _ReadAgain() from None  # a column went between describe and SELECT
+            if code in chunks.ER_STATEMENT_TIMEOUT:
+                raise SnapshotRefused(f"the chunk's SELECT ran longer than "
+                                      f"snapshot.chunk_timeout_s ({exc.args[-1]})"
+                                      + (f"; its condition {j['where']!r} may need an index"
+                                         if j["where"] else "")) from None
+            raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
+                                  + (f"; check the request's condition {j['where']!r}"
+                                     if j["where"] else "")) from None
 
     # -- read-only mode -----------------------------------------------------------------------------
     def seed(self, gtids: GtidSet, start: Position) -> None:
