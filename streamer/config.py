@@ -53,11 +53,26 @@ DEFAULTS: Dict[str, Any] = {
     # compact.
     # transactions: BEGIN/END records per source transaction in {namespace}.__transactions
     # (engine.txmeta).
+    # name: a table's topic, from {namespace}, {db} and {table}.
     "topics": {"partitions": 1, "replication_factor": 1, "tombstones": True, "compact": False,
-               "transactions": False},
+               "transactions": False, "name": "{namespace}.{db}.{table}"},
+    # The messages' format (README, "Message formats"): streamer (the default: Avro, our
+    # envelope), debezium (Debezium's change events: docs/debezium.md) or json (our envelope as
+    # one JSON object, no schema).
+    "format": "streamer",
+    # format: debezium. encoding json (Connect's JsonConverter; schemas_enable: the schema in
+    # each record) or avro (Connect's AvroConverter, through schema_registry.url); connector the
+    # source struct's name (mysql or mariadb); Debezium's decimal.handling.mode and
+    # time.precision.mode.
+    "debezium": {"encoding": "json", "schemas_enable": True, "connector": "mysql",
+                 "decimal_handling_mode": "precise",
+                 "time_precision_mode": "adaptive_time_microseconds"},
     # columns: kept out of Kafka by 'db.table.column' glob (schema.masking); mask maps a pattern
     # to hash, null or truncate:N, and hash keys its HMAC with the salt from salt_env/salt_file.
-    "tables": {"include": ["*.*"], "exclude": [],
+    # key_columns: 'db.table' -> the columns whose values key its messages (a table without a
+    # primary key gets a key; one with a primary key gets another), as Debezium's
+    # message.key.columns.
+    "tables": {"include": ["*.*"], "exclude": [], "key_columns": {},
                "columns": {"exclude": [], "mask": {}, "salt_env": "STREAMER_MASK_SALT",
                            "salt_file": None}},
     # max_messages cuts batches only while catching up (live, linger_ms does); the reader waits
@@ -115,7 +130,7 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 # Mappings whose keys are the user's (librdkafka settings, column patterns), not config keys.
-FREE_MAPPINGS = ("kafka", "tables.columns.mask")
+FREE_MAPPINGS = ("kafka", "tables.columns.mask", "tables.key_columns")
 
 # Config keys the user may not set inside `kafka:` because the streamer owns them.
 RESERVED_KAFKA_KEYS = ("transactional.id", "enable.idempotence", "acks", "isolation.level")
@@ -217,31 +232,62 @@ def _positive_number(cfg: Dict[str, Any], key: str, allow_zero: bool = False) ->
 
 
 def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Check every key (one clear error naming the first bad one) and fill the derived ones."""
     ns = cfg["namespace"]
     _require(isinstance(ns, str) and bool(_NAME.match(ns)), "namespace", ns,
              "letters, digits, '_', '-', '.' (it prefixes every topic name)")
-    sid = cfg["mysql"]["server_id"]
+    _validate_mysql(cfg)
+    _validate_numbers(cfg)
+    _validate_ha(cfg["ha"])
+    _validate_start_and_tables(cfg)
+    _validate_kafka(cfg["kafka"])
+    url = cfg["schema_registry"]["url"]
+    _require(url is None or (isinstance(url, str) and url.startswith(("http://", "https://"))),
+             "schema_registry.url", url, "unset, or the registry's base URL: http(s)://host:port[/path]")
+    _positive_number(cfg, "schema_registry.timeout_s")
+    _validate_registry_auth(cfg["schema_registry"]["auth"])
+    _validate_format(cfg)
+    _validate_topics_and_keys(cfg)
+    _validate_log(cfg["log"])
+    _validate_observability(cfg)
+    if cfg["source"]["name"] is None:
+        cfg["source"]["name"] = f"{cfg['mysql']['host']}-{cfg['mysql']['port']}"
+    name = cfg["source"]["name"]
+    _require(isinstance(name, str) and bool(_NAME.match(name)), "source.name", name,
+             "letters, digits, '_', '-', '.'")
+    return cfg
+
+
+def _validate_mysql(cfg: Dict[str, Any]) -> None:
+    m = cfg["mysql"]
+    sid = m["server_id"]
     _require(isinstance(sid, int) and not isinstance(sid, bool) and 1 <= sid < 2**32,
              "mysql.server_id", sid,
              "a fixed integer 1..4294967295, unique among the source's replicas (never random)")
-    port = cfg["mysql"]["port"]
+    port = m["port"]
     _require(isinstance(port, int) and 0 < port < 65536, "mysql.port", port, "1..65535")
-    _validate_hosts(cfg["mysql"])
+    _validate_hosts(m)
+    _validate_tls(m["tls"])
+    _require(m["position_mode"] in ("file", "gtid"), "mysql.position_mode", m["position_mode"],
+             "'file' or 'gtid'")
+
+
+def _validate_numbers(cfg: Dict[str, Any]) -> None:
     for key in ("mysql.connect_timeout_s", "mysql.heartbeat_s", "mysql.reconnect_backoff_s",
                 "mysql.reconnect_backoff_max_s", "shutdown_timeout_s", "kafka_connect_timeout_s",
                 "kafka_commit_timeout_s", "batch.max_messages",
                 "batch.linger_ms", "batch.catchup_linger_ms", "batch.idle_checkpoint_ms", "topics.partitions",
                 "topics.replication_factor"):
         _positive_number(cfg, key)
-    _positive_number(cfg, "mysql.reconnect_max_attempts", allow_zero=True)
-    _positive_number(cfg, "commit_retries", allow_zero=True)
-    _positive_number(cfg, "batch.min_linger_ms", allow_zero=True)
-    _positive_number(cfg, "batch.gather_ms", allow_zero=True)
+    for key in ("mysql.reconnect_max_attempts", "commit_retries", "batch.min_linger_ms",
+                "batch.gather_ms"):
+        _positive_number(cfg, key, allow_zero=True)
     warm = cfg["warmup"]["transactions"]
     _require(isinstance(warm, int) and not isinstance(warm, bool) and warm >= 0,
              "warmup.transactions", warm, "a whole number >= 0 (0: no JIT warm-up)")
-    _validate_tls(cfg["mysql"]["tls"])
-    ha = cfg["ha"]
+
+
+def _validate_ha(ha: Dict[str, Any]) -> None:
     _require(isinstance(ha["enabled"], bool), "ha.enabled", ha["enabled"], "true or false")
     for key in ("session_timeout_ms", "heartbeat_interval_ms"):
         _require(isinstance(ha[key], int) and not isinstance(ha[key], bool) and ha[key] > 0,
@@ -249,12 +295,13 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     _require(ha["heartbeat_interval_ms"] * 3 <= ha["session_timeout_ms"],
              "ha.heartbeat_interval_ms", ha["heartbeat_interval_ms"],
              "at most a third of ha.session_timeout_ms (the session must outlive a lost heartbeat)")
-    mode = cfg["mysql"]["position_mode"]
-    _require(mode in ("file", "gtid"), "mysql.position_mode", mode, "'file' or 'gtid'")
-    initial = cfg["start"]["initial"]
-    _require(initial in ("end", "beginning", "snapshot"), "start.initial", initial,
-             "'end', 'beginning' or 'snapshot' (copy the tables' rows, then stream from the end)")
+
+
+def _validate_start_and_tables(cfg: Dict[str, Any]) -> None:
     start = cfg["start"]
+    _require(start["initial"] in ("end", "beginning", "snapshot"), "start.initial",
+             start["initial"],
+             "'end', 'beginning' or 'snapshot' (copy the tables' rows, then stream from the end)")
     if (start["file"] is None) != (start["pos"] is None):
         raise ConfigError("config keys 'start.file' and 'start.pos' go together: set both or neither")
     if start["pos"] is not None:
@@ -268,43 +315,37 @@ def validate(cfg: Dict[str, Any]) -> Dict[str, Any]:
     for key in ("topics.tombstones", "topics.compact", "topics.transactions"):
         section, name = key.split(".")
         _require(isinstance(cfg[section][name], bool), key, cfg[section][name], "true or false")
+
+
+def _validate_kafka(kafka: Dict[str, Any]) -> None:
     for key in RESERVED_KAFKA_KEYS:
-        if key in cfg["kafka"]:
+        if key in kafka:
             raise ConfigError(f"config key 'kafka.{key}' is set by the streamer itself "
                               f"(exactly-once needs it); remove it")
     for key in IN_FLIGHT_KEYS:
-        value = cfg["kafka"].get(key)
+        value = kafka.get(key)
         if value is not None and str(value).strip() != "1":
             raise ConfigError(f"config key 'kafka.{key}' is {value!r}; it must stay 1 (or be "
                               f"left out): with more requests in flight, librdkafka (2.0.2, as "
                               f"seen here) can drop a message while a partition's leader "
                               f"changes, and per-key order and exactly-once depend on it")
     for key in SASL_MECHANISM_KEYS:
-        if str(cfg["kafka"].get(key, "")).strip().upper() == "GSSAPI":
+        if str(kafka.get(key, "")).strip().upper() == "GSSAPI":
             raise ConfigError(f"config key 'kafka.{key}' is GSSAPI (Kerberos), which the "
                               f"streamer's librdkafka (upstream's build, deploy/librdkafka.sh) "
                               f"does not include; use SCRAM-SHA-256, SCRAM-SHA-512, PLAIN "
                               f"(over SASL_SSL) or OAUTHBEARER")
-    _require(bool(cfg["kafka"].get("bootstrap.servers")), "kafka.bootstrap.servers",
-             cfg["kafka"].get("bootstrap.servers"), "host:port[,host:port...]")
-    url = cfg["schema_registry"]["url"]
-    _require(url is None or (isinstance(url, str) and url.startswith(("http://", "https://"))),
-             "schema_registry.url", url, "unset, or the registry's base URL: http(s)://host:port[/path]")
-    _positive_number(cfg, "schema_registry.timeout_s")
-    _validate_registry_auth(cfg["schema_registry"]["auth"])
-    level = str(cfg["log"]["level"]).upper()
-    _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log.level", cfg["log"]["level"],
+    _require(bool(kafka.get("bootstrap.servers")), "kafka.bootstrap.servers",
+             kafka.get("bootstrap.servers"), "host:port[,host:port...]")
+
+
+def _validate_log(log: Dict[str, Any]) -> None:
+    level = str(log["level"]).upper()
+    _require(level in ("DEBUG", "INFO", "WARNING", "ERROR"), "log.level", log["level"],
              "DEBUG, INFO, WARNING or ERROR")
-    cfg["log"]["level"] = level
-    _require(cfg["log"]["format"] in ("text", "json"), "log.format", cfg["log"]["format"],
+    log["level"] = level
+    _require(log["format"] in ("text", "json"), "log.format", log["format"],
              "text or json (one JSON object per line)")
-    _validate_observability(cfg)
-    if cfg["source"]["name"] is None:
-        cfg["source"]["name"] = f"{cfg['mysql']['host']}-{cfg['mysql']['port']}"
-    name = cfg["source"]["name"]
-    _require(isinstance(name, str) and bool(_NAME.match(name)), "source.name", name,
-             "letters, digits, '_', '-', '.'")
-    return cfg
 
 
 def split_host(entry: Any, default_port: int) -> Tuple[str, int]:
@@ -346,6 +387,43 @@ def _validate_hosts(m: Dict[str, Any]) -> None:
         raise ConfigError(f"config key 'mysql.hosts' names a server twice: {hosts!r}")
     m["hosts"] = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in parsed]
     m["host"], m["port"] = parsed[0]
+
+
+_TOPIC = re.compile(r"^[A-Za-z0-9._{}-]+$")
+
+
+def _validate_topics_and_keys(cfg: Dict[str, Any]) -> None:
+    name = cfg["topics"]["name"]
+    _require(isinstance(name, str) and "{db}" in name and "{table}" in name
+             and bool(_TOPIC.match(name)) and not name.startswith("__"), "topics.name", name,
+             "a template naming {db} and {table} (and {namespace}, if you like), of the "
+             "characters a Kafka topic may hold: letters, digits, '.', '_', '-'")
+    for table, columns in cfg["tables"]["key_columns"].items():
+        _require(isinstance(table, str) and table.count(".") == 1, "tables.key_columns", table,
+                 "'db.table' keys")
+        _require(isinstance(columns, list) and bool(columns)
+                 and all(isinstance(c, str) and c for c in columns),
+                 f"tables.key_columns.{table}", columns, "a list of the table's column names")
+
+
+def _validate_format(cfg: Dict[str, Any]) -> None:
+    _require(cfg["format"] in ("streamer", "debezium", "json"), "format", cfg["format"],
+             "streamer (Avro, the streamer's envelope), debezium or json")
+    d = cfg["debezium"]
+    _require(d["encoding"] in ("json", "avro"), "debezium.encoding", d["encoding"],
+             "json (Connect's JsonConverter) or avro (Connect's AvroConverter)")
+    _require(d["connector"] in ("mysql", "mariadb"), "debezium.connector", d["connector"],
+             "mysql or mariadb (the source struct's name)")
+    _require(d["decimal_handling_mode"] in ("precise", "string", "double"),
+             "debezium.decimal_handling_mode", d["decimal_handling_mode"],
+             "precise, string or double")
+    _require(d["time_precision_mode"] in ("adaptive_time_microseconds", "connect"),
+             "debezium.time_precision_mode", d["time_precision_mode"],
+             "adaptive_time_microseconds or connect")
+    if cfg["format"] == "debezium" and d["encoding"] == "avro":
+        _require(bool(cfg["schema_registry"]["url"]), "schema_registry.url", None,
+                 "a registry's URL: format debezium with encoding avro writes the Confluent wire "
+                 "format, as Connect's AvroConverter reads it")
 
 
 def _validate_registry_auth(a: Dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import uuid
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import fastavro
@@ -141,6 +142,6 @@ def to_jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
         return str(value)
-    if hasattr(value, "as_tuple"):
+    if hasattr(value, "as_tuple") or isinstance(value, uuid.UUID):
         return str(value)
     return value

@@ -42,8 +42,8 @@ class Announcer:
                             "only)", tv.db, tv.table, tv.topic,
                             extra={"table": f"{tv.db}.{tv.table}"})
             publisher.ensure_topic(tv.topic)
-        if self.registry is not None:
-            self.registry.frame(tv.topic, tv.value_writer, tv.key_writer)
+        if self.registry is not None and tv.wire_value is not None:
+            self.registry.frame(tv.topic, tv.wire_value, tv.wire_key)
         self.open()
         for kind, writer in (("value", tv.value_writer), ("key", tv.key_writer)):
             if writer is not None:

@@ -152,12 +152,7 @@ def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker,
     if tracker.count(1):
         return 0
     packet = event.packet
-    gtid = tracker.gtid
-    source = {"server_id": packet.server_id, "file": tracker.file,
-              "pos": packet.log_pos - packet.event_size,
-              "gtid": None if gtid is None else ("string", gtid),
-              "db": tv.db, "table": tv.table, "row": 0, "txid": tracker.txid,
-              "tx_row": tracker.tx_rows - 1, "snapshot": None}
-    envelope = {"before": None, "after": None, "op": "t", "ts_ms": event.timestamp * 1000,
-                "source": source}
-    return produce_everywhere(tv.topic, tv.value_writer.encode(envelope))
+    return produce_everywhere(tv.topic, tv.truncate_value(
+        event.timestamp * 1000, packet.server_id, tracker.file,
+        packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid,
+        tracker.tx_rows - 1))

@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from streamer import config as config_mod
+from streamer.codec import formats
 from streamer.codec.schema_registry import SchemaRegistry, auth_from_config
 from streamer.engine import start as start_mod
 from streamer.engine.announce import Announcer
@@ -176,7 +177,8 @@ class Streamer:
                             rules=self.column_rules, tombstones=cfg["topics"]["tombstones"],
                             compact=cfg["topics"]["compact"],
                             schemas=evolution.schemas_from_records(records),
-                            definitions=self.definitions if read_definitions else None)
+                            definitions=self.definitions if read_definitions else None,
+                            fmt=formats.make(cfg), topic_template=cfg["topics"]["name"])
 
     def close(self) -> None:
         self.snapshots.close()

@@ -41,7 +41,10 @@ DOCS = {
 class ColumnRules:
     """Which rule, if any, applies to a column; the salt for ``hash``."""
 
-    def __init__(self, exclude: Sequence[str], mask: Dict[str, str], salt: Optional[bytes] = None):
+    def __init__(self, exclude: Sequence[str], mask: Dict[str, str], salt: Optional[bytes] = None,
+                 key_columns: Optional[Dict[str, List[str]]] = None):
+        # tables.key_columns: 'db.table' -> the columns whose values are its messages' key.
+        self._key_columns = dict(key_columns or {})
         self._rules: List[Tuple[Tuple[str, str, str], Rule]] = []
         for pattern in exclude:
             globs = split_pattern(pattern)
@@ -58,7 +61,11 @@ class ColumnRules:
     def from_config(cls, cfg: Dict[str, Any], salt: Optional[bytes]) -> "ColumnRules":
         """The rules of ``tables.columns``; ``salt`` is ``config.mask_salt(cfg)``."""
         cols = cfg["tables"]["columns"]
-        return cls(cols["exclude"], cols["mask"], salt)
+        return cls(cols["exclude"], cols["mask"], salt, cfg["tables"]["key_columns"])
+
+    def key_columns(self, db: str, table: str) -> Optional[List[str]]:
+        """The columns tables.key_columns makes the key of ``db.table``, or None."""
+        return self._key_columns.get(f"{db}.{table}") if self._key_columns else None
 
     def __bool__(self) -> bool:
         return bool(self._rules)

@@ -59,6 +59,14 @@ def signature(event: Any) -> Tuple:
     return (event.schema, event.table, tuple(cols))
 
 
+# topics.name: a table's topic (config.py checks that it names {db} and {table}).
+TOPIC_TEMPLATE = "{namespace}.{db}.{table}"
+
+
+def topic_name(template: str, namespace: str, db: str, table: str) -> str:
+    return template.replace("{namespace}", namespace).replace("{db}", db).replace("{table}", table)
+
+
 class TableVersion:
     """Schemas and converters for one version of one table.
 
@@ -69,12 +77,11 @@ class TableVersion:
     def __init__(self, namespace: str, event: Any,
                  previous: Optional[evolution.Previous] = None, binlog: bool = True,
                  rules: Optional[ColumnRules] = None, tombstones: bool = False,
-                 compact: bool = False, definition: Definition = NO_DEFINITION):
+                 compact: bool = False, definition: Definition = NO_DEFINITION,
+                 fmt: Optional[Any] = None, topic_template: str = TOPIC_TEMPLATE):
         self.db: str = event.schema
         self.table: str = event.table
-        self.topic = f"{namespace}.{self.db}.{self.table}"
-        table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
-        fields: List[Dict[str, Any]] = []
+        self.topic = topic_name(topic_template, namespace, self.db, self.table)
         self.conversions: List[Tuple[str, str, Optional[Callable[[Any], Any]], Any]] = []
         # (Avro name, nullable, the value of an empty SET as published)
         self.empty_set_columns: List[Tuple[str, bool, str]] = []
@@ -83,13 +90,45 @@ class TableVersion:
         # MySQL names of columns whose published value can't tell rows apart (masked with null
         # or truncate): a snapshot can't chunk by them.
         self.lossy: List[str] = []
+        # (Avro name, kind, nullable, binlog column) of each published column, for the other
+        # message formats (codec.debezium, codec.jsonformat); a hashed column's kind is "masked".
+        self.columns_info: List[Tuple[str, str, bool, Any]] = []
+        period = definition.period
+        self.versioning = None if period is None else versioning(period.end)
+        fields, excluded, pk = self._columns(event, previous, rules, definition)
+        table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
+        self._schemas(table_space, fields, excluded)
+        # A version described for a snapshot (binlog False) reads no binlog rows.
+        self.read_plan = rowplan.plan_for(event.columns) if binlog else None
+        key_columns = rules.key_columns(self.db, self.table) if rules is not None else None
+        if key_columns is not None:
+            pk = _key_fields(self.db, self.table, key_columns, fields)
+        self.pk_names = [n for n, _ in pk]
+        # A null value under the key after each delete, so that compaction can forget the key.
+        self.tombstones = tombstones and bool(pk)
+        # Kafka compacts only keyed records: a keyless table's topic keeps the delete policy.
+        self.compacted = compact and bool(pk)
+        self._writers(table_space, pk)
+        # What goes on the wire, framed by a registry: the streamer's Avro, unless the message
+        # format (config format) attaches its own envelope, key and writers.
+        self.wire_value: Optional[avro.Writer] = self.value_writer
+        self.wire_key: Optional[avro.Writer] = self.key_writer
+        self.truncate_value = streamer_truncate(self.value_writer)
+        if fmt is not None:
+            fmt.attach(self)
+
+    def _columns(self, event: Any, previous: Optional[evolution.Previous],
+                 rules: Optional[ColumnRules], definition: Definition
+                 ) -> Tuple[List[Dict[str, Any]], List[str], List[Tuple[str, Dict[str, Any]]]]:
+        """(fields, excluded MySQL names, (Avro name, field) of the primary key) of the
+        published columns; conversions and the other per-column lists on the way."""
+        fields: List[Dict[str, Any]] = []
         excluded: List[str] = []
         pk: List[Tuple[str, Dict[str, Any]]] = []
-        used = set()
+        used: set = set()
         period = definition.period
         # A system-versioned table: its period's end is in the binlog's key, not the row's.
         not_key = period.end if period is not None else None
-        self.versioning = None if period is None else versioning(period.end)
         for i, col in enumerate(event.columns):
             if not col.name or col.name.startswith("UNKNOWN_COL"):
                 raise MissingColumnNames(
@@ -107,44 +146,59 @@ class TableVersion:
             if rule is not None and rule.method == "exclude":
                 excluded.append(col.name)
                 continue
-            atype, conv, kind = columns.avro_type(col, definition.type_of(col.name))
-            mask = None
-            if rule is not None and rule.method != "null":
-                assert rules is not None
-                mask = rules.masker(rule, atype, f"{self.db}.{self.table}.{col.name}")
-                conv = masking.after(conv, mask)
-                if rule.method == "hash":
-                    atype = "string"
-            name = avro.avro_name(col.name)
-            while name in used:
-                name += "_"
-            nullable = _nullable(event.null_bitmask, i) or kind in columns.ALWAYS_NULLABLE or \
-                evolution.nullable_by_lineage(name, previous) or \
-                (rule is not None and rule.method == "null")
-            used.add(name)
-            field: Dict[str, Any] = {"name": name, "type": ["null", atype] if nullable else atype}
-            if nullable:
-                field["default"] = None
-            field["mysql.type"] = kind
-            if name != col.name:
-                field["mysql.column"] = col.name
-            if rule is not None:
-                field["streamer.mask"] = rule.describe()
-                field["doc"] = masking.DOCS[rule.method]
-                if rule.method != "hash":
-                    self.lossy.append(col.name)
+            nullable_in_binlog = _nullable(event.null_bitmask, i)
+            field = self._column(col, nullable_in_binlog, previous, rules, rule, definition, used)
             fields.append(field)
-            branch = _branch(atype) if nullable else None
-            if rule is not None and rule.method == "null":
-                self.nulled.append((col.name, name))
-            elif conv is not None or branch is not None or name != col.name:
-                self.conversions.append((col.name, name, conv, branch))
-            if kind == "set" and (rule is None or rule.method != "null"):
-                self.empty_set_columns.append((name, nullable, "" if mask is None else mask("")))
             if col.is_primary and col.name != not_key:
-                pk.append((name, copy.deepcopy(field)))
-        # The namespace carries a hash of the exact fields: distinct full schemas, distinct
-        # fingerprints (see evolution.short_hash). Readers match records by unqualified name.
+                pk.append((field["name"], copy.deepcopy(field)))
+        return fields, excluded, pk
+
+    def _column(self, col: Any, nullable_in_binlog: bool, previous: Optional[evolution.Previous],
+                rules: Optional[ColumnRules], rule: Any, definition: Definition,
+                used: set) -> Dict[str, Any]:
+        """One published column's field; its conversion and lists."""
+        atype, conv, kind = columns.avro_type(col, definition.type_of(col.name))
+        mask = None
+        if rule is not None and rule.method != "null":
+            assert rules is not None
+            mask = rules.masker(rule, atype, f"{self.db}.{self.table}.{col.name}")
+            conv = masking.after(conv, mask)
+            if rule.method == "hash":
+                atype = "string"
+        name = avro.avro_name(col.name)
+        while name in used:
+            name += "_"
+        used.add(name)
+        nulled = rule is not None and rule.method == "null"
+        nullable = nullable_in_binlog or kind in columns.ALWAYS_NULLABLE or \
+            evolution.nullable_by_lineage(name, previous) or nulled
+        self.columns_info.append((name, "masked" if rule is not None and rule.method == "hash"
+                                  else kind, nullable, col))
+        field: Dict[str, Any] = {"name": name, "type": ["null", atype] if nullable else atype}
+        if nullable:
+            field["default"] = None
+        field["mysql.type"] = kind
+        if name != col.name:
+            field["mysql.column"] = col.name
+        if rule is not None:
+            field["streamer.mask"] = rule.describe()
+            field["doc"] = masking.DOCS[rule.method]
+            if rule.method != "hash":
+                self.lossy.append(col.name)
+        branch = _branch(atype) if nullable else None
+        if nulled:
+            self.nulled.append((col.name, name))
+        elif conv is not None or branch is not None or name != col.name:
+            self.conversions.append((col.name, name, conv, branch))
+        if kind == "set" and not nulled:
+            self.empty_set_columns.append((name, nullable, "" if mask is None else mask("")))
+        return field
+
+    def _schemas(self, table_space: str, fields: List[Dict[str, Any]],
+                 excluded: List[str]) -> None:
+        """The row and envelope schemas. Their namespace carries a hash of the exact fields:
+        distinct full schemas, distinct fingerprints (see evolution.short_hash). Readers match
+        records by unqualified name."""
         space = f"{table_space}.v{evolution.short_hash(fields + [{'excluded': excluded}] if excluded else fields)}"
         self.row_schema = {"type": "record", "name": "Row", "namespace": space, "fields": fields}
         if excluded:
@@ -162,25 +216,19 @@ class TableVersion:
             ],
         }
         self.row_name = f"{space}.Row"
-        # A version described for a snapshot (binlog False) reads no binlog rows.
-        self.read_plan = rowplan.plan_for(event.columns) if binlog else None
-        self.pk_names = [n for n, _ in pk]
-        # A null value under the key after each delete, so that compaction can forget the key.
-        self.tombstones = tombstones and bool(pk)
-        # Kafka compacts only keyed records: a keyless table's topic keeps the delete policy.
-        self.compacted = compact and bool(pk)
+
+    def _writers(self, table_space: str, pk: List[Tuple[str, Dict[str, Any]]]) -> None:
+        """The value writer, the envelope writer built on it, and the key's."""
         self.value_writer = avro.Writer(self.value_schema)
         self.envelope = avro.EnvelopeWriter(self.value_writer, self.row_schema)
         self.key_writer: Optional[avro.Writer] = None
+        self.key_schema: Optional[Dict[str, Any]] = None
         if pk:
             key_fields = [f for _, f in pk]
-            self.key_schema: Optional[Dict[str, Any]] = {
-                "type": "record", "name": "Key",
-                "namespace": f"{table_space}.k{evolution.short_hash(key_fields)}",
-                "fields": key_fields}
+            self.key_schema = {"type": "record", "name": "Key",
+                               "namespace": f"{table_space}.k{evolution.short_hash(key_fields)}",
+                               "fields": key_fields}
             self.key_writer = avro.Writer(self.key_schema)
-        else:
-            self.key_schema = None
         if not self.value_writer.uses_fastavro():
             # The generated writers take [null, T] values as they are: no per-value tuple.
             self.conversions = [(m, n, c, None) for m, n, c, _ in self.conversions
@@ -228,6 +276,19 @@ def _current(end: Any) -> bool:
     return getattr(end, "year", 0) >= 2038
 
 
+def _key_fields(db: str, table: str, key_columns: List[str],
+                fields: List[Dict[str, Any]]) -> List[Tuple[str, Dict[str, Any]]]:
+    """tables.key_columns of a table: its key fields in the order given; a column the table
+    does not publish (absent, or excluded) is a config error naming the table's columns."""
+    by_mysql = {f.get("mysql.column", f["name"]): f for f in fields}
+    missing = [c for c in key_columns if c not in by_mysql]
+    if missing:
+        raise ConfigError(
+            f"tables.key_columns names {', '.join(missing)} for {db}.{table}, which publishes "
+            f"only {', '.join(by_mysql)}: name published columns of the table")
+    return [(by_mysql[c]["name"], copy.deepcopy(by_mysql[c])) for c in key_columns]
+
+
 def versioning(end: str) -> Callable[[str, Dict[str, Any]], Tuple[Optional[str], Any]]:
     """How a system-versioned table's row events map to its current rows' changes, by their
     period's end (column ``end``): an insert of a history row (an update's old version) is no
@@ -253,13 +314,27 @@ class TopicSchema:
     a TRUNCATE of it (``engine.rows.publish_truncate``) when no row of it was read in this run."""
 
     def __init__(self, namespace: str, db: str, table: str, value_schema: Dict[str, Any],
-                 keyed: bool, compact: bool) -> None:
+                 keyed: bool, compact: bool, topic_template: str = TOPIC_TEMPLATE) -> None:
         self.db = db
         self.table = table
-        self.topic = f"{namespace}.{db}.{table}"
+        self.topic = topic_name(topic_template, namespace, db, table)
+        self.value_schema = value_schema
         self.value_writer = avro.Writer(value_schema)
         self.key_writer: Optional[avro.Writer] = None
         self.compacted = compact and keyed
+        self.truncate_value = streamer_truncate(self.value_writer)
+
+
+def streamer_truncate(value_writer: avro.Writer) -> Callable[..., bytes]:
+    """The streamer's TRUNCATE message (op t, no before or after) in ``value_writer``'s schema."""
+    def truncate_value(ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],
+                       db: str, table: str, txid: str, tx_row: int) -> bytes:
+        source = {"server_id": server_id, "file": file, "pos": pos,
+                  "gtid": None if gtid is None else ("string", gtid), "db": db, "table": table,
+                  "row": 0, "txid": txid, "tx_row": tx_row, "snapshot": None}
+        return value_writer.encode({"before": None, "after": None, "op": "t", "ts_ms": ts_ms,
+                                    "source": source})
+    return truncate_value
 
 
 class TableCatalog:
@@ -277,8 +352,12 @@ class TableCatalog:
                  rules: Optional[ColumnRules] = None, tombstones: bool = False,
                  compact: bool = False,
                  schemas: Optional[Dict[str, Tuple[Dict[str, Any], bool]]] = None,
-                 definitions: Optional[Any] = None):
+                 definitions: Optional[Any] = None, fmt: Optional[Any] = None,
+                 topic_template: str = TOPIC_TEMPLATE):
         self.namespace = namespace
+        self.topic_template = topic_template
+        # The message format's attach(version) (codec.formats), or None: the streamer's Avro.
+        self.fmt = fmt
         # What a MariaDB table map hides (source.definitions.Definitions), or None.
         self.definitions = definitions
         self.filter = table_filter
@@ -293,6 +372,9 @@ class TableCatalog:
         self._by_signature: Dict[Tuple, TableVersion] = {}
         self._described: Dict[Tuple, TableVersion] = {}
         self._lineage = dict(lineage or {})
+
+    def topic_of(self, db: str, table: str) -> str:
+        return topic_name(self.topic_template, self.namespace, db, table)
 
     def forget_current(self) -> None:
         """After a reconnect: announce each table's version again (its schema record may have
@@ -310,9 +392,14 @@ class TableCatalog:
         found = self.current.get((db, table)) or self._last.get((db, table))
         if found is not None:
             return found
-        known = self._schemas.get(f"{self.namespace}.{db}.{table}")
-        return None if known is None else TopicSchema(self.namespace, db, table, known[0],
-                                                      known[1], self.compact)
+        known = self._schemas.get(self.topic_of(db, table))
+        if known is None:
+            return None
+        found = TopicSchema(self.namespace, db, table, known[0], known[1], self.compact,
+                            self.topic_template)
+        if self.fmt is not None:
+            self.fmt.attach_topic(found)
+        return found
 
     def on_statement(self, query: str) -> None:
         """A statement (DDL) naming a table whose definition was read: it is read again, and
@@ -354,12 +441,13 @@ class TableCatalog:
         tv = self._described.get(sig)
         cur = self.current.get((described.schema, described.table))
         if tv is None:
-            previous = self._lineage.get(f"{self.namespace}.{described.schema}.{described.table}")
+            previous = self._lineage.get(self.topic_of(described.schema, described.table))
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
             tv = TableVersion(self.namespace, described, previous, binlog=False,
                               rules=self.rules, tombstones=self.tombstones,
-                              compact=self.compact, definition=definition)
+                              compact=self.compact, definition=definition, fmt=self.fmt,
+                              topic_template=self.topic_template)
             self._described[sig] = tv
         if cur is not None and cur.value_writer.fingerprint == tv.value_writer.fingerprint and \
                 cur.key_schema == tv.key_schema:
@@ -384,12 +472,13 @@ class TableCatalog:
         key = (event.schema, event.table)
         cur = self.current.get(key)
         if tv is None:
-            previous = self._lineage.get(f"{self.namespace}.{event.schema}.{event.table}")
+            previous = self._lineage.get(self.topic_of(event.schema, event.table))
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
             tv = TableVersion(self.namespace, event, previous, rules=self.rules,
                               tombstones=self.tombstones, compact=self.compact,
-                              definition=definition)
+                              definition=definition, fmt=self.fmt,
+                              topic_template=self.topic_template)
             self._by_signature[sig] = tv
             log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
                      tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]),

@@ -1,0 +1,233 @@
+"""``format: debezium``: change events as Debezium's MySQL connector writes them, in JSON as
+Connect's JsonConverter writes it, or in Avro as Connect's AvroConverter writes it (Confluent wire
+format, through ``schema_registry``).
+
+The value is Debezium's envelope: ``before`` and ``after`` (the table's ``Value`` struct),
+``source`` (``io.debezium.connector.mysql.Source``: version, connector, name, ts_ms, snapshot, db,
+sequence, ts_us, ts_ns, table, server_id, gtid, file, pos, row, thread, query), ``op`` (c, u, d,
+r, t), the processing time as ``ts_ms``/``ts_us``/``ts_ns``, and ``transaction`` (null: the
+streamer's transaction records are its own, README "Transaction metadata"). The key is the
+table's ``Key`` struct of its primary key columns. Names follow Debezium's:
+``{namespace}.{db}.{table}.Value``/``.Key``/``.Envelope``; the topic is the streamer's, which is
+Debezium's ``{topic.prefix}.{db}.{table}`` with the namespace as the prefix. Column types map as
+``codec.connect`` says. docs/debezium.md lists what matches and what differs.
+
+An ``EventEncoder`` is made per table version (``DebeziumFormat.attach``) and has the interface of
+``codec.avro.EnvelopeWriter``: the parts of an event encoded once, then a row at a time.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from streamer.codec import avro
+from streamer.codec.connect import (DECIMAL, Field, Options, fields_of, schema, struct, to_avro,
+                                    unscaled_bytes)
+
+VERSION = "streamer-0.1.0"
+SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection",
+                   "last", "false", "incremental")
+OPS = {avro.OP_BYTES[op]: op for op in ("c", "u", "d", "t", "r")}
+SNAPSHOT_FLAGS = {avro.SNAPSHOT_BYTES["true"]: "true", avro.SNAPSHOT_BYTES["last"]: "last"}
+
+
+def source_schema(connector: str) -> Dict[str, Any]:
+    def f(name: str, ctype: str, optional: bool, **extra: Any) -> Dict[str, Any]:
+        return dict(schema(ctype, **extra), field=name, optional=optional)
+    snapshot = dict(schema("string", "io.debezium.data.Enum",
+                           {"allowed": ",".join(SNAPSHOT_VALUES)}, 1),
+                    field="snapshot", optional=True, default="false")
+    return {"type": "struct", "name": f"io.debezium.connector.{connector}.Source",
+            "optional": False, "fields": [
+                f("version", "string", False), f("connector", "string", False),
+                f("name", "string", False), f("ts_ms", "int64", False), snapshot,
+                f("db", "string", False), f("sequence", "string", True),
+                f("ts_us", "int64", True), f("ts_ns", "int64", True),
+                f("table", "string", True), f("server_id", "int64", False),
+                f("gtid", "string", True), f("file", "string", False), f("pos", "int64", False),
+                f("row", "int32", False), f("thread", "int64", True),
+                f("query", "string", True)]}
+
+
+TRANSACTION_BLOCK = {"type": "struct", "name": "event.block", "version": 1, "optional": True,
+                     "fields": [dict(schema("string"), field="id", optional=False),
+                                dict(schema("int64"), field="total_order", optional=False),
+                                dict(schema("int64"), field="data_collection_order",
+                                     optional=False)]}
+
+
+def envelope_schema(space: str, value: Dict[str, Any], connector: str) -> Dict[str, Any]:
+    def opt_long(name: str) -> Dict[str, Any]:
+        return {"type": "int64", "optional": True, "field": name}
+    return {"type": "struct", "name": f"{space}.Envelope", "version": 2, "optional": False,
+            "fields": [dict(value, field="before"), dict(value, field="after"),
+                       dict(source_schema(connector), field="source"),
+                       dict(TRANSACTION_BLOCK, field="transaction"),
+                       {"type": "string", "optional": False, "field": "op"},
+                       opt_long("ts_ms"), opt_long("ts_us"), opt_long("ts_ns")]}
+
+
+def _json_value(field: Field) -> Optional[Callable[[Any], Any]]:
+    """Field value -> what JsonConverter writes: bytes (Decimal's included) as base64."""
+    adapt = field.adapt
+    if field.schema.get("name") == DECIMAL:
+        scaled = adapt
+        return lambda v: base64.b64encode(unscaled_bytes(scaled(v))).decode("ascii")  # type: ignore[misc]
+    if field.schema["type"] == "bytes":
+        if adapt is None:
+            return lambda v: base64.b64encode(v).decode("ascii")
+        return lambda v: base64.b64encode(adapt(v)).decode("ascii")
+    if field.schema["type"] == "struct":  # geometry
+        def geometry(v: Any) -> Any:
+            g = adapt(v)  # type: ignore[misc]
+            return {"wkb": base64.b64encode(g["wkb"]).decode("ascii"), "srid": g["srid"]}
+        return geometry
+    return adapt
+
+
+class Row:
+    """A row dict from the streamer's converters -> Debezium's Value struct."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, fields: List[Field], json_mode: bool) -> None:
+        self.plan = [(f.name, _json_value(f) if json_mode else f.adapt) for f in fields]
+
+    def __call__(self, values: Dict[str, Any]) -> Dict[str, Any]:
+        out = {}
+        for name, fn in self.plan:
+            v = values.get(name)
+            if v is not None:
+                if v.__class__ is tuple:  # a union branch the streamer's fastavro path added
+                    v = v[1]
+                if fn is not None:
+                    v = fn(v)
+            out[name] = v
+        return out
+
+
+class DebeziumFormat:
+    """``format: debezium`` for a namespace: attaches an EventEncoder to each table version."""
+
+    def __init__(self, namespace: str, opts: Dict[str, Any]) -> None:
+        self.namespace = namespace
+        self.encoding = opts["encoding"]
+        self.schemas_enable = bool(opts["schemas_enable"])
+        self.connector = opts["connector"]
+        self.options = Options(opts["decimal_handling_mode"], opts["time_precision_mode"])
+        self.source_schema = source_schema(self.connector)
+
+    def attach(self, tv: Any) -> None:
+        """Replace the table version's envelope, key and wire writers by Debezium's."""
+        space = f"{self.namespace}.{avro.avro_name(tv.db)}.{avro.avro_name(tv.table)}"
+        fields = fields_of(tv.columns_info, self.options)
+        key_fields = [f for f in fields if f.name in tv.pk_names]
+        value = struct(f"{space}.Value", fields, True)
+        enc = EventEncoder(self, space, value, fields, key_fields)
+        tv.envelope = enc
+        tv.key = enc.key
+        tv.truncate_value = enc.truncate_value
+        tv.wire_value, tv.wire_key = enc.value_writer, enc.key_writer
+
+    def attach_topic(self, found: Any) -> None:
+        """A table known only by its topic's last schema in the schema topic (to publish a
+        TRUNCATE of it): its Value struct made from that schema's columns."""
+        space = f"{self.namespace}.{avro.avro_name(found.db)}.{avro.avro_name(found.table)}"
+        row = found.value_schema["fields"][0]["type"][1]
+        columns = [(f["name"], f.get("mysql.type", "text"), isinstance(f["type"], list),
+                    _Described(f)) for f in row["fields"]]
+        fields = fields_of(columns, self.options)
+        enc = EventEncoder(self, space, struct(f"{space}.Value", fields, True), fields, [])
+        found.truncate_value = enc.truncate_value
+
+
+class _Described:
+    """What a column's Connect schema needs, read back from the streamer's Avro field."""
+
+    def __init__(self, field: Dict[str, Any]) -> None:
+        atype = field["type"][1] if isinstance(field["type"], list) else field["type"]
+        logical = atype if isinstance(atype, dict) else {}
+        self.type = None
+        self.unsigned = field.get("mysql.type") in ("int unsigned", "bigint unsigned")
+        self.precision = logical.get("precision", 65)
+        self.decimals = logical.get("scale", 0)
+        self.fsp = 6
+        self.enum_values = self.set_values = ()
+        self.bits = 64
+        self.bytes = 8
+
+
+class EventEncoder:
+    """One table version's Debezium events (the interface of codec.avro.EnvelopeWriter)."""
+
+    def __init__(self, fmt: DebeziumFormat, space: str, value: Dict[str, Any],
+                 fields: List[Field], key_fields: List[Field]) -> None:
+        self.fmt = fmt
+        self.json = fmt.encoding == "json"
+        self.row = Row(fields, self.json)
+        self.key_row = Row(key_fields, self.json) if key_fields else None
+        self.envelope = envelope_schema(space, value, fmt.connector)
+        self.key_schema = (struct(f"{space}.Key", key_fields, False)
+                           if key_fields else None)
+        self.value_writer: Optional[avro.Writer] = None
+        self.key_writer: Optional[avro.Writer] = None
+        if self.json:
+            self._prefix = ('{"schema":' + json.dumps(self.envelope, separators=(",", ":")) +
+                            ',"payload":') if fmt.schemas_enable else ""
+            self._key_prefix = ('{"schema":' + json.dumps(self.key_schema, separators=(",", ":"))
+                                + ',"payload":') if fmt.schemas_enable and key_fields else ""
+            self._suffix = "}" if fmt.schemas_enable else ""
+        else:
+            self.value_writer = avro.Writer(to_avro(self.envelope))
+            if self.key_schema is not None:
+                self.key_writer = avro.Writer(to_avro(self.key_schema))
+
+    # -- the parts of an event ------------------------------------------------------------------
+    def event_parts(self, ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],
+                    db: str, table: str, txid: str) -> Tuple[Any, Any]:
+        now_ns = time.time_ns()
+        source = {"version": VERSION, "connector": self.fmt.connector,
+                  "name": self.fmt.namespace, "ts_ms": ts_ms, "snapshot": "false", "db": db,
+                  "sequence": None, "ts_us": ts_ms * 1000, "ts_ns": ts_ms * 1000000,
+                  "table": table, "server_id": server_id, "gtid": gtid, "file": file,
+                  "pos": pos, "row": 0, "thread": None, "query": None}
+        return (source, now_ns), txid
+
+    def _value(self, before: Any, after: Any, op: str, parts: Any, row: int,
+               snapshot: str = "false") -> bytes:
+        source, now_ns = parts
+        source = dict(source, row=row, snapshot=snapshot)
+        value = {"before": before, "after": after, "source": source, "transaction": None,
+                 "op": op, "ts_ms": now_ns // 1000000, "ts_us": now_ns // 1000, "ts_ns": now_ns}
+        if self.json:
+            return (self._prefix + json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+                    + self._suffix).encode("utf-8")
+        assert self.value_writer is not None
+        return self.value_writer.encode(value)
+
+    def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
+               tx_row: int) -> bytes:
+        return self._value(None if before is None else self.row(before),
+                           None if after is None else self.row(after), OPS[op], mid, row)
+
+    def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
+        return self._value(None, self.row(after), "r", mid, row, SNAPSHOT_FLAGS[snapshot])
+
+    def truncate_value(self, ts_ms: int, server_id: int, file: str, pos: int,
+                       gtid: Optional[str], db: str, table: str, txid: str,
+                       tx_row: int) -> bytes:
+        parts, _ = self.event_parts(ts_ms, server_id, file, pos, gtid, db, table, txid)
+        return self._value(None, None, "t", parts, 0)
+
+    def key(self, values: Dict[str, Any]) -> Optional[bytes]:
+        if self.key_row is None:
+            return None
+        payload = self.key_row(values)
+        if self.json:
+            return (self._key_prefix + json.dumps(payload, separators=(",", ":"),
+                                                  ensure_ascii=False)
+                    + self._suffix).encode("utf-8")
+        assert self.key_writer is not None
+        return self.key_writer.encode(payload)

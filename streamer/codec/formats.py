@@ -1,0 +1,16 @@
+"""The messages' format (config ``format``): what attaches to each table version its envelope,
+key and wire writers. The streamer's own Avro needs nothing attached (``make`` gives None)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+
+def make(cfg: Dict[str, Any]) -> Optional[Any]:
+    """The format object of a config; imported on use, so the default costs no import."""
+    if cfg["format"] == "debezium":
+        from streamer.codec.debezium import DebeziumFormat
+        return DebeziumFormat(cfg["namespace"], cfg["debezium"])
+    if cfg["format"] == "json":
+        from streamer.codec.jsonformat import JsonFormat
+        return JsonFormat(cfg["namespace"])
+    return None

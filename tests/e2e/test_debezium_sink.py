@@ -1,0 +1,197 @@
+"""format: debezium read by a real consumer: Debezium's own JDBC sink connector, in Kafka Connect,
+materializes the streamer's topics into another database of the local MariaDB, and that copy
+equals the source table after a snapshot, inserts, updates, deletes, a DDL mid-stream, a TRUNCATE
+and a SIGKILL of the streamer; in JSON (Connect's JsonConverter) and in Avro (through the
+registry, read by Apicurio's AvroConverter). Connect and the plugins: deploy/local/connect.sh."""
+import datetime
+import decimal
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests import support
+from tests.e2e.test_registry import registry_url  # noqa: F401 - the registry fixture
+
+CONNECT = f"http://127.0.0.1:{os.environ.get('STREAMER_CONNECT_PORT', '8083')}"
+REGISTRY_V2 = f"http://127.0.0.1:{os.environ.get('STREAMER_REGISTRY_PORT', '8081')}/apis/registry/v2"
+
+# Columns the JDBC sink writes back (docs/debezium.md lists the types it does not).
+COLUMNS = ("ti TINYINT, tu TINYINT UNSIGNED, sm SMALLINT, mi MEDIUMINT, bi BIGINT, "
+           "de DECIMAL(12,3), fl FLOAT, dbl DOUBLE, vc VARCHAR(40), tx TEXT, vb VARBINARY(8), "
+           "dt DATE, d0 DATETIME, d6 DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(6), yr YEAR, "
+           "en ENUM('red','green'), js JSON")
+ROW = ("{i} % 100, {i} % 200, -{i}, {i} * 7, {i} * 1000000007, {i} * 1.125, {i} / 4, {i} / 3, "
+       "CONCAT('v', {i}), REPEAT('t', {i} % 50), UNHEX(LPAD(HEX({i}), 4, '0')), "
+       "'2024-01-01' + INTERVAL {i} DAY, '2024-01-01 10:00:00' + INTERVAL {i} MINUTE, "
+       "'2024-01-01 10:00:00.123456' + INTERVAL {i} SECOND, "
+       "'2024-06-01 00:00:00.250' + INTERVAL {i} HOUR, '-12:00:00.5' + INTERVAL {i} SECOND, "
+       "2000 + {i} % 100, IF({i} % 2, 'red', 'green'), JSON_OBJECT('n', {i})")
+
+
+@pytest.fixture(scope="module")
+def connect():
+    subprocess.run([os.path.join(support.ROOT, "deploy/local/connect.sh"), "up"], check=True)
+    return CONNECT
+
+
+def _request(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(CONNECT + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            text = resp.read()
+            return json.loads(text) if text else None
+    except urllib.error.HTTPError as exc:
+        raise AssertionError(f"{method} {path}: {exc.code} {exc.read()[:2000]!r}") from None
+
+
+def _converters(encoding):
+    if encoding == "json":
+        conv = "org.apache.kafka.connect.json.JsonConverter"
+        return {"key.converter": conv, "value.converter": conv,
+                "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"}
+    conv = "io.apicurio.registry.utils.converter.AvroConverter"
+    out = {"key.converter": conv, "value.converter": conv}
+    for side in ("key", "value"):
+        out.update({f"{side}.converter.apicurio.registry.url": REGISTRY_V2,
+                    f"{side}.converter.apicurio.registry.as-confluent": "true",
+                    f"{side}.converter.apicurio.registry.use-id": "contentId",
+                    f"{side}.converter.apicurio.registry.headers.enabled": "false"})
+    return out
+
+
+def _sink(name, ns, db, target, encoding):
+    config = {
+        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "tasks.max": "1",
+        "topics.regex": f"{ns}\\.{db}\\..*",
+        "connection.url": f"jdbc:mariadb://127.0.0.1:{support.MYSQL_PORT}/{target}",
+        "connection.username": "admin", "connection.password": support.secret("admin"),
+        "insert.mode": "upsert", "delete.enabled": "true", "truncate.enabled": "true",
+        "primary.key.mode": "record_key", "schema.evolution": "basic",
+        "collection.name.format": "${source.table}",
+        "consumer.override.isolation.level": "read_committed",
+        "consumer.override.auto.offset.reset": "earliest",
+    }
+    config.update(_converters(encoding))
+    _request("PUT", f"/connectors/{name}/config", config)
+
+
+def _rows(conn, db, table, columns):
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, {columns} FROM {db}.{table} ORDER BY id")
+        return [tuple(_normal(v) for v in row) for row in cur.fetchall()]
+
+
+def _normal(value):
+    """What the copy may store differently but means the same: JSON text, bytes."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.dumps(json.loads(value), sort_keys=True)
+        except ValueError:
+            return value
+    if isinstance(value, float):
+        return round(value, 5)
+    if isinstance(value, (decimal.Decimal, datetime.timedelta, datetime.date)):
+        return value
+    return value
+
+
+def _wait_equal(conn, db, target, names, what, timeout=180):
+    deadline = time.monotonic() + timeout
+    want = got = None
+    while time.monotonic() < deadline:
+        want = _rows(conn, db, "t", names)
+        try:
+            got = _rows(conn, target, "t", names)
+        except Exception as exc:  # noqa: BLE001 - the sink has not created the table yet
+            got = repr(exc)
+        if got == want:
+            return
+        time.sleep(1)
+    diff = [(w, g) for w, g in zip(want or [], got if isinstance(got, list) else [])
+            if w != g][:3]
+    raise AssertionError(f"{what}: the sink's table differs: {len(want or [])} rows at the "
+                         f"source, {len(got) if isinstance(got, list) else got} in the copy; "
+                         f"first differences {diff}")
+
+
+@pytest.mark.parametrize("encoding", ["json", "avro"])
+def test_the_jdbc_sink_makes_an_equal_copy_through_changes_ddl_truncate_and_kills(
+        db, tmp_path, connect, registry_url, encoding):  # noqa: F811 - the fixture
+    name, conn = db
+    target = f"{name}_sink"
+    support.sql(conn, f"CREATE DATABASE {target}", "SET time_zone = '+00:00'",
+                f"CREATE TABLE t (id INT PRIMARY KEY, {COLUMNS})")
+    names = ", ".join(c.split()[0] for c in COLUMNS.split(", "))
+
+    def insert(lo, hi):
+        for i in range(lo, hi):
+            support.sql(conn, f"INSERT INTO t (id, {names}) VALUES ({i}, "
+                        + ROW.format(i=i) + ")")
+
+    insert(1, 41)  # read by the snapshot
+    ns = support.unique("dbz")
+    extra = {"format": "debezium", "debezium": {"encoding": encoding}}
+    if encoding == "avro":
+        extra["schema_registry"] = {"url": registry_url}
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               start={"initial": "snapshot"}, **extra)
+    sink = f"sink-{ns}"
+    try:
+        with support.StreamerProcess(cfg, str(tmp_path / "run1.log"), env={"TZ": "UTC"}) as proc:
+            proc.wait_reading()
+            _sink(sink, ns, name, target, encoding)
+            _wait_equal(conn, name, target, names, "after the snapshot")
+            insert(41, 61)
+            support.sql(conn, "UPDATE t SET vc = 'changed', de = -de WHERE id % 3 = 0",
+                        "DELETE FROM t WHERE id % 7 = 0")
+            _wait_equal(conn, name, target, names, "after inserts, updates and deletes")
+            proc.stop(signal.SIGKILL)
+        support.sql(conn, "UPDATE t SET tx = 'while down' WHERE id < 10")
+        with support.StreamerProcess(cfg, str(tmp_path / "run2.log"), env={"TZ": "UTC"}) as proc:
+            proc.wait_reading()
+            _wait_equal(conn, name, target, names, "after a SIGKILL and a restart")
+            support.sql(conn, "ALTER TABLE t ADD COLUMN note VARCHAR(20) NULL",
+                        "INSERT INTO t (id, note) VALUES (100, 'after the DDL')")
+            names += ", note"
+            _wait_equal(conn, name, target, names, "after a DDL mid-stream")
+            support.sql(conn, "TRUNCATE TABLE t")
+            insert(200, 205)
+            _wait_equal(conn, name, target, names, "after a TRUNCATE")
+            assert proc.stop() == 0, proc.output()[-3000:]
+        status = _request("GET", f"/connectors/{sink}/status")
+        assert status["tasks"][0]["state"] == "RUNNING", status
+    finally:
+        try:
+            _request("DELETE", f"/connectors/{sink}")
+        except AssertionError:
+            pass
+        support.sql(conn, f"DROP DATABASE IF EXISTS {target}")
+
+
+def test_format_json_is_one_json_object_per_change_with_the_key_as_an_object(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE j (id INT PRIMARY KEY, amount DECIMAL(8,2), at DATETIME(3))")
+    ns = support.unique("fj")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], format="json")
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO j VALUES (1, 12.50, '2024-05-01 10:00:00.250')",
+                    "UPDATE j SET amount = 13 WHERE id = 1", "DELETE FROM j WHERE id = 1")
+        msgs = support.consume([f"{ns}.{name}.j"], expect=4)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    values = [None if m["raw_value"] is None else json.loads(m["raw_value"]) for m in msgs]
+    assert [json.loads(m["raw_key"]) for m in msgs] == [{"id": 1}] * 4
+    assert [v and v["op"] for v in values] == ["c", "u", "d", None]  # the tombstone last
+    assert values[0]["after"] == {"id": 1, "amount": "12.50", "at": "2024-05-01T10:00:00.250000"}
+    assert values[1]["before"]["amount"] == "12.50" and values[1]["after"]["amount"] == "13.00"
+    assert values[0]["source"]["db"] == name and values[0]["source"]["table"] == "j"

@@ -1,0 +1,212 @@
+"""The message formats (config format) on one table of every type: the values, keys and schemas
+they write, against what each format's readers expect."""
+import base64
+import datetime
+import decimal
+import io
+import json
+from types import SimpleNamespace
+
+import fastavro
+import pytest
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer import config
+from streamer.codec import avro, formats
+from streamer.codec.decode import Decoder, to_jsonable
+from streamer.schema.versions import TableVersion
+
+
+def _col(name, type_code, pk=False, **extra):
+    base = dict(name=name, type=type_code, unsigned=False, is_primary=pk,
+                character_set_name=None, enum_values=None, set_values=None, max_length=0,
+                precision=0, decimals=0, fsp=0, bits=0, bytes=0, size=1)
+    base.update(extra)
+    return SimpleNamespace(**base)
+
+
+COLUMNS = [
+    _col("id", T.LONG, pk=True),
+    _col("ti", T.TINY), _col("tu", T.TINY, unsigned=True), _col("sm", T.SHORT),
+    _col("iu", T.LONG, unsigned=True), _col("bi", T.LONGLONG),
+    _col("bu", T.LONGLONG, unsigned=True),
+    _col("fl", T.FLOAT), _col("db", T.DOUBLE),
+    _col("de", T.NEWDECIMAL, precision=10, decimals=2),
+    _col("vc", T.VARCHAR, character_set_name="utf8mb4"),
+    _col("vb", T.VARCHAR),  # VARBINARY
+    _col("js", T.JSON),
+    _col("dt", T.DATE), _col("d3", T.DATETIME2, fsp=3), _col("d6", T.DATETIME2, fsp=6),
+    _col("ts", T.TIMESTAMP2, fsp=2), _col("tm", T.TIME2, fsp=6), _col("yr", T.YEAR),
+    _col("en", T.ENUM, enum_values=["a", "b"]), _col("st", T.SET, set_values=["x", "y"]),
+    _col("b1", T.BIT, bits=1, bytes=1), _col("b9", T.BIT, bits=9, bytes=2),
+]
+ROW = {"id": 7, "ti": -5, "tu": 200, "sm": -300, "iu": 4000000000, "bi": -9000000000,
+       "bu": 18446744073709551615, "fl": 1.5, "db": 2.25, "de": decimal.Decimal("-12.50"),
+       "vc": "héllo", "vb": b"\x00\xff", "js": '{"a": 1}', "dt": datetime.date(2024, 2, 29),
+       "d3": datetime.datetime(2024, 2, 29, 12, 0, 1, 123000),
+       "d6": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
+       "ts": datetime.datetime(2024, 1, 1, 0, 0, 0, 120000),
+       "tm": datetime.timedelta(hours=-838, minutes=-59, seconds=-59),
+       "yr": 2024, "en": "b", "st": "x,y", "b1": "1", "b9": "100000001"}
+
+
+def _version(fmt_cfg=None, namespace="ns"):
+    event = SimpleNamespace(schema="shop", table="t", columns=COLUMNS, table_id=1,
+                            null_bitmask=bytes(((len(COLUMNS) + 7) // 8) * [0xFE]))
+    cfg = config.validate(config._merge(config.DEFAULTS, dict(
+        {"mysql": {"server_id": 9}, "namespace": namespace}, **(fmt_cfg or {}))))
+    return TableVersion(namespace, event, rules=None, fmt=formats.make(cfg))
+
+
+def _encode(tv, op=avro.OP_BYTES["c"]):
+    values = dict(ROW)
+    tv.convert(values)
+    mid, txid = tv.envelope.event_parts(1700000000123, 1, "mysql-bin.000003", 1234, "0-1-9",
+                                        "shop", "t", "mysql-bin.000003:1000")
+    return tv.envelope.encode(None, values, op, mid, 2, txid, 5), tv.key(dict(values))
+
+
+def test_format_json_reads_as_streamer_tail_reads_the_avro_message():
+    avro_tv = _version()
+    value, key = _encode(avro_tv)
+    decoder = Decoder(lambda: {avro_tv.value_writer.fingerprint.hex(): avro_tv.value_schema,
+                               avro_tv.key_writer.fingerprint.hex(): avro_tv.key_schema})
+    tailed = to_jsonable(decoder.decode(value))
+    json_value, json_key = _encode(_version({"format": "json"}))
+    assert json.loads(json_value) == json.loads(json.dumps(tailed))
+    assert json.loads(json_key) == to_jsonable(decoder.decode(key)) == {"id": 7}
+
+
+def test_debezium_json_is_connects_json_with_debeziums_types():
+    value, key = _encode(_version({"format": "debezium"}))
+    doc = json.loads(value)
+    schema, payload = doc["schema"], doc["payload"]
+    assert schema["name"] == "ns.shop.t.Envelope"
+    assert [f["field"] for f in schema["fields"]] == ["before", "after", "source", "transaction",
+                                                       "op", "ts_ms", "ts_us", "ts_ns"]
+    row = {f["field"]: f for f in schema["fields"][1]["fields"]}
+    assert schema["fields"][1]["name"] == "ns.shop.t.Value"
+    assert (row["ti"]["type"], row["tu"]["type"], row["sm"]["type"]) == ("int8", "int16", "int16")
+    assert (row["iu"]["type"], row["bi"]["type"]) == ("int64", "int64")
+    assert row["bu"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert row["de"]["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}
+    assert (row["fl"]["type"], row["db"]["type"]) == ("float32", "float64")
+    assert row["dt"]["name"] == "io.debezium.time.Date"
+    assert row["d3"]["name"] == "io.debezium.time.Timestamp"
+    assert row["d6"]["name"] == "io.debezium.time.MicroTimestamp"
+    assert row["ts"]["name"] == "io.debezium.time.ZonedTimestamp"
+    assert row["tm"]["name"] == "io.debezium.time.MicroTime"
+    assert row["yr"]["name"] == "io.debezium.time.Year"
+    assert row["en"]["parameters"] == {"allowed": "a,b"} and row["js"]["name"] == "io.debezium.data.Json"
+    assert row["st"]["name"] == "io.debezium.data.EnumSet" and row["b1"]["type"] == "boolean"
+    assert row["b9"]["parameters"] == {"length": "9"}
+    assert row["id"]["optional"] is False and row["vc"]["optional"] is True
+    after = payload["after"]
+
+    def unscaled(text):
+        return int.from_bytes(base64.b64decode(text), "big", signed=True)
+    assert unscaled(after["de"]) == -1250 and unscaled(after["bu"]) == 18446744073709551615
+    assert after["dt"] == (datetime.date(2024, 2, 29) - datetime.date(1970, 1, 1)).days
+    assert after["d3"] == 1709208001123  # ms
+    assert after["d6"] == -1  # µs
+    assert after["ts"] == "2024-01-01T00:00:00.12Z"
+    assert after["tm"] == -(838 * 3600 + 59 * 60 + 59) * 1000000
+    assert after["b1"] is True and base64.b64decode(after["b9"]) == b"\x01\x01"
+    assert base64.b64decode(after["vb"]) == b"\x00\xff" and after["vc"] == "héllo"
+    assert (after["en"], after["st"], after["yr"]) == ("b", "x,y", 2024)
+    source = payload["source"]
+    assert (source["connector"], source["name"], source["db"], source["table"]) == \
+        ("mysql", "ns", "shop", "t")
+    assert (source["file"], source["pos"], source["row"], source["gtid"]) == \
+        ("mysql-bin.000003", 1234, 2, "0-1-9")
+    assert source["ts_ms"] == 1700000000123 and source["snapshot"] == "false"
+    assert payload["op"] == "c" and payload["before"] is None
+    assert payload["ts_us"] // 1000 == payload["ts_ms"]
+    assert json.loads(key) == {"schema": {"type": "struct", "optional": False,
+                                          "name": "ns.shop.t.Key",
+                                          "fields": [{"type": "int32", "optional": False,
+                                                      "field": "id"}]},
+                               "payload": {"id": 7}}
+
+
+def test_debezium_json_without_schemas_and_the_optional_modes():
+    value, key = _encode(_version({"format": "debezium", "debezium": {
+        "schemas_enable": False, "decimal_handling_mode": "string",
+        "time_precision_mode": "connect"}}))
+    doc = json.loads(value)
+    assert "schema" not in doc and json.loads(key) == {"id": 7}
+    assert doc["after"]["de"] == "-12.50" and doc["after"]["d6"] == -1  # ms, rounded down
+    assert doc["after"]["tm"] == -(838 * 3600 + 59 * 60 + 59) * 1000
+
+
+def test_debezium_avro_is_what_connects_avro_converter_reads():
+    tv = _version({"format": "debezium", "debezium": {"encoding": "avro"},
+                   "schema_registry": {"url": "http://registry:8081"}})
+    value, key = _encode(tv)
+    assert tv.wire_value is tv.envelope.value_writer and tv.wire_key is tv.envelope.key_writer
+    schema = tv.wire_value.schema
+    assert schema["name"] == "Envelope" and schema["namespace"] == "ns.shop.t"
+    after = fastavro.schemaless_reader(io.BytesIO(value[len(tv.wire_value.header):]),
+                                       fastavro.parse_schema(schema))["after"]
+    assert after["de"] == decimal.Decimal("-12.50") and after["id"] == 7
+    assert after["ts"] == "2024-01-01T00:00:00.12Z" and after["b1"] is True
+    fields = {f["name"]: f["type"] for f in schema["fields"][0]["type"][1]["fields"]}
+    assert fields["ti"] == ["null", {"type": "int", "connect.type": "int8"}]
+    assert fields["dt"][1]["connect.name"] == "io.debezium.time.Date"
+    assert fastavro.schemaless_reader(io.BytesIO(key[len(tv.wire_key.header):]),
+                                      fastavro.parse_schema(tv.wire_key.schema)) == {"id": 7}
+
+
+def test_debezium_avro_without_a_registry_is_refused():
+    with pytest.raises(config.ConfigError, match="schema_registry.url"):
+        _version({"format": "debezium", "debezium": {"encoding": "avro"}})
+    with pytest.raises(config.ConfigError, match="format"):
+        _version({"format": "protobuf"})
+
+
+@pytest.mark.parametrize("fmt", [{"format": "json"}, {"format": "debezium"}])
+def test_a_truncate_and_a_snapshot_row_in_each_format(fmt):
+    tv = _version(fmt)
+    truncated = json.loads(tv.truncate_value(1700000000000, 1, "f", 4, None, "shop", "t",
+                                             "f:4", 3))
+    payload = truncated.get("payload", truncated)
+    assert payload["op"] == "t" and payload["before"] is None and payload["after"] is None
+    values = dict(ROW)
+    tv.convert(values)
+    mid, txid = tv.envelope.event_parts(1, 1, "f", 4, None, "shop", "t", "f:4")
+    read = json.loads(tv.envelope.encode_read(values, mid, 0, txid, avro.SNAPSHOT_BYTES["last"]))
+    payload = read.get("payload", read)
+    assert payload["op"] == "r" and payload["source"]["snapshot"] == "last"
+
+
+def _keyless(rules=None, template=None):
+    cols = [_col("a", T.LONG), _col("b", T.VARCHAR, character_set_name="utf8mb4"),
+            _col("c", T.LONG)]
+    event = SimpleNamespace(schema="shop", table="log", columns=cols, table_id=2,
+                            null_bitmask=b"\x06")
+    kwargs = {} if template is None else {"topic_template": template}
+    return TableVersion("ns", event, rules=rules, **kwargs)
+
+
+def test_key_columns_key_a_table_without_a_primary_key_and_name_only_published_columns():
+    from streamer.schema.masking import ColumnRules
+    assert _keyless().key_writer is None and _keyless().key({"a": 1}) is None
+    tv = _keyless(ColumnRules([], {}, None, {"shop.log": ["b", "a"]}))
+    assert tv.pk_names == ["b", "a"] and tv.key_schema["fields"][0]["name"] == "b"
+    decoded = fastavro.schemaless_reader(io.BytesIO(tv.key({"a": 1, "b": "x", "c": 3})[10:]),
+                                         fastavro.parse_schema(tv.key_schema))
+    assert decoded == {"b": "x", "a": 1}
+    with pytest.raises(config.ConfigError, match="names nope for shop.log, which publishes only a, b, c"):
+        _keyless(ColumnRules([], {}, None, {"shop.log": ["nope"]}))
+    with pytest.raises(config.ConfigError, match="tables.key_columns"):
+        config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                        "tables": {"key_columns": {"log": ["a"]}}}))
+
+
+def test_topics_name_is_a_template_checked_for_db_and_table():
+    assert _keyless(template="cdc-{db}-{table}").topic == "cdc-shop-log"
+    assert _keyless().topic == "ns.shop.log"
+    for bad in ("{namespace}.{table}", "x/{db}.{table}"):
+        with pytest.raises(config.ConfigError, match="topics.name"):
+            config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                            "topics": {"name": bad}}))
