@@ -31,7 +31,7 @@ def _config(path: Optional[str]) -> Dict[str, Any]:
 
 
 # PyPy's JIT compiles a loop after ~1000 iterations by default; the streamer's few hot loops are
-# worth compiling sooner (docs/benchmarks.md, "After the optimisation": a shorter warm-up).
+# worth compiling sooner (docs/benchmarks-history.md, "After the optimisation": a shorter warm-up).
 JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=50"
 
 
@@ -63,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = _config(args.config)
     # After the config, not before: eager thresholds would compile yaml's one-off parse of it too
-    # (docs/benchmarks.md, "The eager JIT thresholds after the config").
+    # (docs/benchmarks-history.md, "The eager JIT thresholds after the config").
     _tune_jit()
     if sys.implementation.name == "pypy":
         import gc

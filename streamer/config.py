@@ -76,7 +76,7 @@ DEFAULTS: Dict[str, Any] = {
                "columns": {"exclude": [], "mask": {}, "salt_env": "STREAMER_MASK_SALT",
                            "salt_file": None}},
     # max_messages cuts batches only while catching up (live, linger_ms does); the reader waits
-    # for each commit, so fewer, bigger ones (docs/benchmarks.md, "Waiting for commits").
+    # for each commit, so fewer, bigger ones (docs/benchmarks-history.md, "Waiting for commits").
     "batch": {"max_messages": 20000, "linger_ms": 20, "min_linger_ms": 0, "gather_ms": 0.8,
               "catchup_linger_ms": 500, "idle_checkpoint_ms": 1000},
     "start": {"initial": "end", "file": None, "pos": None, "gtid": None},

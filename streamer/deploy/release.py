@@ -124,7 +124,7 @@ def build(prefix: str, version: str, source: str, python: str, deps_dir: str) ->
     # The project's bytecode, written here whatever the environment: pip's install of it skips
     # that where PYTHONDONTWRITEBYTECODE is set (as in CI), and the service's user can't, as a
     # rule, write into the release. Without it every start compiled the package again: 45-66 ms
-    # of a PyPy start (docs/benchmarks.md, "A release's bytecode").
+    # of a PyPy start (docs/benchmarks-history.md, "A release's bytecode").
     run([release_py, "-m", "compileall", "-q", os.path.join(release_site, "streamer")],
         "compiling the project's bytecode")
     run([release_py, "-m", "pip", "check"], "checking the release's dependencies against the lock")

@@ -2,7 +2,7 @@
 
 Under PyPy the hot path runs interpreted until the JIT has traced and compiled it: measured at a
 live load of 5k rows/s right after a start, the loop fell ~200 ms behind in its first ~300 ms,
-and the first changes waited that long (docs/benchmarks.md, "JIT warm-up"). A start under a
+and the first changes waited that long (docs/benchmarks-history.md, "JIT warm-up"). A start under a
 backlog warms up on the backlog; a start into an idle stream met its first changes cold.
 
 So, under PyPy, a pipeline of its own (engine.streamer builds it, for a config of the recording's
@@ -14,7 +14,7 @@ when the real stream is caught up with nothing in its open batch, a few transact
 and stops as soon as the server has sent something, to go on at the next idle moment; a real
 change so waits at most for one small slice. After ``warmup.transactions`` transactions, or once
 the real stream has published as many changes itself, it is done for the process; a full
-collection, still idle, then takes what it left (docs/benchmarks.md, "JIT warm-up while idle").
+collection, still idle, then takes what it left (docs/benchmarks-history.md, "JIT warm-up while idle").
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Why not confluent-kafka's Producer: under PyPy every call into a CPython C extension goes through
 cpyext, which copies each fresh ``bytes`` argument into a C-level object, while PyPy's JIT calls
-cffi functions directly (docs/benchmarks.md, "The per-row path after catch-up batching"). cffi
+cffi functions directly (docs/benchmarks-history.md, "The per-row path after catch-up batching"). cffi
 ships with PyPy; CPython takes it from PyPI.
 
 Only what the publisher needs is wrapped, with confluent-kafka's names and its exceptions

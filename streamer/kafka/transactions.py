@@ -14,7 +14,7 @@ Two transactional producers take turns, one transaction each. The broker answers
 has logged the decision, and writes the markers and the transaction's end after that; until then,
 the same producer's next transaction is refused its partitions (CONCURRENT_TRANSACTIONS), and
 librdkafka tries again after a fixed 20 ms. The other producer's transaction does not wait for
-that end (docs/benchmarks.md, "Two producers taking turns"). Both producers' ids belong to this
+that end (docs/benchmarks-history.md, "Two producers taking turns"). Both producers' ids belong to this
 source (``transactional_ids``) and both are fenced at a start; only one transaction is ever open,
 the next begins after the last commit returned, so their messages are in the topics in commit
 order, as with one producer.

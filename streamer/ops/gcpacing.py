@@ -3,7 +3,7 @@
 PyPy sizes its nursery from the CPU's last-level cache and starts no major collection before the
 heap reaches PYPY_GC_MIN, eight nurseries by default. On a machine with a large L3 that floor is
 hundreds of MB, and the row data that outlived a minor collection piled up below it
-(docs/benchmarks.md, "PyPy's garbage collector").
+(docs/benchmarks-history.md, "PyPy's garbage collector").
 
 After each commit, once the old generation has grown past twice what was live after the last
 major collection (and past a 32 MB floor), the incremental major collection runs one step per commit,
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # PyPy sizes its nursery from the cache size the CPU reports (1 MB on some VMs, where the old
 # generation then fills every ~12k rows); `streamer run` and the deployed service fix it, unless the
-# operator has (docs/benchmarks.md, "PyPy's garbage collector").
+# operator has (docs/benchmarks-history.md, "PyPy's garbage collector").
 GC_NURSERY = "8MB"
 
 FLOOR_BYTES = 32 * 1024 * 1024
