@@ -61,8 +61,8 @@ demo-load: venv up
 	$(VENV_PYPY)/bin/python -m streamer.tools.demo --config $(CONFIG)
 
 unit: venv
-	$(VENV_PYPY)/bin/python -m pytest -q tests/unit $(PYTEST_ARGS)
-	$(VENV_CPY)/bin/python -m pytest -q tests/unit $(PYTEST_ARGS)
+	$(VENV_PYPY)/bin/python -m pytest -q tests/unit tests/bench tests/deploy $(PYTEST_ARGS)
+	$(VENV_CPY)/bin/python -m pytest -q tests/unit tests/bench tests/deploy $(PYTEST_ARGS)
 
 # PyPy, the production runtime, runs the contract tests against every server of the source matrix
 # (MySQL 8.0 and MariaDB 11.4 too, started by the suite: deploy/local/sources.sh); CPython runs

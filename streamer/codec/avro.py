@@ -133,7 +133,7 @@ class EnvelopeWriter:
     Of the fields, only before/after, op, source.row and source.tx_row change between the rows of
     one binlog event; the rest (ts_ms and most of the source) are encoded once per event by
     ``event_parts``. The result is byte-identical to ``value_writer.encode`` of the whole envelope
-    (tests/unit/test_encode.py), whose header it uses, so a registry frame applies here too.
+    (tests/unit/codec/test_encode.py), whose header it uses, so a registry frame applies here too.
     """
 
     __slots__ = ("value_writer", "_row")

@@ -136,7 +136,7 @@ _ffi, FFI_SOURCE = _load_ffi()
 # threads parsing one string for the first time at once can both get a wrong type, which is then
 # cached for good. Four threads each making their first "const char **" got "int **" in 1 run of
 # 40; in the streamer, both producers' drain threads logging a refused TLS handshake at the same
-# moment had every later log event fail. (tests/unit/test_rdkafka.py keeps it so.)
+# moment had every later log event fail. (tests/unit/kafka/test_rdkafka.py keeps it so.)
 _ERRSTR_BUF = _ffi.typeof("char[]")
 _TEXT_OUT = _ffi.typeof("const char **")
 _INT_OUT = _ffi.typeof("int *")

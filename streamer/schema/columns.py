@@ -128,7 +128,7 @@ def inet6_text(value: Any) -> str:
     """A MariaDB INET6 as SELECT shows it (RFC 5952, as inet_ntop writes it): lower-case hex
     words, the longest run of two or more zero words (the first of equals) as '::', and the
     last 32 bits as an IPv4 address after 96 zero bits (but '::' and '::x') or after
-    ::ffff (tests/unit/test_columns.py holds the server's own answers)."""
+    ::ffff (tests/unit/schema/test_columns.py holds the server's own answers)."""
     if isinstance(value, str):
         return value
     data = _fixed(value, 16)

@@ -1,7 +1,7 @@
 """Source failover on a real primary and its GTID replica (deploy/local/mysql.sh, private ports):
 a checkpoint taken on the primary resumes on the replica by GTID set; a replica behind the
 checkpoint is refused with the missing range; and the primary SIGKILLed under load, the replica
-promoted, the stream goes on with nothing lost or doubled. tests/unit/test_failover.py has the
+promoted, the stream goes on with nothing lost or doubled. tests/unit/source/test_failover.py has the
 parts without servers."""
 import random
 import re

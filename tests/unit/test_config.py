@@ -98,7 +98,7 @@ def test_more_than_one_produce_request_in_flight_is_refused_naming_why(tmp_path)
 
 
 def test_kerberos_which_the_shipped_librdkafka_lacks_is_refused_naming_what_works(tmp_path):
-    # tests/unit/test_rdkafka.py checks that the project's librdkafka has no sasl_gssapi.
+    # tests/unit/kafka/test_rdkafka.py checks that the project's librdkafka has no sasl_gssapi.
     for key in config.SASL_MECHANISM_KEYS:
         with pytest.raises(config.ConfigError, match=rf"'kafka\.{key}' is GSSAPI.*SCRAM-SHA-512"):
             config.load(write(tmp_path, BASE + f"kafka: {{'{key}': gssapi}}\n"), environ={})

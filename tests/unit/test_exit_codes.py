@@ -8,7 +8,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from streamer import cli, errors
 from streamer.schema.versions import TableVersion
-from tests.unit.test_tables import Col, TableMap
+from tests.unit.schema.test_tables import Col, TableMap
 
 BY_CODE = [
     (errors.ConfigError("config key 'mysql.port': 'x' is not 1..65535"), 2, "config error"),

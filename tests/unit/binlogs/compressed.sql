@@ -1,4 +1,4 @@
--- The scenario behind compressed.binlog (tests/unit/test_events.py): MariaDB's binlog compression
+-- The scenario behind compressed.binlog (tests/unit/source/test_events.py): MariaDB's binlog compression
 -- switched on at run time, so plain and compressed events interleave in one binlog. With a low
 -- log_bin_compress_min_len, rows events and statements alike are written compressed: an insert,
 -- a two-statement transaction, an update, an ALTER (a Query_compressed the schema follows), a

@@ -1,4 +1,4 @@
--- The scenario behind engine.binlog, which the engine's unit tests replay (tests/unit/test_engine.py).
+-- The scenario behind engine.binlog, which the engine's unit tests replay (tests/unit/engine/test_engine.py).
 -- record.sh runs it on a private MariaDB and keeps the one binlog file it wrote.
 CREATE DATABASE app;
 CREATE DATABASE other;

@@ -1,4 +1,4 @@
--- The scenario behind images.binlog (tests/unit/test_events.py): row changes a session writes
+-- The scenario behind images.binlog (tests/unit/source/test_events.py): row changes a session writes
 -- with a partial row image, then as a statement. Both must stop the streamer, never be published
 -- with nulls or skipped. record.sh runs it on a private MariaDB and keeps the binlog it wrote.
 CREATE DATABASE app;

@@ -1,4 +1,4 @@
--- The scenario behind rollback.binlog (tests/unit/test_engine.py): one group of a
+-- The scenario behind rollback.binlog (tests/unit/engine/test_engine.py): one group of a
 -- non-transactional table's changes in several rows events (a MyISAM INSERT ... SELECT of
 -- 60 rows of ~1 KB), between two InnoDB transactions. The test rewrites the group's closing
 -- COMMIT into the ROLLBACK that MySQL writes when a transaction with non-transactional changes

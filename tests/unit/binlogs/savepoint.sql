@@ -1,4 +1,4 @@
--- The scenario behind savepoint.binlog (tests/unit/test_engine.py): a transaction that touches a
+-- The scenario behind savepoint.binlog (tests/unit/engine/test_engine.py): a transaction that touches a
 -- non-transactional table and rolls back to a savepoint. MariaDB can't drop the rolled-back rows
 -- from the binlog then: it writes them, then ROLLBACK TO `s` for a replica to undo them. Rows 3
 -- and 4 are not in the table; 2 and 5 are.

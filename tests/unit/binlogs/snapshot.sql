@@ -1,5 +1,5 @@
 -- The scenario behind snapshot.binlog, which the snapshot's engine tests replay
--- (tests/unit/test_snapshot.py) with an in-memory table reader whose chunks are read "between"
+-- (tests/unit/engine/test_snapshot.py) with an in-memory table reader whose chunks are read "between"
 -- the watermarks below. record.sh runs it on a private MariaDB and keeps the binlog it wrote.
 CREATE DATABASE shop;
 CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(20));

@@ -1,4 +1,4 @@
--- The scenario behind xa.binlog (tests/unit/test_xa.py): MariaDB's two-phase XA transactions. A
+-- The scenario behind xa.binlog (tests/unit/engine/test_xa.py): MariaDB's two-phase XA transactions. A
 -- prepared one is written when it is prepared, and its XA COMMIT or XA ROLLBACK comes later in a
 -- group of its own, with other transactions in between. (connect: a new session, so that the
 -- prepared transaction is left detached, as an application server's transaction manager leaves it.)

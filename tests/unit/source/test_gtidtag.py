@@ -89,7 +89,7 @@ def retagged(tag="etl"):
 
 
 def test_a_binlog_of_tagged_gtids_streams_and_resumes_by_gtid_with_nothing_lost_or_doubled(make):
-    from tests.unit.test_engine import ALL, FILE
+    from tests.unit.engine.test_engine import ALL, FILE
 
     data = retagged()
     streamer, publisher = make(batch={"max_messages": 2})
@@ -119,7 +119,7 @@ def test_a_binlog_of_tagged_gtids_streams_and_resumes_by_gtid_with_nothing_lost_
 
 
 def test_a_tagged_gtid_event_that_cant_be_read_is_refused_naming_its_offset(make):
-    from tests.unit.test_engine import FILE
+    from tests.unit.engine.test_engine import FILE
 
     data = bytearray(retagged())
     first = 4

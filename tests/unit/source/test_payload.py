@@ -91,7 +91,7 @@ def compressed_binlog():
 
 def test_a_compressed_transactions_events_are_published_as_a_plain_ones_once_across_a_restart(
         make):
-    from tests.unit.test_engine import ALL, FILE
+    from tests.unit.engine.test_engine import ALL, FILE
 
     data = compressed_binlog()
 

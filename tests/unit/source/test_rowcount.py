@@ -6,7 +6,7 @@ from pymysqlreplication.row_event import RowsEvent
 from streamer.position import Position
 from streamer.source import patches, rowcount
 from tests.unit.engine_parts import ReplayedBinlog
-from tests.unit.test_engine import FILE
+from tests.unit.engine.test_engine import FILE
 
 patches.apply()
 

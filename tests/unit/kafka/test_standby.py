@@ -11,8 +11,8 @@ from streamer.deploy.verify import Limits, judge
 from streamer.errors import ConfigError
 from streamer.ops.httpstatus import prometheus, status_text
 from streamer.ops.metrics import Metrics
-from tests.unit.test_deploy_verdict import status, window
-from tests.unit.test_metrics import cfg
+from tests.deploy.test_deploy_verdict import status, window
+from tests.unit.ops.test_metrics import cfg
 
 
 class FakeLease:

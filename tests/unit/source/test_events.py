@@ -11,7 +11,7 @@ from streamer import errors
 from streamer.position import Position
 from streamer.source import compressed, events, payload
 from tests.unit.engine_parts import ReplayedBinlog, spliced
-from tests.unit.test_engine import ALL, FILE, TX2
+from tests.unit.engine.test_engine import ALL, FILE, TX2
 
 EVENT_MAP = BinLogPacketWrapper._BinLogPacketWrapper__event_map
 

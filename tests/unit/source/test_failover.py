@@ -8,7 +8,7 @@ from streamer.errors import ConfigError, ServerBehind, ServerUnreachable, Source
 from streamer.position import GtidSet, Position
 from streamer.source import failover, patches
 from tests.unit.engine_parts import ReplayedBinlog
-from tests.unit.test_engine import ALL, FILE, TX2, stopped_inside_transaction_2
+from tests.unit.engine.test_engine import ALL, FILE, TX2, stopped_inside_transaction_2
 
 patches.apply()
 

@@ -7,7 +7,7 @@ from streamer import errors
 from streamer.position import Position
 from streamer.source import patches
 from tests.unit.engine_parts import ReplayedBinlog
-from tests.unit.test_engine import FILE
+from tests.unit.engine.test_engine import FILE
 
 patches.apply()
 
@@ -71,7 +71,7 @@ def test_an_xa_rollback_whose_prepare_came_before_the_start_needs_nothing(make):
 
 
 def test_with_transaction_metadata_the_xa_rows_are_framed_as_their_own_transaction(make):
-    from tests.unit.test_txmeta import _records
+    from tests.unit.engine.test_txmeta import _records
     streamer, publisher = make(topics={"transactions": True})
     streamer.reread = lambda pos: ReplayedBinlog("xa.binlog", pos)
     reader = ReplayedBinlog("xa.binlog", Position(FILE, 4), on_end=streamer.request_stop)

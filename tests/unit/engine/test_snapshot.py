@@ -289,7 +289,7 @@ def test_requests_parse_or_say_what_is_wrong():
 
 def test_the_local_server_is_provisioned_with_the_snapshot_tables_the_code_names():
     import os
-    script = open(os.path.join(os.path.dirname(__file__), "..", "..", "deploy", "local",
+    script = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "deploy", "local",
                                "mysql.sh")).read()
     for statement in signals.tables_sql("streamer_heartbeat"):
         assert statement.replace("`", "") + ";" in script

@@ -10,7 +10,7 @@ from pymysqlreplication.row_event import RowsEvent, WriteRowsEvent
 
 from streamer.schema import columns
 from streamer.source import patches, rowplan
-from tests.unit.test_mysql_decimal import mysql_pack
+from tests.unit.source.test_mysql_decimal import mysql_pack
 
 # As the streamer does before reading: the rows below go through the installed fixes.
 patches.apply()
@@ -247,7 +247,7 @@ def test_temporal_values_read_straight_to_numbers_match_the_library_on_odd_and_i
 
 def test_a_mysql_json_column_is_read_as_the_text_a_client_shows():
     # The library reads it as {b"a": 1, b"b": b"x"}, which json.dumps refuses (bytes keys).
-    from tests.unit.test_mysqljson import SMALL_OBJECT
+    from tests.unit.source.test_mysqljson import SMALL_OBJECT
     js = col("js", FIELD_TYPE.JSON, length_size=4)
     data = bytes([0]) + len(SMALL_OBJECT).to_bytes(4, "little") + SMALL_OBJECT
     ev = _one_column(js, data, rowplan.plan_for([js]))

@@ -12,8 +12,8 @@ from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableVersion
 from streamer.position import Position
 from tests.unit.engine_parts import ReplayedBinlog
-from tests.unit.test_engine import ALL, FILE, replay
-from tests.unit.test_tables import Col, TableMap
+from tests.unit.engine.test_engine import ALL, FILE, replay
+from tests.unit.schema.test_tables import Col, TableMap
 
 SALT = b"pepper-of-sixteen-bytes-or-more"
 

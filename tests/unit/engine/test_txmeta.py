@@ -3,7 +3,7 @@ import collections
 import json
 
 from streamer.position import Position
-from tests.unit.test_engine import TX2, replay
+from tests.unit.engine.test_engine import TX2, replay
 
 TOPIC = "test.__transactions"
 

@@ -278,7 +278,7 @@ def test_a_kill_inside_a_group_that_ends_in_rollback_resumes_it_and_the_next_one
 
 def test_a_group_that_ends_in_rollback_gets_its_end_record_there(make):
     from tests.unit.engine_parts import query_rewritten
-    from tests.unit.test_txmeta import _records
+    from tests.unit.engine.test_txmeta import _records
     data = query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
     streamer, publisher = make(topics={"transactions": True})
     reader = ReplayedBinlog("rollback.binlog", Position(FILE, 4), on_end=streamer.request_stop,

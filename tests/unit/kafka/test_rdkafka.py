@@ -12,7 +12,7 @@ from confluent_kafka import KafkaException
 
 from streamer.kafka import bundle, rdkafka
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 # Nothing listens here: the producer only tries to connect in the background.
 NOWHERE = "127.0.0.1:1"

@@ -16,8 +16,8 @@ from pymysqlreplication.table import Table
 
 from streamer import errors
 from streamer.source import patches
-from tests.unit.test_mysql_decimal import mysql_pack
-from tests.unit.test_rowplan import Packet
+from tests.unit.source.test_mysql_decimal import mysql_pack
+from tests.unit.source.test_rowplan import Packet
 
 patches.apply()
 

@@ -228,7 +228,7 @@ class Recorder:
 
 
 def test_the_loop_warms_up_only_when_caught_up_with_nothing_open_and_until_done(make):
-    from tests.unit.test_engine import FILE, replay as replay_engine
+    from tests.unit.engine.test_engine import FILE, replay as replay_engine
     from tests.unit.engine_parts import FakeClock
     clock = FakeClock(step=0.0001)
     streamer, publisher = make(batch={"linger_ms": 10000, "min_linger_ms": 0}, clock=clock)
