@@ -72,6 +72,8 @@ def group_of(rec: Dict[str, Any]) -> Group:
     # Quick runs have other row counts: never mixed with full runs of the same shape.
     if rec.get("quick"):
         shape += "/quick"
+    if rec.get("format"):  # another message format than the streamer's (bench.suite --format)
+        shape += f"/{rec['format']}"
     return shape, rec["interpreter"]
 
 

@@ -21,6 +21,19 @@ LOCAL = os.path.join(ROOT, ".local")
 SECRETS = os.path.join(LOCAL, "secrets")
 MYSQL_PORT = int(os.environ.get("STREAMER_MYSQL_PORT", "13306"))
 KAFKA = f"127.0.0.1:{os.environ.get('STREAMER_KAFKA_PORT', '9092')}"
+REGISTRY = (f"http://127.0.0.1:{os.environ.get('STREAMER_REGISTRY_PORT', '8081')}"
+            "/apis/ccompat/v7")
+# The message formats a run can measure (bench.suite --format): config sections each streamer of
+# the run gets. debezium-avro needs the local registry (deploy/local/registry.sh up).
+FORMATS: Dict[str, Dict[str, Any]] = {
+    "streamer": {},
+    "json": {"format": "json"},
+    "debezium-json": {"format": "debezium"},
+    "debezium-avro": {"format": "debezium", "debezium": {"encoding": "avro"},
+                      "schema_registry": {"url": REGISTRY}},
+}
+# The sections of this run's format (set once by bench.suite).
+FORMAT: Dict[str, Any] = {}
 RESULTS = os.path.join(ROOT, "bench", "results.jsonl")
 
 
@@ -93,6 +106,7 @@ def write_streamer_config(path: str, namespace: str, include: List[str],
         "kafka": {"bootstrap.servers": KAFKA},
         "tables": {"include": include},
         "start": {"initial": "end"},
+        **FORMAT,
         **(extra or {}),
     }
     with open(path, "w", encoding="utf-8") as fh:

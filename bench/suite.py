@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional
@@ -298,6 +299,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="the streamer's warmup.transactions in the latency loads (default: its "
                    "default); under PyPy each load starts once that warm-up is over")
     p.add_argument("--quick", action="store_true", help="small row counts and a short live run")
+    p.add_argument("--format", choices=sorted(env.FORMATS), default="streamer",
+                   help="the messages' format (config format): streamer (the default), json, "
+                        "debezium-json, debezium-avro (through the local registry)")
     p.add_argument("--repeat", type=int, default=1, help="runs per shape and interpreter (medians)")
     p.add_argument("--warmup", type=int, help="unrecorded bulk catch-ups per interpreter first, "
                    f"to warm Kafka (default {WARMUP_ROUNDS}; 0 with --quick or --no-catchup)")
@@ -401,6 +405,13 @@ def _purge_binlogs() -> None:
 
 def _measure(args: argparse.Namespace) -> int:
     header = results.run_header(args.quick, args.repeat)
+    if args.format != "streamer":
+        # Another format is another experiment: bench.compare keeps its lines apart.
+        header["format"] = args.format
+        env.FORMAT.update(env.FORMATS[args.format])
+        if args.format == "debezium-avro":
+            subprocess.run([os.path.join(env.ROOT, "deploy", "local", "registry.sh"), "up"],
+                           check=True)
     records: List[Dict[str, Any]] = []
     try:
         for python in args.python:

@@ -22,3 +22,18 @@ def test_catchup_lines_group_by_shape_and_quick_runs_stay_apart():
     assert compare.group_of(bulk) == ("bulk", "pypy")
     assert compare.group_of(dict(bulk, quick=True)) == ("bulk/quick", "pypy")
     assert compare.group_of(_live(100.0, 1.0, quick=True)) == ("live@100/s/quick", "pypy")
+
+
+def test_lines_of_another_message_format_stay_apart():
+    bulk = {"shape": "bulk", "interpreter": "pypy", "e2e_rows_s": 100.0}
+    assert compare.group_of(dict(bulk, format="debezium-avro")) == ("bulk/debezium-avro", "pypy")
+    assert compare.group_of(bulk) == ("bulk", "pypy")  # the streamer's own format: as before
+
+
+def test_each_bench_format_is_a_config_the_streamer_accepts():
+    from bench import env
+    from streamer import config
+    for name, sections in env.FORMATS.items():
+        cfg = config.validate(config._merge(config.DEFAULTS, dict(
+            {"mysql": {"server_id": 9}}, **sections)))
+        assert cfg["format"] == (sections.get("format") or "streamer"), name
