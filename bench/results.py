@@ -16,7 +16,7 @@ from . import env
 # Higher is better for rates, lower for latency and memory; compare.py flags changes by this.
 HIGHER_IS_BETTER = ("bare_rows_s", "bare_warm_rows_s", "e2e_rows_s", "catchup_rows_s",
                     "warm_rows_s", "ratio", "pypy_over_cpython", "pypy_over_cpython_warm",
-                    "rows_s", "commits_s")
+                    "rows_s", "launch_rows_s", "commits_s")
 LOWER_IS_BETTER = ("start_s", "rss_mb", "p50_ms", "p99_ms", "max_ms", "over_100ms_pct",
                    "cold_p99_ms", "cold_max_ms", "cpu_us_per_row",
                    "rss_growth_mb", "fresh_start_s", "restart_s", "streamer_cores",

@@ -151,19 +151,24 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
 
 
 def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows: Optional[int],
-                      rows: Optional[int]) -> List[Dict[str, Any]]:
-    """The snapshot shape (bench.snapshot): one table, snapshotted by each interpreter in turn."""
-    db, rows, load_s = snapshot.load(quick, rows)
-    print(f"bench: snapshot: {rows} rows loaded in {load_s:.1f}s into {db}", flush=True)
+                      rows: Optional[int], table: str = "bulk") -> List[Dict[str, Any]]:
+    """The snapshot shape (bench.snapshot): one table, snapshotted by each interpreter in turn;
+    ``table`` wide: the snapshot-wide shape, without the live stream beside it."""
+    db, rows, load_s = snapshot.load(quick, rows, table)
+    shape = "snapshot" if table == "bulk" else f"snapshot-{table}"
+    print(f"bench: {shape}: {rows} rows loaded in {load_s:.1f}s into {db}", flush=True)
     out = []
     try:
         for python in pythons:
-            rec = {"shape": "snapshot", "python": _label(python), **interpreter_of(python),
+            rec = {"shape": shape, "python": _label(python), **interpreter_of(python),
                    **snapshot.run(python, db, rows, workdir, chunk_rows), "repeat": 1}
-            print(f"bench: snapshot {rec['interpreter']}: {rec['rows_s']:.0f} rows/s, "
+            print(f"bench: {shape} {rec['interpreter']}: {rec['rows_s']:.0f} rows/s "
+                  f"(launch to done {rec['launch_rows_s']:.0f} rows/s), "
                   f"{rec['cpu_s']} CPU-s, peak RSS {rec['rss_mb']:.0f} MB "
                   f"(+{rec['rss_growth_mb']} MB over the second half)", flush=True)
             out.append(rec)
+            if table != "bulk":
+                continue
             cost = {"shape": "snapshot-live", "python": _label(python), **interpreter_of(python),
                     **snapshot.live_cost(python, db, workdir, 3.0 if quick else 10.0),
                     "repeat": 1}
@@ -277,6 +282,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--no-catchup", action="store_true", help="skip the catch-up shapes")
     p.add_argument("--no-snapshot", action="store_true",
                    help="skip the snapshot shape (1M rows of the bulk shape's columns)")
+    p.add_argument("--snapshot-table", action="append", choices=sorted(snapshot.TABLES),
+                   help="the snapshot shapes' tables (repeatable; default both): bulk "
+                        "(snapshot, with a live stream beside it) and wide (snapshot-wide)")
     p.add_argument("--snapshot-chunk-rows", type=int,
                    help="snapshot.chunk_rows for the snapshot shape (default: the config's)")
     p.add_argument("--snapshot-rows", type=int,
@@ -422,8 +430,10 @@ def _measure(args: argparse.Namespace) -> int:
                 for shape in args.shape:
                     records.extend(measure_shape(shape, args.python, args.repeat, args.quick, workdir))
             if not args.no_snapshot:
-                records.extend(measure_snapshots(args.python, args.quick, workdir,
-                                                 args.snapshot_chunk_rows, args.snapshot_rows))
+                for table in args.snapshot_table or ["bulk", "wide"]:
+                    records.extend(measure_snapshots(args.python, args.quick, workdir,
+                                                     args.snapshot_chunk_rows,
+                                                     args.snapshot_rows, table))
             if not args.no_startup:
                 runs = 1 if args.quick else max(5, args.repeat)
                 records.extend(measure_startup(p, runs, workdir) for p in args.python)

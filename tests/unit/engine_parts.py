@@ -306,3 +306,64 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
+
+
+# -- MySQL's compressed transactions, written (source.payload reads them) -------------------------
+def _lenenc(n: int) -> bytes:
+    return bytes([n]) if n < 0xFB else b"\xfc" + n.to_bytes(2, "little")
+
+
+def _field(kind: int, value: int) -> bytes:
+    encoded = _lenenc(value) if value < 0xFB else b"\xfd" + value.to_bytes(3, "little")
+    return _lenenc(kind) + _lenenc(len(encoded)) + encoded
+
+
+def payload_body(inner: bytes, compression: int = 0) -> bytes:
+    """A Transaction_payload event's body holding ``inner`` (events), zstd (0) or not (255),
+    laid out as MySQL's control_events.h documents it."""
+    import zstandard
+
+    from streamer.source import payload
+    data = zstandard.ZstdCompressor().compress(inner) if compression == payload.ZSTD else inner
+    return (_field(payload.COMPRESSION, compression) +
+            _field(payload.UNCOMPRESSED_SIZE, len(inner)) +
+            _field(payload.PAYLOAD_SIZE, len(data)) + b"\x00" + data)
+
+
+def compressed(data: bytes) -> bytes:
+    """A recorded binlog file with each transaction's events after its GTID event (but nothing
+    else) in a Transaction_payload event, as MySQL writes a compressed transaction, with no
+    checksums inside. (A MariaDB recording: its GTID events stay outside as MySQL's would.)"""
+    from streamer.source import payload
+    events, at = [], 4
+    while at < len(data):
+        size = HEADER.unpack_from(data, at)[3]
+        events.append(data[at:at + size])
+        at += size
+    out, group = bytearray(MAGIC), []
+
+    def flush() -> None:
+        if not group:
+            return
+        inner = bytearray(b"".join(e[:HEADER.size] + e[HEADER.size:-4] for e in group))
+        pos = 0
+        for e in group:  # inner events: no checksum, so 4 bytes shorter each
+            ts, kind, server, size, log_pos, fl = HEADER.unpack_from(e, 0)
+            HEADER.pack_into(inner, pos, ts, kind, server, size - 4, 0, fl)
+            pos += size - 4
+        body = payload_body(bytes(inner))
+        size = HEADER.size + len(body) + 4
+        out.extend(HEADER.pack(group[0][0], payload.TYPE, 1, size, len(out) + size, 0))
+        out.extend(body + b"\0" * 4)
+        group.clear()
+
+    for e in events:
+        kind = e[4]
+        if kind in (15, 162, 163, 160, 161):  # format, GTID, GTID list, annotation, checkpoint
+            flush()
+            ts, kind, server, size, _, fl = HEADER.unpack_from(e, 0)
+            out.extend(HEADER.pack(ts, kind, server, size, len(out) + size, fl) + e[HEADER.size:])
+        else:
+            group.append(e)
+    flush()
+    return bytes(out)

@@ -5,30 +5,13 @@ import os
 import struct
 
 import pytest
-import zstandard
 
 from streamer.errors import UnsupportedEvent
 from streamer.position import Position
 from streamer.source import patches, payload
-from tests.unit.engine_parts import BINLOGS, HEADER, MAGIC, ReplayedBinlog
+from tests.unit.engine_parts import BINLOGS, ReplayedBinlog, _field, compressed, payload_body
 
 patches.apply()
-
-
-def _lenenc(n):
-    return bytes([n]) if n < 0xFB else b"\xfc" + n.to_bytes(2, "little")
-
-
-def _field(kind, value):
-    encoded = _lenenc(value) if value < 0xFB else b"\xfd" + value.to_bytes(3, "little")
-    return _lenenc(kind) + _lenenc(len(encoded)) + encoded
-
-
-def payload_body(inner, compression=payload.ZSTD):
-    data = zstandard.ZstdCompressor().compress(inner) if compression == payload.ZSTD else inner
-    return (_field(payload.COMPRESSION, compression) +
-            _field(payload.UNCOMPRESSED_SIZE, len(inner)) +
-            _field(payload.PAYLOAD_SIZE, len(data)) + b"\x00" + data)
 
 
 def test_the_header_fields_and_the_payload_are_read_as_documented():
@@ -49,44 +32,9 @@ def test_a_payload_that_does_not_inflate_to_its_size_is_refused_naming_where():
 
 
 def compressed_binlog():
-    """engine.binlog with each transaction's events after its GTID event (but nothing else) in
-    a Transaction_payload event, as MySQL writes a compressed transaction; no checksums inside.
-    (The recording is MariaDB's, whose GTID events stay outside as MySQL's would.)"""
+    """engine.binlog with each transaction's events in a Transaction_payload event."""
     with open(os.path.join(BINLOGS, "engine.binlog"), "rb") as fh:
-        data = fh.read()
-    events, at = [], 4
-    while at < len(data):
-        size = HEADER.unpack_from(data, at)[3]
-        events.append(data[at:at + size])
-        at += size
-    out, group = bytearray(MAGIC), []
-
-    def flush():
-        if not group:
-            return
-        inner = b"".join(e[:HEADER.size] + e[HEADER.size:-4] for e in group)
-        inner = bytearray(inner)
-        pos = 0
-        for e in group:  # inner events: no checksum, so 4 bytes shorter each
-            ts, kind, server, size, log_pos, fl = HEADER.unpack_from(e, 0)
-            HEADER.pack_into(inner, pos, ts, kind, server, size - 4, 0, fl)
-            pos += size - 4
-        body = payload_body(bytes(inner))
-        size = HEADER.size + len(body) + 4
-        out.extend(HEADER.pack(group[0][0], payload.TYPE, 1, size, len(out) + size, 0))
-        out.extend(body + b"\0" * 4)
-        group.clear()
-
-    for e in events:
-        kind = e[4]
-        if kind in (15, 162, 163, 160):  # format, MariaDB GTID, GTID list, binlog checkpoint
-            flush()
-            ts, kind, server, size, _, fl = HEADER.unpack_from(e, 0)
-            out.extend(HEADER.pack(ts, kind, server, size, len(out) + size, fl) + e[HEADER.size:])
-        else:
-            group.append(e)
-    flush()
-    return bytes(out)
+        return compressed(fh.read())
 
 
 def test_a_compressed_transactions_events_are_published_as_a_plain_ones_once_across_a_restart(
