@@ -38,7 +38,7 @@ def test_changes_on_several_tables_arrive_with_keys_values_and_order_per_key(db,
     ns = support.unique("pl")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.*"],
                                [f"{ns}.{name}.a", f"{ns}.{name}.b"], 9, start,
-                               server=source)
+                               source=source)
     per_key = collections.defaultdict(list)
     for m in msgs:
         v = m["value"]
@@ -78,7 +78,7 @@ def test_table_without_primary_key_gets_a_null_key(db, tmp_path, source):
     support.sql(conn, "INSERT INTO logs VALUES ('a'), ('a')")
     ns = support.unique("nk")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.logs"], [f"{ns}.{name}.logs"], 2, start,
-                               server=source)
+                               source=source)
     assert [m["raw_key"] for m in msgs] == [None, None]
     assert [m["value"]["after"] for m in msgs] == [{"line": "a"}, {"line": "a"}]
     assert [m["value"]["source"]["row"] for m in msgs] == [0, 1]
@@ -92,7 +92,7 @@ def test_primary_key_change_is_a_delete_of_the_old_key_and_a_create_of_the_new(d
     support.sql(conn, "INSERT INTO p VALUES (1, 5)", "UPDATE p SET id = 2 WHERE id = 1")
     ns = support.unique("pk")
     msgs, _ = _run_and_consume(tmp_path, ns, [f"{name}.p"], [f"{ns}.{name}.p"], 4, start,
-                               server=source)
+                               source=source)
     # The old key's delete is followed by its tombstone, as any delete is.
     assert [(m["key"], m["value"] and m["value"]["op"]) for m in msgs] == [
         ({"id": 1}, "c"), ({"id": 1}, "d"), ({"id": 1}, None), ({"id": 2}, "c")]
