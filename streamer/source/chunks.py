@@ -328,9 +328,10 @@ class TableReader:
 
     def _connection(self) -> Any:
         if self.conn is None:
-            from streamer.source import server
+            from streamer.source.textrows import RowsConnection
 
-            self.conn = server.connect(self.settings)
+            # Its results' rows are read faster than PyMySQL's own way, to the same values.
+            self.conn = RowsConnection(autocommit=True, **self.settings)
             session(self.conn)
         return self.conn
 

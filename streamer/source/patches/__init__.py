@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pymysql
 import pymysqlreplication
-from pymysql.connections import Connection
+from pymysql.connections import Connection, MySQLResult
 from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
@@ -82,6 +82,11 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
                                                  "null_bitmap_index", "is_partial", "cols_bitmap",
                                                  "unsigned", "i")),
     (Connection, "_create_ssl_ctx", ("self", "sslp")),  # overridden by source.server.Connection
+    # What source.textrows builds on: a buffered result's rows, read its own way.
+    (Connection, "_read_query_result", ("self", "unbuffered")),
+    (MySQLResult, "_read_rowdata_packet", ("self",)),
+    (MySQLResult, "_read_row_from_packet", ("self", "packet")),
+    (MySQLResult, "_check_packet_is_eof", ("self", "packet")),
     # source.compressed's events are built by the packet wrapper and parsed by the library's own
     # classes, through the constructor every event shares.
     (BinLogPacketWrapper, "__init__", ("self", "from_packet", "table_map", "ctl_connection",

@@ -1,0 +1,125 @@
+"""A snapshot's result rows, read faster than PyMySQL's generic path, to the same values.
+
+A snapshot reads tables through the text protocol, where PyMySQL spends most of a chunk's time:
+per field a few method calls, a decode and a converter, its DATETIME and TIME converters regular
+expressions. ``RowsConnection`` reads the rows of a result with one function per result (made
+from the result's own field list, as PyMySQL chooses encodings and converters), which walks a
+row's bytes in one loop, and with converters for DATETIME/TIMESTAMP and TIME that slice the
+server's fixed layout (``YYYY-MM-DD HH:MM:SS[.ffffff]``, ``[-]HHH:MM:SS[.ffffff]``). A value the
+fast converters don't take as the server writes it goes to PyMySQL's own converter, so the values
+are PyMySQL's, to the value (tests/unit/source/test_textrows.py compares both on every type).
+"""
+from __future__ import annotations
+
+import datetime
+from typing import Any, Callable, List, Optional, Tuple
+
+from pymysql import converters
+from pymysql.connections import MySQLResult
+
+from streamer.source.server import Connection
+
+Converter = Optional[Callable[[Any], Any]]
+
+
+def fast_datetime(text: str) -> Any:
+    """``YYYY-MM-DD HH:MM:SS[.f...]`` as PyMySQL's convert_datetime reads it."""
+    if len(text) >= 19 and text[10] == " ":
+        try:
+            frac = text[20:]
+            return datetime.datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]),
+                                     int(text[11:13]), int(text[14:16]), int(text[17:19]),
+                                     int((frac + "000000")[:6]) if frac else 0)
+        except ValueError:
+            pass
+    return converters.convert_datetime(text)
+
+
+def fast_timedelta(text: str) -> Any:
+    """``[-]H:MM:SS[.f...]`` as PyMySQL's convert_timedelta reads it."""
+    try:
+        negative = text[0] == "-"
+        hours, minutes, rest = (text[1:] if negative else text).split(":")
+        seconds, _, frac = rest.partition(".")
+        if len(minutes) != 2 or len(seconds) != 2 or len(frac) > 6:
+            raise ValueError(text)
+        delta = datetime.timedelta(hours=int(hours), minutes=int(minutes), seconds=int(seconds),
+                                   microseconds=int((frac + "000000")[:6]) if frac else 0)
+        return -delta if negative else delta
+    except (ValueError, IndexError):
+        return converters.convert_timedelta(text)
+
+
+FASTER = {converters.convert_datetime: fast_datetime,
+          converters.convert_timedelta: fast_timedelta}
+
+
+def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes], tuple]:
+    """The function that turns one row packet's bytes into PyMySQL's tuple for ``plan``, the
+    result's (encoding, converter) per field."""
+    fields = [(encoding, FASTER.get(converter, converter)) for encoding, converter in plan]
+
+    def read(data: bytes) -> tuple:
+        pos = 0
+        end = len(data)
+        row: List[Any] = []
+        for encoding, converter in fields:
+            if pos >= end:  # a row shorter than the fields, as PyMySQL takes it
+                break
+            n = data[pos]
+            if n < 251:
+                pos += 1
+            elif n == 251:  # NULL
+                pos += 1
+                row.append(None)
+                continue
+            elif n == 252:
+                n = data[pos + 1] | data[pos + 2] << 8
+                pos += 3
+            elif n == 253:
+                n = data[pos + 1] | data[pos + 2] << 8 | data[pos + 3] << 16
+                pos += 4
+            else:
+                n = int.from_bytes(data[pos + 1:pos + 9], "little")
+                pos += 9
+            value: Any = data[pos:pos + n]
+            pos += n
+            if encoding is not None:
+                value = value.decode(encoding)
+            if converter is not None:
+                value = converter(value)
+            row.append(value)
+        return tuple(row)
+    return read
+
+
+class FastResult(MySQLResult):
+    """A buffered result whose rows are read by ``row_reader``."""
+
+    def _read_rowdata_packet(self) -> None:
+        read_packet = self.connection._read_packet
+        read = row_reader(self.converters)
+        rows = []
+        while True:
+            packet = read_packet()
+            if self._check_packet_is_eof(packet):
+                self.connection = None
+                break
+            rows.append(read(packet._data))
+        self.affected_rows = len(rows)
+        self.rows = tuple(rows)
+
+
+class RowsConnection(Connection):
+    """A connection whose buffered results are FastResults (a snapshot's chunk reader)."""
+
+    def _read_query_result(self, unbuffered: bool = False) -> Any:
+        if unbuffered:
+            return super()._read_query_result(unbuffered)
+        self._result = None
+        result = FastResult(self)
+        result.read()
+        self._result = result
+        if result.server_status is not None:
+            self.server_status = result.server_status
+        return result.affected_rows

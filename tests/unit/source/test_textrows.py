@@ -1,0 +1,72 @@
+"""The snapshot's row reader gives PyMySQL's values, field by field, on every kind of value."""
+import datetime
+
+import pytest
+from pymysql import converters
+from pymysql.connections import MySQLResult
+from pymysql.protocol import MysqlPacket
+
+from streamer.source import textrows
+
+
+def lenenc(value):
+    if value is None:
+        return b"\xfb"
+    n = len(value)
+    if n < 251:
+        return bytes([n]) + value
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little") + value
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little") + value
+    return b"\xfe" + n.to_bytes(8, "little") + value
+
+
+PLAN = [("ascii", converters.convert_datetime), ("ascii", converters.convert_timedelta),
+        ("ascii", converters.convert_date), ("ascii", int), ("ascii", converters.Decimal),
+        ("utf8", None), (None, None), ("ascii", float)]
+DATETIMES = [b"2024-02-29 12:00:01", b"2024-02-29 12:00:01.5", b"2024-02-29 12:00:01.123456",
+             b"0000-00-00 00:00:00", b"2024-02-30 00:00:00", b"9999-12-31 23:59:59.999999",
+             b"1000-01-01 00:00:00.000", b"2024-02-29"]
+TIMES = [b"-838:59:59", b"838:59:59.000000", b"00:00:00", b"-00:00:00.5", b"12:34:56.123",
+         b"25:06:17", b"bogus", b"1:2:3"]
+ROWS = [
+    [DATETIMES[i % len(DATETIMES)], TIMES[i % len(TIMES)], b"2024-01-0" + str(i % 9 + 1).encode(),
+     str(-i * 1000003).encode(), b"-12.5000", ("héllo " * i).encode(), bytes(range(i % 256)),
+     b"1.5e-3"]
+    for i in range(40)
+] + [[None] * 8, [b"2024-01-01 00:00:00", None, None, b"1", None, "x".encode() * 70000,
+                  b"\x00" * 300, b"0"]]
+
+
+class _Result:
+    converters = PLAN
+
+
+def _pymysql(data):
+    return MySQLResult._read_row_from_packet(_Result(), MysqlPacket(data, "utf8"))
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_each_row_reads_as_pymysql_reads_it(row):
+    data = b"".join(lenenc(v) for v in row)
+    assert textrows.row_reader(PLAN)(data) == _pymysql(data)
+
+
+def test_the_fast_converters_agree_with_pymysqls_on_every_layout():
+    for text in [t.decode() for t in DATETIMES]:
+        assert textrows.fast_datetime(text) == converters.convert_datetime(text), text
+    for text in [t.decode() for t in TIMES]:
+        assert textrows.fast_timedelta(text) == converters.convert_timedelta(text), text
+    assert textrows.fast_timedelta("-00:00:00.5") == -datetime.timedelta(microseconds=500000)
+
+
+def test_a_row_shorter_than_its_fields_stops_where_pymysql_does():
+    data = lenenc(b"1")
+    assert textrows.row_reader(PLAN[3:])(data) == _pymysql_short(data)
+
+
+def _pymysql_short(data):
+    class R:
+        converters = PLAN[3:]
+    return MySQLResult._read_row_from_packet(R(), MysqlPacket(data, "utf8"))
