@@ -60,8 +60,11 @@ fetch() {
     copy "$HERE/avro-converter-pom.xml" "$DIR/plugins/avro-converter"
     # A plugin brings its own copy of what the worker has: Kafka's client and Connect API jars,
     # loaded twice, make the worker's classes and the plugin's differ.
+    # Jackson too: the worker's ServiceLoader finds its own modules (jdk8) for the plugin's
+    # ObjectMapper, which a second copy makes a foreign type ("not a subtype").
     rm -f "$DIR"/plugins/*/kafka-clients-*.jar "$DIR"/plugins/*/connect-api-*.jar \
-        "$DIR"/plugins/*/connect-json-*.jar "$DIR"/plugins/*/slf4j-api-*.jar
+        "$DIR"/plugins/*/connect-json-*.jar "$DIR"/plugins/*/slf4j-api-*.jar \
+        "$DIR"/plugins/*/jackson-*.jar
 }
 
 configure() {

@@ -64,7 +64,7 @@ def _decimal(precision: int, scale: int, opts: Options) -> Tuple[Dict[str, Any],
     if opts.decimal_mode == "string":
         return schema("string"), str
     if opts.decimal_mode == "double":
-        return schema("float64"), float
+        return schema("double"), float
     return (schema("bytes", DECIMAL, {"scale": str(scale),
                                       "connect.decimal.precision": str(precision)}, 1),
             _scaled(scale))
@@ -145,10 +145,11 @@ def column_schema(kind: str, column: Any, opts: Options) -> Tuple[Dict[str, Any]
         return _integer(column)
     if kind == "bigint unsigned":
         return _integer(column)
+    # Connect's FLOAT32 and FLOAT64, as JsonConverter names them.
     if kind == "float":
-        return schema("float32"), None
+        return schema("float"), None
     if kind == "double":
-        return schema("float64"), None
+        return schema("double"), None
     if kind == "decimal":
         return _decimal(int(column.precision), int(column.decimals), opts)
     if kind in ("date", "datetime", "timestamp", "time", "year"):
@@ -214,7 +215,7 @@ def struct(name: str, fields: List[Field], optional: bool) -> Dict[str, Any]:
 
 # -- Connect's AvroConverter: the same schemas in Avro ------------------------------------------
 _AVRO_PRIMITIVE = {"int8": "int", "int16": "int", "int32": "int", "int64": "long",
-                   "float32": "float", "float64": "double", "boolean": "boolean",
+                   "float": "float", "double": "double", "boolean": "boolean",
                    "string": "string", "bytes": "bytes"}
 
 

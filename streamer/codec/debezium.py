@@ -231,3 +231,60 @@ class EventEncoder:
                     + self._suffix).encode("utf-8")
         assert self.key_writer is not None
         return self.key_writer.encode(payload)
+
+
+class TransactionRecords:
+    """Debezium's transaction metadata: ``{prefix}.transaction``, keyed by the transaction's id,
+    a BEGIN and an END (its event count, and per table ``{db}.{table}`` its own); the records
+    of ``topics.transactions`` in format debezium. ``collection(topic)`` names a topic's table."""
+
+    def __init__(self, fmt: DebeziumFormat, collection: Callable[[str], str]) -> None:
+        self.fmt = fmt
+        self.collection = collection
+        self.topic = f"{fmt.namespace}.transaction"
+        self.json = fmt.encoding == "json"
+        prefix = f"{fmt.namespace}.transaction"
+        count = {"type": "struct", "name": "event.collection", "version": 1, "optional": True,
+                 "fields": [dict(schema("string"), field="data_collection", optional=False),
+                            dict(schema("int64"), field="event_count", optional=False)]}
+        self.value_schema = {
+            "type": "struct", "name": "io.debezium.connector.common.TransactionMetadataValue",
+            "version": 1, "optional": False, "fields": [
+                dict(schema("string"), field="status", optional=False),
+                dict(schema("string"), field="id", optional=False),
+                dict(schema("int64"), field="event_count", optional=True),
+                {"type": "array", "items": count, "optional": True,
+                 "field": "data_collections"},
+                dict(schema("int64"), field="ts_ms", optional=False)]}
+        self.key_schema = {
+            "type": "struct", "name": "io.debezium.connector.common.TransactionMetadataKey",
+            "version": 1, "optional": False,
+            "fields": [dict(schema("string"), field="id", optional=False)]}
+        self.writer: Optional[avro.Writer] = None
+        self.key_writer: Optional[avro.Writer] = None
+        if not self.json:
+            self.writer = avro.Writer(to_avro(self.value_schema))
+            self.key_writer = avro.Writer(to_avro(self.key_schema))
+        self._prefix = prefix
+
+    def _encode(self, value: Dict[str, Any], key: Dict[str, Any]) -> Tuple[bytes, bytes]:
+        if not self.json:
+            assert self.writer is not None and self.key_writer is not None
+            return self.key_writer.encode(key), self.writer.encode(value)
+
+        def framed(s: Dict[str, Any], payload: Dict[str, Any]) -> bytes:
+            body = {"schema": s, "payload": payload} if self.fmt.schemas_enable else payload
+            return json.dumps(body, separators=(",", ":")).encode("utf-8")
+        return framed(self.key_schema, key), framed(self.value_schema, value)
+
+    def begin(self, tx: Dict[str, Any]) -> Tuple[bytes, bytes]:
+        return self._encode({"status": "BEGIN", "id": tx["id"], "event_count": None,
+                             "data_collections": None, "ts_ms": tx["ts_ms"]}, {"id": tx["id"]})
+
+    def end(self, tx: Dict[str, Any], ts_ms: int) -> Tuple[bytes, bytes]:
+        counts = tx["counts"]
+        return self._encode({
+            "status": "END", "id": tx["id"], "event_count": sum(counts.values()),
+            "data_collections": [{"data_collection": self.collection(t), "event_count": c}
+                                 for t, c in counts.items()],
+            "ts_ms": ts_ms}, {"id": tx["id"]})

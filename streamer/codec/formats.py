@@ -14,3 +14,12 @@ def make(cfg: Dict[str, Any]) -> Optional[Any]:
         from streamer.codec.jsonformat import JsonFormat
         return JsonFormat(cfg["namespace"])
     return None
+
+
+def transaction_records(cfg: Dict[str, Any], fmt: Optional[Any],
+                        collection: Any) -> Optional[Any]:
+    """The BEGIN/END records of a format that has its own (None: the streamer's)."""
+    if cfg["format"] == "debezium":
+        from streamer.codec.debezium import TransactionRecords
+        return TransactionRecords(fmt, collection)
+    return None

@@ -50,12 +50,14 @@ class Announcer:
                 publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
                                          tv.topic, kind)
 
-    def transactions(self, topic: str, writer: Any) -> None:
+    def transactions(self, topic: str, writer: Any, key_writer: Any = None) -> None:
         """The transaction topic exists and its schema goes out in the open batch, before the
         stream's first transaction record."""
         self.publisher.ensure_topic(topic, partitions=1)
+        if writer is None:  # a format whose records carry their schema (Debezium's JSON)
+            return
         if self.registry is not None:
-            self.registry.frame(topic, writer, None)
+            self.registry.frame(topic, writer, key_writer)
         self.open()
         # Its own kind: the "value" records are table versions, whose lineage a start reads.
         self.publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),

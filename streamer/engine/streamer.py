@@ -66,7 +66,9 @@ class Streamer:
                                   [cfg["heartbeat"]["database"] + ".*",
                                    cfg["snapshot"]["database"] + ".*"])
         self.column_rules = ColumnRules.from_config(cfg, config_mod.mask_salt(cfg))
-        self.txlog = TransactionLog(cfg["namespace"]) if cfg["topics"]["transactions"] else None
+        self.format = formats.make(cfg)
+        self.txlog = TransactionLog(cfg["namespace"], formats.transaction_records(
+            cfg, self.format, self._collection)) if cfg["topics"]["transactions"] else None
         self.snapshots = Snapshots(cfg, self.password, self.filter, clock)
         self.metrics.snapshot_status = self.snapshots.status
         self.totals = Totals()
@@ -178,7 +180,14 @@ class Streamer:
                             compact=cfg["topics"]["compact"],
                             schemas=evolution.schemas_from_records(records),
                             definitions=self.definitions if read_definitions else None,
-                            fmt=formats.make(cfg), topic_template=cfg["topics"]["name"])
+                            fmt=self.format, topic_template=cfg["topics"]["name"])
+
+    def _collection(self, topic: str) -> str:
+        """The ``db.table`` whose messages go to ``topic`` (Debezium's data_collection)."""
+        for tv in (self.tables.current.values() if self.tables is not None else ()):
+            if tv.topic == topic:
+                return f"{tv.db}.{tv.table}"
+        return topic
 
     def close(self) -> None:
         self.snapshots.close()

@@ -14,7 +14,7 @@ messages they count, so a restart inside a transaction neither repeats its BEGIN
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from streamer.codec import avro
 
@@ -22,15 +22,40 @@ Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
 SCHEMA = avro.load_static("transaction")
 
 
+class StreamerRecords:
+    """The streamer's own BEGIN and END records: ``{namespace}.__transactions``, keyless, Avro
+    (``schemas/transaction.avsc``). Another message format brings its own (codec.debezium)."""
+
+    def __init__(self, namespace: str) -> None:
+        self.topic = f"{namespace}.__transactions"
+        self.writer: Optional[avro.Writer] = avro.Writer(SCHEMA)
+        self.key_writer: Optional[avro.Writer] = None  # keyless
+
+    def begin(self, tx: Dict[str, Any]) -> Tuple[Optional[bytes], bytes]:
+        assert self.writer is not None
+        return None, self.writer.encode({
+            "status": "BEGIN", "id": tx["id"], "gtid": tx["gtid"], "ts_ms": tx["ts_ms"],
+            "event_count": None, "data_collections": None})
+
+    def end(self, tx: Dict[str, Any], ts_ms: int) -> Tuple[Optional[bytes], bytes]:
+        assert self.writer is not None
+        counts = tx["counts"]
+        return None, self.writer.encode({
+            "status": "END", "id": tx["id"], "gtid": tx["gtid"], "ts_ms": ts_ms,
+            "event_count": sum(counts.values()),
+            "data_collections": [{"topic": t, "event_count": c} for t, c in counts.items()]})
+
+
 class TransactionLog:
     """Writes the BEGIN and END records; ``on_published`` after a transaction's messages,
     ``on_end`` at its commit event."""
 
-    __slots__ = ("topic", "writer", "open", "announce", "announced")
+    __slots__ = ("topic", "writer", "records", "open", "announce", "announced")
 
-    def __init__(self, namespace: str) -> None:
-        self.topic = f"{namespace}.__transactions"
-        self.writer = avro.Writer(SCHEMA)
+    def __init__(self, namespace: str, records: Optional[Any] = None) -> None:
+        self.records = records or StreamerRecords(namespace)
+        self.topic = self.records.topic
+        self.writer = self.records.writer
         # The open source transaction whose BEGIN is published: id, gtid, ts_ms, counts by topic.
         self.open: Optional[Dict[str, Any]] = None
         # Called before the first record of a stream: the topic exists and the schema goes out
@@ -65,9 +90,8 @@ class TransactionLog:
                 self.announced = True
             tx = self.open = {"id": tracker.txid, "gtid": tracker.gtid, "ts_ms": ts_ms,
                               "counts": {}}
-            produce(self.topic, self.writer.encode({
-                "status": "BEGIN", "id": tx["id"], "gtid": tx["gtid"], "ts_ms": ts_ms,
-                "event_count": None, "data_collections": None}), None)
+            key, value = self.records.begin(tx)
+            produce(self.topic, value, key)
             begun = 1
         counts = tx["counts"]
         counts[topic] = counts.get(topic, 0) + n
@@ -81,9 +105,6 @@ class TransactionLog:
             self.open = None
             return 0
         self.open = None
-        counts = tx["counts"]
-        produce(self.topic, self.writer.encode({
-            "status": "END", "id": tx["id"], "gtid": tx["gtid"], "ts_ms": commit_ts_ms,
-            "event_count": sum(counts.values()),
-            "data_collections": [{"topic": t, "event_count": c} for t, c in counts.items()]}), None)
+        key, value = self.records.end(tx, commit_ts_ms)
+        produce(self.topic, value, key)
         return 1

@@ -19,7 +19,8 @@ class TxMeta:
         self.log = log
         # A checkpoint carries the open transaction's counts only from inside it.
         log.reset(start.transaction)
-        log.announce = lambda: ctx.announce.transactions(log.topic, log.writer)
+        log.announce = lambda: ctx.announce.transactions(log.topic, log.writer,
+                                                         log.records.key_writer)
         ctx.published.append(self.on_published)
         ctx.ended.append(self.on_ended)
         ctx.policy.checkpoint_parts.append(self.checkpoint)

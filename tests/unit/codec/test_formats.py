@@ -90,7 +90,7 @@ def test_debezium_json_is_connects_json_with_debeziums_types():
     assert (row["iu"]["type"], row["bi"]["type"]) == ("int64", "int64")
     assert row["bu"]["name"] == "org.apache.kafka.connect.data.Decimal"
     assert row["de"]["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}
-    assert (row["fl"]["type"], row["db"]["type"]) == ("float32", "float64")
+    assert (row["fl"]["type"], row["db"]["type"]) == ("float", "double")  # FLOAT32, FLOAT64
     assert row["dt"]["name"] == "io.debezium.time.Date"
     assert row["d3"]["name"] == "io.debezium.time.Timestamp"
     assert row["d6"]["name"] == "io.debezium.time.MicroTimestamp"
@@ -210,3 +210,24 @@ def test_topics_name_is_a_template_checked_for_db_and_table():
         with pytest.raises(config.ConfigError, match="topics.name"):
             config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
                                                             "topics": {"name": bad}}))
+
+
+def test_debezium_transaction_records_are_keyed_by_id_with_counts_per_table():
+    from streamer.codec.debezium import DebeziumFormat, TransactionRecords
+    cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                          "format": "debezium"}))
+    records = TransactionRecords(DebeziumFormat("ns", cfg["debezium"]),
+                                 lambda topic: topic.split(".", 1)[1])
+    assert records.topic == "ns.transaction" and records.writer is None
+    tx = {"id": "f:4", "gtid": "0-1-9", "ts_ms": 5, "counts": {"ns.shop.a": 2, "ns.shop.b": 1}}
+    key, begin = records.begin(tx)
+    assert json.loads(key)["payload"] == {"id": "f:4"}
+    assert json.loads(begin)["payload"] == {"status": "BEGIN", "id": "f:4", "event_count": None,
+                                            "data_collections": None, "ts_ms": 5}
+    _, end = records.end(tx, 9)
+    doc = json.loads(end)
+    assert doc["schema"]["name"] == "io.debezium.connector.common.TransactionMetadataValue"
+    assert doc["payload"]["event_count"] == 3 and doc["payload"]["ts_ms"] == 9
+    assert doc["payload"]["data_collections"] == [
+        {"data_collection": "shop.a", "event_count": 2},
+        {"data_collection": "shop.b", "event_count": 1}]
