@@ -198,8 +198,12 @@ def test_quick_snapshot_reads_the_whole_table_and_measures_a_live_stream_beside_
                 "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
-    snap, cost = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert (snap["shape"], cost["shape"]) == ("snapshot", "snapshot-live")
+    snap, cost, wide = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert (snap["shape"], cost["shape"], wide["shape"]) == \
+        ("snapshot", "snapshot-live", "snapshot-wide")
+    # The snapshot-wide shape: its own table, and the rate from launch as well.
+    assert wide["rows"] == 50000 and wide["chunks"] == 10
+    assert 0 < wide["launch_rows_s"] <= wide["rows_s"]
     # bench.snapshot fails the run unless exactly the table's rows were published.
     assert snap["rows"] == 50000 and snap["chunks"] == 10 and snap["chunk_rows"] == 5000
     assert snap["rows_s"] > 0 and snap["cpu_s"] > 0 and snap["rss_mb"] > 0
