@@ -42,15 +42,17 @@ ensure_tools() {
 
 # copy POM OUT: the runtime dependencies of POM into OUT, once.
 copy() {
-    local pom="$1" out="$2"
-    if [ -f "$out/.complete" ]; then return 0; fi
+    local pom="$1" out="$2" sum
+    sum="$(sha256sum "$pom" | cut -d' ' -f1)"
+    # Fetched once per version of the pom: a dependency added to it is fetched on the next up.
+    if [ "$(cat "$out/.complete" 2>/dev/null)" = "$sum" ]; then return 0; fi
     log "fetching $(basename "$pom" .xml) into $out (mvn)"
     rm -rf "$out"
     mkdir -p "$out"
     mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DoutputDirectory="$out" \
         -DincludeScope=runtime > "$DIR/mvn.log" 2>&1 \
         || { tail -n 30 "$DIR/mvn.log" >&2; die "mvn dependency:copy-dependencies ($pom) failed"; }
-    touch "$out/.complete"
+    echo "$sum" > "$out/.complete"
 }
 
 fetch() {

@@ -78,15 +78,7 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
             convert(after, row.get("after_none_sources"))
             key = tv.key(after)
             if tv.key_writer is not None and any(before[k] != after[k] for k in tv.pk_names):
-                # A primary-key change is a delete of the old key and a create of the new one,
-                # so each key's own history stays complete and in order.
-                old = tv.key(before)
-                produce(topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), old)
-                if tv.tombstones:
-                    produce(topic, None, old)
-                    sent += 1
-                produce(topic, write(None, after, OP_CREATE, mid, i, txid, tx_row), key)
-                sent += 2
+                sent += _key_change(tv, produce, before, after, key, mid, i, txid, tx_row)
                 continue
             value = write(before, after, OP_UPDATE, mid, i, txid, tx_row)
         else:
@@ -106,6 +98,21 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
                 continue
         produce(topic, value, key)
         sent += 1
+    return sent
+
+
+def _key_change(tv: TableVersion, produce: Produce, before: Any, after: Any, key: Any,
+                mid: Any, i: int, txid: Any, tx_row: int) -> int:
+    """A primary-key change: a delete of the old key (and its tombstone) and a create of the
+    new one, so each key's own history stays complete and in order. Returns the messages."""
+    write = tv.envelope.encode
+    old = tv.key(before)
+    produce(tv.topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), old)
+    sent = 2
+    if tv.tombstones:
+        produce(tv.topic, None, old)
+        sent += 1
+    produce(tv.topic, write(None, after, OP_CREATE, mid, i, txid, tx_row), key)
     return sent
 
 

@@ -42,7 +42,7 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
     topic is asked again until ``timeout``: during a rolling restart its metadata can lag, and
     taking the checkpoint topic for missing would start the stream at the binlog's end.
     """
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     # The end of a partition shows as an empty fetch, which the broker holds for up to
     # fetch.wait.max.ms (500 ms by default): every start waited that long for its checkpoint.
@@ -64,34 +64,43 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
                 starts[p] = low if tail is None else max(low, high - tail)
                 whole = whole and starts[p] == low
         c.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
-        pending = set(starts)
-        settled_at: Dict[int, int] = {}  # partition -> the high watermark at its first end
-        out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
-        while pending and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    p = msg.partition()
-                    if settle and p not in settled_at:
-                        # The fetch's high watermark, cached: no request of its own.
-                        settled_at[p] = c.get_watermark_offsets(TopicPartition(topic, p),
-                                                                cached=True)[1]
-                        if msg.offset() < settled_at[p] and on_open is not None:
-                            on_open(p, msg.offset(), settled_at[p])
-                    if msg.offset() >= settled_at.get(p, -1):
-                        pending.discard(p)
-                    continue
-                raise RuntimeError(f"reading {topic}: {msg.error().str()}")
-            out.append((msg.key(), msg.value()))
-        if pending & set(settled_at):
-            raise OpenTransaction(f"a transaction on {topic} stayed open for {timeout:.0f} s")
-        if pending:
-            raise RuntimeError(f"timed out reading {topic}")
-        return out, whole
+        return _drain(c, topic, set(starts), deadline, settle, on_open, timeout), whole
     finally:
         c.close()
+
+
+def _drain(c: Any, topic: str, pending: set, deadline: float, settle: bool,
+           on_open: Optional[Callable[[int, int, int], None]], timeout: float
+           ) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
+    """The records of the assigned partitions to their end (settled: until what was written
+    before it is decided)."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    settled_at: Dict[int, int] = {}  # partition -> the high watermark at its first end
+    out: List[Tuple[Optional[bytes], Optional[bytes]]] = []
+    while pending and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                p = msg.partition()
+                if settle and p not in settled_at:
+                    # The fetch's high watermark, cached: no request of its own.
+                    settled_at[p] = c.get_watermark_offsets(TopicPartition(topic, p),
+                                                            cached=True)[1]
+                    if msg.offset() < settled_at[p] and on_open is not None:
+                        on_open(p, msg.offset(), settled_at[p])
+                if msg.offset() >= settled_at.get(p, -1):
+                    pending.discard(p)
+                continue
+            raise RuntimeError(f"reading {topic}: {msg.error().str()}")
+        out.append((msg.key(), msg.value()))
+    if pending & set(settled_at):
+        raise OpenTransaction(f"a transaction on {topic} stayed open for {timeout:.0f} s")
+    if pending:
+        raise RuntimeError(f"timed out reading {topic}")
+    return out
 
 
 def _offsets(c: Any, topic: str, deadline: float,

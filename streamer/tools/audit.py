@@ -327,25 +327,8 @@ def audit(cfg: Dict[str, Any], table: str, condition: Optional[str] = None,
         if bar is not None:
             bar.close()
         extras = not condition  # with --where the table side is a part: topic keys outside it
-        found = store.differences(False, extras)
-        rechecks = 0
-        while any(found.values()) and rechecks < RECHECKS:
-            rechecks += 1
-            keys = sorted(set(found["missing"]) | set(found["different"]) | set(found["extra"]))
-            print(f"audit: {len(keys)} keys differ; reading them again (recheck {rechecks} of "
-                  f"{RECHECKS}) after the streamer passes the read", file=log, flush=True)
-            store.candidates(keys)
-            if side.hashed_key:
-                # The keys are hashes, which can't be looked up: the whole table is read again.
-                store.db.execute("DELETE FROM tbl")
-                for rows in side.chunks(condition):
-                    store.put_rows(rows)
-            else:
-                store.db.execute("DELETE FROM tbl WHERE pk IN (SELECT pk FROM cand)")
-                store.put_rows(side.reread(keys, condition))
-            wait_for_streamer(cfg, _source_position(conn), timeout)
-            topic.follow()
-            found = store.differences(True, extras)
+        found, rechecks = _rechecked(cfg, conn, store, side, topic, condition, extras, timeout,
+                                     log)
         return report(table, tv.topic, store, found, rechecks, topic.records,
                       time.monotonic() - started, extras)
     finally:
@@ -354,6 +337,33 @@ def audit(cfg: Dict[str, Any], table: str, condition: Optional[str] = None,
         for f in os.listdir(workdir):
             os.unlink(os.path.join(workdir, f))
         os.rmdir(workdir)
+
+
+def _rechecked(cfg: Dict[str, Any], conn: Any, store: "Store", side: Any, topic: Any,
+               condition: Optional[str], extras: bool, timeout: float, log: Any
+               ) -> Tuple[Dict[str, List[str]], int]:
+    """The differences, after up to RECHECKS reads again of the keys that differ (a change in
+    flight between the two reads is no difference); and how many rechecks it took."""
+    found = store.differences(False, extras)
+    rechecks = 0
+    while any(found.values()) and rechecks < RECHECKS:
+        rechecks += 1
+        keys = sorted(set(found["missing"]) | set(found["different"]) | set(found["extra"]))
+        print(f"audit: {len(keys)} keys differ; reading them again (recheck {rechecks} of "
+              f"{RECHECKS}) after the streamer passes the read", file=log, flush=True)
+        store.candidates(keys)
+        if side.hashed_key:
+            # The keys are hashes, which can't be looked up: the whole table is read again.
+            store.db.execute("DELETE FROM tbl")
+            for rows in side.chunks(condition):
+                store.put_rows(rows)
+        else:
+            store.db.execute("DELETE FROM tbl WHERE pk IN (SELECT pk FROM cand)")
+            store.put_rows(side.reread(keys, condition))
+        wait_for_streamer(cfg, _source_position(conn), timeout)
+        topic.follow()
+        found = store.differences(True, extras)
+    return found, rechecks
 
 
 def report(table: str, topic: str, store: Store, found: Dict[str, List[str]], rechecks: int,

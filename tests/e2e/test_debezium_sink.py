@@ -202,3 +202,56 @@ def test_format_json_is_one_json_object_per_change_with_the_key_as_an_object(db,
     assert values[0]["after"] == {"id": 1, "amount": "12.50", "at": "2024-05-01T10:00:00.250000"}
     assert values[1]["before"]["amount"] == "12.50" and values[1]["after"]["amount"] == "13.00"
     assert values[0]["source"]["db"] == name and values[0]["source"]["table"] == "j"
+
+
+@pytest.mark.parametrize("encoding", ["json", "avro"])
+def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, connect,
+                                                               registry_url, encoding):  # noqa: F811
+    """Kafka Connect's JsonConverter, and the Avro converter through the registry, turn every
+    record of the type test's table (every type, its edges, NULLs) into Connect data: a
+    FileStreamSink writes each one, and its task fails at the first it can't read."""
+    from tests.e2e.test_types import columns_of
+    name, conn = db
+    columns = columns_of(support.DEFAULT)
+    support.sql(conn, "CREATE TABLE types (id INT PRIMARY KEY, "
+                + ", ".join(f"{c} {t}" for c, t, _, _ in columns) + ")")
+    names = ", ".join(c for c, _, _, _ in columns)
+    for row_id, idx in ((1, 2), (2, 3)):
+        support.sql(conn, f"INSERT INTO types (id, {names}) VALUES ({row_id}, "
+                    + ", ".join(col[idx] for col in columns) + ")")
+    support.sql(conn, "INSERT INTO types (id) VALUES (3)", "DELETE FROM types WHERE id = 3")
+    ns = support.unique("dbt")
+    extra = {"format": "debezium", "debezium": {"encoding": encoding}}
+    if encoding == "avro":
+        extra["schema_registry"] = {"url": registry_url}
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               start={"initial": "snapshot"}, **extra)
+    out = tmp_path / "records.txt"
+    sink = f"file-{ns}"
+    try:
+        with support.StreamerProcess(cfg, str(tmp_path / "run.log")) as proc:
+            proc.wait_reading()
+            support.sql(conn, "UPDATE types SET ti = 0 WHERE id = 1", "DELETE FROM types WHERE id = 2")
+            config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                      "tasks.max": "1", "topics": f"{ns}.{name}.types", "file": str(out),
+                      "consumer.override.isolation.level": "read_committed",
+                      "consumer.override.auto.offset.reset": "earliest"}
+            config.update(_converters(encoding))
+            _request("PUT", f"/connectors/{sink}/config", config)
+            # The snapshot's 2 rows, the update, the delete and its tombstone (null: written as
+            # "null"), all read.
+            support.wait_for(lambda: out.exists() and len(out.read_text().splitlines()) >= 5
+                             or _request("GET", f"/connectors/{sink}/status")["tasks"][:1]
+                             and _request("GET", f"/connectors/{sink}/status")["tasks"][0]["state"]
+                             == "FAILED", timeout=120, what="the sink to read every record")
+            status = _request("GET", f"/connectors/{sink}/status")
+            assert status["tasks"][0]["state"] == "RUNNING", status["tasks"][0].get("trace", "")[:3000]
+            assert proc.stop() == 0, proc.output()[-3000:]
+        lines = out.read_text().splitlines()
+        assert len(lines) == 5 and lines[-1] == "null", lines
+        assert all("after=Struct{id=" in line or "before=Struct{id=" in line for line in lines[:4])
+    finally:
+        try:
+            _request("DELETE", f"/connectors/{sink}")
+        except AssertionError:
+            pass
