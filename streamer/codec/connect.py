@@ -45,10 +45,15 @@ def schema(ctype: str, name: Optional[str] = None, params: Optional[Dict[str, st
     return out
 
 
+# Room for every DECIMAL (MySQL's widest: 65 digits, 30 after the point): the default context's
+# 28 digits would refuse a DECIMAL(65,30) value its quantize.
+_WIDE = decimal.Context(prec=80)
+
+
 def _scaled(scale: int) -> Callable[[Any], decimal.Decimal]:
     """A number as a Decimal of Connect's Decimal's scale (Avro's decimal writes it so)."""
     quantum = decimal.Decimal(1).scaleb(-scale)
-    return lambda value: decimal.Decimal(value).quantize(quantum)
+    return lambda value: decimal.Decimal(value).quantize(quantum, context=_WIDE)
 
 
 def unscaled_bytes(value: decimal.Decimal) -> bytes:

@@ -7,6 +7,7 @@ import datetime
 import decimal
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -51,6 +52,20 @@ def _request(method, path, body=None):
             return json.loads(text) if text else None
     except urllib.error.HTTPError as exc:
         raise AssertionError(f"{method} {path}: {exc.code} {exc.read()[:2000]!r}") from None
+
+
+def _records(path):
+    """The records a FileStreamSink wrote, one a line but for the newlines of their values: a
+    record starts a line with its Struct, or is a tombstone's "null"."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().rstrip("\n").split("\n"):
+        if line.startswith("Struct{") or line == "null" or not out:
+            out.append(line)
+        else:
+            out[-1] += "\n" + line
+    return [r for r in out if r]
 
 
 def _converters(encoding):
@@ -230,7 +245,9 @@ def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, co
     sink = f"file-{ns}"
     try:
         with support.StreamerProcess(cfg, str(tmp_path / "run.log")) as proc:
-            proc.wait_reading()
+            # The snapshot's rows first, then the changes: an order the test can tell.
+            support.wait_for(lambda: f"snapshot of {name}.types done" in proc.output(),
+                             what="the snapshot")
             support.sql(conn, "UPDATE types SET ti = 0 WHERE id = 1", "DELETE FROM types WHERE id = 2")
             config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
                       "tasks.max": "1", "topics": f"{ns}.{name}.types", "file": str(out),
@@ -240,16 +257,19 @@ def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, co
             _request("PUT", f"/connectors/{sink}/config", config)
             # The snapshot's 2 rows, the update, the delete and its tombstone (null: written as
             # "null"), all read.
-            support.wait_for(lambda: out.exists() and len(out.read_text().splitlines()) >= 5
+            support.wait_for(lambda: len(_records(out)) >= 5
                              or _request("GET", f"/connectors/{sink}/status")["tasks"][:1]
                              and _request("GET", f"/connectors/{sink}/status")["tasks"][0]["state"]
                              == "FAILED", timeout=120, what="the sink to read every record")
             status = _request("GET", f"/connectors/{sink}/status")
             assert status["tasks"][0]["state"] == "RUNNING", status["tasks"][0].get("trace", "")[:3000]
             assert proc.stop() == 0, proc.output()[-3000:]
-        lines = out.read_text().splitlines()
-        assert len(lines) == 5 and lines[-1] == "null", lines
-        assert all("after=Struct{id=" in line or "before=Struct{id=" in line for line in lines[:4])
+        records = _records(out)
+        assert [re.search(r"\},op=(\w),", r).group(1) for r in records[:4]] == ["r", "r", "u", "d"]
+        assert records[4] == "null" and len(records) == 5, records
+        assert all(r.startswith("Struct{") and "id=" in r for r in records[:4])
+        # DECIMAL(65,30) at its edge, every digit through the converter.
+        assert f"decbig=-{'9' * 35}.{'9' * 30}," in records[0]
     finally:
         try:
             _request("DELETE", f"/connectors/{sink}")

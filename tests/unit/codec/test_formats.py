@@ -32,6 +32,7 @@ COLUMNS = [
     _col("bu", T.LONGLONG, unsigned=True),
     _col("fl", T.FLOAT), _col("db", T.DOUBLE),
     _col("de", T.NEWDECIMAL, precision=10, decimals=2),
+    _col("dw", T.NEWDECIMAL, precision=65, decimals=30),  # beyond the default context's 28
     _col("vc", T.VARCHAR, character_set_name="utf8mb4"),
     _col("vb", T.VARCHAR),  # VARBINARY
     _col("js", T.JSON),
@@ -42,6 +43,7 @@ COLUMNS = [
 ]
 ROW = {"id": 7, "ti": -5, "tu": 200, "sm": -300, "iu": 4000000000, "bi": -9000000000,
        "bu": 18446744073709551615, "fl": 1.5, "db": 2.25, "de": decimal.Decimal("-12.50"),
+       "dw": decimal.Decimal("-" + "9" * 35 + "." + "9" * 30),
        "vc": "héllo", "vb": b"\x00\xff", "js": '{"a": 1}', "dt": datetime.date(2024, 2, 29),
        "d3": datetime.datetime(2024, 2, 29, 12, 0, 1, 123000),
        "d6": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
@@ -106,6 +108,7 @@ def test_debezium_json_is_connects_json_with_debeziums_types():
     def unscaled(text):
         return int.from_bytes(base64.b64decode(text), "big", signed=True)
     assert unscaled(after["de"]) == -1250 and unscaled(after["bu"]) == 18446744073709551615
+    assert unscaled(after["dw"]) == -int("9" * 65)
     assert after["dt"] == (datetime.date(2024, 2, 29) - datetime.date(1970, 1, 1)).days
     assert after["d3"] == 1709208001123  # ms
     assert after["d6"] == -1  # µs
@@ -149,6 +152,7 @@ def test_debezium_avro_is_what_connects_avro_converter_reads():
     after = fastavro.schemaless_reader(io.BytesIO(value[len(tv.wire_value.header):]),
                                        fastavro.parse_schema(schema))["after"]
     assert after["de"] == decimal.Decimal("-12.50") and after["id"] == 7
+    assert after["dw"].as_tuple() == ROW["dw"].as_tuple()
     assert after["ts"] == "2024-01-01T00:00:00.12Z" and after["b1"] is True
     fields = {f["name"]: f["type"] for f in schema["fields"][0]["type"][1]["fields"]}
     assert fields["ti"] == ["null", {"type": "int", "connect.type": "int8"}]
