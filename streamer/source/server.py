@@ -234,6 +234,26 @@ def executed_gtids(conn: Any, file: str, pos: int) -> Optional[str]:
     return str(found) if any_gtid else None
 
 
+def show_events(conn: Any, file: str, more: str = "") -> List[Tuple]:
+    """SHOW BINLOG EVENTS IN ``file`` (then ``more``: FROM, LIMIT), its text decoded here, as
+    UTF-8 with the bytes that aren't replaced: an Info column holds statements as they were
+    sent, binary values and all (MariaDB's Annotate_rows of an INSERT of a VARBINARY), which
+    PyMySQL's own decoding refuses with a UnicodeDecodeError. So the session's results come
+    undecoded (character_set_results binary) for the statement, and the setting back after."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@SESSION.character_set_results")
+        prior = cur.fetchone()[0]
+        cur.execute("SET SESSION character_set_results = binary")
+        try:
+            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} {more}")
+            rows = cur.fetchall()
+        finally:
+            cur.execute("SET SESSION character_set_results = %s" % (
+                "NULL" if prior is None else conn.escape(prior)))
+    return [tuple(v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in row)
+            for row in rows]
+
+
 _EVENTS_PAGE = 20000
 
 
@@ -245,19 +265,15 @@ def binlog_events(conn: Any, file: str) -> Iterator[Tuple]:
     events inside a transaction. Several rows share an offset: the events inside a MySQL
     Transaction_payload.)"""
     at, shown = 4, 0  # the first event, after the magic number; rows at ``at`` already shown
-    with conn.cursor() as cur:
-        while True:
-            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} FROM {at} "
-                        f"LIMIT {shown + _EVENTS_PAGE}")
-            rows = cur.fetchall()[shown:]
-            yield from rows
-            if len(rows) < _EVENTS_PAGE:
-                return
-            last = int(rows[-1][1])
-            if last != at:
-                at, shown = last, 0
-            shown += sum(1 for _ in itertools.takewhile(lambda r: int(r[1]) == last,
-                                                        reversed(rows)))
+    while True:
+        rows = show_events(conn, file, f"FROM {at} LIMIT {shown + _EVENTS_PAGE}")[shown:]
+        yield from rows
+        if len(rows) < _EVENTS_PAGE:
+            return
+        last = int(rows[-1][1])
+        if last != at:
+            at, shown = last, 0
+        shown += sum(1 for _ in itertools.takewhile(lambda r: int(r[1]) == last, reversed(rows)))
 
 
 def end_gtids(conn: Any) -> Tuple[Tuple[str, int], Optional[str]]:
@@ -337,11 +353,9 @@ def server_uuid(conn: Any) -> str:
 def file_gtids(conn: Any, file: str) -> Optional[str]:
     """The GTID set the binlog ``file`` opens with (its Gtid_list on MariaDB, its Previous_gtids
     on MySQL): every transaction before the file. None when the file has neither."""
-    with conn.cursor() as cur:
-        cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} LIMIT 4")
-        for row in cur.fetchall():
-            if row[2] in ("Gtid_list", "Previous_gtids"):
-                return "".join(str(row[5] or "").strip("[]").split())
+    for row in show_events(conn, file, "LIMIT 4"):
+        if row[2] in ("Gtid_list", "Previous_gtids"):
+            return "".join(str(row[5] or "").strip("[]").split())
     return None
 
 
@@ -357,18 +371,16 @@ def check_transaction_start(conn: Any, file: str, pos: int) -> None:
     nearest ones. A file the server doesn't have is left to the reader's purged-binlog error."""
     if file not in binlog_files(conn):
         return
-    with conn.cursor() as cur:
-        try:
-            cur.execute(f"SHOW BINLOG EVENTS IN {conn.escape(file)} FROM {int(pos)} LIMIT 1")
-            row = cur.fetchone()
-        except pymysql.err.Error as exc:
-            if not exc.args or exc.args[0] != ER_BINLOG_READ:
-                raise  # a missing privilege, say: the start's own refusal names it
-            row, what = None, "no event starts there"
-        else:
-            if row is None or row[2] in TRANSACTION_STARTS:
-                return  # the file's end, or a start
-            what = f"the event there is a {row[2]} inside a transaction"
+    try:
+        rows = show_events(conn, file, f"FROM {int(pos)} LIMIT 1")
+    except pymysql.err.Error as exc:
+        if not exc.args or exc.args[0] != ER_BINLOG_READ:
+            raise  # a missing privilege, say: the start's own refusal names it
+        what = "no event starts there"
+    else:
+        if not rows or rows[0][2] in TRANSACTION_STARTS:
+            return  # the file's end, or a start
+        what = f"the event there is a {rows[0][2]} inside a transaction"
     before, after = nearest_transaction_starts(conn, file, pos)
     near = " and ".join(f"{file}:{p}" for p in (before, after) if p is not None) or "none found"
     raise SourceError(f"the explicit start {file}:{pos} is not a transaction start ({what}): "
