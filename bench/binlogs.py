@@ -115,6 +115,12 @@ def local_needs(config_path: Optional[str] = None) -> Optional[str]:
     return needed_file(found) if found is not None else None
 
 
+def oldest(*names: Optional[str]) -> Optional[str]:
+    """The oldest of binlog file ``names`` (None where a checkpoint needs none)."""
+    known = [n for n in names if n is not None]
+    return min(known, key=_order) if known else None
+
+
 def _order(name: str) -> Tuple[str, int]:
     base, _, number = name.rpartition(".")
     return (base, int(number)) if number.isdigit() else (name, 0)
@@ -134,7 +140,10 @@ def purge(conn: Any, attempts: int = 10, pause_s: float = 1.0,
     with conn.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")
         kept = env.master_pos(conn)[0]
-        if keep_from is not None and _order(keep_from) < _order(kept):
+        # A file already gone can't be kept (the server refuses a PURGE TO it): the checkpoint
+        # that needs it can't resume whatever stays, so the purge goes on as without one.
+        if keep_from is not None and keep_from in {name for name, _ in before} \
+                and _order(keep_from) < _order(kept):
             kept = keep_from
         for attempt in range(attempts):
             if attempt:

@@ -114,11 +114,27 @@ def read_string(self: Any, size: int, column: Any) -> Any:
     codec = BYTE_ORDER.get(name)
     if codec is None and name in SERVER_TABLE_NAMES and SERVER_TABLE is not None:
         codec = SERVER_TABLE(name)  # the server's table, asked for once (source.charsets)
-    try:
-        return raw.decode(codec or self.charset_to_encoding(name), errors)
-    except LookupError:
-        # No Python codec (e.g. 'binary', 'swe7'): hand back the stored bytes.
+    encoding = codec or self.charset_to_encoding(name)
+    known = _CODECS.get(encoding)
+    if known is None:
+        known = _CODECS[encoding] = _has_codec(encoding)
+    if not known:
+        # No Python codec (e.g. 'binary', 'swe7'): hand back the stored bytes. Asked of the
+        # codec registry, not of a decode: CPython decodes b"" to "" without looking for the
+        # codec, so an empty BINARY value (a MariaDB UUID of zeros) came back as text there.
         return raw
+    return raw.decode(encoding, errors)
+
+
+_CODECS: Dict[str, bool] = {}
+
+
+def _has_codec(encoding: str) -> bool:
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return False
+    return True
 
 
 # MySQL packs a DECIMAL as groups of 9 digits in 4 bytes; a shorter leading integral group and

@@ -1,4 +1,6 @@
 """The bench's room check before a run and its report of the binlog it purged after one."""
+import pymysql
+
 from bench import binlogs
 
 GB = binlogs.GB
@@ -58,8 +60,11 @@ class FakeBinlogServer:
 
             def execute(self, sql, args=None):
                 if sql == "FLUSH BINARY LOGS":
-                    server.files.append(f"mysql-bin.{len(server.files) + 1:06d}")
+                    last = int(server.files[-1].rsplit(".", 1)[1])
+                    server.files.append(f"mysql-bin.{last + 1:06d}")
                 elif sql.startswith("PURGE BINARY LOGS TO"):
+                    if args[0] not in server.files:  # as the server refuses it
+                        raise pymysql.err.InternalError(1373, "Target log not found in binlog index")
                     server.files = [f for f in server.files if f >= args[0]]
                 self.sql = sql
 
@@ -81,3 +86,18 @@ def test_a_purge_keeps_the_file_the_local_checkpoint_needs_and_every_later_one()
     server = FakeBinlogServer(5)
     binlogs.purge(server, pause_s=0)  # no checkpoint: only the fresh file stays
     assert server.files == ["mysql-bin.000006"]
+
+
+def test_a_file_the_checkpoint_needs_that_is_already_gone_stops_no_purge():
+    # Its checkpoint can't resume whatever stays; the purge goes on as without one.
+    server = FakeBinlogServer(5)
+    server.files = server.files[2:]  # 000001 and 000002 purged before
+    done = binlogs.purge(server, keep_from="mysql-bin.000001", pause_s=0)
+    assert server.files == ["mysql-bin.000006"]
+    assert (done.files, done.kept, done.error) == (3, "mysql-bin.000006", None)
+
+
+def test_the_oldest_of_the_files_checkpoints_need():
+    assert binlogs.oldest("mysql-bin.000010", None, "mysql-bin.000009") == "mysql-bin.000009"
+    assert binlogs.oldest("mysql-bin.000100", "mysql-bin.000099") == "mysql-bin.000099"
+    assert binlogs.oldest(None, None) is None

@@ -200,3 +200,12 @@ def test_utf16_ucs2_and_utf32_decode_in_mysqls_byte_order(charset, codec, text):
     except (UnicodeDecodeError, LookupError) as refused:
         theirs = refused
     assert theirs != text
+
+
+@pytest.mark.parametrize("raw", [b"", b"\x00", b"\x12>Eg"])
+def test_a_binary_value_is_its_bytes_even_empty(raw):
+    # A BINARY(16) of zeros (a MariaDB UUID 00000000-...) is stored empty. CPython decodes b""
+    # without looking for the codec, so asking the decode whether 'binary' has one said "".
+    read = _string("binary", raw)
+    got = read(RowsEvent._RowsEvent__read_string)
+    assert isinstance(got, bytes) and got == raw
