@@ -26,7 +26,7 @@ import re
 from typing import Any, List, Optional, Tuple, Union
 
 from streamer.errors import UnsupportedValue
-from streamer.source import mysqljson
+from streamer.source import lenenc, mysqljson
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
 Leg = Union[str, int, Tuple[str, int]]  # a member key, an index, or ("last", n) for last-n
@@ -57,24 +57,16 @@ def read(data: bytes) -> Diffs:
         if op not in (REPLACE, INSERT, REMOVE):
             raise UnsupportedValue(f"a partial JSON update has an operation {op} MySQL does not "
                                    f"define (0 replace, 1 insert, 2 remove)")
-        size, at = _lenenc(data, at + 1)
+        size, at = lenenc.read(data, at + 1)
         path = parse_path(data[at:at + size].decode("utf-8"))
         at += size
         value = None
         if op != REMOVE:
-            size, at = _lenenc(data, at)
+            size, at = lenenc.read(data, at)
             value = parse(mysqljson.to_text(data[at:at + size]))
             at += size
         ops.append((op, path, value))
     return Diffs(ops)
-
-
-def _lenenc(data: bytes, at: int) -> Tuple[int, int]:
-    first = data[at]
-    if first < 0xFB:
-        return first, at + 1
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}[first]
-    return int.from_bytes(data[at + 1:at + 1 + width], "little"), at + 1 + width
 
 
 _LEG = re.compile(r'\.(?:"((?:[^"\\]|\\.)*)"|([^.\[\s]+))|\[\s*(?:(\d+)|last(?:\s*-\s*(\d+))?)\s*\]')

@@ -27,6 +27,7 @@ from pymysqlreplication.event import BinLogEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 
 from streamer.errors import UnsupportedEvent
+from streamer.source import lenenc
 
 TYPE = 40
 HEADER_END, PAYLOAD_SIZE, COMPRESSION, UNCOMPRESSED_SIZE = 0, 1, 2, 3
@@ -34,25 +35,17 @@ ZSTD, NONE = 0, 255
 _EVENT_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 
 
-def _lenenc(data: bytes, at: int) -> Tuple[int, int]:
-    first = data[at]
-    if first < 0xFB:
-        return first, at + 1
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}[first]
-    return int.from_bytes(data[at + 1:at + 1 + width], "little"), at + 1 + width
-
-
 def header(body: bytes) -> Tuple[Dict[int, int], int]:
     """The payload header's fields (type -> value) and where the payload starts."""
     fields: Dict[int, int] = {}
     at = 0
     while at < len(body):
-        kind, at = _lenenc(body, at)
+        kind, at = lenenc.read(body, at)
         if kind == HEADER_END:
             return fields, at
-        length, at = _lenenc(body, at)
+        length, at = lenenc.read(body, at)
         if kind in (PAYLOAD_SIZE, COMPRESSION, UNCOMPRESSED_SIZE):
-            fields[kind], _ = _lenenc(body, at)
+            fields[kind], _ = lenenc.read(body, at)
         at += length
     raise ValueError("the payload header has no end mark")
 
