@@ -23,6 +23,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from streamer.codec import avro
+from streamer.codec.jsonformat import rendered
 from streamer.codec.connect import (DECIMAL, Field, Options, fields_of, schema, struct, to_avro,
                                     unscaled_bytes)
 
@@ -96,16 +97,7 @@ class Row:
         self.plan = [(f.name, _json_value(f) if json_mode else f.adapt) for f in fields]
 
     def __call__(self, values: Dict[str, Any]) -> Dict[str, Any]:
-        out = {}
-        for name, fn in self.plan:
-            v = values.get(name)
-            if v is not None:
-                if v.__class__ is tuple:  # a union branch the streamer's fastavro path added
-                    v = v[1]
-                if fn is not None:
-                    v = fn(v)
-            out[name] = v
-        return out
+        return rendered(self.plan, values)
 
 
 class DebeziumFormat:

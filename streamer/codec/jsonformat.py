@@ -70,8 +70,10 @@ class JsonFormat:
         found.truncate_value = JsonEncoder([], []).truncate_value
 
 
-def _rendered(plan: List[Tuple[str, Optional[Callable[[Any], Any]]]],
-              values: Dict[str, Any]) -> Dict[str, Any]:
+def rendered(plan: List[Tuple[str, Optional[Callable[[Any], Any]]]],
+             values: Dict[str, Any]) -> Dict[str, Any]:
+    """A row's values by ``plan`` (name, render or None): the fastavro path's union branches
+    unwrapped, each value not None rendered (format: json, and format: debezium's rows)."""
     out = {}
     for name, render in plan:
         v = values.get(name)
@@ -107,12 +109,12 @@ class JsonEncoder:
 
     def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
                tx_row: int) -> bytes:
-        return self._value(None if before is None else _rendered(self.plan, before),
-                           None if after is None else _rendered(self.plan, after),
+        return self._value(None if before is None else rendered(self.plan, before),
+                           None if after is None else rendered(self.plan, after),
                            OPS[op], mid, row, tx_row)
 
     def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
-        return self._value(None, _rendered(self.plan, after), "r", mid, row, row,
+        return self._value(None, rendered(self.plan, after), "r", mid, row, row,
                            SNAPSHOT_FLAGS[snapshot])
 
     def truncate_value(self, ts_ms: int, server_id: int, file: str, pos: int,
@@ -124,5 +126,5 @@ class JsonEncoder:
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if not self.key_plan:
             return None
-        return json.dumps(to_jsonable(_rendered(self.key_plan, values)), ensure_ascii=False,
+        return json.dumps(to_jsonable(rendered(self.key_plan, values)), ensure_ascii=False,
                           separators=(",", ":")).encode("utf-8")
