@@ -34,6 +34,7 @@ def _record(rows: int, oltp: int) -> Tuple[bytes, int]:
     try:
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {db}")
+            cur.execute(f"USE {db}")  # the sequence engine's seq_ tables are per database
             cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, "
                         "note VARCHAR(64) NULL, at DATETIME(6) NOT NULL, "
                         "amount DECIMAL(12,4) NOT NULL, body TEXT)")
