@@ -54,6 +54,16 @@ def _request(method, path, body=None):
         raise AssertionError(f"{method} {path}: {exc.code} {exc.read()[:2000]!r}") from None
 
 
+def _snapshot_config(tmp_path, ns, db, encoding, registry):
+    """A config streaming ``db`` in format debezium (Avro through the registry, or JSON) from a
+    snapshot of its tables."""
+    extra = {"format": "debezium", "debezium": {"encoding": encoding}}
+    if encoding == "avro":
+        extra["schema_registry"] = {"url": registry}
+    return support.write_config(str(tmp_path / "c.yaml"), ns, [f"{db}.*"],
+                                start={"initial": "snapshot"}, **extra)
+
+
 def _records(path):
     """The records a FileStreamSink wrote, one a line but for the newlines of their values: a
     record starts a line with its Struct, or is a tombstone's "null"."""
@@ -162,11 +172,7 @@ def test_the_jdbc_sink_makes_an_equal_copy_through_changes_ddl_truncate_and_kill
 
     insert(1, 41)  # read by the snapshot
     ns = support.unique("dbz")
-    extra = {"format": "debezium", "debezium": {"encoding": encoding}}
-    if encoding == "avro":
-        extra["schema_registry"] = {"url": registry_url}
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
-                               start={"initial": "snapshot"}, **extra)
+    cfg = _snapshot_config(tmp_path, ns, name, encoding, registry_url)
     sink = f"sink-{ns}"
     try:
         with support.StreamerProcess(cfg, str(tmp_path / "run1.log"), env={"TZ": "UTC"}) as proc:
@@ -236,11 +242,7 @@ def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, co
                     + ", ".join(col[idx] for col in columns) + ")")
     support.sql(conn, "INSERT INTO types (id) VALUES (3)", "DELETE FROM types WHERE id = 3")
     ns = support.unique("dbt")
-    extra = {"format": "debezium", "debezium": {"encoding": encoding}}
-    if encoding == "avro":
-        extra["schema_registry"] = {"url": registry_url}
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
-                               start={"initial": "snapshot"}, **extra)
+    cfg = _snapshot_config(tmp_path, ns, name, encoding, registry_url)
     out = tmp_path / "records.txt"
     sink = f"file-{ns}"
     try:
