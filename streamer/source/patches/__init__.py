@@ -70,6 +70,8 @@ FIXES: List[Fix] = [
     Fix(Table, "__init__", ("self", "table_id", "schema", "table", "columns", "primary_key",
                             "column_name_flag"), _keep(table_map.table_init),
         "speed: the primary key found without each column's data dict"),
+    Fix(Table, "data", ("self",), _keep(table_map.table_data),
+        "speed: a table's data dict built once, not for every rows event"),
     Fix(TableMapEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                     "ctl_connection"), table_map.cached_init,
         "speed: each distinct table-map event parsed once"),
@@ -146,6 +148,8 @@ def check_target(owner: Any, attr: str, params: Tuple[str, ...]) -> Any:
     """The function at ``owner.attr`` (defined on ``owner`` itself), or PatchTargetMissing."""
     where = f"{owner.__module__}.{owner.__name__}.{attr}"
     found = owner.__dict__.get(attr)
+    if isinstance(found, property):
+        found = found.fget  # a property is checked and replaced by its getter
     if found is None:
         raise PatchTargetMissing(f"library fix target {where} is missing: the library changed. "
                                  f"Install the tested version ({_tested()})")
@@ -195,6 +199,8 @@ def apply(allow_untested: bool = False) -> None:
     for fix, original in zip(FIXES, originals):
         replacement = fix.make(original)
         replacement.__wrapped__ = original
+        if isinstance(fix.owner.__dict__[fix.attr], property):
+            replacement = property(replacement)
         setattr(fix.owner, fix.attr, replacement)
         _applied[fix.target()] = original
 

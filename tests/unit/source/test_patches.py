@@ -23,8 +23,9 @@ patches.apply()
 
 
 def library(owner, attr):
-    """The library's own function, which the fix replaced."""
-    return getattr(owner, attr).__wrapped__
+    """The library's own function, which the fix replaced (a property's getter)."""
+    installed = getattr(owner, attr)
+    return (installed.fget if isinstance(installed, property) else installed).__wrapped__
 
 
 def reader_over(data: bytes):
@@ -98,6 +99,7 @@ def test_an_inherited_attribute_is_not_taken_for_the_target():
 def test_every_fix_is_installed_over_the_librarys_function_it_checked():
     for fix in patches.FIXES:
         installed = getattr(fix.owner, fix.attr)
+        installed = installed.fget if isinstance(installed, property) else installed
         assert installed.__wrapped__ is patches._applied[fix.target()], fix.target()
         assert patches.check_target(fix.owner, fix.attr, fix.params) is installed.__wrapped__
 
@@ -153,6 +155,19 @@ def test_a_table_finds_the_primary_key_the_library_finds(keys):
     library(Table, "__init__")(theirs, 7, "db", "t", cols)
     assert ours.primary_key == theirs.primary_key
     assert (ours.table_id, ours.schema, ours.table) == (7, "db", "t")
+
+
+def test_a_tables_data_is_the_librarys_built_once():
+    col = Column.__new__(Column)
+    col.__dict__.update({"name": "id", "is_primary": True, "type": 3})
+    table = Table(7, "db", "t", [col])
+    want = library(Table, "data")(table)
+    assert want == {"table_id": 7, "schema": "db", "table": "t", "columns": [col],
+                    "primary_key": "id", "column_name_flag": False}
+    first = table.data
+    assert first == want
+    assert table.data is first  # kept, not built again for the next rows event
+    assert table == Table(7, "db", "t", [col])  # __eq__ compares the data dicts
 
 
 def test_importing_the_streamer_changes_nothing_in_the_libraries():
