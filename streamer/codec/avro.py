@@ -103,6 +103,21 @@ class Writer:
         return bytes(out)
 
 
+def body_writer(schema: Dict[str, Any]) -> Callable[[bytearray, Any], None]:
+    """A writer that appends a record's Avro body (no header) to a buffer: generated for the
+    schema (``encode.compile_writer``), or fastavro's where the generator can't."""
+    try:
+        return compile_writer(schema)
+    except GeneratedWriterUnsupported:
+        parsed = fastavro.parse_schema(schema)
+
+        def write_body(buf: bytearray, datum: Any) -> None:
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, parsed, datum)
+            buf += out.getvalue()
+        return write_body
+
+
 # The envelope's field order that EnvelopeWriter's parts are written in (schemas/source.avsc).
 ENVELOPE_LAYOUT = ["before", "after", "op", "ts_ms",
                    ("source", ["server_id", "file", "pos", "gtid", "db", "table", "row", "txid",
@@ -145,16 +160,7 @@ class EnvelopeWriter:
             # must change them too, not be written wrongly.
             raise ValueError(f"EnvelopeWriter encodes {ENVELOPE_LAYOUT}, the schema has {layout}")
         self.value_writer = value_writer
-        try:
-            self._row: Callable[[bytearray, Any], None] = compile_writer(row_schema)
-        except GeneratedWriterUnsupported:
-            parsed = fastavro.parse_schema(row_schema)
-
-            def write_row(buf: bytearray, datum: Any) -> None:
-                out = io.BytesIO()
-                fastavro.schemaless_writer(out, parsed, datum)
-                buf += out.getvalue()
-            self._row = write_row
+        self._row = body_writer(row_schema)
 
     @staticmethod
     def event_parts(ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],

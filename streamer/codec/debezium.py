@@ -23,6 +23,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from streamer.codec import avro
+from streamer.codec.encode import write_long, write_string
 from streamer.codec.jsonformat import rendered
 from streamer.codec.connect import (DECIMAL, Field, Options, fields_of, schema, struct, to_avro,
                                     unscaled_bytes)
@@ -117,11 +118,16 @@ class DebeziumFormat:
         fields = fields_of(tv.columns_info, self.options)
         key_fields = [f for f in fields if f.name in tv.pk_names]
         value = struct(f"{space}.Value", fields, True)
-        enc = EventEncoder(self, space, value, fields, key_fields)
+        enc = self.events(space, value, fields, key_fields)
         tv.envelope = enc
         tv.key = enc.key
         tv.truncate_value = enc.truncate_value
         tv.wire_value, tv.wire_key = enc.value_writer, enc.key_writer
+
+    def events(self, space: str, value: Dict[str, Any], fields: List[Field],
+               key_fields: List[Field]) -> "EventEncoder":
+        kind = EventEncoder if self.encoding == "json" else AvroEvents
+        return kind(self, space, value, fields, key_fields)
 
     def attach_topic(self, found: Any) -> None:
         """A table known only by its topic's last schema in the schema topic (to publish a
@@ -131,7 +137,7 @@ class DebeziumFormat:
         columns = [(f["name"], f.get("mysql.type", "text"), isinstance(f["type"], list),
                     _Described(f)) for f in row["fields"]]
         fields = fields_of(columns, self.options)
-        enc = EventEncoder(self, space, struct(f"{space}.Value", fields, True), fields, [])
+        enc = self.events(space, struct(f"{space}.Value", fields, True), fields, [])
         found.truncate_value = enc.truncate_value
 
 
@@ -152,7 +158,9 @@ class _Described:
 
 
 class EventEncoder:
-    """One table version's Debezium events (the interface of codec.avro.EnvelopeWriter)."""
+    """One table version's Debezium events (the interface of codec.avro.EnvelopeWriter), as
+    JsonConverter writes them; ``AvroEvents`` below for Avro. An event's parts are its source
+    struct and the processing time, the same for all its rows."""
 
     def __init__(self, fmt: DebeziumFormat, space: str, value: Dict[str, Any],
                  fields: List[Field], key_fields: List[Field]) -> None:
@@ -160,6 +168,7 @@ class EventEncoder:
         self.json = fmt.encoding == "json"
         self.row = Row(fields, self.json)
         self.key_row = Row(key_fields, self.json) if key_fields else None
+        self.value = value
         self.envelope = envelope_schema(space, value, fmt.connector)
         self.key_schema = (struct(f"{space}.Key", key_fields, False)
                            if key_fields else None)
@@ -171,10 +180,6 @@ class EventEncoder:
             self._key_prefix = ('{"schema":' + json.dumps(self.key_schema, separators=(",", ":"))
                                 + ',"payload":') if fmt.schemas_enable and key_fields else ""
             self._suffix = "}" if fmt.schemas_enable else ""
-        else:
-            self.value_writer = avro.Writer(to_avro(self.envelope))
-            if self.key_schema is not None:
-                self.key_writer = avro.Writer(to_avro(self.key_schema))
 
     # -- the parts of an event ------------------------------------------------------------------
     def event_parts(self, ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],
@@ -187,17 +192,19 @@ class EventEncoder:
                   "pos": pos, "row": 0, "thread": None, "query": None}
         return (source, now_ns), txid
 
-    def _value(self, before: Any, after: Any, op: str, parts: Any, row: int,
-               snapshot: str = "false") -> bytes:
+    def envelope_value(self, before: Any, after: Any, op: str, parts: Any, row: int,
+                       snapshot: str = "false") -> Dict[str, Any]:
+        """The whole envelope as a dict: ``before``/``after`` as ``row`` made them."""
         source, now_ns = parts
         source = dict(source, row=row, snapshot=snapshot)
-        value = {"before": before, "after": after, "source": source, "transaction": None,
-                 "op": op, "ts_ms": now_ns // 1000000, "ts_us": now_ns // 1000, "ts_ns": now_ns}
-        if self.json:
-            return (self._prefix + json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-                    + self._suffix).encode("utf-8")
-        assert self.value_writer is not None
-        return self.value_writer.encode(value)
+        return {"before": before, "after": after, "source": source, "transaction": None,
+                "op": op, "ts_ms": now_ns // 1000000, "ts_us": now_ns // 1000, "ts_ns": now_ns}
+
+    def _value(self, before: Any, after: Any, op: str, parts: Any, row: int,
+               snapshot: str = "false") -> bytes:
+        value = self.envelope_value(before, after, op, parts, row, snapshot)
+        return (self._prefix + json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+                + self._suffix).encode("utf-8")
 
     def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
                tx_row: int) -> bytes:
@@ -217,12 +224,127 @@ class EventEncoder:
         if self.key_row is None:
             return None
         payload = self.key_row(values)
-        if self.json:
-            return (self._key_prefix + json.dumps(payload, separators=(",", ":"),
-                                                  ensure_ascii=False)
-                    + self._suffix).encode("utf-8")
+        return (self._key_prefix + json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+                + self._suffix).encode("utf-8")
+
+
+def _avro_string(text: str) -> bytes:
+    out = bytearray()
+    write_string(out, text)
+    return bytes(out)
+
+
+# source.snapshot, an optional string: the union's string branch, then the string.
+_SNAPSHOT_AVRO = {flag: b"\x02" + _avro_string(flag) for flag in ("false", "true", "last")}
+_SNAPSHOT_OF = {avro.SNAPSHOT_BYTES["true"]: _SNAPSHOT_AVRO["true"],
+                avro.SNAPSHOT_BYTES["last"]: _SNAPSHOT_AVRO["last"]}
+# source.thread and source.query (null), then the envelope's transaction (null).
+_AFTER_ROW = b"\x00\x00\x00"
+
+
+class AvroEvents(EventEncoder):
+    """Debezium's events in Avro, as Connect's AvroConverter writes them, assembled from parts
+    as codec.avro.EnvelopeWriter assembles the streamer's: of an envelope, only before/after,
+    op, source.row and source.snapshot change between the rows of one binlog event, so the rest
+    is encoded once per event (``event_parts``) and each row writes its row structs through a
+    writer generated for the table's Value record. The bytes are those of ``value_writer`` on
+    the whole envelope (tests/unit/codec/test_formats.py); its header is read at each message,
+    so the registry's frame applies once the schema is registered."""
+
+    def __init__(self, fmt: DebeziumFormat, space: str, value: Dict[str, Any],
+                 fields: List[Field], key_fields: List[Field]) -> None:
+        super().__init__(fmt, space, value, fields, key_fields)
+        envelope = to_avro(self.envelope)
+        layout = [f["name"] for f in envelope["fields"]]
+        source = [f["name"] for f in envelope["fields"][2]["type"]["fields"]]
+        if layout != ENVELOPE_LAYOUT or source != SOURCE_LAYOUT:
+            raise ValueError(f"AvroEvents encodes {ENVELOPE_LAYOUT} and source "
+                             f"{SOURCE_LAYOUT}, the schema has {layout} and {source}")
+        self.value_writer = avro.Writer(envelope)
+        self._row = avro.body_writer(envelope["fields"][0]["type"][1])
+        if self.key_schema is not None:
+            self.key_writer = avro.Writer(to_avro(self.key_schema))
+        self._head = _avro_string(VERSION) + _avro_string(fmt.connector) + \
+            _avro_string(fmt.namespace)
+
+    def event_parts(self, ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],
+                    db: str, table: str, txid: str) -> Tuple[Any, Any]:
+        """(source's version through ts_ms; db through pos; the processing time's three
+        fields), encoded."""
+        head = bytearray(self._head)
+        write_long(head, ts_ms)
+        mid = bytearray()
+        write_string(mid, db)
+        mid.append(0)  # sequence: null
+        mid.append(2)
+        write_long(mid, ts_ms * 1000)
+        mid.append(2)
+        write_long(mid, ts_ms * 1000000)
+        mid.append(2)
+        write_string(mid, table)
+        write_long(mid, server_id)
+        if gtid is None:
+            mid.append(0)
+        else:
+            mid.append(2)
+            write_string(mid, gtid)
+        write_string(mid, file)
+        write_long(mid, pos)
+        now_ns = time.time_ns()
+        now = bytearray()
+        for t in (now_ns // 1000000, now_ns // 1000, now_ns):
+            now.append(2)
+            write_long(now, t)
+        return (bytes(head), bytes(mid), bytes(now)), txid
+
+    def _assemble(self, before: Any, after: Any, op: bytes, parts: Any, row: int,
+                  snapshot: bytes) -> bytes:
+        head, mid, now = parts
+        buf = bytearray(self.value_writer.header)  # type: ignore[union-attr]
+        if before is None:
+            buf.append(0)
+        else:
+            buf.append(2)
+            self._row(buf, self.row(before))
+        if after is None:
+            buf.append(0)
+        else:
+            buf.append(2)
+            self._row(buf, self.row(after))
+        buf += head
+        buf += snapshot
+        buf += mid
+        write_long(buf, row)
+        buf += _AFTER_ROW
+        buf += op
+        buf += now
+        return bytes(buf)
+
+    def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
+               tx_row: int) -> bytes:
+        return self._assemble(before, after, op, mid, row, _SNAPSHOT_AVRO["false"])
+
+    def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
+        return self._assemble(None, after, avro.OP_READ, mid, row, _SNAPSHOT_OF[snapshot])
+
+    def truncate_value(self, ts_ms: int, server_id: int, file: str, pos: int,
+                       gtid: Optional[str], db: str, table: str, txid: str,
+                       tx_row: int) -> bytes:
+        parts, _ = self.event_parts(ts_ms, server_id, file, pos, gtid, db, table, txid)
+        return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, _SNAPSHOT_AVRO["false"])
+
+    def key(self, values: Dict[str, Any]) -> Optional[bytes]:
+        if self.key_row is None:
+            return None
         assert self.key_writer is not None
-        return self.key_writer.encode(payload)
+        return self.key_writer.encode(self.key_row(values))
+
+
+# The Avro envelope's and source's field order, which AvroEvents writes its parts in: a change
+# to envelope_schema or source_schema must change AvroEvents too, not be written wrongly.
+ENVELOPE_LAYOUT = ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
+SOURCE_LAYOUT = ["version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us",
+                 "ts_ns", "table", "server_id", "gtid", "file", "pos", "row", "thread", "query"]
 
 
 class TransactionRecords:

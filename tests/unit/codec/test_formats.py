@@ -235,3 +235,37 @@ def test_debezium_transaction_records_are_keyed_by_id_with_counts_per_table():
     assert doc["payload"]["data_collections"] == [
         {"data_collection": "shop.a", "event_count": 2},
         {"data_collection": "shop.b", "event_count": 1}]
+
+
+@pytest.mark.parametrize("gtid", [None, "0-1-9"])
+def test_debezium_avro_from_parts_is_the_whole_envelope_encoded(monkeypatch, gtid):
+    # AvroEvents writes an event's fixed parts once and each row's structs into them; the bytes
+    # must be those of the envelope's writer on the whole record, for every op and snapshot flag.
+    from streamer.codec import debezium
+    monkeypatch.setattr(debezium.time, "time_ns", lambda: 1700000000123456789)
+    tv = _version({"format": "debezium", "debezium": {"encoding": "avro"},
+                   "schema_registry": {"url": "http://registry:8081"}})
+    enc = tv.envelope
+    assert isinstance(enc, debezium.AvroEvents)
+    values = dict(ROW)
+    tv.convert(values)
+    other = dict(values, vc="autre", de=decimal.Decimal("0.01"), js=None)
+    args = (1700000000123, 4294967295, "mysql-bin.000003", 1234, gtid, "shop", "t", "f:1")
+    parts, _ = enc.event_parts(*args)
+    whole, _ = debezium.EventEncoder.event_parts(enc, *args)
+
+    def want(before, after, op, row, snapshot="false"):
+        return enc.value_writer.encode(enc.envelope_value(
+            None if before is None else enc.row(before), None if after is None else enc.row(after),
+            op, whole, row, snapshot))
+    for op, before, after in (("c", None, values), ("u", values, other), ("d", other, None)):
+        got = enc.encode(before, after, avro.OP_BYTES[op], parts, 3, "f:1", 9)
+        assert got == want(before, after, op, 3), op
+    for flag in ("true", "last"):
+        got = enc.encode_read(values, parts, 70000, "f:1", avro.SNAPSHOT_BYTES[flag])
+        assert got == want(None, values, "r", 70000, flag), flag
+    assert enc.truncate_value(*args, 0) == want(None, None, "t", 0)
+    enc.value_writer.header = b"\x00\x00\x00\x00\x07"  # a registry's frame, once registered
+    assert enc.encode(None, values, avro.OP_BYTES["c"], parts, 0, "f:1", 0)[:5] == \
+        b"\x00\x00\x00\x00\x07"
+
