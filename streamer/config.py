@@ -54,8 +54,9 @@ DEFAULTS: Dict[str, Any] = {
     # transactions: BEGIN/END records per source transaction in {namespace}.__transactions
     # (engine.txmeta).
     # name: a table's topic, from {namespace}, {db} and {table}.
+    # headers: Kafka headers on each table message: op, db, table, schema_id (engine.announce).
     "topics": {"partitions": 1, "replication_factor": 1, "tombstones": True, "compact": False,
-               "transactions": False, "name": "{namespace}.{db}.{table}"},
+               "transactions": False, "name": "{namespace}.{db}.{table}", "headers": False},
     # The messages' format (README, "Message formats"): streamer (the default: Avro, our
     # envelope), debezium (Debezium's change events: docs/debezium.md) or json (our envelope as
     # one JSON object, no schema).
@@ -312,7 +313,7 @@ def _validate_start_and_tables(cfg: Dict[str, Any]) -> None:
         _require(isinstance(pats, list) and all(isinstance(p, str) and "." in p for p in pats),
                  f"tables.{key}", pats, "a list of 'db.table' glob patterns such as 'shop.*'")
     _validate_columns(cfg)
-    for key in ("topics.tombstones", "topics.compact", "topics.transactions"):
+    for key in ("topics.tombstones", "topics.compact", "topics.transactions", "topics.headers"):
         section, name = key.split(".")
         _require(isinstance(cfg[section][name], bool), key, cfg[section][name], "true or false")
 

@@ -239,7 +239,7 @@ def consume(topics: List[str], expect: Optional[int] = None, idle: float = 3.0,
                 raise RuntimeError(msg.error().str())
             last = now
             rec = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                   "raw_key": msg.key(), "raw_value": msg.value()}
+                   "raw_key": msg.key(), "raw_value": msg.value(), "headers": msg.headers()}
             if dec is not None:
                 rec["key"] = dec.decode(msg.key())
                 rec["value"] = dec.decode(msg.value())

@@ -7,9 +7,9 @@ and a re-read announces again.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Optional, Set
+from typing import Any, Callable, Dict, Optional, Set
 
-from streamer.codec.avro import canonical_json
+from streamer.codec.avro import CONFLUENT_MAGIC, MAGIC, canonical_json
 
 log = logging.getLogger(__name__)
 
@@ -20,10 +20,12 @@ class Announcer:
     writers for the Confluent wire format when one is configured."""
 
     def __init__(self, publisher: Any, open_batch: Callable[[], None], compact: bool,
-                 registry: Optional[Any] = None, uncompacted: Optional[Set[str]] = None) -> None:
+                 registry: Optional[Any] = None, uncompacted: Optional[Set[str]] = None,
+                 headers: bool = False) -> None:
         self.publisher = publisher
         self.open = open_batch
         self.compact = compact
+        self.headers = headers
         self.registry = registry
         # Topics already warned about (kept by the caller across connections: warned once).
         self.uncompacted = uncompacted if uncompacted is not None else set()
@@ -42,8 +44,11 @@ class Announcer:
                             "only)", tv.db, tv.table, tv.topic,
                             extra={"table": f"{tv.db}.{tv.table}"})
             publisher.ensure_topic(tv.topic)
-        if self.registry is not None and tv.wire_value is not None:
-            self.registry.frame(tv.topic, tv.wire_value, tv.wire_key)
+        wire = getattr(tv, "wire_value", tv.value_writer)
+        if self.registry is not None and wire is not None:
+            self.registry.frame(tv.topic, wire, tv.wire_key)
+        if self.headers:
+            tv.headers = message_headers(tv.db, tv.table, wire)
         self.open()
         for kind, writer in (("value", tv.value_writer), ("key", tv.key_writer)):
             if writer is not None:
@@ -62,3 +67,24 @@ class Announcer:
         # Its own kind: the "value" records are table versions, whose lineage a start reads.
         self.publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
                                       topic, "transaction")
+
+
+def schema_id(header: bytes) -> str:
+    """The schema id a message's frame names: the registry's id (Confluent wire format), else
+    the schema's fingerprint in hex (Avro single-object encoding)."""
+    if len(header) == 5 and header[:1] == CONFLUENT_MAGIC:
+        return str(int.from_bytes(header[1:], "big"))
+    if header[:len(MAGIC)] == MAGIC:
+        return header[len(MAGIC):].hex()
+    raise ValueError(f"a message frame of neither known kind: {header!r}")
+
+
+def message_headers(db: str, table: str, writer: Optional[Any]) -> Dict[str, Any]:
+    """By op, the Kafka headers of a table's messages (topics.headers): ``op``, ``db``,
+    ``table`` and, for a format whose values name a writer schema (``writer``, framed by now),
+    ``schema_id``; UTF-8 text, so a consumer can route or filter without decoding a value. A
+    tombstone carries its delete's."""
+    common = [("db", db.encode()), ("table", table.encode())]
+    if writer is not None:
+        common.append(("schema_id", schema_id(writer.header).encode()))
+    return {op: (("op", op.encode()), *common) for op in ("c", "u", "d", "r", "t")}

@@ -65,8 +65,8 @@ class Context:
             sent += hook(txid, ts_ms)
         return sent
 
-    def everywhere(self, topic: str, value: bytes) -> int:
+    def everywhere(self, topic: str, value: bytes, headers: Any = None) -> int:
         """A keyless message in every partition of ``topic`` (a TRUNCATE), its bytes counted."""
-        n = self.publisher.produce_everywhere(topic, value)
+        n = self.publisher.produce_everywhere(topic, value, headers)
         self.metrics.bytes += n * len(value)
         return n

@@ -31,7 +31,8 @@ from streamer.source.truncate import truncated_table
 
 log = logging.getLogger(__name__)
 
-Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
+# (topic, value, key, headers): headers are None, or the message's (name, value) pairs.
+Produce = Callable[[str, Optional[bytes], Optional[bytes], Any], None]
 # The rows event classes and the op of their changes.
 OPS = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d",
        PartialUpdateRowsEvent: "u"}
@@ -58,6 +59,7 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
         packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid)
     convert = tv.convert
     topic = tv.topic
+    headers = tv.headers  # by op: its messages' Kafka headers (topics.headers), or None each
     holes = tracker.holes  # rows a ROLLBACK TO SAVEPOINT took back (stages.savepoints)
     versioning = tv.versioning  # a system-versioned table's history is no change of its own
     sent = 0
@@ -80,23 +82,23 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
             if tv.key_writer is not None and any(before[k] != after[k] for k in tv.pk_names):
                 sent += _key_change(tv, produce, before, after, key, mid, i, txid, tx_row)
                 continue
-            value = write(before, after, OP_UPDATE, mid, i, txid, tx_row)
+            produce(topic, write(before, after, OP_UPDATE, mid, i, txid, tx_row), key,
+                    headers["u"])
         else:
             values = row["values"]
             convert(values, row.get("none_sources"))
             key = tv.key(values)
             if row_op == "c":
-                value = write(None, values, OP_CREATE, mid, i, txid, tx_row)
+                produce(topic, write(None, values, OP_CREATE, mid, i, txid, tx_row), key,
+                        headers["c"])
             else:
-                produce(topic, write(values, None, OP_DELETE, mid, i, txid, tx_row), key)
+                produce(topic, write(values, None, OP_DELETE, mid, i, txid, tx_row), key,
+                        headers["d"])
                 if tv.tombstones:
                     # Right behind its delete, in the same transaction: compaction may then
                     # forget the key (README, "Tombstones and compaction").
-                    produce(topic, None, key)
+                    produce(topic, None, key, headers["d"])
                     sent += 1
-                sent += 1
-                continue
-        produce(topic, value, key)
         sent += 1
     return sent
 
@@ -106,13 +108,14 @@ def _key_change(tv: TableVersion, produce: Produce, before: Any, after: Any, key
     """A primary-key change: a delete of the old key (and its tombstone) and a create of the
     new one, so each key's own history stays complete and in order. Returns the messages."""
     write = tv.envelope.encode
+    headers = tv.headers
     old = tv.key(before)
-    produce(tv.topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), old)
+    produce(tv.topic, write(before, None, OP_DELETE, mid, i, txid, tx_row), old, headers["d"])
     sent = 2
     if tv.tombstones:
-        produce(tv.topic, None, old)
+        produce(tv.topic, None, old, headers["d"])
         sent += 1
-    produce(tv.topic, write(None, after, OP_CREATE, mid, i, txid, tx_row), key)
+    produce(tv.topic, write(None, after, OP_CREATE, mid, i, txid, tx_row), key, headers["c"])
     return sent
 
 
@@ -142,7 +145,7 @@ def truncated_version(event: Any, tables: TableCatalog) -> Optional[Any]:
 
 
 def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker,
-                     produce_everywhere: Callable[[str, bytes], int]) -> int:
+                     produce_everywhere: Callable[[str, bytes, Any], int]) -> int:
     """Produce the op ``t`` message, once in each of the topic's partitions (keyless, it would
     land in one, and consumers of the others would apply it after later inserts); returns how
     many messages were produced (0 on a re-read)."""
@@ -162,4 +165,4 @@ def publish_truncate(event: Any, tv: TableVersion, tracker: Tracker,
     return produce_everywhere(tv.topic, tv.truncate_value(
         event.timestamp * 1000, packet.server_id, tracker.file,
         packet.log_pos - packet.event_size, tracker.gtid, tv.db, tv.table, tracker.txid,
-        tracker.tx_rows - 1))
+        tracker.tx_rows - 1), tv.headers["t"])

@@ -117,7 +117,7 @@ class Streamer:
         policy = CommitPolicy(cfg, publisher, tracker, reader, self, self.metrics, self.clock,
                               self.totals, after_commit=self.heap.after_commit)
         announce = Announcer(publisher, policy.open, cfg["topics"]["compact"],
-                             self.schema_registry, self.uncompacted)
+                             self.schema_registry, self.uncompacted, cfg["topics"]["headers"])
         ctx = Context(cfg, publisher, tracker, tables, self.clock, self.metrics, announce, policy)
         rows = Rows(ctx)
         table_maps = TableMaps(ctx, rows)

@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from streamer.kafka import logs
 from streamer.kafka.bundle import BUNDLED, SYSTEM
+from streamer.kafka.sink import Headers
 
 _CDEF = """
 typedef struct rd_kafka_s rd_kafka_t;
@@ -51,6 +52,23 @@ void rd_kafka_topic_destroy(rd_kafka_topic_t *rkt);
 int rd_kafka_produce(rd_kafka_topic_t *rkt, int32_t partition, int msgflags,
                      const char *payload, size_t len, const char *key, size_t keylen,
                      void *msg_opaque);
+typedef struct rd_kafka_headers_s rd_kafka_headers_t;
+typedef struct rd_kafka_vu_s {
+    int vtype;
+    union {
+        const char *cstr;
+        rd_kafka_topic_t *rkt;
+        int i;
+        int32_t i32;
+        int64_t i64;
+        struct { void *ptr; size_t size; } mem;
+        struct { const char *name; const void *val; ssize_t size; } header;
+        rd_kafka_headers_t *headers;
+        void *ptr;
+        char _pad[64];
+    } u;
+} rd_kafka_vu_t;
+rd_kafka_error_t *rd_kafka_produceva(rd_kafka_t *rk, const rd_kafka_vu_t *vus, size_t cnt);
 int rd_kafka_last_error(void);
 const char *rd_kafka_err2str(int err);
 int rd_kafka_fatal_error(rd_kafka_t *rk, char *errstr, size_t errstr_size);
@@ -88,7 +106,9 @@ DRAIN_WAIT_S = 0.1  # the drain thread's poll: how long close() may wait for it
 ERR_QUEUE_FULL = -184
 ERR_FATAL = -150
 ERR_INVALID_ARG = -186
-MIN_VERSION = 0x01060000  # error objects and the transactional API as used here
+MIN_VERSION = 0x01060000  # error objects, the transactional API and produceva as used here
+# rd_kafka_vtype_t: what each rd_kafka_vu_t of a produceva call holds.
+VTYPE_RKT, VTYPE_PARTITION, VTYPE_VALUE, VTYPE_KEY, VTYPE_MSGFLAGS, VTYPE_HEADER = 2, 3, 4, 5, 7, 9
 _ERRSTR = 512
 
 PREBUILT = "_rdkafka_ffi"  # streamer/kafka/_rdkafka_ffi.py, written by `make ffi` from _CDEF
@@ -138,6 +158,7 @@ _ffi, FFI_SOURCE = _load_ffi()
 # 40; in the streamer, both producers' drain threads logging a refused TLS handshake at the same
 # moment had every later log event fail. (tests/unit/kafka/test_rdkafka.py keeps it so.)
 _ERRSTR_BUF = _ffi.typeof("char[]")
+_VU_ARRAY = _ffi.typeof("rd_kafka_vu_t[]")
 _TEXT_OUT = _ffi.typeof("const char **")
 _INT_OUT = _ffi.typeof("int *")
 _METADATA_OUT = _ffi.typeof("const struct rd_kafka_metadata **")
@@ -268,11 +289,14 @@ class Producer:
         return rkt
 
     # -- messages -------------------------------------------------------------------------------
-    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes] = None) -> None:
+    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes] = None,
+                headers: Optional[Headers] = None) -> None:
         rkt = self._topics.get(topic)
         if rkt is None:
             rkt = self._topic(topic)
-        if self._lib.rd_kafka_produce(
+        if headers is not None:
+            self._produce_with(rkt, PARTITION_UA, value, key, headers)
+        elif self._lib.rd_kafka_produce(
                 rkt, PARTITION_UA, MSG_F_COPY,
                 _ffi.NULL if value is None else value, 0 if value is None else len(value),
                 _ffi.NULL if key is None else key, 0 if key is None else len(key),
@@ -283,9 +307,11 @@ class Producer:
             self._fail(err)
 
     def produce_to(self, topic: str, partition: int, value: Optional[bytes],
-                   key: Optional[bytes] = None) -> None:
+                   key: Optional[bytes] = None, headers: Optional[Headers] = None) -> None:
         """produce() to one partition, chosen by the caller (a TRUNCATE goes to each)."""
-        if self._lib.rd_kafka_produce(
+        if headers is not None:
+            self._produce_with(self._topic(topic), partition, value, key, headers)
+        elif self._lib.rd_kafka_produce(
                 self._topic(topic), partition, MSG_F_COPY,
                 _ffi.NULL if value is None else value, 0 if value is None else len(value),
                 _ffi.NULL if key is None else key, 0 if key is None else len(key),
@@ -294,6 +320,36 @@ class Producer:
             if err == ERR_QUEUE_FULL:
                 raise BufferError("librdkafka's producer queue is full")
             self._fail(err)
+
+    def _produce_with(self, rkt: Any, partition: int, value: Optional[bytes],
+                      key: Optional[bytes], headers: Headers) -> None:
+        """A message with Kafka headers, through rd_kafka_produceva (rd_kafka_produce has no
+        headers): one rd_kafka_vu_t per field and per header. librdkafka copies them all."""
+        vus = _ffi.new(_VU_ARRAY, 5 + len(headers))
+        vus[0].vtype, vus[0].u.rkt = VTYPE_RKT, rkt
+        vus[1].vtype, vus[1].u.i32 = VTYPE_PARTITION, partition
+        vus[2].vtype, vus[2].u.i = VTYPE_MSGFLAGS, MSG_F_COPY
+        keep = []  # the buffers must outlive the call
+        for at, vtype, data in ((3, VTYPE_VALUE, value), (4, VTYPE_KEY, key)):
+            vus[at].vtype = vtype
+            if data is not None:
+                buf = _ffi.from_buffer(data)
+                keep.append(buf)
+                vus[at].u.mem.ptr, vus[at].u.mem.size = buf, len(data)
+        for at, (name, data) in enumerate(headers, 5):
+            cname, cval = _ffi.new(_ERRSTR_BUF, name.encode()), _ffi.from_buffer(data)
+            keep += (cname, cval)
+            vus[at].vtype = VTYPE_HEADER
+            vus[at].u.header.name, vus[at].u.header.val = cname, cval
+            vus[at].u.header.size = len(data)
+        error = self._lib.rd_kafka_produceva(self._rk, vus, len(vus))
+        if error == _ffi.NULL:
+            return
+        code = self._lib.rd_kafka_error_code(error)
+        self._lib.rd_kafka_error_destroy(error)
+        if code == ERR_QUEUE_FULL:
+            raise BufferError("librdkafka's producer queue is full")
+        self._fail(code)
 
     def _fail(self, err: int) -> None:
         if err == ERR_FATAL:

@@ -7,7 +7,7 @@ the position after it as its checkpoint, ``abort`` drops it.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 try:
     from typing import Protocol
@@ -15,6 +15,9 @@ except ImportError:  # pragma: no cover - Python 3.7
     from typing_extensions import Protocol  # type: ignore[assignment]
 
 from streamer.position import Position
+
+# A message's Kafka headers: (name, value) pairs (topics.headers).
+Headers = Tuple[Tuple[str, bytes], ...]
 
 
 class Sink(Protocol):
@@ -39,10 +42,12 @@ class Sink(Protocol):
     def begin(self) -> None:
         """Open a batch's transaction."""
 
-    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
-        """Queue a message in the open transaction."""
+    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes],
+                headers: Optional[Headers] = None) -> None:
+        """Queue a message (with its Kafka headers, if any) in the open transaction."""
 
-    def produce_everywhere(self, topic: str, value: bytes) -> int:
+    def produce_everywhere(self, topic: str, value: bytes,
+                           headers: Optional[Headers] = None) -> int:
         """Queue a keyless message in every partition of ``topic``; how many."""
 
     def produce_schema(self, fingerprint_hex: str, schema_json: str, topic: str, kind: str) -> None:

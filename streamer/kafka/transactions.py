@@ -33,6 +33,7 @@ from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, Oversi
 from streamer.kafka.rdkafka import Producer
 from streamer.kafka.settings import kafka_error as _kafka_error
 from streamer.kafka.settings import producer_settings, transactional_ids
+from streamer.kafka.sink import Headers
 from streamer.position import Position
 
 log = logging.getLogger(__name__)
@@ -197,12 +198,13 @@ class Transactions:
             self._raise(exc, "begin a transaction")
         self.in_tx = True
 
-    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
+    def produce(self, topic: str, value: Optional[bytes], key: Optional[bytes],
+                headers: Optional[Headers] = None) -> None:
         """Queue one message in the open transaction; blocks (backpressure) while the queue is full."""
         try:
-            self.producer.produce(topic, value, key)  # type: ignore[union-attr]
+            self.producer.produce(topic, value, key, headers)  # type: ignore[union-attr]
         except BufferError:
-            self._wait_for_room(topic, value, key)
+            self._wait_for_room(topic, value, key, headers)
         except KafkaException as exc:
             if _kafka_error(exc).code() == KafkaError.MSG_SIZE_TOO_LARGE:
                 self._oversized(topic, value, key)
@@ -223,7 +225,8 @@ class Transactions:
             f"limits, or keep the big column out with tables.columns.exclude or mask "
             f"('truncate:N'), then restart: the position is before this row")
 
-    def _wait_for_room(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
+    def _wait_for_room(self, topic: str, value: Optional[bytes], key: Optional[bytes],
+                       headers: Optional[Headers]) -> None:
         now = time.monotonic()
         if now - self._queue_full_logged_at > QUEUE_FULL_LOG_EVERY_S:
             log.warning("producer queue full (Kafka slow or down): pausing binlog reads until "
@@ -236,14 +239,15 @@ class Transactions:
                                    "aborted and is re-read on the next start")
             self.producer.poll(0.1)  # type: ignore[union-attr]
             try:
-                self.producer.produce(topic, value, key)  # type: ignore[union-attr]
+                self.producer.produce(topic, value, key, headers)  # type: ignore[union-attr]
                 return
             except BufferError:
                 continue
             except KafkaException as exc:
                 self._raise(exc, f"produce to {topic}")
 
-    def produce_everywhere(self, topic: str, value: bytes) -> int:
+    def produce_everywhere(self, topic: str, value: bytes,
+                           headers: Optional[Headers] = None) -> int:
         """Queue ``value`` (keyless) once in every partition of ``topic``: a TRUNCATE, which a
         consumer of any partition must see before that partition's later changes. Returns how
         many messages that was."""
@@ -251,10 +255,10 @@ class Transactions:
         partitions = self.partitions_of(topic)
         for p in range(partitions):
             try:
-                self.producer.produce_to(topic, p, value)
+                self.producer.produce_to(topic, p, value, None, headers)
             except BufferError:
                 self.producer.poll(0.1)
-                self.producer.produce_to(topic, p, value)
+                self.producer.produce_to(topic, p, value, None, headers)
             except KafkaException as exc:
                 self._raise(exc, f"produce to {topic}")
         return partitions

@@ -84,8 +84,9 @@ class Metrics:
         return INVALID.total - self.invalid_base
     def counting(self, produce: Produce) -> Produce:
         """``produce`` that also counts the bytes handed to Kafka (key plus value)."""
-        def produce_counted(topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
-            produce(topic, value, key)
+        def produce_counted(topic: str, value: Optional[bytes], key: Optional[bytes],
+                            headers: Any = None) -> None:
+            produce(topic, value, key, headers)
             n = 0 if value is None else len(value)  # None: a tombstone
             self.bytes += n if key is None else n + len(key)
         return produce_counted

@@ -63,6 +63,10 @@ def signature(event: Any) -> Tuple:
 TOPIC_TEMPLATE = "{namespace}.{db}.{table}"
 
 
+# A message's Kafka headers by op, for a version that has none.
+NO_HEADERS: Dict[str, Any] = {op: None for op in ("c", "u", "d", "r", "t")}
+
+
 def topic_name(template: str, namespace: str, db: str, table: str) -> str:
     return template.replace("{namespace}", namespace).replace("{db}", db).replace("{table}", table)
 
@@ -114,6 +118,8 @@ class TableVersion:
         self.wire_value: Optional[avro.Writer] = self.value_writer
         self.wire_key: Optional[avro.Writer] = self.key_writer
         self.truncate_value = streamer_truncate(self.value_writer)
+        # By op, its messages' Kafka headers: none, unless topics.headers (engine.announce).
+        self.headers: Dict[str, Any] = NO_HEADERS
         if fmt is not None:
             fmt.attach(self)
 
@@ -323,6 +329,7 @@ class TopicSchema:
         self.key_writer: Optional[avro.Writer] = None
         self.compacted = compact and keyed
         self.truncate_value = streamer_truncate(self.value_writer)
+        self.headers: Dict[str, Any] = NO_HEADERS
 
 
 def streamer_truncate(value_writer: avro.Writer) -> Callable[..., bytes]:

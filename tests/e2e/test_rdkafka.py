@@ -40,6 +40,31 @@ def test_committed_messages_arrive_with_keys_and_aborted_ones_never():
         (b"a", b"kept-1"), (None, b"kept-2"), (b"b", b"kept-3")]
 
 
+def test_headers_reach_a_consumer_with_the_message_on_any_partition():
+    # produce() with headers goes through rd_kafka_produceva; a keyed, a keyless, an empty and a
+    # tombstone message, and one to an explicit partition (a TRUNCATE's way), each with its own.
+    topic = support.unique("rdk-h")
+    p = _producer(support.unique("rdk-h-tx"))
+    sent = [(b"v1", b"k", (("op", b"c"), ("db", b"shop"), ("table", b"t\xc3\xa9"))),
+            (b"", None, (("op", b"u"), ("empty", b""))),
+            (None, b"k", (("op", b"d"),)),
+            (b"plain", b"k", None)]
+    try:
+        p.list_topics(topic, 10)
+        p.begin_transaction()
+        for value, key, headers in sent:
+            p.produce(topic, value, key, headers)
+        p.produce_to(topic, 0, b"truncate", None, (("op", b"t"),))
+        p.commit_transaction(30)
+        assert p.flush(10) == 0
+    finally:
+        p.close()
+    got = support.consume([topic], expect=5, idle=2.0)
+    want = [(k, v, list(h) if h else None) for v, k, h in sent] + \
+        [(None, b"truncate", [("op", b"t")])]
+    assert [(m["raw_key"], m["raw_value"], m["headers"]) for m in got] == want
+
+
 def test_a_fenced_producer_gets_a_fatal_error_naming_the_fence():
     txid = support.unique("rdk-fence")
     topic = support.unique("rdk")

@@ -205,6 +205,7 @@ class InMemoryPublisher:
         self.topic_configs: Dict[str, Dict[str, str]] = {}
         self.open: List[Tuple[str, Optional[bytes], bytes]] = []
         self.log: List[Tuple[List[Tuple[str, Optional[bytes], bytes]], Position]] = []
+        self.headers: List[Tuple[str, Any]] = []  # (topic, headers) of each message that had any
         self.aborts = 0
 
     def __enter__(self) -> "InMemoryPublisher":
@@ -227,12 +228,14 @@ class InMemoryPublisher:
         self.in_tx = True
         self.open = []
 
-    def produce(self, topic: str, value: bytes, key: Optional[bytes]) -> None:
+    def produce(self, topic: str, value: bytes, key: Optional[bytes], headers: Any = None) -> None:
         assert self.in_tx, f"produce to {topic} outside a transaction"
         self.open.append((topic, key, value))
+        if headers is not None:
+            self.headers.append((topic, headers))
 
-    def produce_everywhere(self, topic: str, value: bytes) -> int:
-        self.produce(topic, value, None)  # one partition here
+    def produce_everywhere(self, topic: str, value: bytes, headers: Any = None) -> int:
+        self.produce(topic, value, None, headers)  # one partition here
         return 1
 
     def produce_schema(self, fingerprint_hex: str, schema_json: str, topic: str, kind: str) -> None:

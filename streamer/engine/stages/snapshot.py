@@ -117,9 +117,10 @@ class SnapshotStage:
         key = tv.key
         topic = tv.topic
         produce = ctx.produce
+        headers = tv.headers["r"]
         n = 0
         for datum in chunk.rows.values():
-            produce(topic, encode(datum, mid, n, txid, flag), key(datum))
+            produce(topic, encode(datum, mid, n, txid, flag), key(datum), headers)
             n += 1
         self.snaps.finish(chunk, n)
         ctx.policy.request_commit()

@@ -269,3 +269,19 @@ def test_debezium_avro_from_parts_is_the_whole_envelope_encoded(monkeypatch, gti
     assert enc.encode(None, values, avro.OP_BYTES["c"], parts, 0, "f:1", 0)[:5] == \
         b"\x00\x00\x00\x00\x07"
 
+
+def test_message_headers_name_the_registry_id_or_the_fingerprint_and_none_for_json():
+    from streamer.engine.announce import message_headers, schema_id
+    assert schema_id(b"\x00\x00\x00\x01\x02") == "258"  # Confluent: magic 0, big-endian id
+    assert schema_id(avro.MAGIC + bytes.fromhex("0102030405060708")) == "0102030405060708"
+    with pytest.raises(ValueError, match="neither"):
+        schema_id(b"\x07junk")
+    tv = _version({"format": "debezium", "debezium": {"encoding": "avro"},
+                   "schema_registry": {"url": "http://registry:8081"}})
+    tv.wire_value.header = b"\x00\x00\x00\x00\x2a"  # as the registry frames it
+    headers = message_headers(tv.db, tv.table, tv.wire_value)
+    assert headers["u"] == (("op", b"u"), ("db", b"shop"), ("table", b"t"), ("schema_id", b"42"))
+    json_tv = _version({"format": "json"})
+    assert json_tv.wire_value is None
+    assert message_headers("shop", "t", json_tv.wire_value)["r"] == (
+        ("op", b"r"), ("db", b"shop"), ("table", b"t"))

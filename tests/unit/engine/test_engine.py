@@ -376,3 +376,30 @@ def test_rows_a_rollback_to_savepoint_took_back_are_never_published(make, monkey
     decoder = publisher.decoder()
     five = [decoder.decode(v) for t, _, v in publisher.messages() if t == "test.app.t"][2]
     assert five["after"] == {"id": 5} and five["source"]["tx_row"] == 3  # 2, 3, 4, then 5
+
+
+def test_topics_headers_put_op_db_table_and_schema_id_on_every_table_message(make):
+    streamer, publisher = make(topics={"headers": True})
+    replay(streamer, publisher)
+    table_messages = [(t, k, v) for t, k, v in publisher.messages() if t.startswith("test.app.")]
+    assert [t for t, _ in publisher.headers] == [t for t, _, _ in table_messages]
+    decoder = publisher.decoder()
+    ops = []
+    for (topic, key, value), (_, headers) in zip(table_messages, publisher.headers):
+        h = dict(headers)
+        assert (h["db"], h["table"]) == (b"app", topic.rsplit(".", 1)[1].encode())
+        if value is None:  # a tombstone carries its delete's headers
+            ops.append(("tombstone", h["op"]))
+            continue
+        env = decoder.decode(value)
+        ops.append((env["op"], h["op"]))
+        # The single-object frame's schema fingerprint, as the value names it.
+        assert h["schema_id"] == value[2:10].hex().encode()
+    assert [op for op, _ in ops] == [op for op, _ in ALL]
+    assert all(h == (b"d" if op == "tombstone" else op.encode()) for op, h in ops)
+
+
+def test_without_topics_headers_no_message_has_any(make):
+    streamer, publisher = make()
+    replay(streamer, publisher)
+    assert publisher.messages() and publisher.headers == []

@@ -16,7 +16,7 @@ class FailingProducer:
         self.error = error
         self.calls = []
 
-    def produce(self, topic, value, key):
+    def produce(self, topic, value, key, headers=None):
         self.calls.append("produce")
 
     def begin_transaction(self):
@@ -129,7 +129,7 @@ def test_a_reset_after_another_instance_committed_stops_as_fenced_instead_of_fen
 
 
 class TooLarge(FailingProducer):
-    def produce(self, topic, value, key):
+    def produce(self, topic, value, key, headers=None):
         self.calls.append("produce")
         raise KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large"))
 

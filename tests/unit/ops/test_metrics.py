@@ -95,10 +95,10 @@ def test_rates_come_from_the_counters_between_two_rolls():
 def test_counting_produce_counts_key_and_value_bytes():
     m = Metrics(cfg())
     sent = []
-    produce = m.counting(lambda t, v, k: sent.append((t, v, k)))
+    produce = m.counting(lambda t, v, k, h: sent.append((t, v, k, h)))
     produce("t", b"12345", b"ab")
-    produce("t", b"123", None)
-    assert m.bytes == 10 and len(sent) == 2
+    produce("t", b"123", None, (("op", b"c"),))
+    assert m.bytes == 10 and sent[1] == ("t", b"123", None, (("op", b"c"),))
 
 
 def test_health_is_starting_then_ok_then_stalled_and_error_names_the_reason():
