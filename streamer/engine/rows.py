@@ -60,6 +60,7 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
     convert = tv.convert
     topic = tv.topic
     headers = tv.headers  # by op: its messages' Kafka headers (topics.headers), or None each
+    created, updated, deleted = headers["c"], headers["u"], headers["d"]
     holes = tracker.holes  # rows a ROLLBACK TO SAVEPOINT took back (stages.savepoints)
     versioning = tv.versioning  # a system-versioned table's history is no change of its own
     sent = 0
@@ -82,22 +83,20 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
             if tv.key_writer is not None and any(before[k] != after[k] for k in tv.pk_names):
                 sent += _key_change(tv, produce, before, after, key, mid, i, txid, tx_row)
                 continue
-            produce(topic, write(before, after, OP_UPDATE, mid, i, txid, tx_row), key,
-                    headers["u"])
+            produce(topic, write(before, after, OP_UPDATE, mid, i, txid, tx_row), key, updated)
         else:
             values = row["values"]
             convert(values, row.get("none_sources"))
             key = tv.key(values)
             if row_op == "c":
-                produce(topic, write(None, values, OP_CREATE, mid, i, txid, tx_row), key,
-                        headers["c"])
+                produce(topic, write(None, values, OP_CREATE, mid, i, txid, tx_row), key, created)
             else:
                 produce(topic, write(values, None, OP_DELETE, mid, i, txid, tx_row), key,
-                        headers["d"])
+                        deleted)
                 if tv.tombstones:
                     # Right behind its delete, in the same transaction: compaction may then
                     # forget the key (README, "Tombstones and compaction").
-                    produce(topic, None, key, headers["d"])
+                    produce(topic, None, key, deleted)
                     sent += 1
         sent += 1
     return sent
