@@ -5,8 +5,9 @@ format, through ``schema_registry``).
 The value is Debezium's envelope: ``before`` and ``after`` (the table's ``Value`` struct),
 ``source`` (``io.debezium.connector.mysql.Source``: version, connector, name, ts_ms, snapshot, db,
 sequence, ts_us, ts_ns, table, server_id, gtid, file, pos, row, thread, query), ``op`` (c, u, d,
-r, t), the processing time as ``ts_ms``/``ts_us``/``ts_ns``, and ``transaction`` (null: the
-streamer's transaction records are its own, README "Transaction metadata"). The key is the
+r, t), the processing time as ``ts_ms``/``ts_us``/``ts_ns``, and ``transaction``: with transaction
+metadata on (``topics.transactions``), the change's id and order within its source transaction
+(``TxOrder``), else null. The key is the
 table's ``Key`` struct of its primary key columns. Names follow Debezium's:
 ``{namespace}.{db}.{table}.Value``/``.Key``/``.Envelope``; the topic is the streamer's, which is
 Debezium's ``{topic.prefix}.{db}.{table}`` with the namespace as the prefix. Column types map as
@@ -89,6 +90,44 @@ def _json_value(field: Field) -> Optional[Callable[[Any], Any]]:
     return adapt
 
 
+class TxOrder:
+    """Debezium's ``transaction`` block: each change event's order within its source transaction,
+    in all (``total_order``) and within its table (``data_collection_order``), from 1. Tombstones
+    are no change events and a snapshot's rows belong to no transaction: neither counts. The
+    counts of the open transaction ride in the checkpoint (``state``/``restore``, through
+    engine.txmeta), so a restart inside it goes on counting where the published changes stopped.
+    """
+
+    __slots__ = ("id", "total", "by_collection")
+
+    def __init__(self) -> None:
+        self.id: Optional[str] = None
+        self.total = 0
+        self.by_collection: Dict[str, int] = {}
+
+    def next(self, txid: str, collection: str) -> Tuple[int, int]:
+        """The next change event of transaction ``txid`` in table ``collection``: its orders."""
+        if txid != self.id:
+            self.id, self.total, self.by_collection = txid, 0, {}
+        self.total += 1
+        n = self.by_collection.get(collection, 0) + 1
+        self.by_collection[collection] = n
+        return self.total, n
+
+    def counts(self, txid: str) -> Optional[Tuple[int, Dict[str, int]]]:
+        """Transaction ``txid``'s change events so far, in all and by table (None: none)."""
+        return (self.total, dict(self.by_collection)) if txid == self.id else None
+
+    def state(self) -> Dict[str, Any]:
+        return {"total": self.total, "by_collection": dict(self.by_collection)}
+
+    def restore(self, txid: Optional[str], state: Optional[Dict[str, Any]]) -> None:
+        """Go on from a checkpoint inside transaction ``txid`` (None: between transactions)."""
+        self.id = txid if state is not None else None
+        self.total = int(state["total"]) if state is not None else 0
+        self.by_collection = dict(state["by_collection"]) if state is not None else {}
+
+
 class Row:
     """A row dict from the streamer's converters -> Debezium's Value struct."""
 
@@ -111,6 +150,8 @@ class DebeziumFormat:
         self.connector = opts["connector"]
         self.options = Options(opts["decimal_handling_mode"], opts["time_precision_mode"])
         self.source_schema = source_schema(self.connector)
+        # The changes' transaction block, with transaction metadata on (TransactionRecords).
+        self.orders: Optional[TxOrder] = None
 
     def attach(self, tv: Any) -> None:
         """Replace the table version's envelope, key and wire writers by Debezium's."""
@@ -193,23 +234,30 @@ class EventEncoder:
         return (source, now_ns), txid
 
     def envelope_value(self, before: Any, after: Any, op: str, parts: Any, row: int,
-                       snapshot: str = "false") -> Dict[str, Any]:
+                       snapshot: str = "false", transaction: Any = None) -> Dict[str, Any]:
         """The whole envelope as a dict: ``before``/``after`` as ``row`` made them."""
         source, now_ns = parts
         source = dict(source, row=row, snapshot=snapshot)
-        return {"before": before, "after": after, "source": source, "transaction": None,
+        return {"before": before, "after": after, "source": source, "transaction": transaction,
                 "op": op, "ts_ms": now_ns // 1000000, "ts_us": now_ns // 1000, "ts_ns": now_ns}
 
     def _value(self, before: Any, after: Any, op: str, parts: Any, row: int,
-               snapshot: str = "false") -> bytes:
-        value = self.envelope_value(before, after, op, parts, row, snapshot)
+               snapshot: str = "false", txid: Optional[str] = None) -> bytes:
+        block = None
+        orders = self.fmt.orders
+        if txid is not None and orders is not None:
+            source = parts[0]
+            total, in_table = orders.next(txid, f"{source['db']}.{source['table']}")
+            block = {"id": txid, "total_order": total, "data_collection_order": in_table}
+        value = self.envelope_value(before, after, op, parts, row, snapshot, block)
         return (self._prefix + json.dumps(value, separators=(",", ":"), ensure_ascii=False)
                 + self._suffix).encode("utf-8")
 
     def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
                tx_row: int) -> bytes:
         return self._value(None if before is None else self.row(before),
-                           None if after is None else self.row(after), OPS[op], mid, row)
+                           None if after is None else self.row(after), OPS[op], mid, row,
+                           txid=txid)
 
     def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
         return self._value(None, self.row(after), "r", mid, row, SNAPSHOT_FLAGS[snapshot])
@@ -218,7 +266,7 @@ class EventEncoder:
                        gtid: Optional[str], db: str, table: str, txid: str,
                        tx_row: int) -> bytes:
         parts, _ = self.event_parts(ts_ms, server_id, file, pos, gtid, db, table, txid)
-        return self._value(None, None, "t", parts, 0)
+        return self._value(None, None, "t", parts, 0, txid=txid)
 
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if self.key_row is None:
@@ -238,8 +286,9 @@ def _avro_string(text: str) -> bytes:
 _SNAPSHOT_AVRO = {flag: b"\x02" + _avro_string(flag) for flag in ("false", "true", "last")}
 _SNAPSHOT_OF = {avro.SNAPSHOT_BYTES["true"]: _SNAPSHOT_AVRO["true"],
                 avro.SNAPSHOT_BYTES["last"]: _SNAPSHOT_AVRO["last"]}
-# source.thread and source.query (null), then the envelope's transaction (null).
+# source.thread and source.query (null), then the envelope's transaction when null.
 _AFTER_ROW = b"\x00\x00\x00"
+_THREAD_QUERY = b"\x00\x00"
 
 
 class AvroEvents(EventEncoder):
@@ -295,11 +344,16 @@ class AvroEvents(EventEncoder):
         for t in (now_ns // 1000000, now_ns // 1000, now_ns):
             now.append(2)
             write_long(now, t)
-        return (bytes(head), bytes(mid), bytes(now)), txid
+        if self.fmt.orders is None:
+            return (bytes(head), bytes(mid), bytes(now), None), txid
+        block = bytearray(_THREAD_QUERY)
+        block.append(2)  # the transaction block's branch, then its id
+        write_string(block, txid)
+        return (bytes(head), bytes(mid), bytes(now), (bytes(block), f"{db}.{table}")), txid
 
     def _assemble(self, before: Any, after: Any, op: bytes, parts: Any, row: int,
-                  snapshot: bytes) -> bytes:
-        head, mid, now = parts
+                  snapshot: bytes, txid: Optional[str] = None) -> bytes:
+        head, mid, now, block = parts
         buf = bytearray(self.value_writer.header)  # type: ignore[union-attr]
         if before is None:
             buf.append(0)
@@ -315,14 +369,21 @@ class AvroEvents(EventEncoder):
         buf += snapshot
         buf += mid
         write_long(buf, row)
-        buf += _AFTER_ROW
+        if block is None or txid is None:
+            buf += _AFTER_ROW
+        else:  # thread, query, then the transaction block: id, total and table orders
+            prefix, collection = block
+            total, in_table = self.fmt.orders.next(txid, collection)  # type: ignore[union-attr]
+            buf += prefix
+            write_long(buf, total)
+            write_long(buf, in_table)
         buf += op
         buf += now
         return bytes(buf)
 
     def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
                tx_row: int) -> bytes:
-        return self._assemble(before, after, op, mid, row, _SNAPSHOT_AVRO["false"])
+        return self._assemble(before, after, op, mid, row, _SNAPSHOT_AVRO["false"], txid)
 
     def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
         return self._assemble(None, after, avro.OP_READ, mid, row, _SNAPSHOT_OF[snapshot])
@@ -331,7 +392,8 @@ class AvroEvents(EventEncoder):
                        gtid: Optional[str], db: str, table: str, txid: str,
                        tx_row: int) -> bytes:
         parts, _ = self.event_parts(ts_ms, server_id, file, pos, gtid, db, table, txid)
-        return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, _SNAPSHOT_AVRO["false"])
+        return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, _SNAPSHOT_AVRO["false"],
+                              txid)
 
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if self.key_row is None:
@@ -350,10 +412,13 @@ SOURCE_LAYOUT = ["version", "connector", "name", "ts_ms", "snapshot", "db", "seq
 class TransactionRecords:
     """Debezium's transaction metadata: ``{prefix}.transaction``, keyed by the transaction's id,
     a BEGIN and an END (its event count, and per table ``{db}.{table}`` its own); the records
-    of ``topics.transactions`` in format debezium. ``collection(topic)`` names a topic's table."""
+    of ``topics.transactions`` in format debezium. ``collection(topic)`` names a topic's table.
+    Its changes then carry their ``transaction`` block (``TxOrder``), which the END's counts
+    match: change events, tombstones not counted."""
 
     def __init__(self, fmt: DebeziumFormat, collection: Callable[[str], str]) -> None:
         self.fmt = fmt
+        self.orders = fmt.orders = TxOrder()
         self.collection = collection
         self.topic = f"{fmt.namespace}.transaction"
         self.json = fmt.encoding == "json"
@@ -396,9 +461,20 @@ class TransactionRecords:
                              "data_collections": None, "ts_ms": tx["ts_ms"]}, {"id": tx["id"]})
 
     def end(self, tx: Dict[str, Any], ts_ms: int) -> Tuple[bytes, bytes]:
-        counts = tx["counts"]
+        events = self.orders.counts(tx["id"])
+        if events is None:  # none counted in this run (a checkpoint written before the blocks)
+            counts = {self.collection(t): c for t, c in tx["counts"].items()}
+            events = (sum(counts.values()), counts)
+        total, by_collection = events
         return self._encode({
-            "status": "END", "id": tx["id"], "event_count": sum(counts.values()),
-            "data_collections": [{"data_collection": self.collection(t), "event_count": c}
-                                 for t, c in counts.items()],
+            "status": "END", "id": tx["id"], "event_count": total,
+            "data_collections": [{"data_collection": name, "event_count": c}
+                                 for name, c in by_collection.items()],
             "ts_ms": ts_ms}, {"id": tx["id"]})
+
+    def progress(self) -> Dict[str, Any]:
+        """What the checkpoint keeps of the open transaction's orders (TransactionLog)."""
+        return self.orders.state()
+
+    def reset(self, txid: Optional[str], saved: Optional[Dict[str, Any]]) -> None:
+        self.orders.restore(txid, saved)

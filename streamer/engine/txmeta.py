@@ -31,6 +31,13 @@ class StreamerRecords:
         self.writer: Optional[avro.Writer] = avro.Writer(SCHEMA)
         self.key_writer: Optional[avro.Writer] = None  # keyless
 
+    def progress(self) -> Optional[Dict[str, Any]]:
+        """What the checkpoint keeps of these records' own state: nothing."""
+        return None
+
+    def reset(self, txid: Optional[str], saved: Optional[Dict[str, Any]]) -> None:
+        pass
+
     def begin(self, tx: Dict[str, Any]) -> Tuple[Optional[bytes], bytes]:
         assert self.writer is not None
         return None, self.writer.encode({
@@ -69,13 +76,19 @@ class TransactionLog:
         self.open = None if progress is None else {
             "id": progress["id"], "gtid": progress.get("gtid"), "ts_ms": int(progress["ts_ms"]),
             "counts": dict(progress["counts"])}
+        self.records.reset(None if progress is None else progress["id"],
+                           None if progress is None else progress.get("records"))
 
     def progress(self) -> Optional[Dict[str, Any]]:
         """What the checkpoint keeps of the open transaction."""
         if self.open is None:
             return None
-        return {"id": self.open["id"], "gtid": self.open["gtid"], "ts_ms": self.open["ts_ms"],
-                "counts": dict(self.open["counts"])}
+        out = {"id": self.open["id"], "gtid": self.open["gtid"], "ts_ms": self.open["ts_ms"],
+               "counts": dict(self.open["counts"])}
+        records = self.records.progress()  # the format's own (Debezium's change orders)
+        if records is not None:
+            out["records"] = records
+        return out
 
     def on_published(self, tracker: Any, topic: str, n: int, ts_ms: int, produce: Produce) -> int:
         """``n`` messages of the current source transaction went to ``topic``; returns the

@@ -10,7 +10,7 @@ from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 @pytest.fixture
 def make(tmp_path):
     def make(batch=None, heartbeat=False, clock=None, topics=None, columns=None,
-             supervised=False, **publisher_args):
+             supervised=False, sections=None, **publisher_args):
         """(the engine's Streamer, or with ``supervised`` its Supervisor, and the publisher)."""
         path = tmp_path / "streamer.yaml"
         (tmp_path / "pw").write_text("unused: nothing connects\n")
@@ -21,6 +21,8 @@ def make(tmp_path):
         cfg["batch"].update(batch or {})
         cfg["topics"].update(topics or {})
         cfg["tables"]["columns"].update(columns or {})
+        for section, value in (sections or {}).items():  # whole sections, e.g. the format
+            cfg[section] = dict(cfg[section], **value) if isinstance(value, dict) else value
         publisher = InMemoryPublisher(**publisher_args)
         supervisor = Supervisor(cfg, metrics=Metrics(cfg, heartbeat=heartbeat),
                                 publisher=lambda _: publisher, clock=clock or FakeClock())

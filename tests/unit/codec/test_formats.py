@@ -237,16 +237,20 @@ def test_debezium_transaction_records_are_keyed_by_id_with_counts_per_table():
         {"data_collection": "shop.b", "event_count": 1}]
 
 
-@pytest.mark.parametrize("gtid", [None, "0-1-9"])
-def test_debezium_avro_from_parts_is_the_whole_envelope_encoded(monkeypatch, gtid):
+@pytest.mark.parametrize("gtid,blocks", [(None, False), ("0-1-9", False), ("0-1-9", True)])
+def test_debezium_avro_from_parts_is_the_whole_envelope_encoded(monkeypatch, gtid, blocks):
     # AvroEvents writes an event's fixed parts once and each row's structs into them; the bytes
-    # must be those of the envelope's writer on the whole record, for every op and snapshot flag.
+    # must be those of the envelope's writer on the whole record, for every op and snapshot flag,
+    # with the changes' transaction block (transaction metadata on) and without.
     from streamer.codec import debezium
     monkeypatch.setattr(debezium.time, "time_ns", lambda: 1700000000123456789)
     tv = _version({"format": "debezium", "debezium": {"encoding": "avro"},
                    "schema_registry": {"url": "http://registry:8081"}})
     enc = tv.envelope
     assert isinstance(enc, debezium.AvroEvents)
+    if blocks:
+        enc.fmt.orders = debezium.TxOrder()
+    counted = [0]
     values = dict(ROW)
     tv.convert(values)
     other = dict(values, vc="autre", de=decimal.Decimal("0.01"), js=None)
@@ -255,9 +259,13 @@ def test_debezium_avro_from_parts_is_the_whole_envelope_encoded(monkeypatch, gti
     whole, _ = debezium.EventEncoder.event_parts(enc, *args)
 
     def want(before, after, op, row, snapshot="false"):
+        block = None
+        if blocks and op != "r":  # a snapshot's rows are in no transaction
+            counted[0] += 1
+            block = {"id": "f:1", "total_order": counted[0], "data_collection_order": counted[0]}
         return enc.value_writer.encode(enc.envelope_value(
             None if before is None else enc.row(before), None if after is None else enc.row(after),
-            op, whole, row, snapshot))
+            op, whole, row, snapshot, block))
     for op, before, after in (("c", None, values), ("u", values, other), ("d", other, None)):
         got = enc.encode(before, after, avro.OP_BYTES[op], parts, 3, "f:1", 9)
         assert got == want(before, after, op, 3), op

@@ -108,3 +108,60 @@ def test_in_a_transaction_cut_into_batches_the_end_goes_with_its_last_rows(make)
         if m[0] == "test.app.t" and m[2] is not None and
         dec.decode(m[2])["source"]["txid"] == begin["id"])
     assert min(rows_by_batch) == begin_batch and max(rows_by_batch) == end_batch
+
+
+def _debezium(make, **kwargs):
+    """format debezium (JSON without schemas) with transaction metadata on."""
+    return make(topics={"transactions": True},
+                sections={"format": "debezium", "debezium": {"schemas_enable": False}}, **kwargs)
+
+
+def _blocks_and_ends(publisher):
+    """The transaction block of each change (in order) and each END record, by transaction."""
+    blocks, ends = collections.defaultdict(list), {}
+    for topic, _, value in publisher.messages(all_topics=True):
+        if topic == "test.app.t" and value is not None:
+            block = json.loads(value)["transaction"]
+            blocks[block["id"]].append((block["total_order"], block["data_collection_order"]))
+        elif topic == "test.transaction" and json.loads(value)["status"] == "END":
+            ends[json.loads(value)["id"]] = json.loads(value)
+    return blocks, ends
+
+
+def test_debezium_changes_carry_their_order_in_the_transaction_and_its_end_counts_them(make):
+    streamer, publisher = _debezium(make)
+    replay(streamer, publisher)
+    blocks, ends = _blocks_and_ends(publisher)
+    # tx 2: six published row changes, its key change a delete and a create; tombstones are
+    # no change events, so 7 (the streamer's own END counts its 9 messages).
+    assert [len(b) for b in blocks.values()] == [3, 7, 1, 1, 1]
+    for txid, orders in blocks.items():
+        n = len(orders)
+        assert orders == [(i, i) for i in range(1, n + 1)]  # one table: both orders alike
+        assert ends[txid]["event_count"] == n
+        assert ends[txid]["data_collections"] == [{"data_collection": "app.t", "event_count": n}]
+    # The id is the streamer's transaction id: the binlog file and offset of its start.
+    assert all(txid.startswith("mysql-bin.000002:") and int(txid.split(":")[1]) > 0
+               for txid in blocks)
+
+
+def test_debezium_orders_go_on_after_a_restart_inside_the_transaction(make):
+    streamer, publisher = _debezium(make, batch={"max_messages": 2})
+
+    def stop_inside_transaction_2(position):
+        if position.pos == TX2 and position.rows:
+            streamer.request_stop()
+
+    publisher.on_commit = stop_inside_transaction_2
+    replay(streamer, publisher)
+    checkpoint = publisher.committed
+    assert checkpoint.pos == TX2 and checkpoint.rows
+    saved = checkpoint.transaction["records"]
+    assert 0 < saved["total"] == saved["by_collection"]["app.t"] < 7
+    again, resumed = _debezium(make, batch={"max_messages": 2})
+    replay(again, resumed, start=Position.from_json(checkpoint.to_json()))
+    first, _ = _blocks_and_ends(publisher)
+    then, ends = _blocks_and_ends(resumed)
+    tx2 = checkpoint.transaction["id"]
+    assert first[tx2] + then[tx2] == [(i, i) for i in range(1, 8)]  # none repeated or lost
+    assert ends[tx2]["event_count"] == 7
