@@ -64,10 +64,12 @@ DEFAULTS: Dict[str, Any] = {
     # format: debezium. encoding json (Connect's JsonConverter; schemas_enable: the schema in
     # each record) or avro (Connect's AvroConverter, through schema_registry.url); connector the
     # source struct's name (mysql or mariadb); Debezium's decimal.handling.mode and
-    # time.precision.mode.
+    # time.precision.mode; heartbeat_interval_ms (0: off) and heartbeat_topic_prefix, Debezium's
+    # heartbeat.interval.ms and topic.heartbeat.prefix (engine.stages.dbzheartbeat).
     "debezium": {"encoding": "json", "schemas_enable": True, "connector": "mysql",
                  "decimal_handling_mode": "precise",
-                 "time_precision_mode": "adaptive_time_microseconds"},
+                 "time_precision_mode": "adaptive_time_microseconds",
+                 "heartbeat_interval_ms": 0, "heartbeat_topic_prefix": "__debezium-heartbeat"},
     # columns: kept out of Kafka by 'db.table.column' glob (schema.masking); mask maps a pattern
     # to hash, null or truncate:N, and hash keys its HMAC with the salt from salt_env/salt_file.
     # key_columns: 'db.table' -> the columns whose values key its messages (a table without a
@@ -421,6 +423,12 @@ def _validate_format(cfg: Dict[str, Any]) -> None:
     _require(d["time_precision_mode"] in ("adaptive_time_microseconds", "connect"),
              "debezium.time_precision_mode", d["time_precision_mode"],
              "adaptive_time_microseconds or connect")
+    _positive_number(cfg, "debezium.heartbeat_interval_ms", allow_zero=True)
+    prefix = d["heartbeat_topic_prefix"]
+    _require(isinstance(prefix, str) and bool(_TOPIC.match(prefix + ".x")),
+             "debezium.heartbeat_topic_prefix", prefix,
+             "a topic name's start, of the characters a Kafka topic may hold: letters, digits, "
+             "'.', '_', '-'")
     if cfg["format"] == "debezium" and d["encoding"] == "avro":
         _require(bool(cfg["schema_registry"]["url"]), "schema_registry.url", None,
                  "a registry's URL: format debezium with encoding avro writes the Confluent wire "

@@ -409,44 +409,24 @@ SOURCE_LAYOUT = ["version", "connector", "name", "ts_ms", "snapshot", "db", "seq
                  "ts_ns", "table", "server_id", "gtid", "file", "pos", "row", "thread", "query"]
 
 
-class TransactionRecords:
-    """Debezium's transaction metadata: ``{prefix}.transaction``, keyed by the transaction's id,
-    a BEGIN and an END (its event count, and per table ``{db}.{table}`` its own); the records
-    of ``topics.transactions`` in format debezium. ``collection(topic)`` names a topic's table.
-    Its changes then carry their ``transaction`` block (``TxOrder``), which the END's counts
-    match: change events, tombstones not counted."""
+class _Records:
+    """Records of a topic of Debezium's own (transactions, heartbeats): a key struct and a value
+    struct, in Avro (``writer``, ``key_writer``) or in JSON as Connect's JsonConverter writes it."""
 
-    def __init__(self, fmt: DebeziumFormat, collection: Callable[[str], str]) -> None:
+    def __init__(self, fmt: DebeziumFormat, key_schema: Dict[str, Any],
+                 value_schema: Dict[str, Any]) -> None:
         self.fmt = fmt
-        self.orders = fmt.orders = TxOrder()
-        self.collection = collection
-        self.topic = f"{fmt.namespace}.transaction"
         self.json = fmt.encoding == "json"
-        prefix = f"{fmt.namespace}.transaction"
-        count = {"type": "struct", "name": "event.collection", "version": 1, "optional": True,
-                 "fields": [dict(schema("string"), field="data_collection", optional=False),
-                            dict(schema("int64"), field="event_count", optional=False)]}
-        self.value_schema = {
-            "type": "struct", "name": "io.debezium.connector.common.TransactionMetadataValue",
-            "version": 1, "optional": False, "fields": [
-                dict(schema("string"), field="status", optional=False),
-                dict(schema("string"), field="id", optional=False),
-                dict(schema("int64"), field="event_count", optional=True),
-                {"type": "array", "items": count, "optional": True,
-                 "field": "data_collections"},
-                dict(schema("int64"), field="ts_ms", optional=False)]}
-        self.key_schema = {
-            "type": "struct", "name": "io.debezium.connector.common.TransactionMetadataKey",
-            "version": 1, "optional": False,
-            "fields": [dict(schema("string"), field="id", optional=False)]}
+        self.key_schema = key_schema
+        self.value_schema = value_schema
         self.writer: Optional[avro.Writer] = None
         self.key_writer: Optional[avro.Writer] = None
         if not self.json:
-            self.writer = avro.Writer(to_avro(self.value_schema))
-            self.key_writer = avro.Writer(to_avro(self.key_schema))
-        self._prefix = prefix
+            self.writer = avro.Writer(to_avro(value_schema))
+            self.key_writer = avro.Writer(to_avro(key_schema))
 
     def _encode(self, value: Dict[str, Any], key: Dict[str, Any]) -> Tuple[bytes, bytes]:
+        """(key, value) encoded."""
         if not self.json:
             assert self.writer is not None and self.key_writer is not None
             return self.key_writer.encode(key), self.writer.encode(value)
@@ -455,6 +435,36 @@ class TransactionRecords:
             body = {"schema": s, "payload": payload} if self.fmt.schemas_enable else payload
             return json.dumps(body, separators=(",", ":")).encode("utf-8")
         return framed(self.key_schema, key), framed(self.value_schema, value)
+
+
+class TransactionRecords(_Records):
+    """Debezium's transaction metadata: ``{prefix}.transaction``, keyed by the transaction's id,
+    a BEGIN and an END (its event count, and per table ``{db}.{table}`` its own); the records
+    of ``topics.transactions`` in format debezium. ``collection(topic)`` names a topic's table.
+    Its changes then carry their ``transaction`` block (``TxOrder``), which the END's counts
+    match: change events, tombstones not counted."""
+
+    def __init__(self, fmt: DebeziumFormat, collection: Callable[[str], str]) -> None:
+        self.orders = fmt.orders = TxOrder()
+        self.collection = collection
+        self.topic = f"{fmt.namespace}.transaction"
+        count = {"type": "struct", "name": "event.collection", "version": 1, "optional": True,
+                 "fields": [dict(schema("string"), field="data_collection", optional=False),
+                            dict(schema("int64"), field="event_count", optional=False)]}
+        value_schema = {
+            "type": "struct", "name": "io.debezium.connector.common.TransactionMetadataValue",
+            "version": 1, "optional": False, "fields": [
+                dict(schema("string"), field="status", optional=False),
+                dict(schema("string"), field="id", optional=False),
+                dict(schema("int64"), field="event_count", optional=True),
+                {"type": "array", "items": count, "optional": True,
+                 "field": "data_collections"},
+                dict(schema("int64"), field="ts_ms", optional=False)]}
+        key_schema = {
+            "type": "struct", "name": "io.debezium.connector.common.TransactionMetadataKey",
+            "version": 1, "optional": False,
+            "fields": [dict(schema("string"), field="id", optional=False)]}
+        super().__init__(fmt, key_schema, value_schema)
 
     def begin(self, tx: Dict[str, Any]) -> Tuple[bytes, bytes]:
         return self._encode({"status": "BEGIN", "id": tx["id"], "event_count": None,
@@ -478,3 +488,23 @@ class TransactionRecords:
 
     def reset(self, txid: Optional[str], saved: Optional[Dict[str, Any]]) -> None:
         self.orders.restore(txid, saved)
+
+
+class HeartbeatRecords(_Records):
+    """Debezium's heartbeat records (``debezium.heartbeat_interval_ms``): to
+    ``{heartbeat_topic_prefix}.{namespace}``, keyed by ``ServerNameKey`` {serverName: the
+    namespace}, valued ``Heartbeat`` {ts_ms: when it was written}."""
+
+    def __init__(self, fmt: DebeziumFormat, prefix: str) -> None:
+        self.topic = f"{prefix}.{fmt.namespace}"
+        key_schema = {"type": "struct", "name": "io.debezium.connector.common.ServerNameKey",
+                      "optional": False,
+                      "fields": [dict(schema("string"), field="serverName", optional=False)]}
+        value_schema = {"type": "struct", "name": "io.debezium.connector.common.Heartbeat",
+                        "optional": False,
+                        "fields": [dict(schema("int64"), field="ts_ms", optional=False)]}
+        super().__init__(fmt, key_schema, value_schema)
+
+    def encode(self, ts_ms: int) -> Tuple[bytes, bytes]:
+        """(key, value) of a heartbeat written at ``ts_ms``."""
+        return self._encode({"ts_ms": ts_ms}, {"serverName": self.fmt.namespace})

@@ -23,3 +23,12 @@ def transaction_records(cfg: Dict[str, Any], fmt: Optional[Any],
         from streamer.codec.debezium import TransactionRecords
         return TransactionRecords(fmt, collection)
     return None
+
+
+def heartbeat_records(cfg: Dict[str, Any], fmt: Optional[Any]) -> Optional[Any]:
+    """The heartbeat records of a format that writes them (Debezium's, when its interval is set)."""
+    d = cfg["debezium"]
+    if cfg["format"] == "debezium" and d["heartbeat_interval_ms"]:
+        from streamer.codec.debezium import HeartbeatRecords
+        return HeartbeatRecords(fmt, d["heartbeat_topic_prefix"])
+    return None

@@ -58,15 +58,20 @@ class Announcer:
     def transactions(self, topic: str, writer: Any, key_writer: Any = None) -> None:
         """The transaction topic exists and its schema goes out in the open batch, before the
         stream's first transaction record."""
+        self.side_topic(topic, writer, key_writer, "transaction")
+
+    def side_topic(self, topic: str, writer: Any, key_writer: Any, kind: str) -> None:
+        """A topic of the streamer's own records (transactions, Debezium's heartbeats), of one
+        partition, exists, and its schema goes out in the open batch, under its own ``kind``:
+        the "value" records are table versions, whose lineage a start reads."""
         self.publisher.ensure_topic(topic, partitions=1)
         if writer is None:  # a format whose records carry their schema (Debezium's JSON)
             return
         if self.registry is not None:
             self.registry.frame(topic, writer, key_writer)
         self.open()
-        # Its own kind: the "value" records are table versions, whose lineage a start reads.
         self.publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
-                                      topic, "transaction")
+                                      topic, kind)
 
 
 def schema_id(header: bytes) -> str:

@@ -21,6 +21,7 @@ from streamer.engine.commit import CommitPolicy, Totals
 from streamer.engine.context import Context
 from streamer.engine.pipeline import Pipeline
 from streamer.engine.snapshot import Snapshots
+from streamer.engine.stages.dbzheartbeat import DebeziumHeartbeats
 from streamer.engine.stages.heartbeat import Heartbeat
 from streamer.engine.stages.rows import Rows
 from streamer.engine.stages.savepoints import Savepoints
@@ -69,6 +70,7 @@ class Streamer:
         self.format = formats.make(cfg)
         self.txlog = TransactionLog(cfg["namespace"], formats.transaction_records(
             cfg, self.format, self._collection)) if cfg["topics"]["transactions"] else None
+        self.format_heartbeats = formats.heartbeat_records(cfg, self.format)
         self.snapshots = Snapshots(cfg, self.password, self.filter, clock)
         self.metrics.snapshot_status = self.snapshots.status
         self.totals = Totals()
@@ -128,6 +130,9 @@ class Streamer:
         stages.append(Xa(ctx, rows, self.reread))
         if self.metrics.heartbeat_db is not None:
             stages.append(Heartbeat(ctx, table_maps))
+        if self.format_heartbeats is not None:
+            stages.append(DebeziumHeartbeats(ctx, self.format_heartbeats,
+                                             cfg["debezium"]["heartbeat_interval_ms"] / 1000.0))
         for hook in self.idle_hooks:
             policy.idle_hooks.append(self._idle(hook, reader))
         pipeline = Pipeline(ctx, rows, stages)

@@ -131,3 +131,13 @@ def test_an_environment_value_that_is_not_valid_yaml_names_the_variable_never_th
     # A password of any shape is a string: nothing to parse, nothing to fail.
     cfg = config.load(write(tmp_path, BASE), environ={"STREAMER__KAFKA__SASL_PASSWORD": secret})
     assert cfg["kafka"]["sasl.password"] == secret
+
+
+@pytest.mark.parametrize("setting,named", [
+    ("heartbeat_interval_ms: -5", "debezium.heartbeat_interval_ms"),
+    ("heartbeat_topic_prefix: 'bad prefix'", "debezium.heartbeat_topic_prefix"),
+])
+def test_debeziums_heartbeat_settings_are_checked(tmp_path, setting, named):
+    path = write(tmp_path, "mysql: {server_id: 5}\nformat: debezium\ndebezium: {%s}\n" % setting)
+    with pytest.raises(config.ConfigError, match=named):
+        config.load(path, environ={})

@@ -293,3 +293,25 @@ def test_message_headers_name_the_registry_id_or_the_fingerprint_and_none_for_js
     assert json_tv.wire_value is None
     assert message_headers("shop", "t", json_tv.wire_value)["r"] == (
         ("op", b"r"), ("db", b"shop"), ("table", b"t"))
+
+
+def test_debezium_heartbeats_are_connects_serverkey_and_heartbeat_structs():
+    from streamer.codec import debezium
+    cfg = {"format": "debezium", "debezium": {"encoding": "avro", "heartbeat_interval_ms": 1000},
+           "schema_registry": {"url": "http://registry:8081"}}
+    tv = _version(cfg)
+    full = config.validate(config._merge(config.DEFAULTS, dict(
+        cfg, mysql={"server_id": 9}, namespace="ns")))
+    beats = formats.heartbeat_records(full, tv.envelope.fmt)
+    assert isinstance(beats, debezium.HeartbeatRecords) and beats.topic == "__debezium-heartbeat.ns"
+    key, value = beats.encode(1700000000123)
+    assert beats.writer.schema["connect.name"] == "io.debezium.connector.common.Heartbeat"
+    assert beats.key_writer.schema["connect.name"] == "io.debezium.connector.common.ServerNameKey"
+    read = lambda w, b: fastavro.schemaless_reader(io.BytesIO(b[len(w.header):]),
+                                                   fastavro.parse_schema(w.schema))
+    assert read(beats.writer, value) == {"ts_ms": 1700000000123}
+    assert read(beats.key_writer, key) == {"serverName": "ns"}
+    json_beats = debezium.HeartbeatRecords(_version({"format": "debezium"}).envelope.fmt, "hb")
+    key, value = json_beats.encode(5)
+    assert json.loads(value) == {"schema": json_beats.value_schema, "payload": {"ts_ms": 5}}
+    assert json_beats.topic == "hb.ns" and json.loads(key)["payload"] == {"serverName": "ns"}

@@ -165,3 +165,20 @@ def test_debezium_orders_go_on_after_a_restart_inside_the_transaction(make):
     tx2 = checkpoint.transaction["id"]
     assert first[tx2] + then[tx2] == [(i, i) for i in range(1, 8)]  # none repeated or lost
     assert ends[tx2]["event_count"] == 7
+
+
+def test_debezium_heartbeats_go_to_their_topic_once_per_interval(make):
+    def heartbeats(interval_ms):
+        streamer, publisher = make(sections={"format": "debezium", "debezium": {
+            "schemas_enable": False, "heartbeat_interval_ms": interval_ms}})
+        replay(streamer, publisher)
+        return [(k, v) for t, k, v in publisher.messages(all_topics=True)
+                if t == "__debezium-heartbeat.test"], publisher
+    assert heartbeats(0)[0] == []
+    every, publisher = heartbeats(1)  # the test clock moves 1 ms per reading: one per chance
+    rare, _ = heartbeats(10 ** 9)     # only the first
+    assert len(rare) == 1 and len(every) > 5
+    assert all(json.loads(k) == {"serverName": "test"} for k, _ in every)
+    stamps = [json.loads(v)["ts_ms"] for _, v in every]
+    assert stamps == sorted(stamps) and all(isinstance(s, int) and s > 0 for s in stamps)
+    assert "__debezium-heartbeat.test" in publisher.topics
