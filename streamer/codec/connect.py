@@ -228,7 +228,8 @@ def to_avro(connect_schema: Dict[str, Any], seen: Optional[set] = None) -> Any:
     """A Connect schema (no optional wrapper) as Connect's AvroData writes it: primitives with
     ``connect.type`` where Avro is wider, named types with ``connect.name``/``connect.version``/
     ``connect.parameters``, Decimal and Date with Avro's logical types, structs as records (a
-    record already written, the envelope's ``after`` after its ``before``, by its name)."""
+    record already written, the envelope's ``after`` after its ``before``, by its name), arrays
+    as arrays."""
     seen = set() if seen is None else seen
     ctype = connect_schema["type"]
     name = connect_schema.get("name")
@@ -254,6 +255,11 @@ def to_avro(connect_schema: Dict[str, Any], seen: Optional[set] = None) -> Any:
         if connect_schema.get("version") is not None:
             record["connect.version"] = connect_schema["version"]
         return record
+    if ctype == "array":  # its items optional as Connect makes them: a union with null
+        items = connect_schema["items"]
+        inner = to_avro({k: v for k, v in items.items() if k not in ("optional", "default")},
+                        seen)
+        return {"type": "array", "items": ["null", inner] if items.get("optional") else inner}
     out: Dict[str, Any] = {"type": _AVRO_PRIMITIVE[ctype]}
     if ctype in ("int8", "int16"):
         out["connect.type"] = ctype

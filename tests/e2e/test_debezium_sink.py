@@ -54,10 +54,10 @@ def _request(method, path, body=None):
         raise AssertionError(f"{method} {path}: {exc.code} {exc.read()[:2000]!r}") from None
 
 
-def _snapshot_config(tmp_path, ns, db, encoding, registry):
+def _snapshot_config(tmp_path, ns, db, encoding, registry, debezium=None, **extra):
     """A config streaming ``db`` in format debezium (Avro through the registry, or JSON) from a
     snapshot of its tables."""
-    extra = {"format": "debezium", "debezium": {"encoding": encoding}}
+    extra.update({"format": "debezium", "debezium": dict(debezium or {}, encoding=encoding)})
     if encoding == "avro":
         extra["schema_registry"] = {"url": registry}
     return support.write_config(str(tmp_path / "c.yaml"), ns, [f"{db}.*"],
@@ -230,7 +230,9 @@ def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, co
                                                                registry_url, encoding):  # noqa: F811
     """Kafka Connect's JsonConverter, and the Avro converter through the registry, turn every
     record of the type test's table (every type, its edges, NULLs) into Connect data: a
-    FileStreamSink writes each one, and its task fails at the first it can't read."""
+    FileStreamSink writes each one, and its task fails at the first it can't read. With
+    transaction metadata, headers and Debezium's heartbeats on: a second sink reads the
+    transaction and heartbeat topics, and a consumer the headers."""
     from tests.e2e.test_types import columns_of
     name, conn = db
     columns = columns_of(support.DEFAULT)
@@ -242,9 +244,11 @@ def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, co
                     + ", ".join(col[idx] for col in columns) + ")")
     support.sql(conn, "INSERT INTO types (id) VALUES (3)", "DELETE FROM types WHERE id = 3")
     ns = support.unique("dbt")
-    cfg = _snapshot_config(tmp_path, ns, name, encoding, registry_url)
-    out = tmp_path / "records.txt"
-    sink = f"file-{ns}"
+    cfg = _snapshot_config(tmp_path, ns, name, encoding, registry_url,
+                           debezium={"heartbeat_interval_ms": 200},
+                           topics={"transactions": True, "headers": True})
+    out, side = tmp_path / "records.txt", tmp_path / "side.txt"
+    sink, side_sink = f"file-{ns}", f"file-side-{ns}"
     try:
         with support.StreamerProcess(cfg, str(tmp_path / "run.log")) as proc:
             # The snapshot's rows first, then the changes: an order the test can tell.
@@ -257,23 +261,41 @@ def test_connects_converters_read_every_record_of_the_type_test(db, tmp_path, co
                       "consumer.override.auto.offset.reset": "earliest"}
             config.update(_converters(encoding))
             _request("PUT", f"/connectors/{sink}/config", config)
+            _request("PUT", f"/connectors/{side_sink}/config", dict(
+                config, topics=f"{ns}.transaction,__debezium-heartbeat.{ns}", file=str(side)))
             # The snapshot's 2 rows, the update, the delete and its tombstone (null: written as
             # "null"), all read.
             support.wait_for(lambda: len(_records(out)) >= 5
                              or _request("GET", f"/connectors/{sink}/status")["tasks"][:1]
                              and _request("GET", f"/connectors/{sink}/status")["tasks"][0]["state"]
                              == "FAILED", timeout=120, what="the sink to read every record")
-            status = _request("GET", f"/connectors/{sink}/status")
-            assert status["tasks"][0]["state"] == "RUNNING", status["tasks"][0].get("trace", "")[:3000]
+            # Both transactions' BEGIN and END, and heartbeats.
+            support.wait_for(lambda: sum(1 for line in _records(side) if "ts_ms=" in line) >= 5,
+                             timeout=60, what="the side sink to read transactions and heartbeats")
+            for name_ in (sink, side_sink):
+                status = _request("GET", f"/connectors/{name_}/status")
+                assert status["tasks"][0]["state"] == "RUNNING", \
+                    status["tasks"][0].get("trace", "")[:3000]
             assert proc.stop() == 0, proc.output()[-3000:]
         records = _records(out)
         assert [re.search(r"\},op=(\w),", r).group(1) for r in records[:4]] == ["r", "r", "u", "d"]
+        # The changes' transaction block; a snapshot's rows have none.
+        assert all("transaction=" not in r for r in records[:2])
+        assert all(re.search(r"transaction=Struct\{id=[^,]+,total_order=1,"
+                             r"data_collection_order=1\}", r) for r in records[2:4]), records
+        side_records = _records(side)
+        assert sum("status=END" in r and "event_count=1" in r for r in side_records) == 2
+        assert any(r.startswith("Struct{ts_ms=") for r in side_records), side_records
+        table = support.consume([f"{ns}.{name}.types"], expect=5, idle=2.0)
+        assert [dict(m["headers"])["op"] for m in table] == [b"r", b"r", b"u", b"d", b"d"]
+        assert all(dict(m["headers"])["table"] == b"types" for m in table)
         assert records[4] == "null" and len(records) == 5, records
         assert all(r.startswith("Struct{") and "id=" in r for r in records[:4])
         # DECIMAL(65,30) at its edge, every digit through the converter.
         assert f"decbig=-{'9' * 35}.{'9' * 30}," in records[0]
     finally:
-        try:
-            _request("DELETE", f"/connectors/{sink}")
-        except AssertionError:
-            pass
+        for name_ in (sink, side_sink):
+            try:
+                _request("DELETE", f"/connectors/{name_}")
+            except AssertionError:
+                pass

@@ -315,3 +315,19 @@ def test_debezium_heartbeats_are_connects_serverkey_and_heartbeat_structs():
     key, value = json_beats.encode(5)
     assert json.loads(value) == {"schema": json_beats.value_schema, "payload": {"ts_ms": 5}}
     assert json_beats.topic == "hb.ns" and json.loads(key)["payload"] == {"serverName": "ns"}
+
+
+def test_debezium_avro_transaction_records_read_back_with_their_collections():
+    # Their END holds an array of structs: Connect's AvroData writes it as an Avro array of the
+    # optional struct (found by starting a streamer with topics.transactions on, which failed).
+    from streamer.codec import debezium
+    tv = _version({"format": "debezium", "debezium": {"encoding": "avro"},
+                   "schema_registry": {"url": "http://registry:8081"}})
+    records = debezium.TransactionRecords(tv.envelope.fmt, lambda topic: "shop.t")
+    items = records.writer.schema["fields"][3]["type"][1]["items"]
+    assert items[0] == "null" and items[1]["connect.name"] == "event.collection"
+    key, value = records.end({"id": "f:4", "counts": {"ns.shop.t": 3}}, 1700000000000)
+    read = fastavro.schemaless_reader(io.BytesIO(value[len(records.writer.header):]),
+                                      fastavro.parse_schema(records.writer.schema))
+    assert read == {"status": "END", "id": "f:4", "event_count": 3, "ts_ms": 1700000000000,
+                    "data_collections": [{"data_collection": "shop.t", "event_count": 3}]}
