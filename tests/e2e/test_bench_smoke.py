@@ -257,3 +257,22 @@ def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_
     # Its own group in bench-compare, apart from other rates and the floor.
     assert compare.group_of(lat)[0] == "latency@100/s/quick" and compare.group_of(floors[0])[0] == "floor@0/s/quick"
     assert "live latency at a fixed rate" in done.stdout
+
+
+def test_engine_compares_two_commits_cpu_per_row_without_kafka(tmp_path):
+    # HEAD in a worktree of its own against the working tree, on small recorded files.
+    results = tmp_path / "r.jsonl"
+    out = _run("-m", "bench.engine", "HEAD", ".", "--rows", "2000", "--oltp", "300",
+               "--repeat", "1", "--results", str(results))
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [r["shape"] for r in lines] == ["engine-bulk", "engine-oltp"]
+    for r in lines:
+        assert (r["a"], r["b"], r["repeat"]) == ("HEAD", ".", 1)
+        assert all(r[f"{s}_{p}_us_per_row"] > 0 for s in "ab" for p in ("cold", "warm"))
+    assert re.search(r"engine oltp warm: HEAD [\d.]+ µs/row, \. [\d.]+ \([+-][\d.]+ %\)",
+                     out.stderr), out.stderr[-2000:]
+    # Its worktree is gone again.
+    listed = subprocess.run(["git", "worktree", "list"], cwd=env.ROOT, capture_output=True,
+                            text=True).stdout
+    assert "streamer-engine-" not in listed
