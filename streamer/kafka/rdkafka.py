@@ -158,6 +158,7 @@ _ffi, FFI_SOURCE = _load_ffi()
 # 40; in the streamer, both producers' drain threads logging a refused TLS handshake at the same
 # moment had every later log event fail. (tests/unit/kafka/test_rdkafka.py keeps it so.)
 _ERRSTR_BUF = _ffi.typeof("char[]")
+_TEXT_COPY = _ffi.typeof("char[]")  # a NUL-terminated copy of a header's name
 _VU_ARRAY = _ffi.typeof("rd_kafka_vu_t[]")
 _TEXT_OUT = _ffi.typeof("const char **")
 _INT_OUT = _ffi.typeof("int *")
@@ -337,7 +338,7 @@ class Producer:
                 keep.append(buf)
                 vus[at].u.mem.ptr, vus[at].u.mem.size = buf, len(data)
         for at, (name, data) in enumerate(headers, 5):
-            cname, cval = _ffi.new(_ERRSTR_BUF, name.encode()), _ffi.from_buffer(data)
+            cname, cval = _ffi.new(_TEXT_COPY, name.encode()), _ffi.from_buffer(data)
             keep += (cname, cval)
             vus[at].vtype = VTYPE_HEADER
             vus[at].u.header.name, vus[at].u.header.val = cname, cval
