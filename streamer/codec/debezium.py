@@ -180,6 +180,7 @@ class DebeziumFormat:
         fields = fields_of(columns, self.options)
         enc = self.events(space, struct(f"{space}.Value", fields, True), fields, [])
         found.truncate_value = enc.truncate_value
+        found.wire_value, found.wire_key = enc.value_writer, None
 
 
 class _Described:

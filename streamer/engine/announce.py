@@ -44,11 +44,10 @@ class Announcer:
                             "only)", tv.db, tv.table, tv.topic,
                             extra={"table": f"{tv.db}.{tv.table}"})
             publisher.ensure_topic(tv.topic)
-        wire = getattr(tv, "wire_value", tv.value_writer)
-        if self.registry is not None and wire is not None:
-            self.registry.frame(tv.topic, wire, tv.wire_key)
+        if self.registry is not None and tv.wire_value is not None:
+            self.registry.frame(tv.topic, tv.wire_value, tv.wire_key)
         if self.headers:
-            tv.headers = message_headers(tv.db, tv.table, wire)
+            tv.headers = message_headers(tv.db, tv.table, tv.wire_value)
         self.open()
         for kind, writer in (("value", tv.value_writer), ("key", tv.key_writer)):
             if writer is not None:

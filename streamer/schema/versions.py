@@ -329,6 +329,10 @@ class TopicSchema:
         self.key_writer: Optional[avro.Writer] = None
         self.compacted = compact and keyed
         self.truncate_value = streamer_truncate(self.value_writer)
+        # What goes on the wire (a registry frames it), as for a TableVersion; a format other
+        # than the streamer's sets its own (codec.debezium).
+        self.wire_value: Optional[avro.Writer] = self.value_writer
+        self.wire_key: Optional[avro.Writer] = None
         self.headers: Dict[str, Any] = NO_HEADERS
 
 
