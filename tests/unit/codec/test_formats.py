@@ -307,8 +307,10 @@ def test_debezium_heartbeats_are_connects_serverkey_and_heartbeat_structs():
     key, value = beats.encode(1700000000123)
     assert beats.writer.schema["connect.name"] == "io.debezium.connector.common.Heartbeat"
     assert beats.key_writer.schema["connect.name"] == "io.debezium.connector.common.ServerNameKey"
-    read = lambda w, b: fastavro.schemaless_reader(io.BytesIO(b[len(w.header):]),
-                                                   fastavro.parse_schema(w.schema))
+
+    def read(writer, data):
+        return fastavro.schemaless_reader(io.BytesIO(data[len(writer.header):]),
+                                          fastavro.parse_schema(writer.schema))
     assert read(beats.writer, value) == {"ts_ms": 1700000000123}
     assert read(beats.key_writer, key) == {"serverName": "ns"}
     json_beats = debezium.HeartbeatRecords(_version({"format": "debezium"}).envelope.fmt, "hb")
