@@ -249,6 +249,29 @@ def consume(topics: List[str], expect: Optional[int] = None, idle: float = 3.0,
     return out
 
 
+class EndOffset:
+    """A topic's end offset (partition 0), read again and again through one consumer: fast
+    enough to act between two of a streamer's batches (``end_offsets`` makes a consumer per
+    call, a few hundred ms on a busy machine)."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.consumer = Consumer({"bootstrap.servers": KAFKA, "group.id": unique("test-")})
+
+    def __call__(self) -> int:
+        try:
+            return self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
+                                                       timeout=10)[1]
+        except KafkaException:
+            return 0  # the topic doesn't exist yet
+
+    def __enter__(self) -> "EndOffset":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.consumer.close()
+
+
 def end_offsets(topic: str) -> int:
     c = Consumer({"bootstrap.servers": KAFKA, "group.id": unique("test-")})
     try:

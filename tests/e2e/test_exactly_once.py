@@ -191,11 +191,14 @@ def _restart_in_a_200k_row_transaction(db, tmp_path, source, mode):
                                batch={"max_messages": 5000})
     topic = f"{ns}.{name}.big"
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
-                                 "--start-pos", str(start[1])) as proc:
-        # Kill once a checkpoint inside the transaction is committed.
-        support.wait_for(lambda: support.end_offsets(topic) > 40000, timeout=120,
+                                 "--start-pos", str(start[1])) as proc, \
+            support.EndOffset(topic) as end_offset:
+        # Kill once checkpoints inside the transaction are committed, well before its end: the
+        # whole transaction takes the streamer about a second, so the watch must be quick.
+        support.wait_for(lambda: end_offset() > 20000, timeout=120, interval=0.01,
                          what="part of the big transaction published")
         proc.stop(signal.SIGKILL)
+    assert support.end_offsets(topic) < 200000, "the kill came after the whole transaction"
     with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
         msgs = support.consume([topic], expect=200000, timeout=300)
         rss_kb = _peak_rss_kb(proc.proc.pid)
