@@ -59,9 +59,9 @@ def test_no_records_without_the_setting(make):
     assert TOPIC not in publisher.topics
 
 
-def test_a_transaction_spread_over_batches_and_a_restart_inside_it_is_framed_once(make):
-    streamer, publisher = make(batch={"max_messages": 2}, topics={"transactions": True})
-
+def _stopped_inside_transaction_2(streamer, publisher):
+    """Replay the recording until a commit inside transaction 2, where the stream stops as a
+    SIGTERM would; the checkpoint of that commit."""
     def stop_inside_transaction_2(position):
         if position.pos == TX2 and position.rows:
             streamer.request_stop()
@@ -70,6 +70,12 @@ def test_a_transaction_spread_over_batches_and_a_restart_inside_it_is_framed_onc
     replay(streamer, publisher)
     checkpoint = publisher.committed
     assert checkpoint.pos == TX2 and checkpoint.rows
+    return checkpoint
+
+
+def test_a_transaction_spread_over_batches_and_a_restart_inside_it_is_framed_once(make):
+    streamer, publisher = make(batch={"max_messages": 2}, topics={"transactions": True})
+    checkpoint = _stopped_inside_transaction_2(streamer, publisher)
     # The open transaction's BEGIN and counts so far are in the checkpoint.
     assert checkpoint.transaction["id"].endswith(f":{TX2}")
     assert sum(checkpoint.transaction["counts"].values()) > 0
@@ -147,15 +153,7 @@ def test_debezium_changes_carry_their_order_in_the_transaction_and_its_end_count
 
 def test_debezium_orders_go_on_after_a_restart_inside_the_transaction(make):
     streamer, publisher = _debezium(make, batch={"max_messages": 2})
-
-    def stop_inside_transaction_2(position):
-        if position.pos == TX2 and position.rows:
-            streamer.request_stop()
-
-    publisher.on_commit = stop_inside_transaction_2
-    replay(streamer, publisher)
-    checkpoint = publisher.committed
-    assert checkpoint.pos == TX2 and checkpoint.rows
+    checkpoint = _stopped_inside_transaction_2(streamer, publisher)
     saved = checkpoint.transaction["records"]
     assert 0 < saved["total"] == saved["by_collection"]["app.t"] < 7
     again, resumed = _debezium(make, batch={"max_messages": 2})
