@@ -7,7 +7,7 @@ VENV_CPY := .venv-cpy
 CONFIG ?= .local/streamer.yaml
 PYTEST_ARGS ?=
 
-.PHONY: help deps venv up up-replica down config run demo-load test test-pypy test-cpython unit lint bench bench-compare bench-targets clean \
+.PHONY: help deps venv up up-replica down config run demo-load test test-pypy test-cpython unit lint docs bench bench-compare bench-targets clean \
 	constraints ffi build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
 
 help:
@@ -78,6 +78,10 @@ test: lint test-pypy test-cpython
 
 lint: venv
 	$(VENV_CPY)/bin/ruff check streamer tests bench
+
+# docs/config.md: every config key, generated from its declaration (a unit test keeps it current).
+docs: venv
+	$(VENV_CPY)/bin/python -c "from streamer import config; print(config.reference(), end='')" > docs/config.md
 
 # The driver runs under CPython (its Kafka consumer is cheaper there); the streamer and the bare
 # read run under each --python. Results are appended to bench/results.jsonl (docs/benchmarks.md).

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from streamer.config import Config
 from streamer import config as config_mod
 from streamer.errors import EXIT_KAFKA, StreamerError
 from streamer.ops.gcpacing import GC_NURSERY
@@ -25,8 +26,8 @@ def _config(path: Optional[str]) -> Dict[str, Any]:
     from streamer.ops import logfmt
 
     cfg = config_mod.load(path)
-    LOG_FORMAT[0] = cfg["log"]["format"]
-    logfmt.setup(cfg["log"]["level"], cfg["log"]["format"])
+    LOG_FORMAT[0] = cfg.log.format
+    logfmt.setup(cfg.log.level, cfg.log.format)
     return cfg
 
 
@@ -77,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from streamer.ops.observe import Observability
 
     # The library fixes, checked and applied before anything reads the binlog.
-    patches.apply(allow_untested=cfg["mysql"]["allow_untested_libraries"])
+    patches.apply(allow_untested=cfg.mysql.allow_untested_libraries)
 
     with Observability(cfg) as obs:
         supervisor = Supervisor(cfg, start=start, start_gtid=args.start_gtid, metrics=obs.metrics,
@@ -112,7 +113,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
+def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
     import pymysql
     from confluent_kafka.admin import AdminClient
 
@@ -120,12 +121,12 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
                                         settings_noted)
 
     results: List[Tuple[str, bool, str]] = []
-    m = cfg["mysql"]
-    several = len(m["hosts"]) > 1
-    for entry in m["hosts"]:  # every server a failover may read (source.failover)
-        host, port = config_mod.split_host(entry, m["port"])
-        one = dict(cfg, mysql=dict(m, host=host, port=port))
-        where = f"{m['user']}@{host}:{port}"
+    m = cfg.mysql
+    several = len(m.hosts) > 1
+    for entry in m.hosts:  # every server a failover may read (source.failover)
+        host, port = config_mod.split_host(entry, m.port)
+        one = cfg.but({"mysql.host": host, "mysql.port": port})
+        where = f"{m.user}@{host}:{port}"
         prefix = f"{entry}: " if several else ""
         try:
             password = config_mod.mysql_password(cfg)
@@ -155,12 +156,12 @@ def _checks(cfg: Dict[str, Any]) -> List[Tuple[str, bool, str]]:
     try:
         from streamer.kafka import logs
 
-        admin = AdminClient(logs.client_conf(dict(cfg["kafka"])))
+        admin = AdminClient(logs.client_conf(dict(cfg.kafka)))
         md = admin.list_topics(timeout=10)
-        results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", True,
+        results.append((f"Kafka {cfg.kafka['bootstrap.servers']}", True,
                         f"{len(md.brokers)} broker(s)"))
     except Exception as exc:  # noqa: BLE001 - any client failure means "not reachable"; reported
-        results.append((f"Kafka {cfg['kafka']['bootstrap.servers']}", False,
+        results.append((f"Kafka {cfg.kafka['bootstrap.servers']}", False,
                         f"{exc}; check kafka.bootstrap.servers and that the brokers are up"))
     return results
 

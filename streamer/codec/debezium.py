@@ -143,12 +143,12 @@ class Row:
 class DebeziumFormat:
     """``format: debezium`` for a namespace: attaches an EventEncoder to each table version."""
 
-    def __init__(self, namespace: str, opts: Dict[str, Any]) -> None:
+    def __init__(self, namespace: str, opts: Any) -> None:
         self.namespace = namespace
-        self.encoding = opts["encoding"]
-        self.schemas_enable = bool(opts["schemas_enable"])
-        self.connector = opts["connector"]
-        self.options = Options(opts["decimal_handling_mode"], opts["time_precision_mode"])
+        self.encoding = opts.encoding
+        self.schemas_enable = opts.schemas_enable
+        self.connector = opts.connector
+        self.options = Options(opts.decimal_handling_mode, opts.time_precision_mode)
         self.source_schema = source_schema(self.connector)
         # The changes' transaction block, with transaction metadata on (TransactionRecords).
         self.orders: Optional[TxOrder] = None

@@ -51,7 +51,7 @@ class Auth:
 NO_AUTH = Auth()
 
 
-def auth_from_config(sr: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Auth:
+def auth_from_config(sr: Any, environ: Optional[Dict[str, str]] = None) -> Auth:
     """The registry's auth from ``schema_registry.auth`` (config.py checks the keys)."""
     import base64
     import os
@@ -59,33 +59,33 @@ def auth_from_config(sr: Dict[str, Any], environ: Optional[Dict[str, str]] = Non
     from streamer import config as config_mod
 
     environ = os.environ if environ is None else environ
-    a = sr["auth"]
+    a = sr.auth
 
     def secret(what: str) -> Optional[str]:
-        if a[f"{what}_file"]:
-            return config_mod.read_secret_file(f"schema_registry.auth.{what}_file",
-                                               a[f"{what}_file"])
-        name = a[f"{what}_env"]
+        path = getattr(a, what + "_file")
+        if path:
+            return config_mod.read_secret_file(f"schema_registry.auth.{what}_file", path)
+        name = getattr(a, what + "_env")
         return environ.get(name) if name else None
 
     header = None
-    if a["mode"] == "basic":
+    if a.mode == "basic":
         password = secret("password")
         if password is None:
             raise RegistryError("schema_registry.auth.mode is basic but there is no password: "
-                                f"set the environment variable {a['password_env']} or "
+                                f"set the environment variable {a.password_env} or "
                                 "schema_registry.auth.password_file")
-        pair = f"{a['user']}:{password}".encode("utf-8")
+        pair = f"{a.user}:{password}".encode("utf-8")
         header = "Basic " + base64.b64encode(pair).decode("ascii")
-    elif a["mode"] == "bearer":
+    elif a.mode == "bearer":
         token = secret("token")
         if token is None:
             raise RegistryError("schema_registry.auth.mode is bearer but there is no token: "
-                                f"set the environment variable {a['token_env']} or "
+                                f"set the environment variable {a.token_env} or "
                                 "schema_registry.auth.token_file")
         header = "Bearer " + token
-    tls = a["tls"]
-    return Auth(header, tls["ca"], tls["cert"], tls["key"])
+    tls = a.tls
+    return Auth(header, tls.ca, tls.cert, tls.key)
 
 
 class SchemaRegistry:

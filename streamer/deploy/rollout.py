@@ -96,8 +96,8 @@ def release_config(release: str, env: str, site: Dict[str, str]) -> Dict[str, An
         have = sorted(f[:-5] for f in os.listdir(os.path.join(release, "env")) if f.endswith(".yaml"))
         raise DeployError(f"no config for environment {env!r} in {release}/env; have: {', '.join(have)}")
     cfg = config_mod.load(path, environ=dict(os.environ, **site))
-    if cfg["mysql"]["password_file"]:
-        private_file(cfg["mysql"]["password_file"], "config key 'mysql.password_file'")
+    if cfg.mysql.password_file:
+        private_file(cfg.mysql.password_file, "config key 'mysql.password_file'")
     return cfg
 
 
@@ -145,7 +145,7 @@ def deploy(layout: Layout, env: str, version: str, source: str, service: Service
     verify_mod.base_url(cfg)
     previous = layout.target(env)
     switch(layout.link(env, "current"), release)
-    service.install(env, layout.env_dir(env), site, float(cfg["shutdown_timeout_s"]))
+    service.install(env, layout.env_dir(env), site, cfg.shutdown_timeout_s)
     ok, why = start(service, env, release, site, health_timeout)
     if ok:
         if previous and previous != release:

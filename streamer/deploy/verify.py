@@ -14,6 +14,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
+from streamer.config import Config
 from streamer.errors import ConfigError
 
 Sample = Tuple[float, Optional[Dict[str, Any]], str]  # (monotonic time, /status or None, error)
@@ -27,13 +28,13 @@ class Limits:
     min_main_rows_per_s: float = 5.0
 
 
-def base_url(cfg: Dict[str, Any]) -> str:
+def base_url(cfg: Config) -> str:
     """Where the streamer of this config serves /health, /status and /metrics."""
-    m = cfg["metrics"]
-    if not m["http_port"]:
-        raise ConfigError(f"config key 'metrics.http_port' is 0 for namespace {cfg['namespace']!r}: "
+    m = cfg.metrics
+    if not m.http_port:
+        raise ConfigError(f"config key 'metrics.http_port' is 0 for namespace {cfg.namespace!r}: "
                          "the status endpoint is off; set a port to deploy or verify it")
-    return f"http://{m['http_host']}:{m['http_port']}"
+    return f"http://{m.http_host}:{m.http_port}"
 
 
 def fetch(url: str, timeout: float = 3.0) -> Tuple[int, Dict[str, Any]]:

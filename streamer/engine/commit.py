@@ -16,10 +16,11 @@ commit at the end of the transaction (``request_commit``), or say a heartbeat ar
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 from pymysqlreplication.event import HeartbeatLogEvent
 
+from streamer.config import Config
 from streamer.position import Position
 
 # Changes at least this old (by the server's event time, whole seconds) mean the reader is
@@ -99,10 +100,10 @@ class CommitPolicy:
                  "commit_requested", "checkpoint_parts", "caught_up_hooks", "idle_hooks",
                  "after_commit")
 
-    def __init__(self, cfg: Dict[str, Any], publisher: Any, tracker: Any, reader: Any,
+    def __init__(self, cfg: Config, publisher: Any, tracker: Any, reader: Any,
                  control: Any, metrics: Any, clock: Any, totals: Totals,
                  after_commit: Callable[[], None] = lambda: None) -> None:
-        batch = cfg["batch"]
+        batch = cfg.batch
         self.cfg = cfg
         self.publisher = publisher
         self.tracker = tracker
@@ -111,17 +112,16 @@ class CommitPolicy:
         self.metrics = metrics
         self.totals = totals
         self.monotonic = clock.monotonic
-        self.linger = Linger(float(batch["linger_ms"]) / 1000.0,
-                             float(batch["min_linger_ms"]) / 1000.0,
-                             float(batch["catchup_linger_ms"]) / 1000.0, clock.time)
-        self.max_messages = int(batch["max_messages"])
-        self.idle_s = float(batch["idle_checkpoint_ms"]) / 1000.0
+        self.linger = Linger(batch.linger_s, batch.min_linger_s, batch.catchup_linger_s,
+                             clock.time)
+        self.max_messages = batch.max_messages
+        self.idle_s = batch.idle_checkpoint_s
         # Caught up, a batch younger than this waits up to the rest of it for more changes:
         # librdkafka registers a transaction's partitions ~1 ms after its first message, and
         # the commit can't end before that, so what arrives until then costs the batch nothing
         # and saves the change a whole commit (docs/benchmarks.md, "Gathering until the
         # partitions register"). Never longer than the linger.
-        self.gather_s = min(float(batch["gather_ms"]), float(batch["linger_ms"])) / 1000.0
+        self.gather_s = min(batch.gather_s, batch.linger_s)
         self.arrives_within = getattr(reader, "arrives_within", None) if self.gather_s else None
         self.pending = 0
         self.beat = False
@@ -227,8 +227,7 @@ class CommitPolicy:
         for part in self.checkpoint_parts:
             part(position)
         stopping = self.control.stop_requested
-        timeout = float(self.cfg["shutdown_timeout_s"] if stopping else
-                        self.cfg["kafka_commit_timeout_s"])
+        timeout = self.cfg.shutdown_timeout_s if stopping else self.cfg.kafka_commit_timeout_s
         publisher = self.publisher
         publisher.commit(position, timeout)
         pending = self.pending

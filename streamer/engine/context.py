@@ -16,7 +16,9 @@ A stage that is not configured registers nothing, so nothing is tested for it on
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
+
+from streamer.config import Config
 
 Produce = Callable[[str, Optional[bytes], Optional[bytes]], None]
 
@@ -25,7 +27,7 @@ class Context:
     __slots__ = ("cfg", "publisher", "tracker", "tables", "clock", "metrics", "produce",
                  "announce", "policy", "published", "changes", "ended")
 
-    def __init__(self, cfg: Dict[str, Any], publisher: Any, tracker: Any, tables: Any,
+    def __init__(self, cfg: Config, publisher: Any, tracker: Any, tables: Any,
                  clock: Any, metrics: Any, announce: Any, policy: Any) -> None:
         self.cfg = cfg
         self.publisher = publisher

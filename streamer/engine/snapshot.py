@@ -32,6 +32,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 import pymysql
 from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
+from streamer.config import Config
 from streamer.errors import SnapshotRefused, StreamerError
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
@@ -90,18 +91,18 @@ class Snapshots:
     publishes a chunk whose high mark came, then calls ``finish``. ``pump`` reads the next
     chunk."""
 
-    def __init__(self, cfg: Dict[str, Any], password: str, table_filter: TableFilter,
+    def __init__(self, cfg: Config, password: str, table_filter: TableFilter,
                  clock: Any = time, tables: Optional[Callable[[], Any]] = None) -> None:
-        snap = cfg["snapshot"]
-        self.database = snap["database"]
-        self.chunk_rows = int(snap["chunk_rows"])
-        self.read_only = snap["mode"] == "read_only"
+        snap = cfg.snapshot
+        self.database = snap.database
+        self.chunk_rows = snap.chunk_rows
+        self.read_only = snap.mode == "read_only"
         self.name = signals.streamer_name(cfg)
         # tables() -> a source.chunks.TableReader, or what stands in for one; on the server in
         # use when it connects (source.failover)
         self.new_tables = tables or (lambda: chunks.TableReader(
             server.connection_settings(cfg, password), self.database, self.name,
-            float(snap["chunk_timeout_s"])))
+            snap.chunk_timeout_s))
         self.filter = table_filter
         self.clock = clock
         self.source: Any = None

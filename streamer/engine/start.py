@@ -6,6 +6,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tuple, TypeVar
 
+from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.position import Position
 from streamer.source import charsets, server
@@ -56,7 +57,7 @@ class SourceInfo(NamedTuple):
     gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
 
 
-def probe_source(cfg: Dict[str, Any], password: str,
+def probe_source(cfg: Config, password: str,
                  table_filter: Optional[Callable[[str, str], bool]] = None,
                  explicit: Optional[Tuple[str, int]] = None) -> SourceInfo:
     """Check that MySQL is set up for row-based CDC and read what a start position needs;
@@ -70,7 +71,7 @@ def probe_source(cfg: Dict[str, Any], password: str,
         # The charsets Python decodes otherwise than the server: by the server's tables, asked
         # of the server in use when a value first needs one (after a failover, the new one).
         charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
-        initial = cfg["start"]["initial"]
+        initial = cfg.start.initial
         beginning = initial == "beginning"
         snapshot = None
         settings = server.connection_settings(cfg, password)
@@ -106,33 +107,32 @@ def probe_source(cfg: Dict[str, Any], password: str,
         conn.close()
 
 
-def explicit_start(cfg: Dict[str, Any], override: Optional[Position]) -> Optional[Tuple[str, int]]:
+def explicit_start(cfg: Config, override: Optional[Position]) -> Optional[Tuple[str, int]]:
     """The binlog file and offset of an explicit start (argv, else start.file), if any."""
     if override is not None and override.file:
         return override.file, override.pos
-    if cfg["start"]["file"]:
-        return cfg["start"]["file"], int(cfg["start"]["pos"])
+    if cfg.start.file:
+        return cfg.start.file, cfg.start.pos
     return None
 
 
-def is_explicit(cfg: Dict[str, Any], override: Optional[Position],
+def is_explicit(cfg: Config, override: Optional[Position],
                 override_gtid: Optional[str]) -> bool:
     """Whether a start position was given (argv, or start.file/start.gtid in the config)."""
-    start_cfg = cfg["start"]
-    return bool(override is not None or override_gtid is not None or start_cfg["file"]
-                or start_cfg["gtid"])
+    return bool(override is not None or override_gtid is not None or cfg.start.file
+                or cfg.start.gtid)
 
 
-def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source: SourceInfo,
+def initial_position(cfg: Config, checkpoint: Optional[Position], source: SourceInfo,
                      override: Optional[Position], override_gtid: Optional[str]) -> Position:
     """The explicit start position if one was given (it overrides the checkpoint, loudly), else
     the committed checkpoint, else the end or the beginning of the binlog (start.initial)."""
-    start_cfg = cfg["start"]
+    start_cfg = cfg.start
     if is_explicit(cfg, override, override_gtid):
         pos = override
-        if pos is None and start_cfg["file"]:
-            pos = Position(start_cfg["file"], start_cfg["pos"])
-        gtid = override_gtid or (start_cfg["gtid"] if pos is None else None)
+        if pos is None and start_cfg.file:
+            pos = Position(start_cfg.file, start_cfg.pos)
+        gtid = override_gtid or (start_cfg.gtid if pos is None else None)
         if gtid is not None:
             pos = Position("", 4, gtid_set=gtid)
         assert pos is not None
@@ -166,22 +166,22 @@ def initial_position(cfg: Dict[str, Any], checkpoint: Optional[Position], source
         jobs = source.snapshot()
         pos.snapshot = {"queue": jobs, "done": 0, "rows": 0}
         log.info("no checkpoint for source %s: snapshotting %d tables, then streaming from the "
-                 "end of the binlog, %s", cfg["source"]["name"], len(jobs), pos.describe(),
+                 "end of the binlog, %s", cfg.source.name, len(jobs), pos.describe(),
                  extra={"position": pos.describe()})
         return pos
     log.info("no checkpoint for source %s: starting at the %s of the binlog, %s",
-             cfg["source"]["name"], start_cfg["initial"], pos.describe(),
+             cfg.source.name, start_cfg.initial, pos.describe(),
              extra={"position": pos.describe()})
     return pos
 
 
-def check_unused(cfg: Dict[str, Any], records: List[Dict[str, Any]],
+def check_unused(cfg: Config, records: List[Dict[str, Any]],
                  table_filter: Callable[[str, str], bool]) -> None:
     """With no checkpoint of this source, a start at the binlog's end is refused when the
     namespace's schema topic shows its tables were published already: the checkpoint is missing
     (a read that failed, a topic recreated), and starting at the end would skip every change
     since it, silently. A first start of a source finds none of its tables there."""
-    ns = cfg["namespace"]
+    ns = cfg.namespace
     published = set()
     for rec in records:
         topic = str(rec.get("topic") or "")
@@ -193,7 +193,7 @@ def check_unused(cfg: Dict[str, Any], records: List[Dict[str, Any]],
         return
     names = ", ".join(sorted(published)[:5]) + (" ..." if len(published) > 5 else "")
     raise SourceError(
-        f"no checkpoint of source {cfg['source']['name']!r} was found in {ns}.__positions, but "
+        f"no checkpoint of source {cfg.source.name!r} was found in {ns}.__positions, but "
         f"namespace {ns!r} has published its tables already ({names}): the checkpoint is "
         f"missing, and starting at the binlog's end (start.initial: end) would skip every "
         f"change since it. Start once at an explicit position: the source.file and source.pos "
@@ -201,23 +201,23 @@ def check_unused(cfg: Dict[str, Any], records: List[Dict[str, Any]],
         f"--start-pos or --start-gtid), or set start.initial: snapshot to read the tables anew")
 
 
-def gtid_for(cfg: Dict[str, Any], position: Position) -> Optional[str]:
+def gtid_for(cfg: Config, position: Position) -> Optional[str]:
     """The GTID set to resume by, or None to resume by file/offset."""
-    if position.gtid_set and (not position.file or cfg["mysql"]["position_mode"] == "gtid"):
+    if position.gtid_set and (not position.file or cfg.mysql.position_mode == "gtid"):
         return position.gtid_set
     return None
 
 
-def refusal(exc: Any, mysql: Dict[str, Any]) -> Optional[SourceError]:
+def refusal(exc: Any, mysql: Any) -> Optional[SourceError]:
     """The error that ends a start at once for a MySQL error no retry will fix, or None."""
     code = exc.args[0] if exc.args else None
-    where = f"MySQL at {mysql['host']}:{mysql['port']}"
+    where = f"MySQL at {mysql.host}:{mysql.port}"
     if code in server.ER_LOGIN_REFUSED:
-        return SourceError(f"{where} refused the streamer's user {mysql['user']!r}: "
+        return SourceError(f"{where} refused the streamer's user {mysql.user!r}: "
                            f"{exc.args[-1]}. Check mysql.user and mysql.password_file, "
                            f"and that the account exists and is not locked")
     if code in server.ER_ACCESS_DENIED:
-        return SourceError(f"{where}: the streamer's user {mysql['user']!r} lacks a "
+        return SourceError(f"{where}: the streamer's user {mysql.user!r} lacks a "
                            f"privilege: {exc.args[-1]}. Grant it SELECT, REPLICATION "
                            f"SLAVE, REPLICATION CLIENT ON *.*")
     return None

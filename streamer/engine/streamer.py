@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from streamer.config import Config
 from streamer import config as config_mod
 from streamer.codec import formats
 from streamer.codec.schema_registry import SchemaRegistry, auth_from_config
@@ -52,7 +53,7 @@ class Streamer:
     warm-up): each is called as ``hook(reader, published, stopping)`` and returns True once
     done."""
 
-    def __init__(self, cfg: Dict[str, Any], metrics: Optional[Metrics] = None,
+    def __init__(self, cfg: Config, metrics: Optional[Metrics] = None,
                  reader: Optional[Callable[..., Any]] = None, clock: Any = time,
                  password: Optional[str] = None) -> None:
         self.cfg = cfg
@@ -61,15 +62,11 @@ class Streamer:
         self.new_reader = reader
         self.clock = clock
         self.stop_requested = False
-        # The heartbeat's and the snapshots' databases are never published, whatever the
-        # patterns say.
-        self.filter = TableFilter(cfg["tables"]["include"], list(cfg["tables"]["exclude"]) +
-                                  [cfg["heartbeat"]["database"] + ".*",
-                                   cfg["snapshot"]["database"] + ".*"])
+        self.filter = TableFilter.streamed(cfg)
         self.column_rules = ColumnRules.from_config(cfg, config_mod.mask_salt(cfg))
         self.format = formats.make(cfg)
-        self.txlog = TransactionLog(cfg["namespace"], formats.transaction_records(
-            cfg, self.format, self._collection)) if cfg["topics"]["transactions"] else None
+        self.txlog = TransactionLog(cfg.namespace, formats.transaction_records(
+            cfg, self.format, self._collection)) if cfg.topics.transactions else None
         self.format_heartbeats = formats.heartbeat_records(cfg, self.format)
         self.snapshots = Snapshots(cfg, self.password, self.filter, clock)
         self.metrics.snapshot_status = self.snapshots.status
@@ -83,9 +80,9 @@ class Streamer:
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableCatalog] = None
         self.schema_records: Optional[Ahead[List[Dict[str, Any]]]] = None
-        sr = cfg["schema_registry"]
-        self.schema_registry = SchemaRegistry(sr["url"], float(sr["timeout_s"]),
-                                              auth_from_config(sr)) if sr["url"] else None
+        sr = cfg.schema_registry
+        self.schema_registry = SchemaRegistry(sr.url, sr.timeout_s,
+                                              auth_from_config(sr)) if sr.url else None
 
     @property
     def published(self) -> int:
@@ -118,8 +115,8 @@ class Streamer:
         tables = self.catalog(publisher)
         policy = CommitPolicy(cfg, publisher, tracker, reader, self, self.metrics, self.clock,
                               self.totals, after_commit=self.heap.after_commit)
-        announce = Announcer(publisher, policy.open, cfg["topics"]["compact"],
-                             self.schema_registry, self.uncompacted, cfg["topics"]["headers"])
+        announce = Announcer(publisher, policy.open, cfg.topics.compact,
+                             self.schema_registry, self.uncompacted, cfg.topics.headers)
         ctx = Context(cfg, publisher, tracker, tables, self.clock, self.metrics, announce, policy)
         rows = Rows(ctx)
         table_maps = TableMaps(ctx, rows)
@@ -132,7 +129,7 @@ class Streamer:
             stages.append(Heartbeat(ctx, table_maps))
         if self.format_heartbeats is not None:
             stages.append(DebeziumHeartbeats(ctx, self.format_heartbeats,
-                                             cfg["debezium"]["heartbeat_interval_ms"] / 1000.0))
+                                             cfg.debezium.heartbeat_interval_s))
         for hook in self.idle_hooks:
             policy.idle_hooks.append(self._idle(hook, reader))
         pipeline = Pipeline(ctx, rows, stages)
@@ -152,9 +149,8 @@ class Streamer:
         server ends an older binlog stream of the same id when a new one connects."""
         if self.new_reader is None:
             raise RuntimeError("this streamer reads no binlog of its own (a warm-up's)")
-        m = self.cfg["mysql"]
-        cfg = dict(self.cfg, mysql=dict(m, server_id=(int(m["server_id"]) + 2 ** 31) % 2 ** 32
-                                        or 1))
+        cfg = self.cfg.but({"mysql.server_id": (self.cfg.mysql.server_id + 2 ** 31) % 2 ** 32
+                            or 1})
         return self.new_reader(cfg, self.password, start, None)
 
     # -- the table versions -------------------------------------------------------------------
@@ -179,13 +175,13 @@ class Streamer:
             self.definitions = Definitions(
                 lambda: server.connect(server.connection_settings(cfg, self.password)),
                 server.is_mariadb)
-        return TableCatalog(cfg["namespace"], self.filter,
+        return TableCatalog(cfg.namespace, self.filter,
                             lineage=evolution.lineage_from_records(records),
-                            rules=self.column_rules, tombstones=cfg["topics"]["tombstones"],
-                            compact=cfg["topics"]["compact"],
+                            rules=self.column_rules, tombstones=cfg.topics.tombstones,
+                            compact=cfg.topics.compact,
                             schemas=evolution.schemas_from_records(records),
                             definitions=self.definitions if read_definitions else None,
-                            fmt=self.format, topic_template=cfg["topics"]["name"])
+                            fmt=self.format, topic_template=cfg.topics.name)
 
     def _collection(self, topic: str) -> str:
         """The ``db.table`` whose messages go to ``topic`` (Debezium's data_collection)."""

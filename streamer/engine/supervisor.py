@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional
 
 import pymysql
 
+from streamer.config import Config
 from streamer.engine import start as start_mod
 from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
@@ -38,11 +39,11 @@ class Backoff:
     """Reconnect delays: doubling from mysql.reconnect_backoff_s up to reconnect_backoff_max_s,
     for at most mysql.reconnect_max_attempts attempts (0: no limit)."""
 
-    def __init__(self, mysql: Dict[str, Any]) -> None:
-        self.first = float(mysql["reconnect_backoff_s"])
+    def __init__(self, mysql: Any) -> None:
+        self.first = mysql.reconnect_backoff_s
         self.delay = self.first
-        self.max_s = float(mysql["reconnect_backoff_max_s"])
-        self.limit = int(mysql["reconnect_max_attempts"])
+        self.max_s = mysql.reconnect_backoff_max_s
+        self.limit = mysql.reconnect_max_attempts
         self.attempts = 0
 
     def succeeded(self) -> None:
@@ -71,7 +72,7 @@ class Supervisor:
     ``sleep()``) default to Kafka, the binlog and the time module. ``warmup`` (engine.warmup) is
     run while the stream is idle."""
 
-    def __init__(self, cfg: Dict[str, Any], start: Optional[Position] = None,
+    def __init__(self, cfg: Config, start: Optional[Position] = None,
                  start_gtid: Optional[str] = None, metrics: Optional[Metrics] = None,
                  publisher: Callable[[Dict[str, Any]], Any] = Publisher,
                  reader: Callable[..., Any] = BinlogReader, clock: Any = time,
@@ -89,7 +90,7 @@ class Supervisor:
         if warmup is not None:
             self.streamer.idle_hooks.append(warmup.run)
         self.reconnects = 0
-        self.servers = failover.Servers(cfg["mysql"])
+        self.servers = failover.Servers(cfg)
         self.lease: Optional[Any] = None  # kafka.lease, with ha.enabled
         self.publisher: Optional[Any] = None
 
@@ -112,7 +113,7 @@ class Supervisor:
     def run(self) -> int:
         """Stream until stopped; with ha.enabled, first wait for the lease (kafka.lease)."""
         try:
-            if not self.cfg["ha"]["enabled"]:
+            if not self.cfg.ha.enabled:
                 return self._run()
             from streamer.kafka.lease import Lease
             with Lease(self.cfg, self.request_stop) as lease:
@@ -133,7 +134,7 @@ class Supervisor:
         """A lease lost while no commit was made (MySQL down, say) stopped the run like a
         signal: it is the lease's error all the same."""
         if self.lease is not None and self.lease.lost:
-            raise LeaseLost(f"this instance lost the lease of source {self.cfg['source']['name']} "
+            raise LeaseLost(f"this instance lost the lease of source {self.cfg.source.name} "
                             f"while it was not committing (reconnecting or waiting for MySQL); "
                             f"the instance holding the lease now goes on from the checkpoint")
 
@@ -163,7 +164,7 @@ class Supervisor:
 
     def _stream(self, publisher: Any, position: Position) -> None:
         """Stream from ``position``; a lost connection resumes from the last checkpoint."""
-        retry = Backoff(self.cfg["mysql"])
+        retry = Backoff(self.cfg.mysql)
         while not self.stop_requested:
             began, committed = self.clock.monotonic(), publisher.committed
             try:
@@ -213,7 +214,7 @@ class Supervisor:
         """The start position. While MySQL can't be reached (down, restarting, not up yet), retry
         with the reconnect backoff, as a dropped stream does; a refused login fails at once.
         ``probe`` is the first attempt's MySQL check, already under way."""
-        m = self.cfg["mysql"]
+        m = self.cfg.mysql
         retry = Backoff(m)
         while not self.stop_requested:
             try:
@@ -223,7 +224,7 @@ class Supervisor:
                 refused = start_mod.refusal(exc, m)
                 if refused is not None:
                     raise refused from exc
-                where = f"MySQL at {m['host']}:{m['port']}"
+                where = f"MySQL at {m.host}:{m.port}"
                 backoff = retry.next()
                 if backoff is None:
                     raise SourceError(f"{where} unreachable, gave up after {retry.attempts - 1} "
@@ -253,7 +254,7 @@ class Supervisor:
         if streamer.tables is None and streamer.schema_records is None:
             streamer.schema_records = Ahead(publisher.read_schema_records, "streamer-schemas-read")
         checkpoint = publisher.read_checkpoint()
-        if checkpoint is None and self.cfg["start"]["initial"] == "end" and not \
+        if checkpoint is None and self.cfg.start.initial == "end" and not \
                 start_mod.is_explicit(self.cfg, self.override, self.override_gtid):
             ahead_records = streamer.schema_records
             start_mod.check_unused(self.cfg, ahead_records.result() if ahead_records is not None

@@ -18,14 +18,14 @@ collection, still idle, then takes what it left (docs/benchmarks-history.md, "JI
 """
 from __future__ import annotations
 
-import copy
 import gc
 import logging
 import os
 import platform
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Optional
 
+from streamer.config import Config
 from streamer.engine.streamer import Streamer
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
@@ -50,40 +50,36 @@ QUIET = _OwnTable()
 VERSIONS_LOG = logging.getLogger("streamer.schema.versions")
 
 
-def wanted(cfg: Dict[str, Any]) -> bool:
+def wanted(cfg: Config) -> bool:
     """Whether this process warms up: under PyPy (CPython has no JIT to warm), unless
     ``warmup.transactions`` is 0."""
-    return platform.python_implementation() == "PyPy" and int(cfg["warmup"]["transactions"]) > 0
+    return platform.python_implementation() == "PyPy" and cfg.warmup.transactions > 0
 
 
-def warm_config(cfg: Dict[str, Any]) -> Dict[str, Any]:
+def warm_config(cfg: Config) -> Config:
     """The real config, for the recording's database alone, with nothing that reaches a server
     (no schema registry, heartbeat or metrics endpoint) and no password (it connects nowhere)."""
-    out = copy.deepcopy(cfg)
-    out["tables"]["include"] = [DATABASE + ".*"]
-    out["tables"]["exclude"] = []
-    out["tables"]["columns"].update(exclude=[], mask={})  # the real tables' rules
-    out["schema_registry"]["url"] = None
-    out["heartbeat"]["enabled"] = False
-    out["metrics"]["http_port"] = 0
-    out["signalfx"]["enabled"] = False
-    out["snapshot"]["mode"] = "watermark"  # read_only mode would query the server's position
-    out["namespace"] = cfg["namespace"] + "-warmup"
-    return out
+    return cfg.but({
+        "tables.include": [DATABASE + ".*"], "tables.exclude": [],
+        "tables.columns.exclude": [], "tables.columns.mask": {},  # the real tables' rules
+        "schema_registry.url": None, "heartbeat.enabled": False, "metrics.http_port": 0,
+        "signalfx.enabled": False,
+        "snapshot.mode": "watermark",  # read_only mode would query the server's position
+        "namespace": cfg.namespace + "-warmup"})
 
 
 class Warmup:
     """The warm-up of one process (the module's docstring says what it does). ``run`` is called
     by the engine when its stream is idle; ``done`` once it has nothing left to do."""
 
-    def __init__(self, cfg: Dict[str, Any]) -> None:
+    def __init__(self, cfg: Config) -> None:
         # Made at the first idle moment (``_prepare``), not at start: a start never waits for it.
         self.real_cfg = cfg
-        self.cfg: Dict[str, Any] = {}
+        self.cfg: Config = {}
         self.recording: Optional[replay.Recording] = None
         self.streamer: Optional[Streamer] = None  # builds the warm-up's pipelines
         self.publisher: Optional[Publisher] = None  # on librdkafka's mock cluster, once running
-        self.total = self.left = int(cfg["warmup"]["transactions"])
+        self.total = self.left = cfg.warmup.transactions
         self.spent_s = 0.0
         self.slices = 0
         self.messages = 0  # streamed, once done

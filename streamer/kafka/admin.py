@@ -40,7 +40,7 @@ class TopicAdmin:
     """The topics one publisher has made sure of, and the admin client that made them.
     ``producers()`` gives the producers whose metadata a new topic is fetched into."""
 
-    def __init__(self, topics_cfg: Dict[str, Any], admin: Optional[Any],
+    def __init__(self, topics_cfg: Any, admin: Optional[Any],
                  producers: Callable[[], List[Any]]) -> None:
         self.topics_cfg = topics_cfg
         self.admin = admin
@@ -57,8 +57,8 @@ class TopicAdmin:
         assert self.admin is not None
         conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
         conf.update(config or {})
-        create_topics(self.admin, new_topics, partitions or self.topics_cfg["partitions"],
-                      self.topics_cfg["replication_factor"], conf)
+        create_topics(self.admin, new_topics, partitions or self.topics_cfg.partitions,
+                      self.topics_cfg.replication_factor, conf)
         self.known.update(new_topics)
         self.learn(new_topics)
 

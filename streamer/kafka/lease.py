@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, Optional
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from streamer.config import Config
 from streamer.errors import KafkaFatal
 from streamer.kafka import logs
 from streamer.kafka.admin import create_topics
@@ -41,27 +42,27 @@ from streamer.kafka.settings import client_settings, transactional_id
 log = logging.getLogger(__name__)
 
 
-def lease_names(cfg: Dict[str, Any]) -> Dict[str, str]:
-    ns, source = cfg["namespace"], cfg["source"]["name"]
+def lease_names(cfg: Config) -> Dict[str, str]:
+    ns, source = cfg.namespace, cfg.source.name
     return {"topic": f"{ns}.__lease", "group": f"{transactional_id(ns, source)}.lease"}
 
 
 class Lease:
     """The lease of one source; a context manager whose exit gives it up (leaves the group)."""
 
-    def __init__(self, cfg: Dict[str, Any], on_lost: Callable[[], None]) -> None:
-        ha = cfg["ha"]
+    def __init__(self, cfg: Config, on_lost: Callable[[], None]) -> None:
+        ha = cfg.ha
         names = lease_names(cfg)
         self.topic, self.group = names["topic"], names["group"]
-        self.bootstrap = cfg["kafka"]["bootstrap.servers"]
-        self.replication = int(cfg["topics"]["replication_factor"])
+        self.bootstrap = cfg.kafka["bootstrap.servers"]
+        self.replication = cfg.topics.replication_factor
         # Every client setting the other clients get (TLS, SASL, sockets), not only some: with
         # one missing the consumer would retry its connection for good, a standby for ever.
-        self.client = client_settings(cfg["kafka"])
+        self.client = client_settings(cfg.kafka)
         self.conf = logs.client_conf(dict(self.client, **{
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
-            "session.timeout.ms": int(ha["session_timeout_ms"]),
-            "heartbeat.interval.ms": int(ha["heartbeat_interval_ms"]),
+            "session.timeout.ms": ha.session_timeout_ms,
+            "heartbeat.interval.ms": ha.heartbeat_interval_ms,
             # Sticky: a standby joining must not move the lease off a live holder.
             "partition.assignment.strategy": "cooperative-sticky",
             "enable.auto.commit": False, "enable.auto.offset.store": False,

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from confluent_kafka.admin import AdminClient
 
+from streamer.config import Config
 from streamer.errors import Fenced, KafkaFatal
 from streamer.kafka import checkpoints, logs
 from streamer.kafka.admin import TopicAdmin
@@ -34,11 +35,11 @@ MOCK_LOG_LEVEL = 4
 class Publisher(Transactions):
     """Transactional producers plus the topic and checkpoint work they need."""
 
-    def __init__(self, cfg: Dict[str, Any]) -> None:
+    def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
-        self.schemas_topic = f"{cfg['namespace']}.__schemas"
+        self.schemas_topic = f"{cfg.namespace}.__schemas"
         self.admin: Optional[AdminClient] = None
-        self.topics = TopicAdmin(cfg["topics"], None, lambda: self.producers)
+        self.topics = TopicAdmin(cfg.topics, None, lambda: self.producers)
         self.topics.known = set()
         self.checkpoint_records_read = 0
 
@@ -56,14 +57,14 @@ class Publisher(Transactions):
         return self
 
     @classmethod
-    def in_process(cls, cfg: Dict[str, Any]) -> "Publisher":
+    def in_process(cls, cfg: Config) -> "Publisher":
         """A publisher whose producers run against librdkafka's in-process mock cluster
         (``test.mock.num.brokers``): the very code of a real one, transactions and all, and
         nothing leaves the process (engine.warmup). The mock creates a topic when it is first
         produced to, so none is created here, and there is no admin client. ``close()`` ends it."""
-        pub = cls(dict(cfg, kafka={"bootstrap.servers": "127.0.0.1:9",
-                                   "test.mock.num.brokers": 1, "log_level": MOCK_LOG_LEVEL}))
-        pub.topics = TopicAdmin(cfg["topics"], None, lambda: pub.producers)
+        pub = cls(cfg.but({"kafka": {"bootstrap.servers": "127.0.0.1:9",
+                                     "test.mock.num.brokers": 1, "log_level": MOCK_LOG_LEVEL}}))
+        pub.topics = TopicAdmin(cfg.topics, None, lambda: pub.producers)
         pub._start_producer()
         pub.prepared = True
         return pub
@@ -120,7 +121,7 @@ class Publisher(Transactions):
         settle_s = as_int(self._producer_settings()["transaction.timeout.ms"]) / 1000.0 + 30.0
         found, self.checkpoint_records_read = checkpoints.read_checkpoint(
             client_settings(self.kafka_conf), self.positions_topic, self.source,
-            self.cfg["namespace"], settle_s)
+            self.cfg.namespace, settle_s)
         return found
 
     def _check_not_replaced(self, remembered: Optional[Position]) -> None:
@@ -140,7 +141,7 @@ class Publisher(Transactions):
         """Every committed record of the namespace's schema topic, in offset order."""
         if not self.prepared:
             self.prepare()
-        return read_schema_records(self.cfg["kafka"], self.cfg["namespace"])
+        return read_schema_records(self.cfg.kafka, self.cfg.namespace)
 
     def reset(self) -> None:
         """Replace the producers (``replace_producers``), then read the checkpoint back: the

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional
 
 from confluent_kafka import KafkaError, KafkaException
 
+from streamer.config import Config
 from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, OversizedRow,
                              ProducerBroken)
 from streamer.kafka.rdkafka import Producer
@@ -47,15 +48,15 @@ class Transactions:
     committed (or read back); a subclass supplies ``prepare()`` (the internal topics exist),
     ``partitions_of(topic)``, ``reachable()`` and ``read_checkpoint()``."""
 
-    def __init__(self, cfg: Dict[str, Any]) -> None:
+    def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        ns = cfg["namespace"]
-        self.source = cfg["source"]["name"]
+        ns = cfg.namespace
+        self.source = cfg.source.name
         self.source_key = self.source.encode()
         self.positions_topic = f"{ns}.__positions"
         self.txids = transactional_ids(ns, self.source)
         self.txid = self.txids[0]
-        self.kafka_conf = dict(cfg["kafka"])
+        self.kafka_conf = dict(cfg.kafka)
         # This process's checkpoints say so (Position.run): a reset tells its own from a newer
         # instance's.
         self.run = uuid.uuid4().hex[:16]
@@ -114,7 +115,7 @@ class Transactions:
         self._turn = 0
 
     def _init_transactions(self, producer: Producer, txid: str, conf: Dict[str, Any]) -> None:
-        first = float(self.cfg["kafka_connect_timeout_s"])
+        first = self.cfg.kafka_connect_timeout_s
         try:
             try:
                 producer.init_transactions(first)
@@ -124,7 +125,7 @@ class Transactions:
                 # The brokers answer; the coordinator is slow (loading its log, say): wait on.
                 log.warning("Kafka's transaction coordinator has not answered in %.0f s; "
                             "waiting longer", first)
-                producer.init_transactions(float(self.cfg["shutdown_timeout_s"]) + 30)
+                producer.init_transactions(self.cfg.shutdown_timeout_s + 30)
         except KafkaException as exc:
             raise KafkaFatal(f"Kafka at {conf.get('bootstrap.servers')} did not accept the "
                              f"transactional producer {txid}: {_kafka_error(exc).str()}. "
@@ -276,7 +277,7 @@ class Transactions:
         position.run = self.run
         self.produce(self.positions_topic, position.to_json(), self.source_key)
         started = time.monotonic()
-        retries = int(self.cfg["commit_retries"])
+        retries = self.cfg.commit_retries
         while True:
             try:
                 self.producer.commit_transaction(timeout)
@@ -298,7 +299,7 @@ class Transactions:
                     # is then read back from the topic (reset), not taken from memory.
                     self.in_tx = False
                     raise ProducerBroken(f"the commit's outcome is unknown ({err.str()}, "
-                                         f"{int(self.cfg['commit_retries'])} retries): replacing "
+                                         f"{self.cfg.commit_retries} retries): replacing "
                                          f"the producer") from None
                 self.abort()
                 raise BatchAborted(f"commit failed ({err.str()}); the batch was aborted and "
@@ -322,7 +323,7 @@ class Transactions:
         warned = False
         while True:
             try:
-                self.producer.abort_transaction(float(self.cfg["shutdown_timeout_s"]))
+                self.producer.abort_transaction(self.cfg.shutdown_timeout_s)
                 self._abort_pending = False
                 return
             except KafkaException as exc:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Optional
 
 import pymysql
 
+from streamer.config import Config
 from streamer import config as config_mod
 from streamer.errors import SourceError
 from streamer.source import server
@@ -32,45 +33,38 @@ def table_sql(database: str) -> str:
             f"{COLUMN} BIGINT UNSIGNED NOT NULL)")
 
 
-def credentials(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+def credentials(cfg: Config, environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """Connection settings for the writer; the password comes from a file or the environment."""
     environ = os.environ if environ is None else environ
-    hb = cfg["heartbeat"]
-    m = cfg["mysql"]
-    if hb["user"] is None:
-        user, password = m["user"], config_mod.mysql_password(cfg, environ)
+    hb = cfg.heartbeat
+    if hb.user is None:
+        user, password = cfg.mysql.user, config_mod.mysql_password(cfg, environ)
     else:
-        user = hb["user"]
-        if hb["password_file"]:
-            try:
-                with open(hb["password_file"], encoding="utf-8") as fh:
-                    password = fh.read().strip()
-            except OSError as exc:
-                raise config_mod.ConfigError(f"config key 'heartbeat.password_file': cannot read "
-                                             f"{hb['password_file']}: {exc.strerror}") from None
-        elif hb["password_env"] and hb["password_env"] in environ:
-            password = environ[hb["password_env"]]
+        user = hb.user
+        if hb.password_file:
+            password = config_mod.read_secret_file("heartbeat.password_file", hb.password_file)
+        elif hb.password_env and hb.password_env in environ:
+            password = environ[hb.password_env]
         else:
             raise config_mod.ConfigError(
                 f"no password for heartbeat.user {user!r}: set heartbeat.password_file or the "
-                f"environment variable named by heartbeat.password_env ({hb['password_env']})")
-    return dict({"host": m["host"], "port": m["port"], "user": user, "password": password,
-                 "connect_timeout": m["connect_timeout_s"]}, **server.tls_options(cfg))
+                f"environment variable named by heartbeat.password_env ({hb.password_env})")
+    return dict(server.connection_settings(cfg, password), user=user)
 
 
 class HeartbeatWriter:
     """Background thread writing the heartbeat row. Use as a context manager."""
 
-    def __init__(self, cfg: Dict[str, Any], active: Callable[[], bool] = lambda: True):
-        hb = cfg["heartbeat"]
+    def __init__(self, cfg: Config, active: Callable[[], bool] = lambda: True):
+        hb = cfg.heartbeat
         self.cfg = cfg
         # Only the instance that streams writes: a hot standby's writes would make the active
         # one measure its latency against another host's clock and writes.
         self.active = active
         self.settings = credentials(cfg)
-        self.interval = float(hb["interval_ms"]) / 1000.0
-        self.database = hb["database"]
-        self.source = cfg["source"]["name"]
+        self.interval = hb.interval_s
+        self.database = hb.database
+        self.source = cfg.source.name
         self.sql = (f"INSERT INTO `{self.database}`.`{TABLE}` (source, {COLUMN}) VALUES "
                     f"(%s, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)) "
                     f"ON DUPLICATE KEY UPDATE {COLUMN} = VALUES({COLUMN})")
@@ -111,8 +105,8 @@ class HeartbeatWriter:
     def _write(self) -> None:
         if self._conn is None:
             # On the server in use when it connects (source.failover).
-            m = self.cfg["mysql"]
-            self._conn = connect(dict(self.settings, host=m["host"], port=m["port"]))
+            m = self.cfg.mysql
+            self._conn = connect(dict(self.settings, host=m.host, port=m.port))
         with self._conn.cursor() as cur:
             cur.execute(self.sql, (self.source,))
         self.writes += 1

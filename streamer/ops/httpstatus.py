@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Optional
 
+from streamer.config import Config
 from streamer.errors import EndpointUnavailable
 from streamer.ops.latency import split_text
 from streamer.ops.metrics import Metrics, snapshot_line
@@ -68,9 +69,9 @@ class StatusServer:
     """The endpoint's server thread, as a context manager. Observability makes one only when
     metrics.http_port is set (0 turns the endpoint off, and this module is then not imported)."""
 
-    def __init__(self, cfg: Dict[str, Any], metrics: Metrics):
-        self.host = cfg["metrics"]["http_host"]
-        self.port = int(cfg["metrics"]["http_port"])
+    def __init__(self, cfg: Config, metrics: Metrics):
+        self.host = cfg.metrics.http_host
+        self.port = cfg.metrics.http_port
         self.metrics = metrics
         self._server: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
@@ -99,14 +100,14 @@ class StatusServer:
             self._server = None
 
 
-def fetch_status(cfg: Dict[str, Any], timeout: float = 5.0) -> Dict[str, Any]:
+def fetch_status(cfg: Config, timeout: float = 5.0) -> Dict[str, Any]:
     """The running instance's /status, read over its local endpoint."""
     import urllib.error
     import urllib.request
 
     from streamer.errors import ConfigError
 
-    host, port = cfg["metrics"]["http_host"], int(cfg["metrics"]["http_port"])
+    host, port = cfg.metrics.http_host, cfg.metrics.http_port
     if not port:
         raise ConfigError("config key 'metrics.http_port' is 0, so the streamer serves no status "
                           "endpoint: set it to a free port and restart the streamer")

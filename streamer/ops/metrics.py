@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from streamer.config import Config
 from streamer.errors import BatchAborted, ProducerBroken
 from streamer.ops.latency import Latency, LatencyWindow, split_text
 from streamer.source.rowplan import INVALID
@@ -29,17 +30,17 @@ COUNTERS = ("messages", "rows", "bytes", "batches", "errors", "reconnects", "inv
 class Metrics:
     """The live numbers of one streamer. Written by the pipeline thread, read by the others."""
 
-    def __init__(self, cfg: Dict[str, Any], heartbeat: bool = False):
-        m = cfg["metrics"]
-        self.dimensions = {"environment": str(cfg["environment"]),
-                           "source": str(cfg["source"]["name"]), "namespace": str(cfg["namespace"])}
+    def __init__(self, cfg: Config, heartbeat: bool = False):
+        m = cfg.metrics
+        self.dimensions = {"environment": str(cfg.environment),
+                           "source": str(cfg.source.name), "namespace": str(cfg.namespace)}
         self.heartbeat = heartbeat
         # Without the heartbeat, latency comes from the binlog's whole-second event times: a
         # half-second artefact, labelled so wherever it is shown.
         self.resolution = "1us" if heartbeat else "1s"
-        self.heartbeat_db: Optional[str] = cfg["heartbeat"]["database"] if heartbeat else None
-        self.idle_window_s = max(1.0, 5 * float(cfg["mysql"]["heartbeat_s"]))
-        self.stall_after_s = float(m["stall_after_s"])
+        self.heartbeat_db: Optional[str] = cfg.heartbeat.database if heartbeat else None
+        self.idle_window_s = max(1.0, 5 * cfg.mysql.heartbeat_s)
+        self.stall_after_s = m.stall_after_s
         self.messages = self.rows = self.bytes = self.batches = self.errors = self.reconnects = 0
         # Batches whose Kafka transaction failed to commit (aborted and read again, or a producer
         # replaced): exactly-once held, but the stream paid for it.
@@ -66,10 +67,10 @@ class Metrics:
         # The hot-standby lease (kafka.lease) when ha.enabled: role, takeovers.
         self.ha: Optional[Any] = None
         self.rates = {"messages_per_s": 0.0, "rows_per_s": 0.0, "bytes_per_s": 0.0}
-        self.latency = LatencyWindow(float(m["latency_threshold_ms"])).summary()
+        self.latency = LatencyWindow(m.latency_threshold_ms).summary()
         # Each stage's p50, p99 and max over the last interval (ops.latency).
         self.latency_split: Dict[str, Dict[str, Any]] = {}
-        self.latencies = Latency(float(m["latency_threshold_ms"]))
+        self.latencies = Latency(m.latency_threshold_ms)
         self._lock = threading.Lock()
         # Binlog event second -> [rows, when the first was read]; heartbeats: (µs ts, read at).
         self._event_ts: Dict[int, List[Any]] = {}

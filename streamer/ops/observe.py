@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-from typing import Any, Dict
+from typing import Any
 
+from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.ops.heartbeat import TABLE as HEARTBEAT_TABLE
 from streamer.ops.heartbeat import HeartbeatWriter
@@ -63,9 +64,9 @@ class DebugToggle:
 class Observability:
     """Metrics, sinks, heartbeat and profiler of one ``streamer run``."""
 
-    def __init__(self, cfg: Dict[str, Any]):
+    def __init__(self, cfg: Config):
         self.cfg = cfg
-        wanted = cfg["heartbeat"]["enabled"]
+        wanted = cfg.heartbeat.enabled
         self.heartbeat_auto = wanted == "auto"
         heartbeat = wanted is True or self.heartbeat_auto
         self.metrics = Metrics(cfg, heartbeat=heartbeat)
@@ -73,7 +74,7 @@ class Observability:
         self.reporter = Reporter(cfg, self.metrics)
         self.heartbeat = HeartbeatWriter(cfg, self._active) if heartbeat else None
         self.server = None
-        if cfg["metrics"]["http_port"]:
+        if cfg.metrics.http_port:
             # Imported only when the endpoint is on (it is off by default): http.server and what
             # it pulls in take ~25 ms of a PyPy start.
             from streamer.ops.httpstatus import StatusServer
@@ -104,7 +105,7 @@ class Observability:
     def _start_heartbeat(self, stack: contextlib.ExitStack) -> None:
         """The heartbeat writer; with ``auto``, off (and said so) when its table can't be
         written, rather than a start that fails."""
-        db = self.cfg["heartbeat"]["database"]
+        db = self.cfg.heartbeat.database
         if self.heartbeat is not None:
             try:
                 stack.enter_context(self.heartbeat)

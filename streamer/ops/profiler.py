@@ -14,8 +14,9 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
+from streamer.config import Config
 from streamer.errors import ConfigError
 from streamer.ops.metrics import Metrics
 
@@ -47,17 +48,17 @@ def prune(directory: str, keep: int) -> int:
 class Profiler:
     """A context manager owning the SIGUSR2 handler and at most one running vmprof profile."""
 
-    def __init__(self, cfg: Dict[str, Any], metrics: Metrics, implementation: Optional[str] = None):
-        p = cfg["profiler"]
-        self.enabled = bool(p["enabled"])
-        self.auto = self.enabled and bool(p["auto"])
+    def __init__(self, cfg: Config, metrics: Metrics, implementation: Optional[str] = None):
+        p = cfg.profiler
+        self.enabled = p.enabled
+        self.auto = self.enabled and p.auto
         impl = implementation or IMPLEMENTATION
-        if self.enabled and impl == "CPython" and not p["force"]:
+        if self.enabled and impl == "CPython" and not p.force:
             raise ConfigError(CPYTHON_REFUSAL)
-        self.directory = p["dir"]
-        self.keep = int(p["keep"])
-        self.auto_backlog = int(p["auto_backlog_bytes"])
-        self.auto_max_s = float(p["auto_max_s"])
+        self.directory = p.dir
+        self.keep = p.keep
+        self.auto_backlog = p.auto_backlog_bytes
+        self.auto_max_s = p.auto_max_s
         self.metrics = metrics
         self.toggle_requested = False
         self.path: Optional[str] = None

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pymysql
 
+from streamer.config import Config
 from streamer import config as config_mod
 from streamer.ops import retention
 from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, latency_text, snapshot_line
@@ -34,16 +35,16 @@ def backlog_bytes(logs: List[Tuple[str, int]], file: Optional[str], pos: Optiona
     return max(0, int(logs[i][1]) - pos) + sum(int(size) for _, size in logs[i + 1:])
 
 
-def signalfx_token(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> str:
+def signalfx_token(cfg: Config, environ: Optional[Dict[str, str]] = None) -> str:
     environ = os.environ if environ is None else environ
-    s = cfg["signalfx"]
-    if s["token_file"]:
-        return config_mod.read_secret_file("signalfx.token_file", s["token_file"])
-    if s["token_env"] and environ.get(s["token_env"]):
-        return environ[s["token_env"]]
+    s = cfg.signalfx
+    if s.token_file:
+        return config_mod.read_secret_file("signalfx.token_file", s.token_file)
+    if s.token_env and environ.get(s.token_env):
+        return environ[s.token_env]
     raise config_mod.ConfigError(
         f"signalfx.enabled is true but there is no token: set the environment variable "
-        f"{s['token_env']} (signalfx.token_env) or signalfx.token_file")
+        f"{s.token_env} (signalfx.token_env) or signalfx.token_file")
 
 
 def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
@@ -105,18 +106,18 @@ def summary_line(metrics: Metrics) -> str:
 class Reporter:
     """Background thread: backlog polling plus the SignalFx and log sinks. A context manager."""
 
-    def __init__(self, cfg: Dict[str, Any], metrics: Metrics):
+    def __init__(self, cfg: Config, metrics: Metrics):
         self.cfg = cfg
         self.metrics = metrics
-        self.interval = float(cfg["metrics"]["interval_s"])
+        self.interval = cfg.metrics.interval_s
         self.poll_s = min(1.0, self.interval)
-        self.log_summary = bool(cfg["metrics"]["log_summary"])
+        self.log_summary = cfg.metrics.log_summary
         self.password = config_mod.mysql_password(cfg)
         self.sfx: Any = None
-        if cfg["signalfx"]["enabled"]:
+        if cfg.signalfx.enabled:
             import signalfx
 
-            client = signalfx.SignalFx(ingest_endpoint=cfg["signalfx"]["ingest_endpoint"])
+            client = signalfx.SignalFx(ingest_endpoint=cfg.signalfx.ingest_endpoint)
             self.sfx = client.ingest(signalfx_token(cfg))
         self._conn: Any = None
         self._expiry: Optional[Tuple[float, float]] = None  # (when read, seconds)
@@ -166,12 +167,12 @@ class Reporter:
                 log.warning("binlog expiry read failed (will retry): %s", exc)
                 return
         last = self.metrics.checkpoint_change_ts()
-        r = self.cfg["retention"]
+        r = self.cfg.retention
         position = self.metrics.position
         needs = position.get("needs_file") or position["file"]
         state = retention.judge(files, needs, self._expiry[1],
                                 None if last is None else time.time() - last,
-                                int(r["warn_files"]), float(r["warn_margin_s"]),
+                                r.warn_files, r.warn_margin_s,
                                 retention.XA_FILE if needs != position["file"] else
                                 "the checkpoint's binlog file")
         before = self.metrics.retention

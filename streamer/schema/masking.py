@@ -26,7 +26,7 @@ import hashlib
 import hmac
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from streamer.config import Rule, parse_method, split_pattern
+from streamer.config import Config, Rule, parse_method, split_pattern
 from streamer.errors import ConfigError
 
 
@@ -58,10 +58,10 @@ class ColumnRules:
         self._tables: Dict[Tuple[str, str], List[Tuple[str, Rule]]] = {}
 
     @classmethod
-    def from_config(cls, cfg: Dict[str, Any], salt: Optional[bytes]) -> "ColumnRules":
+    def from_config(cls, cfg: Config, salt: Optional[bytes]) -> "ColumnRules":
         """The rules of ``tables.columns``; ``salt`` is ``config.mask_salt(cfg)``."""
-        cols = cfg["tables"]["columns"]
-        return cls(cols["exclude"], cols["mask"], salt, cfg["tables"]["key_columns"])
+        cols = cfg.tables.columns
+        return cls(cols.exclude, cols.mask, salt, cfg.tables.key_columns)
 
     def key_columns(self, db: str, table: str) -> Optional[List[str]]:
         """The columns tables.key_columns makes the key of ``db.table``, or None."""

@@ -42,6 +42,14 @@ class TableFilter:
             self._cache[key] = hit
         return hit
 
+    @classmethod
+    def streamed(cls, cfg: Any) -> "TableFilter":
+        """The streamer's own filter: its patterns, less the heartbeat's and the snapshots'
+        databases, which are never published whatever the patterns say."""
+        t = cfg.tables
+        return cls(t.include, list(t.exclude) + [cfg.heartbeat.database + ".*",
+                                                 cfg.snapshot.database + ".*"])
+
 
 def _nullable(bitmask: bytes, i: int) -> bool:
     return bool(bitmask[i >> 3] & (1 << (i & 7)))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional, Tuple
 
-from streamer.config import split_host
+from streamer.config import Config, split_host
 from streamer.errors import ServerBehind, SourceError
 from streamer.position import GtidSet, Position
 from streamer.source import server
@@ -40,16 +40,17 @@ log = logging.getLogger(__name__)
 class Servers:
     """The ordered ``mysql.hosts``; ``next`` moves ``mysql.host``/``port`` to the next one."""
 
-    def __init__(self, mysql: Dict[str, Any]) -> None:
-        self.mysql = mysql
-        self.hosts: List[Tuple[str, int]] = [split_host(h, mysql["port"]) for h in mysql["hosts"]]
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.names: List[str] = list(cfg.mysql.hosts)
+        self.hosts: List[Tuple[str, int]] = [split_host(h, cfg.mysql.port) for h in self.names]
         self.index = 0
         self.behind: Dict[str, str] = {}  # server -> what it lacks, since streaming last worked
         self.switches = 0
 
     @property
     def current(self) -> str:
-        return self.mysql["hosts"][self.index]
+        return self.names[self.index]
 
     def next(self) -> bool:
         """Move to the next server (the caller says why, and when it is tried); False when
@@ -57,7 +58,9 @@ class Servers:
         if len(self.hosts) < 2:
             return False
         self.index = (self.index + 1) % len(self.hosts)
-        self.mysql["host"], self.mysql["port"] = self.hosts[self.index]
+        host, port = self.hosts[self.index]
+        self.cfg.set("mysql.host", host)
+        self.cfg.set("mysql.port", port)
         self.switches += 1
         return True
 

@@ -13,6 +13,7 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbAnnotateRowsEvent
 
+from streamer.config import Config
 from streamer.errors import (PurgedBinlog, ServerBehind, ServerUnreachable, SourceError,
                              StreamInterrupted)
 from streamer.position import Position
@@ -52,7 +53,7 @@ class BinlogReader:
     where it reads from, once entered: on another server than the checkpoint's, its translation
     to a start by GTID set (``source.failover``)."""
 
-    def __init__(self, cfg: Dict[str, Any], password: str, start: Position,
+    def __init__(self, cfg: Config, password: str, start: Position,
                  gtid_start: Optional[str] = None):
         self.cfg = cfg
         self.settings = connection_settings(cfg, password)
@@ -107,10 +108,9 @@ class BinlogReader:
             # Without them the library decodes some values wrong (negative TIME(fsp)).
             raise RuntimeError("source.patches.apply() must run before the binlog is read")
         self.check_start()
-        m = self.cfg["mysql"]
         settings = dict(self.settings)
         # A read timeout well above the heartbeat turns a silent network cut into an error.
-        settings["read_timeout"] = max(10, int(m["heartbeat_s"] * 20))
+        settings["read_timeout"] = max(10, int(self.cfg.mysql.heartbeat_s * 20))
         kwargs: Dict[str, Any] = {}
         if self.gtid_start is not None:
             kwargs["auto_position"] = self.gtid_start
@@ -133,11 +133,11 @@ class BinlogReader:
             connector.annotate = True
         return BinLogStreamReader(
             connection_settings=settings,
-            server_id=self.cfg["mysql"]["server_id"],
+            server_id=self.cfg.mysql.server_id,
             blocking=True,
             only_events=read,
             filter_non_implemented_events=False,  # refused by name, never dropped
-            slave_heartbeat=self.cfg["mysql"]["heartbeat_s"],
+            slave_heartbeat=self.cfg.mysql.heartbeat_s,
             pymysql_wrapper=connector,
             enable_logging=False,
             **kwargs,

@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import pymysql
 
+from streamer.config import Config
 from streamer.errors import ConfigError, SourceError
 from streamer.position import GtidSet
 
@@ -22,47 +23,47 @@ ER_BINLOG_READ = 1220  # SHOW BINLOG EVENTS at an offset where no event starts
 CR_MIN = 2000  # codes from here on are the client's: the connection, not the statement
 
 
-def connection_settings(cfg: Dict[str, Any], password: str) -> Dict[str, Any]:
-    m = cfg["mysql"]
-    return dict({"host": m["host"], "port": m["port"], "user": m["user"], "password": password,
-                 "connect_timeout": m["connect_timeout_s"]}, **tls_options(cfg))
+def connection_settings(cfg: Config, password: str) -> Dict[str, Any]:
+    m = cfg.mysql
+    return dict({"host": m.host, "port": m.port, "user": m.user, "password": password,
+                 "connect_timeout": m.connect_timeout_s}, **tls_options(cfg))
 
 
 _TLS_CONTEXTS: Dict[Tuple, ssl.SSLContext] = {}
 
 
-def tls_options(cfg: Dict[str, Any]) -> Dict[str, Any]:
+def tls_options(cfg: Config) -> Dict[str, Any]:
     """The pymysql options of ``mysql.tls`` (config.py), for every connection to the source.
 
     Beyond ``preferred`` (pymysql's own default: TLS when the server offers it, nothing
     verified), the connection refuses a server without TLS; ``verify_ca`` checks the server's
     certificate against ``ca``, and ``verify_identity`` also that it was issued to ``mysql.host``.
     One context per setting and process: building one is the cost of a connection."""
-    tls = cfg["mysql"]["tls"]
-    mode = tls["mode"]
+    tls = cfg.mysql.tls
+    mode = tls.mode
     if mode == "disabled":
         return {"ssl_disabled": True}
     if mode == "preferred":
         return {}
-    key = (mode, tls["ca"], tls["cert"], tls["key"])
+    key = (mode, tls.ca, tls.cert, tls.key)
     ctx = _TLS_CONTEXTS.get(key)
     if ctx is None:
         if mode == "required":
             ctx = _unverified_tls()
         else:
             try:
-                ctx = ssl.create_default_context(cafile=tls["ca"])
+                ctx = ssl.create_default_context(cafile=tls.ca)
             except (OSError, ssl.SSLError) as exc:
-                raise ConfigError(f"config key 'mysql.tls.ca': cannot load {tls['ca']}: "
+                raise ConfigError(f"config key 'mysql.tls.ca': cannot load {tls.ca}: "
                                   f"{exc}") from None
             ctx.check_hostname = mode == "verify_identity"
             ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
-        if tls["cert"]:
+        if tls.cert:
             try:
-                ctx.load_cert_chain(tls["cert"], tls["key"])
+                ctx.load_cert_chain(tls.cert, tls.key)
             except (OSError, ssl.SSLError) as exc:
                 raise ConfigError(f"config keys 'mysql.tls.cert'/'key': cannot load "
-                                  f"{tls['cert']} and {tls['key']}: {exc}") from None
+                                  f"{tls.cert} and {tls.key}: {exc}") from None
         _TLS_CONTEXTS[key] = ctx
     return {"ssl": ctx}
 

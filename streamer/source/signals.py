@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
+from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.source import condition, server
 
@@ -29,9 +30,9 @@ def tables_sql(database: str) -> List[str]:
     ]
 
 
-def streamer_name(cfg: Dict[str, Any]) -> str:
+def streamer_name(cfg: Config) -> str:
     """Which streamer a watermark or request belongs to: several may share a source."""
-    return f"{cfg['namespace']}/{cfg['source']['name']}"
+    return f"{cfg.namespace}/{cfg.source.name}"
 
 
 def explain(exc: Exception, database: str, table: str, user: str, what: str) -> SourceError:

@@ -30,6 +30,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from streamer.config import Config
 from streamer import config as config_mod
 from streamer.codec.decode import Decoder, to_jsonable
 from streamer.errors import SnapshotRefused, StreamerError
@@ -37,9 +38,9 @@ from streamer.kafka.topics import TopicReader, kafka_schema_source, read_schema_
 from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
-from streamer.schema.versions import TableCatalog, TableVersion
+from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
 from streamer.source import chunks, server
-from streamer.tools.snapshot import check, table_filter
+from streamer.tools.snapshot import check
 
 RECHECKS = 3
 CHUNK_ROWS = 5000
@@ -211,16 +212,16 @@ def _source_position(conn: Any) -> Tuple[str, int]:
     return server.master_status(conn)
 
 
-def wait_for_streamer(cfg: Dict[str, Any], target: Tuple[str, int], timeout: float,
+def wait_for_streamer(cfg: Config, target: Tuple[str, int], timeout: float,
                       sleep: Callable[[float], None] = time.sleep) -> Position:
     """Block until the streamer's committed checkpoint is at or past ``target`` (binlog file and
     offset), so that every change made before it is in the topic."""
-    topic = f"{cfg['namespace']}.__positions"
-    key = cfg["source"]["name"].encode()
+    topic = f"{cfg.namespace}.__positions"
+    key = cfg.source.name.encode()
     deadline = time.monotonic() + timeout
     seen: Optional[Position] = None
     while True:
-        records, _ = read_topic_tail(cfg["kafka"], topic, tail=CHECKPOINT_TAIL)
+        records, _ = read_topic_tail(cfg.kafka, topic, tail=CHECKPOINT_TAIL)
         for k, value in records:
             if k == key and value is not None:
                 seen = Position.from_json(value)
@@ -233,15 +234,15 @@ def wait_for_streamer(cfg: Dict[str, Any], target: Tuple[str, int], timeout: flo
             raise AuditFailed(
                 f"the streamer's checkpoint ({where}) has not reached {target[0]}:{target[1]}, "
                 f"where the table was read, in {timeout:.0f} s: is the streamer of source "
-                f"{cfg['source']['name']!r} running and caught up? (--timeout)")
+                f"{cfg.source.name!r} running and caught up? (--timeout)")
         sleep(0.5)
 
 
 class TopicSide:
     """The topic's materialized state, followed as far as it has been read."""
 
-    def __init__(self, cfg: Dict[str, Any], topic: str, decoder: Decoder, store: Store) -> None:
-        self.reader = TopicReader(cfg["kafka"], topic)
+    def __init__(self, cfg: Config, topic: str, decoder: Decoder, store: Store) -> None:
+        self.reader = TopicReader(cfg.kafka, topic)
         self.decoder = decoder
         self.store = store
         self.records = 0
@@ -271,10 +272,10 @@ class TopicSide:
                                  False)
 
 
-def _decoder(cfg: Dict[str, Any], tv: TableVersion) -> Decoder:
+def _decoder(cfg: Config, tv: TableVersion) -> Decoder:
     """Decodes the topic's messages (their schemas from the schema topic) and the table side's
     (its current version's schemas, which the topic may not have yet)."""
-    load = kafka_schema_source(cfg["kafka"], cfg["namespace"])
+    load = kafka_schema_source(cfg.kafka, cfg.namespace)
     own = {tv.value_writer.fingerprint.hex(): tv.value_schema}
     if tv.key_writer is not None:
         own[tv.key_writer.fingerprint.hex()] = tv.key_schema
@@ -284,15 +285,15 @@ def _decoder(cfg: Dict[str, Any], tv: TableVersion) -> Decoder:
     return Decoder(schemas)
 
 
-def _version(cfg: Dict[str, Any], described: chunks.Described) -> TableVersion:
-    records = read_schema_records(cfg["kafka"], cfg["namespace"])
-    catalog = TableCatalog(cfg["namespace"], table_filter(cfg),
+def _version(cfg: Config, described: chunks.Described) -> TableVersion:
+    records = read_schema_records(cfg.kafka, cfg.namespace)
+    catalog = TableCatalog(cfg.namespace, TableFilter.streamed(cfg),
                            lineage=evolution.lineage_from_records(records),
                            rules=ColumnRules.from_config(cfg, config_mod.mask_salt(cfg)))
     return catalog.snapshot_version(described)
 
 
-def audit(cfg: Dict[str, Any], table: str, condition: Optional[str] = None,
+def audit(cfg: Config, table: str, condition: Optional[str] = None,
           timeout: float = 300.0, bars: bool = False, log: Any = None) -> Dict[str, Any]:
     """Compare ``table`` (db.table) with its topic; the report (see ``report``)."""
     log = log if log is not None else sys.stderr
@@ -339,7 +340,7 @@ def audit(cfg: Dict[str, Any], table: str, condition: Optional[str] = None,
         os.rmdir(workdir)
 
 
-def _rechecked(cfg: Dict[str, Any], conn: Any, store: "Store", side: Any, topic: Any,
+def _rechecked(cfg: Config, conn: Any, store: "Store", side: Any, topic: Any,
                condition: Optional[str], extras: bool, timeout: float, log: Any
                ) -> Tuple[Dict[str, List[str]], int]:
     """The differences, after up to RECHECKS reads again of the keys that differ (a change in

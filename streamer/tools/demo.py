@@ -24,7 +24,7 @@ def main() -> None:
     cfg = config_mod.load(args.config)
     with open(os.path.expanduser(args.admin_password_file)) as fh:
         password = fh.read().strip()
-    conn = pymysql.connect(host=cfg["mysql"]["host"], port=cfg["mysql"]["port"], user="admin",
+    conn = pymysql.connect(host=cfg.mysql.host, port=cfg.mysql.port, user="admin",
                            password=password, autocommit=True)
     with conn.cursor() as cur:
         cur.execute("CREATE DATABASE IF NOT EXISTS demo")
@@ -48,7 +48,7 @@ def main() -> None:
             n += 1
             time.sleep(1.0 / args.rate)
     print(f"demo: {n} changes written to demo.orders; watch them with: "
-          f"streamer tail {cfg['namespace']}.demo.orders")
+          f"streamer tail {cfg.namespace}.demo.orders")
 
 
 if __name__ == "__main__":

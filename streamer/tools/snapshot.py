@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pymysql
 
+from streamer.config import Config
 from streamer import config as config_mod
 from streamer.errors import EndpointUnavailable, SnapshotRefused
 from streamer.schema.versions import TableFilter
@@ -19,18 +20,12 @@ from streamer.source import chunks, server, signals
 from streamer.source import condition as where
 
 
-def table_filter(cfg: Dict[str, Any]) -> TableFilter:
-    """The streamer's own filter: its patterns, less the heartbeat's and the snapshots' databases."""
-    return TableFilter(cfg["tables"]["include"], list(cfg["tables"]["exclude"]) +
-                       [cfg["heartbeat"]["database"] + ".*", cfg["snapshot"]["database"] + ".*"])
-
-
-def check(conn: Any, cfg: Dict[str, Any], tables: List[str], condition: Optional[str]) -> None:
+def check(conn: Any, cfg: Config, tables: List[str], condition: Optional[str]) -> None:
     """Refuse, naming the fix, a table that isn't streamed, doesn't exist or has no key to chunk
     by, and a condition that is more than a condition on each table's columns
     (source.condition) or that the server doesn't accept, in the session the streamer reads
     chunks in (UTC, backslash escapes: source.chunks.session)."""
-    streamed = table_filter(cfg)
+    streamed = TableFilter.streamed(cfg)
     chunks.session(conn)
     for name in tables:
         db, dot, table = name.partition(".")
@@ -38,13 +33,13 @@ def check(conn: Any, cfg: Dict[str, Any], tables: List[str], condition: Optional
             raise SnapshotRefused(f"{name!r} is not a table name; write it as db.table")
         if not streamed(db, table):
             raise SnapshotRefused(f"table {name} is not streamed by this config (tables.include "
-                                  f"{cfg['tables']['include']}, tables.exclude "
-                                  f"{cfg['tables']['exclude']}); include it, restart the "
+                                  f"{cfg.tables.include}, tables.exclude "
+                                  f"{cfg.tables.exclude}); include it, restart the "
                                   f"streamer, then ask again")
         described = chunks.describe(conn, db, table)
         if described is None:
             raise SnapshotRefused(f"table {name} does not exist on "
-                                  f"{cfg['mysql']['host']}:{cfg['mysql']['port']}")
+                                  f"{cfg.mysql.host}:{cfg.mysql.port}")
         if condition:
             try:
                 where.check(condition, [c.name for c in described.columns])
@@ -60,19 +55,18 @@ def check(conn: Any, cfg: Dict[str, Any], tables: List[str], condition: Optional
                                       f"{exc.args[-1]}") from None
 
 
-def request(cfg: Dict[str, Any], tables: List[str], condition: Optional[str]) -> int:
+def request(cfg: Config, tables: List[str], condition: Optional[str]) -> int:
     """Check the request and write it; the request's id."""
-    m = cfg["mysql"]
     conn = server.connect(server.connection_settings(cfg, config_mod.mysql_password(cfg)))
     try:
         check(conn, cfg, tables, condition)
-        return signals.insert_request(conn, cfg["snapshot"]["database"],
-                                      signals.streamer_name(cfg), tables, condition, m["user"])
+        return signals.insert_request(conn, cfg.snapshot.database,
+                                      signals.streamer_name(cfg), tables, condition, cfg.mysql.user)
     finally:
         conn.close()
 
 
-def follow(cfg: Dict[str, Any], request_id: int, tables: int, interval: float = 2.0,
+def follow(cfg: Config, request_id: int, tables: int, interval: float = 2.0,
            fetch: Optional[Callable[[], Dict[str, Any]]] = None, out: Any = None) -> int:
     """Show the running streamer's snapshot progress (its /status) until the request's ``tables``
     have ended: on a terminal a progress bar per table (rows of the estimate, rate, ETA), else a

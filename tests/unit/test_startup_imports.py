@@ -39,7 +39,7 @@ def test_run_sets_the_eager_jit_thresholds_only_after_reading_the_config(monkeyp
     # The eager thresholds are for the binlog loop; set before the config was read, they had PyPy
     # compile yaml's one-off parse of it too (docs/benchmarks.md, "The eager JIT thresholds
     # after the config").
-    from streamer import cli
+    from streamer import cli, config
 
     order = []
 
@@ -48,7 +48,7 @@ def test_run_sets_the_eager_jit_thresholds_only_after_reading_the_config(monkeyp
 
     def load(path):
         order.append("config")
-        return {"log": {"level": "INFO", "format": "text"}}
+        return config.build({"mysql": {"server_id": 9}})
 
     def tune_jit():
         order.append("jit")

@@ -220,7 +220,7 @@ def test_debezium_transaction_records_are_keyed_by_id_with_counts_per_table():
     from streamer.codec.debezium import DebeziumFormat, TransactionRecords
     cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
                                                           "format": "debezium"}))
-    records = TransactionRecords(DebeziumFormat("ns", cfg["debezium"]),
+    records = TransactionRecords(DebeziumFormat("ns", cfg.debezium),
                                  lambda topic: topic.split(".", 1)[1])
     assert records.topic == "ns.transaction" and records.writer is None
     tx = {"id": "f:4", "gtid": "0-1-9", "ts_ms": 5, "counts": {"ns.shop.a": 2, "ns.shop.b": 1}}

@@ -73,10 +73,9 @@ def registry(certs):
 
 
 def _auth(certs, **auth):
-    sr = config.DEFAULTS["schema_registry"]
-    a = dict(sr["auth"], **auth)
-    a["tls"] = {"ca": certs["ca.pem"], "cert": certs["client.pem"], "key": certs["client.key"]}
-    return dict(sr, auth=a)
+    auth["tls"] = {"ca": certs["ca.pem"], "cert": certs["client.pem"], "key": certs["client.key"]}
+    return config.build({"mysql": {"server_id": 9},
+                         "schema_registry": {"url": "https://r", "auth": auth}}).schema_registry
 
 
 def test_basic_auth_over_mutual_tls_registers_and_the_password_is_never_shown(certs, registry):

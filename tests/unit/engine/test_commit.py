@@ -1,15 +1,15 @@
 """The commit policy on its own: an in-memory publisher, a tracker stand-in and a test clock."""
 from pymysqlreplication.event import HeartbeatLogEvent, XidEvent
 
+from streamer import config
 from streamer.engine.commit import CommitPolicy, StoppedInsideEvent, Totals
 from streamer.position import Position
 from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 
 import pytest
 
-CFG = {"batch": {"max_messages": 10, "linger_ms": 20, "min_linger_ms": 0, "gather_ms": 0,
-                 "catchup_linger_ms": 500, "idle_checkpoint_ms": 1000},
-       "shutdown_timeout_s": 1, "kafka_commit_timeout_s": 1}
+BATCH = {"max_messages": 10, "linger_ms": 20, "min_linger_ms": 0, "gather_ms": 0,
+         "catchup_linger_ms": 500, "idle_checkpoint_ms": 1000}
 
 
 class Tracker:
@@ -53,7 +53,8 @@ class Metrics:
 
 
 def policy(reader=None, clock=None, **batch):
-    cfg = dict(CFG, batch=dict(CFG["batch"], **batch))
+    cfg = config.build({"mysql": {"server_id": 9}, "batch": dict(BATCH, **batch),
+                        "shutdown_timeout_s": 1, "kafka_commit_timeout_s": 1})
     tracker, control, metrics = Tracker(), Control(), Metrics()
     publisher = InMemoryPublisher()
     p = CommitPolicy(cfg, publisher, tracker, reader or Reader(more=True), control, metrics,

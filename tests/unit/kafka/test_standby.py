@@ -82,19 +82,20 @@ def test_dotted_namespaces_and_sources_never_share_a_transactional_id_or_lease_g
     assert transactional_id("local", "db1") == "streamer.local.db1"  # unchanged without a dot
 
     def names(ns, source):
-        return lease_names({"namespace": ns, "source": {"name": source}})["group"]
+        return lease_names(config.build({"namespace": ns, "source": {"name": source},
+                                         "mysql": {"server_id": 9}}))["group"]
     assert names("a.b", "c") != names("a", "b.c")
 
 
 def test_the_lease_consumer_gets_every_client_setting_the_other_clients_get():
     from streamer.kafka.lease import Lease
 
-    cfg = {"ha": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500},
-           "namespace": "ns", "source": {"name": "s"}, "topics": {"replication_factor": 1},
-           "kafka": {"bootstrap.servers": "b:1", "security.protocol": "SSL",
-                     "enable.ssl.certificate.verification": False, "https.ca.location": "/ca",
-                     "socket.keepalive.enable": True, "broker.address.family": "v4",
-                     "linger.ms": 5}}
+    cfg = config.build({
+        "namespace": "ns", "source": {"name": "s"}, "mysql": {"server_id": 9},
+        "kafka": {"bootstrap.servers": "b:1", "security.protocol": "SSL",
+                  "enable.ssl.certificate.verification": False, "https.ca.location": "/ca",
+                  "socket.keepalive.enable": True, "broker.address.family": "v4",
+                  "linger.ms": 5}})
     lease = Lease(cfg, lambda: None)
     for key in ("security.protocol", "enable.ssl.certificate.verification",
                 "https.ca.location", "socket.keepalive.enable", "broker.address.family"):

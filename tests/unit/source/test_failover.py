@@ -13,10 +13,12 @@ from tests.unit.engine.test_engine import ALL, FILE, TX2, stopped_inside_transac
 patches.apply()
 
 
+def _config(**mysql):
+    return config.build({"mysql": dict(mysql, server_id=9)})
+
+
 def _mysql(**keys):
-    m = dict(config.DEFAULTS["mysql"], **keys)
-    config._validate_hosts(m)
-    return m
+    return _config(**keys)["mysql"]
 
 
 def test_hosts_default_to_host_and_port_and_the_first_entry_is_used_first():
@@ -48,17 +50,17 @@ def test_the_missing_ranges_name_every_transaction_the_server_lacks():
 
 
 def test_the_server_list_moves_on_and_stops_when_every_server_was_behind():
-    m = _mysql(hosts=["a:1", "b:2", "c:3"])
-    servers = failover.Servers(m)
-    assert servers.next() and (m["host"], m["port"]) == ("b", 2)
+    cfg = _config(hosts=["a:1", "b:2", "c:3"])
+    servers = failover.Servers(cfg)
+    assert servers.next() and (cfg.mysql.host, cfg.mysql.port) == ("b", 2)
     servers.refused(ServerBehind("b lacks 0-1-5"))
-    assert servers.current == "c:3" and (m["host"], m["port"]) == ("c", 3)
+    assert servers.current == "c:3" and (cfg.mysql.host, cfg.mysql.port) == ("c", 3)
     servers.worked()  # streaming worked on c: b may have caught up since
     servers.refused(ServerBehind("c lacks 0-1-9"))
     servers.refused(ServerBehind("a lacks 0-1-9"))
     with pytest.raises(ServerBehind, match="no server of mysql.hosts.*c lacks.*a lacks.*b lacks"):
         servers.refused(ServerBehind("b lacks 0-1-9"))
-    alone = failover.Servers(_mysql(host="a", port=1))
+    alone = failover.Servers(_config(host="a", port=1))
     assert not alone.next()
     with pytest.raises(ServerBehind, match="^a lacks"):
         alone.refused(ServerBehind("a lacks 0-1-9"))
@@ -187,7 +189,7 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
     streamer, publisher = make(supervised=True)
     streamer.cfg["mysql"]["hosts"] = ["a:1", "b:2"]
     config._validate_hosts(streamer.cfg["mysql"])
-    streamer.servers = failover.Servers(streamer.cfg["mysql"])
+    streamer.servers = failover.Servers(streamer.cfg)
     monkeypatch.setattr(start_mod, "probe_source",
                         lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
     monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
@@ -224,7 +226,7 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
 
 def test_a_start_at_the_end_is_refused_where_the_namespace_published_the_tables_before():
     from streamer.engine.start import check_unused
-    cfg = {"namespace": "ns", "source": {"name": "src"}}
+    cfg = config.build({"namespace": "ns", "source": {"name": "src"}, "mysql": {"server_id": 9}})
     records = [{"kind": "value", "topic": "ns.app.t"}, {"kind": "key", "topic": "ns.app.t"}]
     mine = lambda db, table: db == "app"  # noqa: E731
     with pytest.raises(SourceError, match=r"no checkpoint of source 'src' .* namespace 'ns' has "
