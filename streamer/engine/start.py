@@ -35,6 +35,10 @@ class Ahead(Generic[T]):
         except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
             self._exc = exc
 
+    def done(self) -> bool:
+        """Whether ``result()`` would return at once."""
+        return not self._thread.is_alive()
+
     def result(self) -> T:
         self._thread.join()
         if self._exc is not None:

@@ -12,7 +12,9 @@ objects (source.replay), into the real Publisher on librdkafka's in-process mock
 (``Publisher.in_process``). It is an idle hook of the real stream's commit policy. Nothing reaches Kafka or MySQL. It runs only
 when the real stream is caught up with nothing in its open batch, a few transactions at a time,
 and stops as soon as the server has sent something, to go on at the next idle moment; a real
-change so waits at most for one small slice. After ``warmup.transactions`` transactions, or once
+change so waits at most for one small slice. What takes longer than a slice happens in threads of
+its own, away from the stream: making the pipeline and starting the mock cluster (~0.5 s), from
+the first idle moment on, and closing the mock cluster (~0.2 s) once done. After ``warmup.transactions`` transactions, or once
 the real stream has published as many changes itself, it is done for the process; a full
 collection, still idle, then takes what it left (docs/benchmarks-history.md, "JIT warm-up while idle").
 """
@@ -22,10 +24,12 @@ import gc
 import logging
 import os
 import platform
+import threading
 import time
 from typing import Any, Callable, Optional
 
 from streamer.config import Config
+from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
@@ -75,9 +79,11 @@ class Warmup:
     def __init__(self, cfg: Config) -> None:
         # Made at the first idle moment (``_prepare``), not at start: a start never waits for it.
         self.real_cfg = cfg
-        self.cfg: Config = {}
+        self.cfg: Optional[Config] = None
         self.recording: Optional[replay.Recording] = None
         self.streamer: Optional[Streamer] = None  # builds the warm-up's pipelines
+        self.making: Optional[Ahead[Publisher]] = None
+        self.closing: Optional[threading.Thread] = None
         self.publisher: Optional[Publisher] = None  # on librdkafka's mock cluster, once running
         self.total = self.left = cfg.warmup.transactions
         self.spent_s = 0.0
@@ -97,8 +103,8 @@ class Warmup:
         began = time.monotonic()
         VERSIONS_LOG.addFilter(QUIET)
         try:
-            if self.publisher is None:
-                self._prepare()
+            if self.publisher is None and not self._made():
+                return False  # the next idle moment looks again
             while self.left > 0:
                 n = min(SLICE, self.left)
                 assert self.recording is not None
@@ -114,13 +120,13 @@ class Warmup:
             log.warning("JIT warm-up stopped after %d of %d transactions: %r. Streaming goes on "
                         "without it: the first changes may wait longer while PyPy compiles",
                         self.total - self.left, self.total, exc)
-            self.close()
+            self.close(wait=False)
             return True
         finally:
             VERSIONS_LOG.removeFilter(QUIET)
             self.spent_s += time.monotonic() - began
         self.messages = self.streamer.published
-        self.close()
+        self.close(wait=False)
         # Idle still: what the warm-up left is collected now, in one ~30 ms pause, rather than
         # by incremental steps between the first real commits (a larger heap's steps are longer).
         began = time.monotonic()
@@ -131,20 +137,49 @@ class Warmup:
                  self.slices, (time.monotonic() - began) * 1000)
         return True
 
-    def _prepare(self) -> None:
+    def _made(self) -> bool:
+        """Whether the warm-up's pipeline is made; the first call starts making it, in a thread
+        (the stream never waits for the mock cluster's start)."""
+        if self.making is None:
+            self.making = Ahead(self._prepare, "streamer-warmup-prepare")
+            return False
+        if not self.making.done():
+            return False
+        self.publisher = self.making.result()  # what went wrong making it, raised here
+        return True
+
+    def _prepare(self) -> Publisher:
         with open(RECORDING, "rb") as fh:
             self.recording = replay.Recording(fh.read())
         self.cfg = warm_config(self.real_cfg)
         self.streamer = Streamer(self.cfg, metrics=Metrics(self.cfg), password="")
         # No schema topic to read, and no server to ask for table definitions.
         self.streamer.tables = self.streamer.new_catalog([], read_definitions=False)
-        self.publisher = Publisher.in_process(self.cfg)
+        return Publisher.in_process(self.cfg)
 
-    def close(self) -> None:
-        """Done: the mock cluster and its producer go (also when the stream stops first), and
-        what else the warm-up made is let go."""
+    def close(self, wait: bool = True) -> None:
+        """Done: the mock cluster and its producer go, in a thread of their own (also when the
+        stream stops first, or while they are still being made), and what else the warm-up made
+        is let go. ``wait``: until they are gone (the engine's own close, before the process
+        ends, waits; the warm-up's end, while the stream goes on, doesn't)."""
         self.done = True
         publisher, self.publisher = self.publisher, None
+        making, self.making = self.making, None
         self.streamer = self.recording = None
-        if publisher is not None:
-            publisher.close()
+        if publisher is not None or making is not None:
+            self.closing = threading.Thread(target=_close, args=(publisher, making), daemon=True,
+                                            name="streamer-warmup-close")
+            self.closing.start()
+        if wait and self.closing is not None:
+            self.closing.join()
+            self.closing = None
+
+
+def _close(publisher: Optional[Publisher], making: Optional[Ahead[Publisher]]) -> None:
+    if publisher is None and making is not None:
+        try:
+            publisher = making.result()
+        except Exception:  # noqa: BLE001 - said by run() when it was still to use it
+            return
+    if publisher is not None:
+        publisher.close()

@@ -20,6 +20,17 @@ patches.apply()
 WRITE, UPDATE, DELETE = 23, 24, 25  # the recording's rows events (MariaDB writes v1)
 
 
+
+def run_made(warm, reader, **kwargs):
+    """``warm.run`` at idle moments, 10 ms apart, until its pipeline is made (in a thread, from
+    its first idle moment on) and it ran: what that run returned."""
+    kwargs.setdefault("published", 0)
+    while True:
+        over = warm.run(reader, **kwargs)
+        if over or warm.publisher is not None:
+            return over
+        time.sleep(0.01)
+
 def recording():
     with open(warmup.RECORDING, "rb") as fh:
         return replay.Recording(fh.read())
@@ -156,7 +167,10 @@ def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_c
     warm = warmup.Warmup(cfg)
     assert warm.streamer is None and warm.publisher is None  # made when first run, not at start
     caplog.set_level(logging.INFO)
-    assert warm.run(live(cfg), published=0)
+    reader = live(cfg)
+    assert not warm.run(reader, published=0)  # its first idle moment starts making it, apart
+    assert warm.publisher is None and warm.slices == 0
+    assert run_made(warm, reader)
     # Four passes over the recording's 25 transactions: 20 rows inserted, 5 updated and 2
     # deleted, each delete followed by its tombstone (topics.tombstones).
     assert warm.messages == 4 * (20 + 5 + 2 * 2)
@@ -172,7 +186,7 @@ def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live
     warm = warmup.Warmup(cfg)
     reader = live(cfg)
     monkeypatch.setattr(type(reader), "more_arrived", lambda self: True)
-    assert not warm.run(reader, published=0)
+    assert not run_made(warm, reader)
     assert warm.slices == 1 and warm.left == 2 * warmup.SLICE and not warm.done
     assert not warm.run(reader, published=0)
     assert warm.run(reader, published=0)  # the last slice: over, whatever arrived
@@ -181,10 +195,18 @@ def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live
 
 def test_a_stop_interrupts_the_warm_up_between_slices(live):
     warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
-    assert not warm.run(live(), published=0, stopping=lambda: True)
+    assert not run_made(warm, live(), stopping=lambda: True)
     assert warm.slices == 1 and not warm.done
-    warm.close()  # as the engine does when it stops
-    assert warm.done and warm.publisher is None
+    warm.close()  # as the engine does when it stops: the mock cluster is gone when it returns
+    assert warm.done and warm.publisher is None and warm.closing is None
+
+
+def test_a_stop_while_the_warm_up_is_being_made_closes_what_it_made(live):
+    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
+    assert not warm.run(live(), published=0)
+    making = warm.making
+    warm.close()
+    assert making.done() and warm.done and warm.closing is None
 
 
 def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, caplog):
@@ -198,7 +220,7 @@ def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, capl
 def test_a_failing_warm_up_is_a_warning_and_streaming_goes_on(caplog):
     warm = warmup.Warmup(cfg_with())
     unconnected = BinlogReader(cfg_with(), "", Position("mysql-bin.000001", 4))
-    assert warm.run(unconnected, published=0)  # over: never tried again
+    assert run_made(warm, unconnected)  # over: never tried again
     assert warm.done and warm.publisher is None
     assert "JIT warm-up stopped after 0 of 8000 transactions" in caplog.text
     assert "has not connected yet" in caplog.text
