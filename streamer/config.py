@@ -273,6 +273,9 @@ KEYS = Section("a streamer's config", {
                         "the watermark and request tables' database (null: heartbeat.database)"),
         "chunk_rows": Key(10000, whole(1, 1000000, allowed="an integer 1..1000000 (rows read per "
                                        "chunk)"), "rows per chunk", unit="count"),
+        "slice_rows": Key(1000, whole(1, 1000000, allowed="an integer 1..1000000"),
+                          "a chunk's rows read at a time, between the stream's own changes",
+                          unit="count"),
         "mode": Key("watermark", choice("watermark", "read_only", allowed="'watermark' (writes "
                     "to snapshot.database) or 'read_only' (GTID positions)"),
                     "read_only: GTID positions frame the chunks, nothing is written"),

@@ -11,11 +11,18 @@ The algorithm is the watermark one of Netflix's DBLog (Andreakis & Papapanagioto
 3. At the high watermark, the rows left are published as op ``r``, in the open batch: in binlog
    order they sit where the chunk was read. Then the next chunk starts.
 
-Why this is exactly once: the chunk's rows, the progress (the chunk's last key, in ``queue[0]``)
-and the binlog position all go into the same Kafka transaction. A crash loses the open chunk with
-the open batch; the checkpoint's progress starts that chunk again with new watermarks, and the
-old ones, read again from the binlog, match no chunk. The reader pauses for one chunk at a time
-(its SELECT), and holds at most one chunk in memory.
+The stream never waits for a whole chunk: the SELECT's rows are read from the server a slice
+(``snapshot.slice_rows``) at a time, between the stream's own transactions, and the high mark is
+written once the last is read; a change read in the window before its row was takes that row
+out all the same. From the high mark the rows are published a slice at a time too, with the
+window held open until the last: a change of a row not published yet takes it out, since the
+change is newer (engine.stages.snapshot says when slices run).
+
+Why this is exactly once: the chunk's rows, the progress (the chunk's last key, in ``queue[0]``,
+or the last row published when a commit falls between slices) and the binlog position all go
+into the same Kafka transaction. A crash loses the open chunk with the open batch; the
+checkpoint's progress starts that chunk again with new watermarks, and the old ones, read again
+from the binlog, match no chunk. At most one chunk is held in memory.
 
 Progress (``progress()``, in the checkpoint): the queue of tables still to read, each with its
 request id, condition, last key (SQL literals) and counts; how many tables and rows are done.
@@ -33,6 +40,7 @@ import pymysql
 from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
 from streamer.config import Config
+from streamer.engine.chunk import Chunk
 from streamer.errors import SnapshotRefused, StreamerError
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
@@ -49,33 +57,6 @@ def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
     ``key`` the names of the columns they are of."""
     return {"id": request_id, "table": table, "where": where, "last_key": None, "key": None,
             "chunk": 0, "rows": 0, "estimate": 0}
-
-
-class Chunk:
-    """One chunk read and waiting for its watermarks: ``rows`` by chunk key, in key order."""
-
-    __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
-                 "final", "low_set", "high_set")
-
-    def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
-                 key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
-                 last_key: Optional[List[str]], final: bool) -> None:
-        self.job = job_
-        self.low = low
-        self.high = high
-        self.tv = tv
-        self.db = tv.db
-        self.table = tv.table
-        self.key_names = key_names
-        self.rows = rows
-        self.last_key = last_key
-        self.final = final
-        # Read-only mode: the watermarks are GTID positions, reached rather than read.
-        self.low_set: Optional[GtidSet] = None
-        self.high_set: Optional[GtidSet] = None
-
-    def remove(self, values: Dict[str, Any]) -> None:
-        self.rows.pop(tuple([values[n] for n in self.key_names]), None)
 
 
 class _ReadAgain(Exception):
@@ -96,6 +77,7 @@ class Snapshots:
         snap = cfg.snapshot
         self.database = snap.database
         self.chunk_rows = snap.chunk_rows
+        self.slice_rows = snap.slice_rows
         self.read_only = snap.mode == "read_only"
         self.name = signals.streamer_name(cfg)
         # tables() -> a source.chunks.TableReader, or what stands in for one; on the server in
@@ -123,6 +105,7 @@ class Snapshots:
     # -- state ----------------------------------------------------------------------------------
     def reset(self, progress: Optional[Dict[str, Any]], catalog: TableCatalog) -> None:
         """Start (again) from committed progress: what was in flight went with the aborted batch."""
+        self._give_up_chunk()
         self.close()  # a connection that broke with the stream is not reused
         progress = progress or {}
         self.queue = [dict(j) for j in progress.get("queue", [])]
@@ -138,9 +121,21 @@ class Snapshots:
         if not self.queue and not self.done:
             return None
         if self._progress is None:
-            self._progress = {"queue": [dict(j) for j in self.queue], "done": self.done,
-                              "rows": self.rows}
+            queue = [dict(j) for j in self.queue]
+            rows = self.rows
+            chunk = self.chunk
+            partly = chunk.done_key() if chunk is not None else None
+            if partly is not None:  # a commit between the chunk's slices: up to the last one
+                assert chunk is not None
+                queue[0].update(last_key=partly, rows=queue[0]["rows"] + chunk.sent)
+                rows += chunk.sent
+            self._progress = {"queue": queue, "done": self.done, "rows": rows}
         return self._progress
+
+    def published(self, chunk: Chunk, sent: int) -> None:
+        """``sent`` more of the chunk's rows were published (by the stage)."""
+        chunk.sent += sent
+        self._progress = None
 
     def close(self) -> None:
         if self.source is not None:
@@ -221,7 +216,9 @@ class Snapshots:
             if mark == chunk.low:
                 self.window = chunk
             elif mark == chunk.high:
-                return chunk
+                if chunk.reading is not None:
+                    self.read_whole()  # read already, but in a binlog replayed by a test
+                return chunk if self.chunk is chunk and chunk.reading is None else None
         return None
 
     def _on_request(self, values: Dict[str, Any]) -> None:
@@ -255,12 +252,17 @@ class Snapshots:
                                            query, re.IGNORECASE):
             log.info("snapshot of %s.%s: a statement on the table while chunk %d was in flight; "
                      "reading that chunk again", chunk.db, chunk.table, chunk.job["chunk"] + 1)
-            self.chunk = self.window = None
+            partly = chunk.done_key()
+            if partly is not None:  # from after its rows already published
+                chunk.job.update(last_key=partly, rows=chunk.job["rows"] + chunk.sent)
+                self.rows += chunk.sent
+                self._progress = None
+            self._give_up_chunk()
             self.pump()
 
     def finish(self, chunk: Chunk, sent: int) -> None:
-        """The chunk's rows were published (``sent``): its progress goes with them, and the
-        next chunk is read."""
+        """The chunk's rows were published (``sent`` in all): its progress goes with them, and
+        the next chunk is read."""
         j = chunk.job
         j["chunk"] += 1
         j["rows"] += sent
@@ -284,20 +286,63 @@ class Snapshots:
         connection is retried like a dropped stream; a source that refuses the watermarks stops
         the streamer, naming the grant to give.)"""
         while self.queue and self.chunk is None:
-            j = self.queue[0]
-            try:
-                self._read(j)
-            except SnapshotRefused as exc:
-                log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc,
-                          extra={"table": j["table"]})
-                self._drop()
-            except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
-                raise
-            except Exception:  # noqa: BLE001 - one table's snapshot must not stop the stream
-                log.exception("snapshot of %s ends without its remaining rows: reading its next "
-                              "chunk failed unexpectedly (request %s); ask again once the cause "
-                              "is fixed", j["table"], j["id"])
-                self._drop()
+            self._guarded(self._read)
+
+    def step(self) -> bool:
+        """Read the next ``snapshot.slice_rows`` rows of the chunk in flight; True while it has
+        more to read. Once it is read, its high watermark is written (in read-only mode its
+        positions frame it instead), and it waits for that mark in the binlog."""
+        chunk = self.chunk
+        if chunk is None or chunk.reading is None:
+            return False
+        self._guarded(lambda j: self._slice(j, chunk))
+        if self.chunk is None:
+            self.pump()  # the table's snapshot ended, or its chunk is read again
+        return self.chunk is not None and self.chunk.reading is not None
+
+    def read_whole(self) -> None:
+        """Read the rest of the chunk in flight now."""
+        while self.step():
+            pass
+
+    def _guarded(self, work: Callable[[Dict[str, Any]], None]) -> None:
+        """``work`` on the first table of the queue. A table whose snapshot can't go on ends
+        with an error naming why; the stream goes on."""
+        j = self.queue[0]
+        try:
+            work(j)
+        except SnapshotRefused as exc:
+            log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc,
+                      extra={"table": j["table"]})
+            self._drop()
+        except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
+            raise
+        except Exception:  # noqa: BLE001 - one table's snapshot must not stop the stream
+            log.exception("snapshot of %s ends without its remaining rows: reading its next "
+                          "chunk failed unexpectedly (request %s); ask again once the cause "
+                          "is fixed", j["table"], j["id"])
+            self._drop()
+
+    def _slice(self, j: Dict[str, Any], chunk: Chunk) -> None:
+        reading = chunk.reading
+        try:
+            rows = self._query(j, lambda: reading.fetch(self.slice_rows))
+            if rows is not None:
+                chunk.add(rows, reading.keys)
+        except _ReadAgain:
+            self._give_up_chunk()  # read again from its first row, with new watermarks
+            return
+        if self.chunk is not chunk or not reading.done:
+            return
+        chunk.reading = None
+        chunk.last_key, chunk.final = reading.last_key, reading.final
+        if not self.read_only:
+            self._tables().watermark(chunk.high)
+
+    def _give_up_chunk(self) -> None:
+        if self.chunk is not None:
+            self.chunk.close()
+        self.chunk = self.window = None
 
     def _same_key(self, j: Dict[str, Any], key: List[str]) -> None:
         """The chunks go on after the last one's key only while the table's chunk key is the one
@@ -319,6 +364,7 @@ class Snapshots:
         self._progress = None
 
     def _drop(self) -> None:
+        self._give_up_chunk()
         self.queue.pop(0)
         self.done += 1
         self._progress = None
@@ -360,23 +406,21 @@ class Snapshots:
             return self._read(j, retried=True)
         if got is None:
             return
-        rows, last, final, read_at = got
-        if self.read_only:
-            low, high = read_at, source.gtid_position()
-        else:
-            source.watermark(high)
+        reading, read_at = got
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.
         names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
         key_names = [names.get(k, k) for k in described.chunk_key]
-        convert = tv.convert
-        by_key: Dict[Tuple, Dict[str, Any]] = {}
-        for values in rows:
-            convert(values)
-            by_key[tuple([values[n] for n in key_names])] = values
-        self.chunk = Chunk(j, low, high, tv, key_names, by_key, last, final)
+        self.chunk = chunk = Chunk(j, low, high, tv, key_names, {}, None, False, reading)
         if self.read_only:
-            self.chunk.low_set, self.chunk.high_set = GtidSet(low), GtidSet(high)
+            # Read whole, in one consistent snapshot: the positions around it frame it.
+            self.read_whole()
+            if self.chunk is not chunk:
+                return
+            chunk.low, chunk.high = read_at, source.gtid_position()
+            chunk.low_set, chunk.high_set = GtidSet(chunk.low), GtidSet(chunk.high)
+        # In watermark mode the stage reads it a slice at a time (``step``), between the
+        # stream's own events, and the high watermark is written once it is read.
 
     def _version_for(self, j: Dict[str, Any], described: Any) -> Any:
         """The table version a chunk's rows are published with; a request's condition and a
@@ -399,17 +443,22 @@ class Snapshots:
         return tv
 
     def _select(self, source: Any, described: Any, j: Dict[str, Any]) -> Optional[Tuple]:
-        """(rows, last key, final, the read-only read's position) of the chunk's SELECT; None
-        when the table was dropped (its snapshot ends); _ReadAgain when a column went."""
-        try:
+        """(the chunk's read, the read-only read's position) of the chunk's SELECT; None when
+        the table was dropped (its snapshot ends); _ReadAgain when a column went."""
+        def select() -> Tuple[Any, Optional[str]]:
             if self.read_only:
                 # The position the SELECT's consistent read is at (source.chunks says how).
                 rows, last, final, at = source.read_at_position(
                     described, j["last_key"], j["where"], self.chunk_rows)
-                return rows, last, final, at
-            rows, last, final = source.read(described, j["last_key"], j["where"],
-                                            self.chunk_rows)
-            return rows, last, final, None
+                return chunks.ListRead(rows, last, final), at
+            return source.open(described, j["last_key"], j["where"], self.chunk_rows), None
+        return self._query(j, select)
+
+    def _query(self, j: Dict[str, Any], query: Callable[[], Any]) -> Any:
+        """``query()``'s result; a MySQL error of the chunk's SELECT or of reading its rows is
+        said as what it means for the snapshot (None: the table was dropped)."""
+        try:
+            return query()
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None
             if not isinstance(code, int) or code >= server.CR_MIN:

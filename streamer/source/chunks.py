@@ -301,7 +301,14 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
     final = len(raw) <= limit
     if not final:
         raw = raw[:limit]
-    fix = shapers(d.columns, d.schema, d.table)
+    rows = _shaped(raw, names, shapers(d.columns, d.schema, d.table))
+    new_last = [key_literal(conn, d.columns[i], raw[-1][i]) for i in key_at] if raw else (
+        list(last) if last is not None else None)
+    return rows, new_last, final
+
+
+def _shaped(raw: Sequence[tuple], names: List[str], fix: List[Tuple[int, Callable[[Any], Any]]]
+            ) -> List[Dict[str, Any]]:
     rows = []
     for r in raw:
         values = list(r)
@@ -309,9 +316,102 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
             if values[i] is not None:
                 values[i] = shape(values[i])
         rows.append(dict(zip(names, values)))
-    new_last = [key_literal(conn, d.columns[i], raw[-1][i]) for i in key_at] if raw else (
-        list(last) if last is not None else None)
-    return rows, new_last, final
+    return rows
+
+
+class ListRead:
+    """A chunk read already, handed out ``fetch(n)`` rows at a time: read-only mode reads a chunk
+    whole, inside one consistent-snapshot transaction (``TableReader.read_at_position``), and the
+    engine's tests hand out what they hold. ``ServerRead`` says what the attributes mean; a
+    chunk read whole has no keys as read, so it is published whole too."""
+
+    keys = None
+    literals = None
+
+    def __init__(self, rows: List[Dict[str, Any]], last_key: Optional[List[str]],
+                 final: bool) -> None:
+        self.rows = rows
+        self.at = 0
+        self.last_key = last_key
+        self.final = final
+        self.done = not rows
+
+    def fetch(self, n: int) -> List[Dict[str, Any]]:
+        out = self.rows[self.at:self.at + n]
+        self.at += len(out)
+        self.done = self.at >= len(self.rows)
+        return out
+
+    def close(self) -> None:
+        self.rows = []
+
+
+class ServerRead:
+    """A chunk's SELECT whose rows are read from the server as they are asked for (an unbuffered
+    result), so that reading a chunk never holds the binlog's stream for more than ``fetch(n)``
+    rows at a time. ``done`` once the chunk's last row was handed out; then ``last_key`` holds the
+    SQL literals of that row's key (or the previous chunk's, for an empty one) and ``final``
+    whether it was the table's last chunk. The server takes the SELECT's consistent read when it
+    starts: whatever pace the rows are read at, they are the table as it was then."""
+
+    def __init__(self, conn: Any, d: Described, last: Optional[Sequence[str]],
+                 condition: Optional[str], limit: int, timeout_s: float = 0.0) -> None:
+        import pymysql.cursors
+
+        self.conn = conn
+        self.d = d
+        self.limit = limit
+        self.names = [c.name for c in d.columns]
+        self.key_at = [self.names.index(k) for k in d.chunk_key]
+        self.fix = shapers(d.columns, d.schema, d.table)
+        sql = chunk_sql(d, last, condition, limit + 1)
+        if timeout_s:
+            from streamer.source import server
+            sql = time_limited(sql, timeout_s, server.is_mariadb(conn))
+        self.cur = conn.cursor(pymysql.cursors.SSCursor)
+        self.cur.execute(sql)
+        self.keys: List[tuple] = []  # the chunk key's values, as read, of the last fetch's rows
+        self.last_read: Optional[tuple] = None
+        self.given = 0
+        self.last_key = list(last) if last is not None else None
+        self.final = False
+        self.done = False
+
+    def fetch(self, n: int) -> List[Dict[str, Any]]:
+        # The SELECT asks for one row more than the chunk: that row, if it comes, says more
+        # chunks follow, and is not handed out.
+        want = min(n, self.limit - self.given + 1)
+        raw = self.cur.fetchmany(want)
+        if len(raw) < want:
+            self.done = self.final = True
+        if self.given + len(raw) > self.limit:
+            raw = raw[:self.limit - self.given]
+            self.done, self.final = True, False
+        self.given += len(raw)
+        key_at = self.key_at
+        self.keys = [tuple([r[i] for i in key_at]) for r in raw]
+        if raw:
+            self.last_read = self.keys[-1]
+        if self.done:
+            self.close()
+            if self.last_read is not None:
+                self.last_key = self.literals(self.last_read)
+        return _shaped(raw, self.names, self.fix)
+
+    def literals(self, key: tuple) -> List[str]:
+        """The SQL literals of a row's chunk key, as ``keys`` holds it: where a chunk after that
+        row starts."""
+        columns = self.d.columns
+        return [key_literal(self.conn, columns[i], v) for i, v in zip(self.key_at, key)]
+
+    def close(self) -> None:
+        """Let the result go: what the server still sends of it is read and dropped."""
+        import pymysql
+
+        try:
+            self.cur.close()
+        except pymysql.err.Error:
+            pass  # the connection broke: the next statement on it says so
 
 
 class TableReader:
@@ -344,9 +444,10 @@ class TableReader:
         signals.write_watermark(self._connection(), self.database, self.name, mark,
                                 self.settings["user"])
 
-    def read(self, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
-             limit: int) -> Tuple[List[Dict[str, Any]], Optional[List[str]], bool]:
-        return read_chunk(self._connection(), d, last, condition, limit, self.timeout_s)
+    def open(self, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
+             limit: int) -> ServerRead:
+        """The next chunk's SELECT, its rows read as they are asked for."""
+        return ServerRead(self._connection(), d, last, condition, limit, self.timeout_s)
 
     def read_at_position(self, d: Described, last: Optional[Sequence[str]],
                          condition: Optional[str], limit: int

@@ -94,7 +94,16 @@ def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes],
 
 
 class FastResult(MySQLResult):
-    """A buffered result whose rows are read by ``row_reader``."""
+    """A result whose rows are read by ``row_reader``: all at once (buffered), or one by one as
+    they are asked for (unbuffered: ``_read_row_from_packet``)."""
+
+    _row_read: Optional[Callable[[bytes], tuple]] = None
+
+    def _read_row_from_packet(self, packet: Any) -> tuple:
+        read = self._row_read
+        if read is None:
+            read = self._row_read = row_reader(self.converters)
+        return read(packet._data)
 
     def _read_rowdata_packet(self) -> None:
         read_packet = self.connection._read_packet
@@ -111,14 +120,15 @@ class FastResult(MySQLResult):
 
 
 class RowsConnection(Connection):
-    """A connection whose buffered results are FastResults (a snapshot's chunk reader)."""
+    """A connection whose results are FastResults (a snapshot's chunk reader)."""
 
     def _read_query_result(self, unbuffered: bool = False) -> Any:
-        if unbuffered:
-            return super()._read_query_result(unbuffered)
         self._result = None
         result = FastResult(self)
-        result.read()
+        if unbuffered:
+            result.init_unbuffered_query()
+        else:
+            result.read()
         self._result = result
         if result.server_status is not None:
             self.server_status = result.server_status

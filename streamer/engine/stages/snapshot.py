@@ -5,12 +5,17 @@ this stage connects it to the stream. It speaks through two tables of ``snapshot
 rows go to it (claimed by name). While a chunk's window is open, every published change of its
 table drops its keys from the chunk (a hook on the rows stage, registered only then). At a
 chunk's high mark (in read-only mode: between transactions, once the reader has executed the
-high GTID position) the chunk's rows are published in the open batch, with its progress in the
-checkpoint, and the batch commits at the end of that transaction.
+high GTID position) the chunk's rows start to be published in the open batch, with its progress
+in the checkpoint; once they all are, the batch commits at the end of that transaction.
+
+A chunk is read, and published, a slice at a time (``work``): after each transaction and when
+the reader is caught up, slices follow one another until the server sends more; with changes of
+the stream's own waiting for their commit, one slice at most, and only if the chunk had none for
+SHARE_S. So a change waits for one slice of a snapshot, not for a whole chunk.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from pymysqlreplication.event import QueryEvent
 
@@ -19,16 +24,22 @@ from streamer.engine.snapshot import Chunk, Snapshots
 from streamer.position import Position
 from streamer.source import signals
 
+# While changes keep arriving, the chunk being read still gets a slice this often: a snapshot
+# goes on under any load, and a change waits for at most one slice.
+SHARE_S = 0.05
+
 
 class SnapshotStage:
     def __init__(self, ctx: Any, snaps: Snapshots, tables: Any, start: Position) -> None:
         self.ctx = ctx
         self.snaps = snaps
         self.tracker = ctx.tracker
+        self.last_slice = float("-inf")
+        self.returned = 0  # messages this stage handed the commit policy since its last commit
         snaps.reset(start.snapshot, ctx.tables)
         if snaps.read_only:
             snaps.seed(ctx.tracker.gtids, start)
-            ctx.policy.caught_up_hooks.append(self.on_caught_up)
+        ctx.policy.caught_up_hooks.append(self.on_caught_up)
         tables.claim(snaps.database, signals.WATERMARK, self.on_watermarks)
         tables.claim(snaps.database, signals.SIGNAL, self.on_requests)
         ctx.policy.checkpoint_parts.append(self.checkpoint)
@@ -37,7 +48,7 @@ class SnapshotStage:
         return {QueryEvent: self.on_query}
 
     def tx_end_hooks(self) -> list:
-        return [self.on_tx_end] if self.snaps.read_only else []
+        return [self.on_tx_end] if self.snaps.read_only else [self.work]
 
     # -- what the stream brings -------------------------------------------------------------------
     def on_requests(self, event: Any, skip: int) -> int:
@@ -49,6 +60,7 @@ class SnapshotStage:
         chunk = self.snaps.on_watermarks(event, skip)
         sent = 0 if chunk is None else self.publish(chunk, event)
         self._follow_window()
+        self.returned += sent
         return sent
 
     def on_query(self, event: Any) -> int:
@@ -63,7 +75,47 @@ class SnapshotStage:
         return self.on_position()
 
     def on_caught_up(self) -> int:
+        if not self.snaps.read_only:
+            return self.work()
         return 0 if self.tracker.in_tx else self.on_position()
+
+    def work(self) -> int:
+        """Slices of the chunk in flight (read, or published once landed) until the server sends
+        more changes; the messages published."""
+        chunk = self.snaps.chunk
+        if chunk is None or (chunk.reading is None and chunk.order is None):
+            return 0  # none, or waiting for its high mark
+        policy = self.ctx.policy
+        arrived = policy.reader.more_arrived
+        monotonic = self.ctx.clock.monotonic
+        waiting = policy.pending > self.returned  # the stream's own changes, not yet committed
+        if (waiting or arrived()) and monotonic() - self.last_slice < SHARE_S:
+            return 0
+        sent = 0
+        more = True
+        while more:
+            more, n = self._slice()
+            sent += n
+            if waiting or arrived():
+                break
+        self.last_slice = monotonic()
+        self._follow_window()
+        self.returned += sent
+        return sent
+
+    def _slice(self) -> Tuple[bool, int]:
+        """One slice of the chunk in flight: (whether more work is there, messages published)."""
+        snaps = self.snaps
+        chunk = snaps.chunk
+        if chunk is not None and chunk.order is not None:
+            sent = self._publish_slice(chunk)
+        elif chunk is not None and chunk.reading is not None:
+            snaps.step()
+            sent = 0
+        else:
+            return False, 0
+        chunk = snaps.chunk
+        return chunk is not None and (chunk.reading is not None or chunk.order is not None), sent
 
     def on_position(self) -> int:
         """Read-only mode, between transactions: a chunk whose high position was reached."""
@@ -79,6 +131,7 @@ class SnapshotStage:
 
     def checkpoint(self, position: Position) -> None:
         position.snapshot = self.snaps.progress()
+        self.returned = 0
 
     def _follow_window(self) -> None:
         """The changes hook is registered while a window is open, and only then."""
@@ -92,15 +145,14 @@ class SnapshotStage:
 
     # -- publishing a chunk -----------------------------------------------------------------------
     def publish(self, chunk: Chunk, event: Optional[Any]) -> int:
-        """Publish a chunk's rows as op r at its high watermark ``event`` (None in read-only mode:
-        between transactions): in binlog order, that is where they were read. The batch commits
-        at the end of this transaction. Returns the messages published."""
+        """A chunk's rows start to be published as op r at its high watermark ``event`` (None in
+        read-only mode: between transactions): in binlog order, that is where they were read.
+        Its first slice now, the rest from ``work``. Returns the messages published."""
         ctx = self.ctx
         tv = chunk.tv
         # A version that no table map of this run announced is announced, and is the table's
         # current one from here: a TRUNCATE or the next version of the table follow it.
         ctx.announce_current(tv)
-        ctx.open()
         tracker = self.tracker
         if event is not None:  # the high watermark's rows event
             packet = event.packet
@@ -112,16 +164,27 @@ class SnapshotStage:
             mid, txid = tv.envelope.event_parts(
                 int(ctx.clock.time() * 1000), tracker.server_id, tracker.file, at, None, tv.db,
                 tv.table, f"{tracker.file}:{at}:snapshot")
-        flag = SNAPSHOT_BYTES["last" if chunk.final else "true"]
+        chunk.land((mid, txid, SNAPSHOT_BYTES["last" if chunk.final else "true"]))
+        return self._publish_slice(chunk)
+
+    def _publish_slice(self, chunk: Chunk) -> int:
+        """The chunk's next slice of rows; the last one ends the chunk (the batch commits at the
+        end of this transaction), and the next chunk is read."""
+        ctx = self.ctx
+        ctx.open()
+        tv = chunk.tv
+        mid, txid, flag = chunk.parts
         encode = tv.envelope.encode_read
         key = tv.key
         topic = tv.topic
         produce = ctx.produce
         headers = tv.headers["r"]
-        n = 0
-        for datum in chunk.rows.values():
+        first = n = chunk.sent
+        for datum in chunk.next_rows(self.snaps.slice_rows):
             produce(topic, encode(datum, mid, n, txid, flag), key(datum), headers)
             n += 1
-        self.snaps.finish(chunk, n)
-        ctx.policy.request_commit()
-        return n
+        self.snaps.published(chunk, n - first)
+        if chunk.published_all():
+            self.snaps.finish(chunk, chunk.sent)
+            ctx.policy.request_commit()
+        return n - first

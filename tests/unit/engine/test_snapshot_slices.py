@@ -1,0 +1,209 @@
+"""A chunk read a slice at a time, between the stream's own changes: the unbuffered read's
+bounds, the window over rows not read yet, and the stage's share of the loop."""
+import json
+from types import SimpleNamespace
+
+import pymysql
+
+from streamer import config
+from streamer.codec.decode import Decoder
+from streamer.engine.snapshot import Chunk, Snapshots, job
+from streamer.engine.stages.snapshot import SHARE_S, SnapshotStage
+from streamer.position import Position
+from streamer.schema.versions import TableFilter
+from streamer.source import chunks
+from tests.unit.engine.test_snapshot import shop_t
+from tests.unit.engine.test_stages import ctx  # noqa: F401 - the fixture
+
+
+class Server:
+    """An unbuffered result in memory: ``fetchmany`` hands out the SELECT's rows in order."""
+
+    def __init__(self, rows, fail_after=None):
+        self.rows = list(rows)
+        self.sql = []
+        self.fail_after = fail_after
+        self.closed = 0
+
+    def cursor(self, kind=None):
+        assert kind is pymysql.cursors.SSCursor
+        return self
+
+    def execute(self, sql):
+        self.sql.append(sql)
+
+    def fetchmany(self, n):
+        if self.fail_after is not None and self.fail_after <= 0:
+            raise pymysql.err.ProgrammingError(1146, "Table 'shop.t' doesn't exist")
+        out, self.rows = self.rows[:n], self.rows[n:]
+        if self.fail_after is not None:
+            self.fail_after -= len(out)
+        return out
+
+    def close(self):
+        self.closed += 1
+
+    def escape(self, value):
+        return str(value)
+
+
+def _read(rows, limit, slice_rows):
+    server = Server([(i, f"v{i}") for i in rows])
+    read = chunks.ServerRead(server, shop_t(False), ["0"], None, limit)
+    got = []
+    while not read.done:
+        got.append([r["id"] for r in read.fetch(slice_rows)])
+    return got, read, server
+
+
+def test_a_chunk_read_in_slices_stops_at_its_limit_and_knows_whether_more_follow():
+    # The SELECT asks for limit + 1 rows: the extra one says another chunk follows.
+    got, read, server = _read(range(1, 6), limit=4, slice_rows=3)
+    assert got == [[1, 2, 3], [4]] and (read.final, read.last_key) == (False, ["4"])
+    assert "LIMIT 5" in server.sql[0] and server.closed == 1
+    got, read, _ = _read(range(1, 5), limit=4, slice_rows=2)  # exactly the limit: the last
+    assert got == [[1, 2], [3, 4], []] and (read.final, read.last_key) == (True, ["4"])
+    got, read, _ = _read(range(1, 3), limit=4, slice_rows=5)
+    assert got == [[1, 2]] and (read.final, read.last_key) == (True, ["2"])
+    got, read, _ = _read([], limit=4, slice_rows=5)  # an empty chunk keeps the last key
+    assert got == [[]] and (read.final, read.last_key) == (True, ["0"])
+
+
+def test_a_row_read_after_its_change_in_the_window_stays_out():
+    tv = SimpleNamespace(db="shop", table="t", convert=lambda values: None)
+    chunk = Chunk(job("1", "shop.t", None), "L", "H", tv, ["id"], {}, None, False)
+    chunk.add([{"id": 1, "v": "a"}])
+    chunk.remove({"id": 1, "v": "new"})  # changed after it was read
+    chunk.remove({"id": 3, "v": "new"})  # changed before it is read: it was read older
+    chunk.add([{"id": 2, "v": "b"}, {"id": 3, "v": "old"}])
+    assert list(chunk.rows) == [(2,)]
+
+
+class Tables:
+    """A table reader whose chunk of ``rows`` is read from an in-memory unbuffered result."""
+
+    def __init__(self, rows, fail_after=None):
+        self.server = Server([(i, f"v{i}") for i in rows], fail_after)
+        self.marks = []
+
+    def describe(self, db, table):
+        return shop_t(False)
+
+    def watermark(self, mark):
+        self.marks.append(mark)
+
+    def open(self, described, last, where, limit):
+        return chunks.ServerRead(self.server, described, last, where, limit)
+
+    def close(self):
+        pass
+
+
+class Reader:
+    def __init__(self):
+        self.arrived = []  # what more_arrived answers, in turn; then False
+
+    def more_arrived(self):
+        return self.arrived.pop(0) if self.arrived else False
+
+
+def _stage(context, tables):
+    context.policy.reader = Reader()
+    cfg = config.build({"mysql": {"server_id": 9}, "tables": {"include": ["shop.*"]},
+                        "snapshot": {"chunk_rows": 10, "slice_rows": 2}})
+    snaps = Snapshots(cfg, "pw", TableFilter(["shop.*"], []), clock=context.clock,
+                      tables=lambda: tables)
+    stage = SnapshotStage(context, snaps, SimpleNamespace(claim=lambda *a: None), Position("f", 4))
+    snaps.add("1", ["shop.t"], None)
+    snaps.pump()
+    return context, snaps, stage
+
+
+def test_the_stage_reads_until_changes_arrive_and_writes_the_high_mark_once_read(ctx):  # noqa: F811
+    tables = Tables(range(1, 8))
+    ctx, snaps, stage = _stage(ctx, tables)
+    assert tables.marks == [snaps.chunk.low] and snaps.chunk.reading is not None
+    ctx.policy.reader.arrived = [False, False, True]  # a change arrives after the second slice
+    stage.work()
+    assert [k for (k,) in snaps.chunk.rows] == [1, 2, 3, 4] and len(tables.marks) == 1
+    ctx.policy.reader.arrived = [True]  # changes keep coming: they go first...
+    stage.work()
+    assert len(snaps.chunk.rows) == 4
+    ctx.clock.sleep(SHARE_S)  # ...until the chunk had no slice for SHARE_S
+    ctx.policy.reader.arrived = [True, True]
+    stage.work()
+    assert len(snaps.chunk.rows) == 6
+    stage.work()  # caught up: the rest, then the high mark
+    assert [k for (k,) in snaps.chunk.rows] == list(range(1, 8))
+    assert tables.marks == [snaps.chunk.low, snaps.chunk.high] and snaps.chunk.reading is None
+    assert snaps.chunk.final and snaps.chunk.last_key == ["7"]
+
+
+def test_a_table_dropped_while_its_chunk_is_read_ends_its_snapshot_and_the_stream_goes_on(
+        ctx, caplog):  # noqa: F811
+    tables = Tables(range(1, 8), fail_after=2)
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()
+    assert snaps.chunk is None and snaps.queue == [] and snaps.done == 1
+    assert tables.server.closed == 1  # its result went
+    assert "the table was dropped" in caplog.text
+
+
+def _read_keys(context):
+    """The keys of the op r messages in the open batch."""
+    pub = context.publisher
+    schemas = {}
+    for topic, _, value in pub.open:
+        if topic == pub.schemas_topic:
+            record = json.loads(value)
+            schemas[record["fingerprint"]] = json.loads(record["schema"])
+    dec = Decoder(lambda: schemas)
+    return [dec.decode(key)["id"] for topic, key, value in pub.open
+            if topic.endswith(".shop.t") and dec.decode(value)["op"] == "r"]
+
+
+def test_a_landed_chunk_goes_out_a_slice_at_a_time_and_a_commit_between_keeps_its_place(
+        ctx):  # noqa: F811
+    tables = Tables(range(1, 8))
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()  # caught up: read whole, then its high mark
+    chunk = snaps.window = snaps.chunk  # (its low mark, read in the binlog, opened the window)
+    assert chunk.reading is None and tables.marks == [chunk.low, chunk.high]
+    assert stage.publish(chunk, None) == 2  # at the high mark: the first slice
+    # Row 4, not published yet, changes after the high mark: its change is newer; it leaves.
+    snaps.on_change(chunk.tv, SimpleNamespace(rows=[{"values": {"id": 4, "v": "new"}}]), "c")
+    # A commit now checkpoints the chunk up to its last row published.
+    assert snaps.progress()["queue"][0]["last_key"] == ["2"]
+    assert (snaps.progress()["queue"][0]["rows"], snaps.progress()["rows"]) == (2, 2)
+    ctx.policy.reader.arrived = [False, True]  # a change arrives after the next slice
+    assert stage.work() == 1 and _read_keys(ctx) == [1, 2, 3]  # rows 3 and 4, less 4
+    assert snaps.progress()["queue"][0]["last_key"] == ["4"]  # 4 is passed: its change went
+    assert stage.work() == 3  # caught up: the rest; the table's snapshot is done
+    assert _read_keys(ctx) == [1, 2, 3, 5, 6, 7] and snaps.chunk is None and snaps.window is None
+    assert snaps.progress() == {"queue": [], "done": 1, "rows": 6}
+
+
+def test_with_changes_of_the_stream_waiting_a_snapshot_takes_one_slice_at_most(ctx):  # noqa: F811
+    tables = Tables(range(1, 8))
+    ctx, snaps, stage = _stage(ctx, tables)
+    ctx.policy.pending = 1  # a change of the stream's own waits for its commit
+    stage.work()
+    assert len(snaps.chunk.rows) == 2
+    stage.work()  # not SHARE_S since the last slice: none
+    assert len(snaps.chunk.rows) == 2
+    ctx.clock.sleep(SHARE_S)
+    stage.work()
+    assert len(snaps.chunk.rows) == 4
+
+
+def test_a_statement_on_the_table_while_its_chunk_goes_out_reads_on_after_what_went(
+        ctx):  # noqa: F811
+    tables = Tables(range(1, 8))
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()
+    chunk = snaps.chunk
+    stage.publish(chunk, None)
+    tables.server.rows = [(5, "v5")]  # what the chunk read again from after key 2 finds
+    snaps.on_query("ALTER TABLE t ADD COLUMN n INT")
+    assert snaps.queue[0]["last_key"] == ["2"] and snaps.rows == 2
+    assert "WHERE" in tables.server.sql[-1] and "2" in tables.server.sql[-1].split("WHERE")[1]
