@@ -91,14 +91,16 @@ class CommitPolicy:
 
     ``control`` has ``stop_requested``; ``reader`` has ``more_arrived()`` and optionally
     ``arrives_within(seconds)``. ``caught_up_hooks`` run when an idle heartbeat says the reader
-    read all there is (they return messages produced); ``idle_hooks`` when, besides, nothing is
-    open (they return True once done, and are then dropped)."""
+    read all there is (they return messages produced), and ``caught_up_commit_hooks`` right after
+    a commit made caught up (what they produce goes in the next batch): the stream would wait for
+    the server otherwise; ``idle_hooks`` when, besides, nothing is open (they return True once
+    done, and are then dropped)."""
 
     __slots__ = ("publisher", "tracker", "reader", "control", "metrics", "totals", "monotonic",
                  "linger", "max_messages", "idle_s", "gather_s", "arrives_within", "cfg",
                  "pending", "beat", "started", "last_commit", "committed_at", "last_ts",
                  "commit_requested", "checkpoint_parts", "caught_up_hooks", "idle_hooks",
-                 "after_commit")
+                 "after_commit", "caught_up_commit_hooks")
 
     def __init__(self, cfg: Config, publisher: Any, tracker: Any, reader: Any,
                  control: Any, metrics: Any, clock: Any, totals: Totals,
@@ -131,6 +133,7 @@ class CommitPolicy:
         self.commit_requested = False
         self.checkpoint_parts: List[Callable[[Position], None]] = []
         self.caught_up_hooks: List[Hook] = []
+        self.caught_up_commit_hooks: List[Hook] = []
         self.idle_hooks: List[Callable[[], bool]] = []
         self.after_commit = after_commit
 
@@ -186,6 +189,9 @@ class CommitPolicy:
                                                            self.last_ts):
             self.commit()
             self.linger.committed(caught_up)
+            if caught_up:
+                for hook in self.caught_up_commit_hooks:
+                    self.pending += hook()
         elif self._idle_checkpoint_due(now):
             self.commit()
         if caught_up and self.idle_hooks and not self.pending and not self.beat:

@@ -8,10 +8,11 @@ chunk's high mark (in read-only mode: between transactions, once the reader has 
 high GTID position) the chunk's rows start to be published in the open batch, with its progress
 in the checkpoint; once they all are, the batch commits at the end of that transaction.
 
-A chunk is read, and published, a slice at a time (``work``): after each transaction and when
-the reader is caught up, slices follow one another until the server sends more; with changes of
-the stream's own waiting for their commit, one slice at most, and only if the chunk had none for
-SHARE_S. So a change waits for one slice of a snapshot, not for a whole chunk.
+A chunk is read, and published, a slice at a time (``work``): after each transaction, when the
+reader is caught up and right after a commit made caught up, slices follow one another until the
+server sends more; with changes of the stream's own waiting for their commit, one slice at most,
+and only if the chunk had none for SHARE_S. So a change waits for one slice of a snapshot, not
+for a whole chunk, and the snapshot goes on in the stream's every pause.
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ class SnapshotStage:
         if snaps.read_only:
             snaps.seed(ctx.tracker.gtids, start)
         ctx.policy.caught_up_hooks.append(self.on_caught_up)
+        if not snaps.read_only:
+            ctx.policy.caught_up_commit_hooks.append(self.work)
         tables.claim(snaps.database, signals.WATERMARK, self.on_watermarks)
         tables.claim(snaps.database, signals.SIGNAL, self.on_requests)
         ctx.policy.checkpoint_parts.append(self.checkpoint)

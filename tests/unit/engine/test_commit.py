@@ -85,6 +85,19 @@ def test_an_idle_heartbeat_commits_a_pending_batch_at_once():
     assert metrics.commits == [(4, 3)]
 
 
+def test_after_a_caught_up_commit_its_hooks_run_and_what_they_make_goes_in_the_next_batch():
+    p, _, _, _, metrics = policy(reader=Reader(more=False), linger_ms=10000)
+    made = []
+    p.caught_up_commit_hooks.append(lambda: made.append(len(metrics.commits)) or 4)
+    p.open()
+    p.after(object, 3, False)  # no commit yet: no hook
+    assert made == []
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 3)] and made == [1] and p.pending == 4  # after the commit
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 3), (4, 4)]
+
+
 def test_a_heartbeat_with_more_queued_behind_it_is_no_reason_to_commit():
     p, _, _, _, metrics = policy(reader=Reader(more=True), linger_ms=10000)
     p.open()
