@@ -15,9 +15,12 @@ floor these are judged against is bench/floor.py's.
 Under PyPy the streamer warms its JIT up while idle (engine.warmup, ``warmup.transactions``): the
 load starts once that is over (``jit_warmup_wait_s``), as a first burst meets a streamer that has
 been idle a few seconds. ``--jit-warmup 0`` measures a load that meets the JIT cold.
+``--after-start S`` is the restart pattern instead (shape ``latency-restart``): the load starts
+S seconds after the first probe row came through, into the warm-up under way; ``all_*`` is then
+the whole load's, its first second included.
 
     python -m bench.latency --python PY [--rate N ...] [--seconds S] [--warmup W]
-        [--jit-warmup TRANSACTIONS] [--results F]
+        [--jit-warmup TRANSACTIONS] [--after-start S] [--results F]
 """
 from __future__ import annotations
 
@@ -207,9 +210,12 @@ def jit_warmup_of(python: str, transactions: Optional[int]) -> int:
 
 
 def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
-        jit_warmup: Optional[int] = None) -> Dict[str, Any]:
+        jit_warmup: Optional[int] = None, after_start_s: Optional[float] = None
+        ) -> Dict[str, Any]:
     """One load at ``rate`` rows/s against a streamer under ``python``: the line's fields.
-    ``jit_warmup``: the streamer's warmup.transactions (None: its default)."""
+    ``jit_warmup``: the streamer's warmup.transactions (None: its default). ``after_start_s``:
+    the restart pattern: the load starts that long after the first probe row came through, the
+    JIT warm-up under way or not (else once it is over)."""
     db = env.create_database("bench_lat_", DDL)
     ns = env.unique("bench")
     transactions = jit_warmup_of(python, jit_warmup)
@@ -222,8 +228,12 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
         with Streamer(python, cfg, os.path.join(workdir, f"{ns}.log"), []) as streamer:
             with Watcher(f"{ns}.{db}.") as watcher:
                 _wait_until_streaming(watcher, streamer, db, topic, ns)
-            waited = round(streamer.wait_for_log(JIT_WARMUP_OVER, "end its JIT warm-up", 120),
-                           2) if transactions else 0.0
+            if after_start_s is not None:
+                time.sleep(after_start_s)
+                waited = after_start_s
+            else:
+                waited = round(streamer.wait_for_log(JIT_WARMUP_OVER, "end its JIT warm-up",
+                                                     120), 2) if transactions else 0.0
             child = subprocess.Popen([sys.executable, "-m", "bench.latency", "--consume", topic,
                                       "--namespace", ns, "--deadline", str(seconds + 120)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=env.ROOT,
@@ -260,7 +270,9 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
         "connections": loader.connections, "rss_mb": round(rss, 1),
         "jit_warmup_transactions": transactions, "jit_warmup_wait_s": waited,
         "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
-        **stats("", warm), **stats("cold_", cold)}
+        **stats("", warm), **stats("cold_", cold), **stats("all_", cold + warm)}
+    if after_start_s is not None:
+        line["after_start_s"] = after_start_s
     # The source's part (client stamp -> MariaDB acknowledged the INSERT), all rows: the
     # streamer can't read a row before it is committed.
     source = stats("source_", [v for part in loader.source_ms for v in part])
@@ -277,6 +289,9 @@ def main(argv: List[str]) -> int:
                     help="the load's first seconds, reported apart as cold")
     ap.add_argument("--jit-warmup", type=int, metavar="TRANSACTIONS",
                     help="the streamer's warmup.transactions (default: its default; 0: none)")
+    ap.add_argument("--after-start", type=float, metavar="SECONDS",
+                    help="the restart pattern: start the load this long after the first probe "
+                    "row came through (shape latency-restart), not after the JIT warm-up")
     ap.add_argument("--results", help="JSON lines file to append the lines to")
     ap.add_argument("--consume", help=argparse.SUPPRESS)
     ap.add_argument("--namespace", help=argparse.SUPPRESS)
@@ -288,8 +303,10 @@ def main(argv: List[str]) -> int:
     labels = interpreter_of(args.python)  # the streamer's, as bench.suite's lines say it
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
+            shape = "latency" if args.after_start is None else "latency-restart"
             results.emit(dict(run(args.python, workdir, rate, args.seconds, args.warmup,
-                                  args.jit_warmup), shape="latency", **labels), args.results)
+                                  args.jit_warmup, args.after_start), shape=shape, **labels),
+                         args.results)
     return 0
 
 

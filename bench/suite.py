@@ -220,16 +220,23 @@ def measure_txn(python: str, system: bool, seconds: float, workdir: str,
     return rec
 
 
+# The restart pattern's load starts this long after the first probe row (bench.latency).
+RESTART_AFTER_S = 1.5
+
+
 def measure_latency(python: str, rate: float, args: argparse.Namespace,
-                    workdir: str) -> Dict[str, Any]:
-    """Fixed-rate single-row transactions against the streamer under ``python`` (bench.latency)."""
+                    workdir: str, after_start_s: Optional[float] = None) -> Dict[str, Any]:
+    """Fixed-rate single-row transactions against the streamer under ``python`` (bench.latency);
+    with ``after_start_s``, the restart pattern (shape latency-restart)."""
     out = latency.run(python, workdir, rate, args.latency_seconds, args.latency_warmup,
-                      args.jit_warmup)
-    rec = {"shape": "latency", "python": _label(python), **interpreter_of(python), **out,
+                      args.jit_warmup, after_start_s)
+    shape = "latency" if after_start_s is None else "latency-restart"
+    rec = {"shape": shape, "python": _label(python), **interpreter_of(python), **out,
            "repeat": 1}
-    print(f"bench: latency {rec['interpreter']} at {rate:g} rows/s ({out['rows_s']} achieved): "
+    print(f"bench: {shape} {rec['interpreter']} at {rate:g} rows/s ({out['rows_s']} achieved): "
           f"p50 {out['p50_ms']} ms, p99 {out['p99_ms']} ms, p99.9 {out['p999_ms']} ms, max "
-          f"{out['max_ms']} ms; cold p99 {out['cold_p99_ms']} ms, max {out['cold_max_ms']} ms "
+          f"{out['max_ms']} ms; cold p99 {out['cold_p99_ms']} ms, max {out['cold_max_ms']} ms; "
+          f"all max {out['all_max_ms']} ms, {out['all_over_100ms_pct']} % over 100 ms "
           f"(JIT warm-up: {out['jit_warmup_transactions']} transactions)", flush=True)
     return rec
 
@@ -452,6 +459,8 @@ def _measure(args: argparse.Namespace) -> int:
                 records.extend(measure_floor(args.python[0], rate, args, checkpoint=True)
                                for rate in args.latency_rate)
                 records.extend(measure_latency(p, rate, args, workdir)
+                               for p in args.python for rate in args.latency_rate)
+                records.extend(measure_latency(p, rate, args, workdir, RESTART_AFTER_S)
                                for p in args.python for rate in args.latency_rate)
             if not (args.no_live or args.no_rate_live):
                 records.extend(measure_live(p, args, workdir) for p in args.python)

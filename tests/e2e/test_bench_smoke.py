@@ -257,6 +257,13 @@ def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_
     # Its own group in bench-compare, apart from other rates and the floor.
     assert compare.group_of(lat)[0] == "latency@100/s/quick" and compare.group_of(floors[0])[0] == "floor@0/s/quick"
     assert "live latency at a fixed rate" in done.stdout
+    # The restart pattern: the same load, started 1.5 s after the first probe row, whatever the
+    # warm-up is doing; its whole distribution, first second included, is in all_*.
+    (restart,) = [r for r in lines if r["shape"] == "latency-restart"]
+    assert restart["after_start_s"] == 1.5 and restart["jit_warmup_wait_s"] == 1.5
+    assert restart["rows"] >= 200 and 0 < restart["all_p50_ms"] <= restart["all_max_ms"]
+    assert restart["all_max_ms"] >= max(restart["max_ms"], restart["cold_max_ms"])
+    assert compare.group_of(restart)[0] == "latency-restart@100/s/quick"
 
 
 def test_engine_compares_two_commits_cpu_per_row_without_kafka(tmp_path):
