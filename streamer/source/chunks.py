@@ -356,8 +356,6 @@ class ServerRead:
 
     def __init__(self, conn: Any, d: Described, last: Optional[Sequence[str]],
                  condition: Optional[str], limit: int, timeout_s: float = 0.0) -> None:
-        import pymysql.cursors
-
         self.conn = conn
         self.d = d
         self.limit = limit
@@ -368,8 +366,7 @@ class ServerRead:
         if timeout_s:
             from streamer.source import server
             sql = time_limited(sql, timeout_s, server.is_mariadb(conn))
-        self.cur = conn.cursor(pymysql.cursors.SSCursor)
-        self.cur.execute(sql)
+        self.result = conn.unbuffered(sql)  # source.textrows
         self.keys: List[tuple] = []  # the chunk key's values, as read, of the last fetch's rows
         self.last_read: Optional[tuple] = None
         self.given = 0
@@ -381,7 +378,7 @@ class ServerRead:
         # The SELECT asks for one row more than the chunk: that row, if it comes, says more
         # chunks follow, and is not handed out.
         want = min(n, self.limit - self.given + 1)
-        raw = self.cur.fetchmany(want)
+        raw = self.result.read_rows(want)
         if len(raw) < want:
             self.done = self.final = True
         if self.given + len(raw) > self.limit:
@@ -409,7 +406,7 @@ class ServerRead:
         import pymysql
 
         try:
-            self.cur.close()
+            self.result.close()
         except pymysql.err.Error:
             pass  # the connection broke: the next statement on it says so
 

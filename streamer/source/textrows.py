@@ -105,6 +105,29 @@ class FastResult(MySQLResult):
             read = self._row_read = row_reader(self.converters)
         return read(packet._data)
 
+    def read_rows(self, n: int) -> List[tuple]:
+        """Up to ``n`` more rows of an unbuffered result, in one loop; fewer once it ended."""
+        rows: List[tuple] = []
+        if not self.unbuffered_active:
+            return rows
+        read = self._row_read
+        if read is None:
+            read = self._row_read = row_reader(self.converters)
+        read_packet = self.connection._read_packet
+        while len(rows) < n:
+            packet = read_packet()  # an error packet raises, and ends the result
+            if self._check_packet_is_eof(packet):
+                self.unbuffered_active = False
+                self.connection = None
+                break
+            rows.append(read(packet._data))
+        return rows
+
+    def close(self) -> None:
+        """Read what is left of an unbuffered result, so the connection can be used again."""
+        if self.unbuffered_active:
+            self._finish_unbuffered_query()
+
     def _read_rowdata_packet(self) -> None:
         read_packet = self.connection._read_packet
         read = row_reader(self.converters)
@@ -121,6 +144,12 @@ class FastResult(MySQLResult):
 
 class RowsConnection(Connection):
     """A connection whose results are FastResults (a snapshot's chunk reader)."""
+
+    def unbuffered(self, sql: str) -> FastResult:
+        """``sql``'s result, its rows read from the server as they are asked for
+        (``FastResult.read_rows``)."""
+        self.query(sql, unbuffered=True)
+        return self._result
 
     def _read_query_result(self, unbuffered: bool = False) -> Any:
         self._result = None

@@ -25,14 +25,11 @@ class Server:
         self.fail_after = fail_after
         self.closed = 0
 
-    def cursor(self, kind=None):
-        assert kind is pymysql.cursors.SSCursor
+    def unbuffered(self, sql):
+        self.sql.append(sql)
         return self
 
-    def execute(self, sql):
-        self.sql.append(sql)
-
-    def fetchmany(self, n):
+    def read_rows(self, n):
         if self.fail_after is not None and self.fail_after <= 0:
             raise pymysql.err.ProgrammingError(1146, "Table 'shop.t' doesn't exist")
         out, self.rows = self.rows[:n], self.rows[n:]
