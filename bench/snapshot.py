@@ -4,7 +4,8 @@ with nothing else running.
 The table is loaded once (outside the binlog: a snapshot reads tables, not the log), then each
 interpreter snapshots it into a namespace of its own. The rate is the rows the streamer reported
 over the seconds between its log's "begins" and "done" lines; CPU seconds are the whole process's
-(start-up included); peak RSS is VmHWM, and ``rss_growth_mb`` how much RSS grew over the second
+(start-up included), and ``{server}_cores`` what each local server used from launch to done;
+peak RSS is VmHWM, and ``rss_growth_mb`` how much RSS grew over the second
 half of the snapshot (a flat line holds memory to one chunk, whatever the table's size).
 """
 from __future__ import annotations
@@ -90,6 +91,8 @@ def run(python: str, db: str, rows: int, workdir: str,
     log_path = os.path.join(workdir, f"{ns}.log")
     samples: List[Tuple[float, float]] = []
     launched = time.time()
+    servers = CpuWindow(CpuWindow.servers())
+    used: Dict[str, Optional[float]] = {}
     try:
         with Streamer(python, cfg_path, log_path, []) as streamer:
             deadline = time.monotonic() + 1800
@@ -101,6 +104,7 @@ def run(python: str, db: str, rows: int, workdir: str,
                 with open(log_path, "rb") as fh:
                     log = fh.read()
                 if b" done: " in log:
+                    used = servers.stop()
                     break
                 if time.monotonic() > deadline:
                     raise BenchError(f"the snapshot did not finish in 30 min (log {log_path})")
@@ -129,7 +133,10 @@ def run(python: str, db: str, rows: int, workdir: str,
             "cpu_us_per_row": None if cpu is None else round(cpu / rows * 1e6, 2),
             "rss_mb": round(streamer.rss_mb, 1),
             "rss_growth_mb": round(max(second) - max(first), 1) if first and second else None,
-            "chunk_rows": chunk_rows or 10000}
+            "chunk_rows": chunk_rows or 10000,
+            # What the servers took of the two cores from launch to done: what the streamer
+            # could not have had (the snapshot's SELECTs and Kafka's appends).
+            **{k: v for k, v in used.items() if k.endswith("_cores") and v is not None}}
 
 
 def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,

@@ -12,6 +12,8 @@ are PyMySQL's, to the value (tests/unit/source/test_textrows.py compares both on
 from __future__ import annotations
 
 import datetime
+import decimal
+import sys
 from typing import Any, Callable, List, Optional, Tuple
 
 from pymysql import converters
@@ -50,8 +52,34 @@ def fast_timedelta(text: str) -> Any:
         return converters.convert_timedelta(text)
 
 
+def decimal_reader(pure: Any) -> Callable[[str], Any]:
+    """``[-]digits[.digits]`` (how the server writes a DECIMAL) read into ``pure.Decimal``, the
+    pure-Python decimal module's, as ``Decimal(text)`` reads it. That parses its text with a
+    regular expression (PyPy, warm: 0.47 µs a value); built from (sign, digits, exponent) it is
+    the same value, digits and exponent alike, in 0.05 µs. A text the server could not have
+    written goes to Decimal itself."""
+    triple = pure._dec_from_triple
+    parse = pure.Decimal
+
+    def fast_decimal(text: str) -> Any:
+        negative = text[:1] == "-"
+        whole, _, frac = (text[1:] if negative else text).partition(".")
+        body = whole + frac
+        if whole and body.isascii() and body.isdigit():
+            return triple(1 if negative else 0, body.lstrip("0") or "0", -len(frac))
+        return parse(text)
+    return fast_decimal
+
+
+# PyPy's decimal is the pure-Python one (it star-imports _pydecimal); CPython's C Decimal parses
+# its text fast and is left to do so.
+_PURE = sys.modules.get("_pydecimal")
+fast_decimal = (decimal_reader(_PURE) if _PURE is not None and decimal.Decimal is _PURE.Decimal
+                else decimal.Decimal)
+
 FASTER = {converters.convert_datetime: fast_datetime,
-          converters.convert_timedelta: fast_timedelta}
+          converters.convert_timedelta: fast_timedelta,
+          decimal.Decimal: fast_decimal}
 
 
 def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes], tuple]:
