@@ -7,6 +7,7 @@ import pymysql
 
 from streamer import config
 from streamer.codec.decode import Decoder
+from streamer.engine import snapshot
 from streamer.engine.snapshot import Chunk, Snapshots, job
 from streamer.engine.stages.snapshot import SHARE_S, SnapshotStage
 from streamer.position import Position
@@ -24,12 +25,14 @@ class Server:
         self.sql = []
         self.fail_after = fail_after
         self.closed = 0
+        self.asked = []  # each read_rows's n
 
     def unbuffered(self, sql):
         self.sql.append(sql)
         return self
 
     def read_rows(self, n):
+        self.asked.append(n)
         if self.fail_after is not None and self.fail_after <= 0:
             raise pymysql.err.ProgrammingError(1146, "Table 'shop.t' doesn't exist")
         out, self.rows = self.rows[:n], self.rows[n:]
@@ -104,10 +107,10 @@ class Reader:
         return self.arrived.pop(0) if self.arrived else False
 
 
-def _stage(context, tables):
+def _stage(context, tables, slice_rows=2):
     context.policy.reader = Reader()
     cfg = config.build({"mysql": {"server_id": 9}, "tables": {"include": ["shop.*"]},
-                        "snapshot": {"chunk_rows": 10, "slice_rows": 2}})
+                        "snapshot": {"chunk_rows": 10, "slice_rows": slice_rows}})
     snaps = Snapshots(cfg, "pw", TableFilter(["shop.*"], []), clock=context.clock,
                       tables=lambda: tables)
     stage = SnapshotStage(context, snaps, SimpleNamespace(claim=lambda *a: None), Position("f", 4))
@@ -134,6 +137,22 @@ def test_the_stage_reads_until_changes_arrive_and_writes_the_high_mark_once_read
     assert [k for (k,) in snaps.chunk.rows] == list(range(1, 8))
     assert tables.marks == [snaps.chunk.low, snaps.chunk.high] and snaps.chunk.reading is None
     assert snaps.chunk.final and snaps.chunk.last_key == ["7"]
+
+
+def test_a_slice_is_read_in_batches_each_kept_before_the_next_is_read(ctx, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(snapshot, "READ_BATCH", 3)
+    tables = Tables(range(1, 13))
+    ctx, snaps, stage = _stage(ctx, tables, slice_rows=8)
+    kept = []
+    add = Chunk.add
+    monkeypatch.setattr(Chunk, "add", lambda chunk, rows, keys=None: (
+        kept.append(len(chunk.rows)), add(chunk, rows, keys)))
+    assert snaps.step()  # one slice: 8 rows, in batches of 3, 3 and 2
+    assert tables.server.asked == [3, 3, 2] and kept == [0, 3, 6]
+    assert [k for (k,) in snaps.chunk.rows] == list(range(1, 9))
+    assert not snaps.step()  # the rest: rows 9 and 10, and the one that says more follow
+    assert tables.server.asked[3:] == [3] and len(snaps.chunk.rows) == 10
+    assert snaps.chunk.reading is None and len(tables.marks) == 2
 
 
 def test_a_table_dropped_while_its_chunk_is_read_ends_its_snapshot_and_the_stream_goes_on(
