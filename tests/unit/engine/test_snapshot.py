@@ -136,6 +136,26 @@ def test_the_window_drops_changed_keys_and_the_chunk_lands_at_its_high_watermark
     assert publisher.log[0][1].snapshot is None
 
 
+def test_a_chunk_of_a_version_announced_at_its_high_mark_is_framed_by_the_registry(
+        snapshot_streamer):
+    # Chunk 2 is read again after the ALTER, with a version no table map announced yet: its
+    # rows are encoded as they are read, but its messages must carry the frame the registry gives
+    # when the version is announced, at the high mark, keys and values alike.
+    from tests.unit.engine.test_engine import FramingRegistry
+
+    tables = Tables([CHUNK1, CHUNK2_OLD, CHUNK2_NEW], [shop_t(False), shop_t(False), shop_t(True)])
+    streamer, publisher = snapshot_streamer(tables)
+    streamer.schema_registry = registry = FramingRegistry()
+    replay(streamer, publisher)
+    frame = {name: b"\x00" + registry.ids[f"ns.shop.t-{name}"].to_bytes(4, "big")
+             for name in ("key", "value")}
+    reads = [(key, value) for topic, key, value in publisher.messages()
+             if topic == "ns.shop.t" and value is not None]
+    assert len(reads) == 14  # 10 changes and 4 snapshot rows, 2 of them from chunk 2
+    for key, value in reads:
+        assert (key[:5], value[:5]) == (frame["key"], frame["value"])
+
+
 def test_watermarks_of_a_chunk_that_went_with_a_crash_match_nothing(snapshot_streamer):
     # A run whose marks differ from the recording's: its watermarks never come back, so its
     # chunk never lands, and the old ones publish nothing.
