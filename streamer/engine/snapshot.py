@@ -60,10 +60,9 @@ def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
 
 
 # A slice is read READ_BATCH rows at a time, each batch converted and kept before the next is
-# read: the values a row is read through (its packet, fields, tuple, dict) die young. Read a
-# slice of 1000 at once, a minor collection mostly found hundreds of rows in flight and copied
-# them out of the nursery: on the wide table (PyPy, 8 MB nursery), 2.9 s of GC per 1M rows
-# against 1.5 s in batches of 50-100, and 97k against 125k rows/s (docs/benchmarks.md).
+# read: the values a row is read through (its packet, fields, tuple) die young. Read a slice of
+# 1000 at once, a minor collection mostly found hundreds of rows in flight and copied them out
+# of the nursery (docs/benchmarks.md, "Where a wide snapshot's time goes").
 READ_BATCH = 64
 
 
