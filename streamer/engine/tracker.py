@@ -37,7 +37,7 @@ class Tracker:
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
-                 "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes")
+                 "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes", "start")
 
     def __init__(self, start: Position, by_gtid: bool = False,
                  holes: Optional[Dict[str, List[Tuple[int, int]]]] = None):
@@ -50,6 +50,7 @@ class Tracker:
         self.in_tx = False
         self.server_id = start.server_id
         self.server_uuid = start.server_uuid
+        self.start = start  # where to resume until the transaction it is inside begins again
         self.txid = ""
         # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
@@ -176,6 +177,15 @@ class Tracker:
         return self.file, self.tx_start, self.tx_rows
 
     def position(self) -> Position:
+        if self.skip and not self.in_tx:
+            # Resumed by file inside a transaction that has not begun again yet: nothing was
+            # read since the start, which is still where to resume, its skip included. (A
+            # checkpoint here, a clean stop right after a start, once said rows 0 and the next
+            # run published the skipped rows again.)
+            s = self.start
+            return Position(s.file, s.pos, s.gtid_set, s.rows, s.server_id,
+                            transaction=s.transaction, tx_gtid=s.tx_gtid,
+                            server_uuid=s.server_uuid, xa=self._xa())
         if self.resume_gtid is not None and not self.in_tx:
             # The transaction to skip into has not come yet (another domain's came first): a
             # restart must resume by GTID set again and still skip into it. (Inside that other
