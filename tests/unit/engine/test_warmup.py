@@ -3,6 +3,7 @@ MySQL server or a Kafka broker: the live reader is one as a connected reader loo
 warm-up's publisher runs on librdkafka's in-process mock cluster, as in production."""
 import logging
 import socket
+import threading
 import time
 
 import pytest
@@ -215,6 +216,29 @@ def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, capl
     assert warm.run(live(), published=50)
     assert warm.slices == 0 and warm.done
     assert "JIT warm-up not needed: 50 changes already streamed" in caplog.text
+
+
+def test_a_warm_up_overtaken_by_the_live_stream_does_not_wait_for_its_mock_cluster_to_close(
+        live, monkeypatch):
+    # Measured at 5k rows/s after a restart: the live stream stood still ~0.2 s, the close.
+    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
+    reader = live()
+    monkeypatch.setattr(type(reader), "more_arrived", lambda self: True)
+    assert not run_made(warm, reader)  # made, one slice run, the stream has more
+    publisher = warm.publisher
+    closing = threading.Event()
+    real_close = type(publisher).close
+
+    def slow_close(self, *args, **kwargs):
+        closing.wait(10)
+        return real_close(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(publisher), "close", slow_close)
+    assert warm.run(reader, published=3 * warmup.SLICE)  # over, and back at once
+    assert warm.done and warm.publisher is None and warm.closing.is_alive()
+    closing.set()
+    warm.closing.join(10)
+    assert not warm.closing.is_alive()
 
 
 def test_a_failing_warm_up_is_a_warning_and_streaming_goes_on(caplog):
