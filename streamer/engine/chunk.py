@@ -2,7 +2,7 @@
 watermark algorithm around it)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from streamer.position import GtidSet
 from streamer.schema.versions import TableVersion
@@ -15,11 +15,17 @@ class Chunk:
     read after its change stays out too. From its high mark (``land``) its rows are published a
     slice at a time, in key order (``next_rows``), with the window still open: a change of a row
     not published yet takes it out, as in the window. A commit between slices checkpoints the
-    chunk's progress up to the last row published (``done_key``)."""
+    chunk's progress up to the last row published (``done_key``).
+
+    A read whose rows come as the server sent them (``reading.unpack``) has them held so, keyed by
+    their chunk key as read and converted as ``convert`` would (``key_of``), and unpacked and
+    converted as they are published: until its high mark a row is one object, not a dozen
+    (docs/benchmarks.md, "Rows held as read"). When a key column's value can't be converted on
+    its own (``TableVersion.alone``), each row is unpacked and converted as it is read instead."""
 
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
                  "final", "low_set", "high_set", "reading", "changed", "raw_keys", "literals",
-                 "order", "at", "sent", "parts")
+                 "order", "at", "sent", "parts", "unpack", "key_of", "held")
 
     def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
                  key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
@@ -47,10 +53,19 @@ class Chunk:
         self.at = 0
         self.sent = 0
         self.parts: Any = None
+        self.unpack = getattr(reading, "unpack", None)
+        self.key_of = self.held = None
+        if self.unpack is not None:
+            self.held, self.key_of = _key_converter(tv, reading)
 
-    def add(self, rows: List[Dict[str, Any]], keys: Optional[List[tuple]] = None) -> None:
-        """Rows read (and their chunk key as read): converted in place, and kept unless the
-        window changed their key."""
+    def add(self, rows: List[Any], keys: Optional[List[tuple]] = None) -> None:
+        """Rows read (and their chunk key as read), kept unless the window changed their key:
+        as read, or converted in place."""
+        unpack = self.unpack
+        if unpack is not None:
+            if self.held:
+                return self._hold(rows, keys or [])
+            rows = [unpack(r) for r in rows]
         convert = self.tv.convert
         names = self.key_names
         changed = self.changed
@@ -64,12 +79,24 @@ class Chunk:
             if keys is not None:
                 raw_keys[key] = keys[i]
 
+    def _hold(self, rows: List[Any], keys: List[tuple]) -> None:
+        key_of = self.key_of
+        changed = self.changed
+        by_key = self.rows
+        raw_keys = self.raw_keys
+        for i, row in enumerate(rows):
+            raw = keys[i]
+            key = raw if key_of is None else key_of(raw)
+            if key not in changed:
+                by_key[key] = row
+            raw_keys[key] = raw
+
     def land(self, parts: Any) -> None:
         """At the high mark: the rows left are published from here on, with ``parts``."""
         self.parts = parts
         self.order = list(self.rows)
 
-    def next_rows(self, n: Optional[int]) -> List[Dict[str, Any]]:
+    def next_rows(self, n: Optional[int]) -> Iterable[Dict[str, Any]]:
         """The next ``n`` rows to publish (None: all that are left), less those changed since."""
         order = self.order
         assert order is not None
@@ -77,7 +104,18 @@ class Chunk:
         end = len(order) if n is None or self.literals is None else min(i + n, len(order))
         self.at = end
         rows = self.rows
-        return [rows[k] for k in order[i:end] if k in rows]
+        out = [rows[k] for k in order[i:end] if k in rows]
+        return self._converted(out) if self.held else out
+
+    def _converted(self, held: List[Any]) -> Iterator[Dict[str, Any]]:
+        """Rows held as read, each unpacked and converted as it is asked for: a slice of them
+        made dicts at once would all be alive at the next minor collection."""
+        unpack = self.unpack
+        convert = self.tv.convert
+        for row in held:
+            values = unpack(row)
+            convert(values)
+            yield values
 
     def published_all(self) -> bool:
         return self.order is not None and self.at >= len(self.order)
@@ -98,3 +136,31 @@ class Chunk:
         if self.reading is not None:
             self.reading.close()
             self.reading = None
+
+
+def _key_converter(tv: TableVersion, reading: Any) -> Tuple[bool, Any]:
+    """(whether rows can be held as read, the function from a chunk key as read to the key
+    ``remove`` is given, or None when they are the same): what ``unpack`` then ``tv.convert``
+    do to each key column's value, column by column."""
+    steps = []
+    for name, shape in zip(reading.d.chunk_key, reading.key_shapers):
+        alone = tv.alone(name)
+        if alone is None:
+            return False, None
+        steps.append((shape, alone[0], alone[1]))
+    if not any(shape or conv or branch for shape, conv, branch in steps):
+        return True, None
+
+    def key_of(raw: tuple) -> tuple:
+        out = []
+        for v, (shape, conv, branch) in zip(raw, steps):
+            if v is not None and shape is not None:
+                v = shape(v)
+            if v is not None:
+                if conv is not None:
+                    v = conv(v)
+                if branch is not None:
+                    v = (branch, v)
+            out.append(v)
+        return tuple(out)
+    return True, key_of

@@ -273,6 +273,21 @@ class TableVersion:
                         none_sources is not None and none_sources.get(name) == "empty set")):
                     values[name] = ("string", empty) if nullable else empty
 
+    def alone(self, mysql_name: str) -> Optional[Tuple[Optional[Callable[[Any], Any]], Any]]:
+        """How ``convert`` turns the column's value, from that value alone: (converter, union
+        branch), each None when not applied. None when its published value also depends on
+        more than that (masked with null, or a SET whose empty value is filled in)."""
+        if any(m == mysql_name for m, _ in self.nulled):
+            return None
+        name, conv, branch = mysql_name, None, None
+        for m, n, c, b in self.conversions:
+            if m == mysql_name:
+                name, conv, branch = n, c, b
+                break
+        if any(n == name for n, _, _ in self.empty_set_columns):
+            return None
+        return conv, branch
+
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if self.key_writer is None:
             return None

@@ -307,26 +307,31 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
     return rows, new_last, final
 
 
-def _shaped(raw: Sequence[tuple], names: List[str], fix: List[Tuple[int, Callable[[Any], Any]]]
-            ) -> List[Dict[str, Any]]:
-    rows = []
-    for r in raw:
-        values = list(r)
-        for i, shape in fix:
-            if values[i] is not None:
-                values[i] = shape(values[i])
-        rows.append(dict(zip(names, values)))
-    return rows
+Fixes = List[Tuple[int, Callable[[Any], Any]]]
+
+
+def _shaped(raw: Sequence[tuple], names: List[str], fix: Fixes) -> List[Dict[str, Any]]:
+    return [_shaped_row(r, names, fix) for r in raw]
+
+
+def _shaped_row(row: tuple, names: List[str], fix: Fixes) -> Dict[str, Any]:
+    values = list(row)
+    for i, shape in fix:
+        if values[i] is not None:
+            values[i] = shape(values[i])
+    return dict(zip(names, values))
 
 
 class ListRead:
     """A chunk read already, handed out ``fetch(n)`` rows at a time: read-only mode reads a chunk
     whole, inside one consistent-snapshot transaction (``TableReader.read_at_position``), and the
     engine's tests hand out what they hold. ``ServerRead`` says what the attributes mean; a
-    chunk read whole has no keys as read, so it is published whole too."""
+    chunk read whole has no keys as read, so it is published whole too. Its rows are dicts
+    already (``unpack`` None)."""
 
     keys = None
     literals = None
+    unpack = None
 
     def __init__(self, rows: List[Dict[str, Any]], last_key: Optional[List[str]],
                  final: bool) -> None:
@@ -352,7 +357,12 @@ class ServerRead:
     rows at a time. ``done`` once the chunk's last row was handed out; then ``last_key`` holds the
     SQL literals of that row's key (or the previous chunk's, for an empty one) and ``final``
     whether it was the table's last chunk. The server takes the SELECT's consistent read when it
-    starts: whatever pace the rows are read at, they are the table as it was then."""
+    starts: whatever pace the rows are read at, they are the table as it was then.
+
+    ``fetch`` hands out the rows as the server sent them, with their chunk keys read (``keys``),
+    and ``unpack`` makes one a binlog-shaped dict: a chunk holds its rows until its high mark, and
+    a row held as its one packet, not as a dict of values, is one object for the garbage collector
+    to copy out of the nursery instead of a dozen (docs/benchmarks.md, "Rows held as read")."""
 
     def __init__(self, conn: Any, d: Described, last: Optional[Sequence[str]],
                  condition: Optional[str], limit: int, timeout_s: float = 0.0) -> None:
@@ -362,11 +372,16 @@ class ServerRead:
         self.names = [c.name for c in d.columns]
         self.key_at = [self.names.index(k) for k in d.chunk_key]
         self.fix = shapers(d.columns, d.schema, d.table)
+        fixes = dict(self.fix)
+        # What _shaped does to each chunk key column's value (engine.chunk keys rows by it).
+        self.key_shapers = [fixes.get(i) for i in self.key_at]
         sql = chunk_sql(d, last, condition, limit + 1)
         if timeout_s:
             from streamer.source import server
             sql = time_limited(sql, timeout_s, server.is_mariadb(conn))
         self.result = conn.unbuffered(sql)  # source.textrows
+        self.read = self.result.reader()
+        self.read_key = self.result.key_reader(self.key_at)
         self.keys: List[tuple] = []  # the chunk key's values, as read, of the last fetch's rows
         self.last_read: Optional[tuple] = None
         self.given = 0
@@ -374,26 +389,30 @@ class ServerRead:
         self.final = False
         self.done = False
 
-    def fetch(self, n: int) -> List[Dict[str, Any]]:
+    def fetch(self, n: int) -> List[Any]:
         # The SELECT asks for one row more than the chunk: that row, if it comes, says more
         # chunks follow, and is not handed out.
         want = min(n, self.limit - self.given + 1)
-        raw = self.result.read_rows(want)
+        raw = self.result.read_payloads(want)
         if len(raw) < want:
             self.done = self.final = True
         if self.given + len(raw) > self.limit:
             raw = raw[:self.limit - self.given]
             self.done, self.final = True, False
         self.given += len(raw)
-        key_at = self.key_at
-        self.keys = [tuple([r[i] for i in key_at]) for r in raw]
+        read_key = self.read_key
+        self.keys = [read_key(r) for r in raw]
         if raw:
             self.last_read = self.keys[-1]
         if self.done:
             self.close()
             if self.last_read is not None:
                 self.last_key = self.literals(self.last_read)
-        return _shaped(raw, self.names, self.fix)
+        return raw
+
+    def unpack(self, payload: Any) -> Dict[str, Any]:
+        """A row ``fetch`` handed out, as the binlog reader shapes it: a dict by column name."""
+        return _shaped_row(self.read(payload), self.names, self.fix)
 
     def literals(self, key: tuple) -> List[str]:
         """The SQL literals of a row's chunk key, as ``keys`` holds it: where a chunk after that

@@ -128,19 +128,31 @@ class FastResult(MySQLResult):
     _row_read: Optional[Callable[[bytes], tuple]] = None
 
     def _read_row_from_packet(self, packet: Any) -> tuple:
+        return self.reader()(packet._data)
+
+    def reader(self) -> Callable[[bytes], tuple]:
+        """The function that reads one of this result's row packets into PyMySQL's tuple."""
         read = self._row_read
         if read is None:
             read = self._row_read = row_reader(self.converters)
-        return read(packet._data)
+        return read
 
-    def read_rows(self, n: int) -> List[tuple]:
-        """Up to ``n`` more rows of an unbuffered result, in one loop; fewer once it ended."""
-        rows: List[tuple] = []
+    def key_reader(self, indexes: List[int]) -> Callable[[bytes], tuple]:
+        """The function that reads the values of the fields at ``indexes`` of a row packet, as
+        ``reader``'s would, without reading the fields after the last of them."""
+        read = row_reader(self.converters[:max(indexes) + 1])
+
+        def read_key(data: bytes) -> tuple:
+            row = read(data)
+            return tuple([row[i] for i in indexes])
+        return read_key
+
+    def read_payloads(self, n: int) -> List[bytes]:
+        """Up to ``n`` more row packets of an unbuffered result, as the server sent them (read
+        with ``reader``), in one loop; fewer once it ended."""
+        rows: List[bytes] = []
         if not self.unbuffered_active:
             return rows
-        read = self._row_read
-        if read is None:
-            read = self._row_read = row_reader(self.converters)
         read_packet = self.connection._read_packet
         while len(rows) < n:
             packet = read_packet()  # an error packet raises, and ends the result
@@ -148,7 +160,7 @@ class FastResult(MySQLResult):
                 self.unbuffered_active = False
                 self.connection = None
                 break
-            rows.append(read(packet._data))
+            rows.append(packet._data)
         return rows
 
     def close(self) -> None:
@@ -175,7 +187,7 @@ class RowsConnection(Connection):
 
     def unbuffered(self, sql: str) -> FastResult:
         """``sql``'s result, its rows read from the server as they are asked for
-        (``FastResult.read_rows``)."""
+        (``FastResult.read_payloads``)."""
         self.query(sql, unbuffered=True)
         return self._result
 

@@ -18,20 +18,27 @@ from tests.unit.engine.test_stages import ctx  # noqa: F401 - the fixture
 
 
 class Server:
-    """An unbuffered result in memory: ``fetchmany`` hands out the SELECT's rows in order."""
+    """An unbuffered result in memory: ``read_payloads`` hands out the SELECT's rows in order,
+    each a tuple already (its ``reader`` reads it as it is)."""
 
     def __init__(self, rows, fail_after=None):
         self.rows = list(rows)
         self.sql = []
         self.fail_after = fail_after
         self.closed = 0
-        self.asked = []  # each read_rows's n
+        self.asked = []  # each read_payloads's n
 
     def unbuffered(self, sql):
         self.sql.append(sql)
         return self
 
-    def read_rows(self, n):
+    def reader(self):
+        return tuple
+
+    def key_reader(self, indexes):
+        return lambda row: tuple(row[i] for i in indexes)
+
+    def read_payloads(self, n):
         self.asked.append(n)
         if self.fail_after is not None and self.fail_after <= 0:
             raise pymysql.err.ProgrammingError(1146, "Table 'shop.t' doesn't exist")
@@ -52,7 +59,7 @@ def _read(rows, limit, slice_rows):
     read = chunks.ServerRead(server, shop_t(False), ["0"], None, limit)
     got = []
     while not read.done:
-        got.append([r["id"] for r in read.fetch(slice_rows)])
+        got.append([read.unpack(r)["id"] for r in read.fetch(slice_rows)])
     return got, read, server
 
 
@@ -223,3 +230,76 @@ def test_a_statement_on_the_table_while_its_chunk_goes_out_reads_on_after_what_w
     snaps.on_query("ALTER TABLE t ADD COLUMN n INT")
     assert snaps.queue[0]["last_key"] == ["2"] and snaps.rows == 2
     assert "WHERE" in tables.server.sql[-1] and "2" in tables.server.sql[-1].split("WHERE")[1]
+
+
+
+def _tv(described):
+    from streamer.schema.versions import TableCatalog
+
+    return TableCatalog("ns", TableFilter(["shop.*"], [])).snapshot_version(described)
+
+
+def _converted(tv, row):
+    values = dict(row)
+    tv.convert(values)
+    return values
+
+
+def _two_chunks(tv, described, rows, changed):
+    """The same rows read into a chunk that holds them as read and one that holds them as dicts
+    (as read-only mode's reads come), with the window's ``changed`` rows (converted, as the stage
+    hands a change's rows over) taken out of both, the first before the rows are read, the rest
+    after."""
+    server_read = chunks.ServerRead(Server(rows), described, None, None, 10)
+    list_read = chunks.ListRead([server_read.unpack(r) for r in rows], None, True)
+    changed = [_converted(tv, r) for r in changed]
+    out = []
+    for read in (server_read, list_read):
+        chunk = Chunk(job("1", "shop.ev", None), "L", "H", tv, described.chunk_key, {}, None,
+                      False, read)
+        for values in changed[:1]:
+            chunk.remove(values)
+        while not read.done:
+            chunk.add(read.fetch(2), read.keys)
+        for values in changed[1:]:
+            chunk.remove(values)
+        chunk.land(None)
+        out.append((chunk, list(chunk.next_rows(None))))
+    return out
+
+
+def test_rows_held_as_read_are_keyed_and_published_as_rows_converted_when_read():
+    import datetime
+
+    from pymysqlreplication.constants import FIELD_TYPE as T
+
+    # A DATETIME key: published as µs since the epoch, so the key a change takes out is that.
+    d = chunks.Described("shop", "ev", [
+        chunks.Column("at", T.DATETIME2, is_primary=True, nullable=False, unsigned=False, fsp=6),
+        chunks.Column("v", T.VARCHAR, character_set_name="utf8mb4", nullable=True,
+                      unsigned=False, is_primary=False)], ["at"], 4)
+    at = [datetime.datetime(2024, 1, 1, 0, 0, i, 5) for i in range(4)]
+    tv = _tv(d)
+    (held, got), (dicts, want) = _two_chunks(
+        tv, d, [(t, f"v{i}") for i, t in enumerate(at)],
+        [{"at": at[0], "v": "x"}, {"at": at[2], "v": "y"}])
+    assert held.held and held.key_of is not None and not dicts.held
+    assert got == want and [r["v"] for r in got] == ["v1", "v3"]
+    assert all(isinstance(r["at"], int) for r in got)
+    assert all(isinstance(r, tuple) for r in held.rows.values())  # held as read until then
+
+
+def test_a_key_column_not_converted_on_its_own_has_its_rows_converted_as_they_are_read():
+    from pymysqlreplication.constants import FIELD_TYPE as T
+
+    # A SET key: its empty value is filled in by convert, not by the column's converter alone.
+    d = chunks.Described("shop", "ev", [
+        chunks.Column("s", T.SET, is_primary=True, nullable=False, unsigned=False,
+                      set_values=("a", "b")),
+        chunks.Column("v", T.VARCHAR, character_set_name="utf8mb4", nullable=True,
+                      unsigned=False, is_primary=False)], ["s"], 3)
+    tv = _tv(d)
+    (held, got), (_, want) = _two_chunks(tv, d, [("", "v0"), ("a", "v1"), ("a,b", "v2")],
+                                         [{"s": {"a", "b"}, "v": "x"}])
+    assert held.held is False and got == want and [r["v"] for r in got] == ["v0", "v1"]
+    assert all(isinstance(r, dict) for r in held.rows.values())

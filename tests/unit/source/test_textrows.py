@@ -95,3 +95,22 @@ def _pymysql_short(data):
     class R:
         converters = PLAN[3:]
     return MySQLResult._read_row_from_packet(R(), MysqlPacket(data, "utf8"))
+
+
+class _Fields(textrows.FastResult):
+    """A result with PLAN's fields and no connection: its readers alone."""
+
+    unbuffered_active = False
+
+    def __init__(self):
+        self.converters = PLAN
+
+
+@pytest.mark.parametrize("indexes", [[0], [3], [5, 3], [0, 4, 7], [6]])
+def test_a_key_reader_reads_its_fields_as_the_whole_row_reader_does(indexes):
+    result = _Fields()
+    read, read_key = result.reader(), result.key_reader(indexes)
+    for row in ROWS:
+        data = b"".join(lenenc(v) for v in row)
+        whole = read(data)
+        assert read_key(data) == tuple(whole[i] for i in indexes)
