@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
+from streamer.errors import StreamerError
 from streamer.position import GtidSet
 from streamer.schema.versions import TableVersion
+
+
+class RowUnreadable(Exception):
+    """A row held as read failed to unpack or convert, unexpectedly (not a ``StreamerError``),
+    as it was published: where a row read as a dict would have failed as it was read, and ended
+    its table's snapshot (``Snapshots.abandon``)."""
 
 
 class Chunk:
@@ -113,8 +120,13 @@ class Chunk:
         unpack = self.unpack
         convert = self.tv.convert
         for row in held:
-            values = unpack(row)
-            convert(values)
+            try:
+                values = unpack(row)
+                convert(values)
+            except StreamerError:
+                raise
+            except Exception as exc:
+                raise RowUnreadable(exc) from exc
             yield values
 
     def published_all(self) -> bool:

@@ -40,7 +40,7 @@ import pymysql
 from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
 from streamer.config import Config
-from streamer.engine.chunk import Chunk
+from streamer.engine.chunk import Chunk, RowUnreadable
 from streamer.errors import SnapshotRefused, StreamerError
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
@@ -329,6 +329,20 @@ class Snapshots:
                           "chunk failed unexpectedly (request %s); ask again once the cause "
                           "is fixed", j["table"], j["id"])
             self._drop()
+
+    def abandon(self, chunk: Chunk, exc: RowUnreadable) -> None:
+        """A row of the chunk being published failed unexpectedly: the table's snapshot ends
+        there, as when reading it fails (``_guarded``), with the rows published so far; the
+        stream, and the next table's snapshot, go on."""
+        j = chunk.job
+        self.rows += chunk.sent
+        cause = exc.__cause__ or exc
+        log.error("snapshot of %s ends without its remaining rows: a row could not be read "
+                  "after %d of its rows were published (request %s): %s: %s; ask again once "
+                  "the cause is fixed", j["table"], j["rows"] + chunk.sent, j["id"],
+                  type(cause).__name__, cause, exc_info=cause, extra={"table": j["table"]})
+        self._drop()
+        self.pump()
 
     def _slice(self, j: Dict[str, Any], chunk: Chunk) -> None:
         reading = chunk.reading

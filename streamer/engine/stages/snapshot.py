@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from pymysqlreplication.event import QueryEvent
 
 from streamer.codec.avro import SNAPSHOT_BYTES
+from streamer.engine.chunk import RowUnreadable
 from streamer.engine.snapshot import Chunk, Snapshots
 from streamer.position import Position
 from streamer.source import signals
@@ -183,9 +184,14 @@ class SnapshotStage:
         produce = ctx.produce
         headers = tv.headers["r"]
         first = n = chunk.sent
-        for datum in chunk.next_rows(self.snaps.slice_rows):
-            produce(topic, encode(datum, mid, n, txid, flag), key(datum), headers)
-            n += 1
+        try:
+            for datum in chunk.next_rows(self.snaps.slice_rows):
+                produce(topic, encode(datum, mid, n, txid, flag), key(datum), headers)
+                n += 1
+        except RowUnreadable as exc:
+            self.snaps.published(chunk, n - first)
+            self.snaps.abandon(chunk, exc)
+            return n - first
         self.snaps.published(chunk, n - first)
         if chunk.published_all():
             self.snaps.finish(chunk, chunk.sent)

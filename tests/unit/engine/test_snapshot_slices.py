@@ -303,3 +303,51 @@ def test_a_key_column_not_converted_on_its_own_has_its_rows_converted_as_they_ar
                                          [{"s": {"a", "b"}, "v": "x"}])
     assert held.held is False and got == want and [r["v"] for r in got] == ["v0", "v1"]
     assert all(isinstance(r, dict) for r in held.rows.values())
+
+
+class _Failing(Server):
+    """A server whose rows read whole fail, unexpectedly, on the row with id ``bad``; its keys
+    read alone don't (a held row fails only as it is published)."""
+
+    def __init__(self, rows, bad, error):
+        super().__init__(rows)
+        self.bad, self.error = bad, error
+
+    def reader(self):
+        def read(row):
+            if row[0] == self.bad:
+                raise self.error
+            return tuple(row)
+        return read
+
+
+def test_a_held_row_that_fails_as_it_is_published_ends_its_tables_snapshot_not_the_stream(
+        ctx, caplog):  # noqa: F811
+    tables = Tables(range(1, 8))
+    tables.server = _Failing(tables.server.rows, 4, IndexError("bytes end early"))
+    ctx, snaps, stage = _stage(ctx, tables)
+    snaps.add("2", ["shop.t"], None)  # the next table's request (the same table, asked again)
+    stage.work()
+    chunk = snaps.window = snaps.chunk
+    assert chunk.held and stage.publish(chunk, None) == 2
+    assert stage.work() == 1  # row 3 went; row 4 failed: request 1 ends there
+    assert _read_keys(ctx) == [1, 2, 3]
+    assert "snapshot of shop.t ends without its remaining rows" in caplog.text
+    assert "after 3 of its rows were published (request 1): IndexError: bytes end early" \
+        in caplog.text
+    assert [j["id"] for j in snaps.queue] == ["2"] and snaps.done == 1 and snaps.rows == 3
+    assert snaps.chunk is not None and snaps.chunk.job["id"] == "2"  # the next one is read
+
+
+def test_a_streamer_error_of_a_held_row_still_stops_the_stream(ctx):  # noqa: F811
+    import pytest
+
+    from streamer.errors import UnsupportedValue
+
+    tables = Tables(range(1, 8))
+    tables.server = _Failing(tables.server.rows, 2, UnsupportedValue("a value out of range"))
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()
+    chunk = snaps.window = snaps.chunk
+    with pytest.raises(UnsupportedValue):
+        stage.publish(chunk, None)
