@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
+from streamer.codec.textavro import text_writer
 from streamer.errors import StreamerError
 from streamer.position import GtidSet
 from streamer.schema.versions import TableVersion
 
 
 class RowUnreadable(Exception):
-    """A row held as read failed to unpack or convert, unexpectedly (not a ``StreamerError``),
-    as it was published: where a row read as a dict would have failed as it was read, and ended
-    its table's snapshot (``Snapshots.abandon``)."""
+    """A row failed to unpack, convert or encode, unexpectedly (not a ``StreamerError``, which
+    names its fix and stops the stream as a binlog row's would), as it was published: its
+    table's snapshot ends there (``Snapshots.abandon``), as when reading it fails."""
 
 
 class Chunk:
@@ -20,7 +21,7 @@ class Chunk:
     (a ``source.chunks`` read) is set, its rows are still being read, a slice at a time
     (``Snapshots.step``); ``changed`` holds the keys the window's changes took out, so that a row
     read after its change stays out too. From its high mark (``land``) its rows are published a
-    slice at a time, in key order (``next_rows``), with the window still open: a change of a row
+    slice at a time, in key order (``messages``), with the window still open: a change of a row
     not published yet takes it out, as in the window. A commit between slices checkpoints the
     chunk's progress up to the last row published (``done_key``).
 
@@ -28,11 +29,13 @@ class Chunk:
     their chunk key as read and converted as ``convert`` would (``key_of``), and unpacked and
     converted as they are published: until its high mark a row is one object, not a dozen
     (docs/benchmarks.md, "Rows held as read"). When a key column's value can't be converted on
-    its own (``TableVersion.alone``), each row is unpacked and converted as it is read instead."""
+    its own (``TableVersion.alone``), each row is unpacked and converted as it is read instead.
+    Where the table version's columns allow it, a held row's message is written from its packet
+    (``codec.textavro``), never made a dict."""
 
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
                  "final", "low_set", "high_set", "reading", "changed", "raw_keys", "literals",
-                 "order", "at", "sent", "parts", "unpack", "key_of", "held")
+                 "order", "at", "sent", "parts", "unpack", "key_of", "held", "writer")
 
     def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
                  key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
@@ -61,9 +64,11 @@ class Chunk:
         self.sent = 0
         self.parts: Any = None
         self.unpack = getattr(reading, "unpack", None)
-        self.key_of = self.held = None
+        self.key_of = self.held = self.writer = None
         if self.unpack is not None:
             self.held, self.key_of = _key_converter(tv, reading)
+            if self.held and reading.plan is not None:
+                self.writer = text_writer(tv, reading.d, reading.plan, reading.fix)
 
     def add(self, rows: List[Any], keys: Optional[List[tuple]] = None) -> None:
         """Rows read (and their chunk key as read), kept unless the window changed their key:
@@ -103,16 +108,52 @@ class Chunk:
         self.parts = parts
         self.order = list(self.rows)
 
-    def next_rows(self, n: Optional[int]) -> Iterable[Dict[str, Any]]:
-        """The next ``n`` rows to publish (None: all that are left), less those changed since."""
+    def _next(self, n: Optional[int]) -> List[Any]:
+        """The next ``n`` rows to publish (None: all that are left), less those changed since,
+        as held."""
         order = self.order
         assert order is not None
         i = self.at
         end = len(order) if n is None or self.literals is None else min(i + n, len(order))
         self.at = end
         rows = self.rows
-        out = [rows[k] for k in order[i:end] if k in rows]
+        return [rows[k] for k in order[i:end] if k in rows]
+
+    def next_rows(self, n: Optional[int]) -> Iterable[Dict[str, Any]]:
+        """The next ``n`` rows to publish, as converted dicts."""
+        out = self._next(n)
         return self._converted(out) if self.held else out
+
+    def messages(self, n: Optional[int], row: int) -> Iterator[Tuple[bytes, Optional[bytes]]]:
+        """The (value, key) of the next ``n`` rows to publish, the first the chunk's ``row``:
+        written from the packets as read where the table version has a ``TextWriter``, else
+        from the rows as converted dicts. A row that can't be written, unexpectedly, raises
+        ``RowUnreadable``."""
+        mid, txid, flag = self.parts
+        writer = self.writer
+        if writer is not None:
+            write = writer.encode
+            for data in self._next(n):
+                try:
+                    message = write(data, mid, row, txid, flag)
+                except StreamerError:
+                    raise
+                except Exception as exc:
+                    raise RowUnreadable(exc) from exc
+                yield message
+                row += 1
+            return
+        encode = self.tv.envelope.encode_read
+        key = self.tv.key
+        for datum in self.next_rows(n):
+            try:
+                message = encode(datum, mid, row, txid, flag), key(datum)
+            except StreamerError:
+                raise
+            except Exception as exc:
+                raise RowUnreadable(exc) from exc
+            yield message
+            row += 1
 
     def _converted(self, held: List[Any]) -> Iterator[Dict[str, Any]]:
         """Rows held as read, each unpacked and converted as it is asked for: a slice of them

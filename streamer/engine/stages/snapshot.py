@@ -177,16 +177,13 @@ class SnapshotStage:
         ctx = self.ctx
         ctx.open()
         tv = chunk.tv
-        mid, txid, flag = chunk.parts
-        encode = tv.envelope.encode_read
-        key = tv.key
         topic = tv.topic
         produce = ctx.produce
         headers = tv.headers["r"]
         first = n = chunk.sent
         try:
-            for datum in chunk.next_rows(self.snaps.slice_rows):
-                produce(topic, encode(datum, mid, n, txid, flag), key(datum), headers)
+            for value, key in chunk.messages(self.snaps.slice_rows, n):
+                produce(topic, value, key, headers)
                 n += 1
         except RowUnreadable as exc:
             self.snaps.published(chunk, n - first)

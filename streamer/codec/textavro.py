@@ -1,0 +1,257 @@
+"""A snapshot row's message written straight from the text-protocol row packet the server sent.
+
+A chunk's rows come as text-protocol packets: per column a length-encoded string, the value as
+SELECT shows it (``source.textrows``). The general way to a message makes each packet a dict of
+Python values (decoded strings, datetimes, Decimals), converts them (``TableVersion.convert``)
+and encodes them again (``avro.EnvelopeWriter.encode_read``, the key writer): most of a wide
+row's time, and most of its garbage. For the columns whose Avro is a function of their text
+alone, ``TextWriter`` writes the value's and the key's Avro from the packet in one pass:
+
+- an integer (not BIGINT UNSIGNED): its digits are the number;
+- a text column the result sends as UTF-8: its bytes are the Avro string's bytes (validated as
+  UTF-8 unless they are ASCII, so a value the general way could not decode fails the same way);
+- a DECIMAL: its digits, without the point, are the unscaled number;
+- a DATETIME: the wall clock's fields, as µs since the epoch.
+
+The bytes are those of the general way, value for value (tests/unit/codec/test_textavro.py
+compares both on every kind, and on the values the fast paths leave to it): a text the fast
+path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
+than its scale) goes the general way, value by value. A table with any other column, a column
+masked or renamed on its way, or another message format, has no ``TextWriter`` (``text_writer``
+says why) and its rows go the general way.
+
+The writer is generated once per table version and result layout (straight-line code, as
+``encode.compile_writer`` does, which PyPy's JIT compiles well), and kept on the version.
+"""
+from __future__ import annotations
+
+import codecs
+import logging
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from pymysql import converters
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer.codec.avro import OP_READ, EnvelopeWriter
+from streamer.codec.encode import _decimal_bytes, write_long
+from streamer.schema import columns
+from streamer.source.rowplan import EPOCH_ORDINAL
+from streamer.source.textrows import fast_datetime, fast_decimal
+
+log = logging.getLogger(__name__)
+
+_INT_TYPES = (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG)
+_TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB)
+# Days before each month of a common year.
+_BEFORE = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
+_LENGTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _long_length(data: bytes, pos: int) -> Tuple[int, int]:
+    """A length-encoded length of 251 or more at ``pos`` (whose first byte is 252-254): (length,
+    the position after it)."""
+    first = data[pos]
+    if first == 252:
+        return data[pos + 1] | data[pos + 2] << 8, pos + 3
+    if first == 253:
+        return data[pos + 1] | data[pos + 2] << 8 | data[pos + 3] << 16, pos + 4
+    return int.from_bytes(data[pos + 1:pos + 9], "little"), pos + 9
+
+
+def _slow_datetime(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
+    """A DATETIME's text the general way: PyMySQL's reading, the snapshot's shaping (an invalid
+    or zero date is None, and counted), then the conversion to µs."""
+    value = shape(fast_datetime(text.decode("ascii")))
+    return None if value is None else columns.datetime_to_micros(value)
+
+
+def datetime_micros(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
+    """``YYYY-MM-DD HH:MM:SS[.f...]`` as µs since 1970-01-01, as the general way reads it."""
+    size = len(text)
+    if (size == 19 or 21 <= size <= 26) and text[4] == 45 and text[7] == 45 and text[10] == 32:
+        try:
+            year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+            hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+            micro = 0 if size == 19 else int(text[20:]) * 10 ** (26 - size)
+        except ValueError:
+            return _slow_datetime(text, shape)
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        if (year >= 1 and 1 <= month <= 12 and 1 <= day <= _LENGTH[month]
+                and (day < 29 or month != 2 or leap) and hour < 24 and minute < 60
+                and second < 60 and (size == 19 or text[19] == 46)):
+            y = year - 1
+            days = y * 365 + y // 4 - y // 100 + y // 400 + _BEFORE[month] + day
+            if month > 2 and leap:
+                days += 1
+            seconds = (days - EPOCH_ORDINAL) * 86400 + hour * 3600 + minute * 60 + second
+            return seconds * 1000000 + micro
+    return _slow_datetime(text, shape)
+
+
+def decimal_bytes(text: bytes, scale: int, precision: int) -> bytes:
+    """A DECIMAL's text as its Avro decimal bytes, as the general way writes it."""
+    negative = text[:1] == b"-"
+    body = text[1:] if negative else text
+    whole, point, frac = body.partition(b".")
+    if len(frac) == scale and (point or not scale) and whole.isdigit() and \
+            (not frac or frac.isdigit()):
+        digits = (whole + frac).lstrip(b"0")
+        if len(digits) <= precision:
+            unscaled = int(digits) if digits else 0
+            size = (unscaled.bit_length() + 8) // 8
+            return (-unscaled if negative else unscaled).to_bytes(size, "big", signed=True)
+    return _decimal_bytes(fast_decimal(text.decode("ascii")), scale, precision)
+
+
+class NullInNotNull(ValueError):
+    """A NULL where the table version publishes a column as not null."""
+
+
+def _null(name: str) -> None:
+    raise NullInNotNull(f"column {name} is NULL, but its schema has no null")
+
+
+_HELPERS: Dict[str, Any] = {"write_long": write_long, "_long_length": _long_length,
+                            "_datetime": datetime_micros, "_decimal": decimal_bytes,
+                            "_null": _null}
+
+# A field's value (``s``) written, by kind; ``{a}`` and ``{b}`` are the kind's arguments.
+_WRITE = {
+    "int": ["write_long(buf, int(s))"],
+    "text": ["if not s.isascii():", "    s.decode('utf-8')", "write_long(buf, n)", "buf += s"],
+    "decimal": ["s = _decimal(s, {a}, {b})", "write_long(buf, len(s))", "buf += s"],
+}
+
+
+class TextWriter:
+    """The writer of one table version's messages from its result's row packets (``encode``)."""
+
+    __slots__ = ("envelope", "key_writer", "_write")
+
+    def __init__(self, envelope: EnvelopeWriter, key_writer: Any,
+                 write: Callable[[bytearray, Optional[bytearray], bytes], None]) -> None:
+        self.envelope = envelope
+        self.key_writer = key_writer
+        self._write = write
+
+    def encode(self, data: bytes, mid: bytes, row: int, txid: bytes,
+               snapshot: bytes) -> Tuple[bytes, Optional[bytes]]:
+        """(value, key) of one row packet: what ``envelope.encode_read`` and ``TableVersion.key``
+        write for the row made a converted dict."""
+        buf = bytearray(self.envelope.value_writer.header)
+        buf.append(0)  # before: null
+        buf.append(2)  # after: the row
+        key_writer = self.key_writer
+        kbuf = None if key_writer is None else bytearray(key_writer.header)
+        self._write(buf, kbuf, data)
+        buf += OP_READ
+        buf += mid
+        write_long(buf, row)
+        buf += txid
+        write_long(buf, row)
+        buf += snapshot
+        return bytes(buf), None if kbuf is None else bytes(kbuf)
+
+
+def text_writer(tv: Any, described: Any, plan: List[Tuple[Optional[str], Any]],
+                fix: List[Tuple[int, Callable[[Any], Any]]]) -> Optional[TextWriter]:
+    """The table version's writer for a result of ``described``'s columns read with ``plan``
+    (PyMySQL's (encoding, converter) per field) and shaped by ``fix`` (``chunks.shapers``), made
+    once and kept on the version; None when its rows must go the general way."""
+    cache = tv.__dict__.setdefault("text_writers", {})
+    layout = (tuple(plan), tuple((c.name, c.type) for c in described.columns))
+    if layout not in cache:
+        why, write = _generate(tv, described, plan, dict(fix))
+        if why is not None:
+            log.debug("snapshot of %s.%s: rows converted the general way: %s", tv.db, tv.table,
+                      why)
+        cache[layout] = None if write is None else TextWriter(tv.envelope, tv.key_writer, write)
+    return cache[layout]
+
+
+def _generate(tv: Any, described: Any, plan: List[Tuple[Optional[str], Any]],
+              fix: Dict[int, Any]) -> Tuple[Optional[str], Any]:
+    """(why not, None) or (None, the generated ``write(buf, kbuf, data)``)."""
+    if type(tv.envelope) is not EnvelopeWriter or "key" in tv.__dict__:
+        return "another message format", None
+    if tv.value_writer.uses_fastavro() or (tv.key_writer is not None
+                                           and tv.key_writer.uses_fastavro()):
+        return "a schema the generated writer doesn't write", None
+    fields = tv.row_schema["fields"]
+    cols = described.columns
+    if len(fields) != len(cols) or len(plan) != len(cols):
+        return "its published columns are not the columns read", None
+    if any(fields[i]["name"] != c.name for i, c in enumerate(cols)):
+        return "a column published under another name", None
+    key_fields = tv.key_schema["fields"] if tv.key_schema is not None else []
+    if [f for f in fields if f["name"] in tv.pk_names] != key_fields:
+        return "a key whose fields are not the row's, in the row's order", None
+    lines = ["def write(buf, kbuf, data):", "    pos = 0"]
+    for i, (col, field, (encoding, converter)) in enumerate(zip(cols, fields, plan)):
+        kind = _kind(tv, col, field, encoding, converter, fix.get(i))
+        if kind is None:
+            return f"column {col.name} is not written from its text", None
+        lines += ["    " + line
+                  for line in _field(i, col.name, field, kind, col.name in tv.pk_names)]
+    namespace = dict(_HELPERS)
+    namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
+    exec(compile("\n".join(lines), "<text row writer>", "exec"), namespace)  # noqa: S102
+    return None, namespace["write"]
+
+
+def _atype(field: Dict[str, Any]) -> Any:
+    t = field["type"]
+    if isinstance(t, list):
+        return t[1] if len(t) == 2 and t[0] == "null" else None
+    return t
+
+
+def _kind(tv: Any, col: Any, field: Dict[str, Any], encoding: Optional[str], converter: Any,
+          shape: Any) -> Optional[Tuple[str, Any, Any]]:
+    """How the column is written from its text: (kind, a, b), or None when it can't be."""
+    alone = tv.alone(col.name)
+    if alone is None or alone[1] is not None:
+        return None
+    conv, atype, t = alone[0], _atype(field), col.type
+    if t in _INT_TYPES and not (t == T.LONGLONG and col.unsigned) and atype in ("int", "long") \
+            and conv is None and encoding == "ascii" and converter is int and shape is None:
+        return "int", None, None
+    if t in (T.NEWDECIMAL, T.DECIMAL) and isinstance(atype, dict) and conv is None \
+            and atype.get("logicalType") == "decimal" and encoding == "ascii" and shape is None:
+        return "decimal", int(atype.get("scale", 0)), int(atype["precision"])
+    if t in _TEXT_TYPES and atype == "string" and conv is columns.as_text and converter is None \
+            and encoding is not None and codecs.lookup(encoding).name == "utf-8" \
+            and shape is None:
+        return "text", None, None
+    if t == T.DATETIME2 and conv is columns.datetime_to_micros and isinstance(atype, dict) \
+            and atype.get("logicalType") == "local-timestamp-micros" \
+            and isinstance(field["type"], list) and encoding == "ascii" \
+            and converter is converters.convert_datetime and shape is not None:
+        return "datetime", None, None
+    return None
+
+
+def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
+           key: bool) -> List[str]:
+    """The lines that write field ``i`` (at ``pos`` in ``data``), and into the key too when it is
+    one of the key's, and move ``pos`` past it."""
+    nullable = isinstance(field["type"], list)
+    out = ["n = data[pos]", "if n < 251:", "    pos += 1", "elif n == 251:", "    pos += 1"]
+    out += ["    buf.append(0)"] if nullable else [f"    _null({name!r})"]
+    if key:
+        out += ["    kbuf.append(0)" if nullable else "    pass"]
+    out += ["    n = -1", "else:", "    n, pos = _long_length(data, pos)", "if n >= 0:"]
+    body = ["s = data[pos:pos + n]", "pos += n"]
+    if key:
+        body.append("k = len(buf)")
+    how, a, b = kind
+    if how == "datetime":
+        body += [f"v = _datetime(s, _shape{i})", "if v is None:", "    buf.append(0)", "else:",
+                 "    buf.append(2)", "    write_long(buf, v)"]
+    else:
+        if nullable:
+            body.append("buf.append(2)")
+        body += [line.format(a=a, b=b) for line in _WRITE[how]]
+    if key:
+        body.append("kbuf += buf[k:]")
+    return out + ["    " + line for line in body]
