@@ -4,6 +4,7 @@ import json
 from types import SimpleNamespace
 
 import pymysql
+import pytest
 
 from streamer import config
 from streamer.codec.decode import Decoder
@@ -13,6 +14,8 @@ from streamer.engine.stages.snapshot import SHARE_S, SnapshotStage
 from streamer.position import Position
 from streamer.schema.versions import TableFilter
 from streamer.source import chunks
+from streamer.source.textrows import row_reader
+from tests.unit.codec.test_textavro import packet
 from tests.unit.engine.test_snapshot import shop_t
 from tests.unit.engine.test_stages import ctx  # noqa: F401 - the fixture
 
@@ -54,6 +57,23 @@ class Server:
         return str(value)
 
 
+class PacketServer(Server):
+    """The same, its rows the server's text-protocol packets, read with PyMySQL's plan for
+    (id INT, v VARCHAR utf8mb4): a chunk's messages are written from them (codec.textavro)."""
+
+    converters = [("ascii", int), ("utf8", None)]
+
+    def __init__(self, rows, fail_after=None):
+        super().__init__([packet(*r) for r in rows], fail_after)
+
+    def reader(self):
+        return row_reader(self.converters)
+
+    def key_reader(self, indexes):  # as FastResult's: the fields up to the last key's
+        read = row_reader(self.converters[:max(indexes) + 1])
+        return lambda data: tuple(read(data)[i] for i in indexes)
+
+
 def _read(rows, limit, slice_rows):
     server = Server([(i, f"v{i}") for i in rows])
     read = chunks.ServerRead(server, shop_t(False), ["0"], None, limit)
@@ -89,8 +109,8 @@ def test_a_row_read_after_its_change_in_the_window_stays_out():
 class Tables:
     """A table reader whose chunk of ``rows`` is read from an in-memory unbuffered result."""
 
-    def __init__(self, rows, fail_after=None):
-        self.server = Server([(i, f"v{i}") for i in rows], fail_after)
+    def __init__(self, rows, fail_after=None, server=Server):
+        self.server = server([(i, f"v{i}") for i in rows], fail_after)
         self.marks = []
 
     def describe(self, db, table):
@@ -185,12 +205,14 @@ def _read_keys(context):
             if topic.endswith(".shop.t") and dec.decode(value)["op"] == "r"]
 
 
+@pytest.mark.parametrize("server", [Server, PacketServer])
 def test_a_landed_chunk_goes_out_a_slice_at_a_time_and_a_commit_between_keeps_its_place(
-        ctx):  # noqa: F811
-    tables = Tables(range(1, 8))
+        ctx, server):  # noqa: F811
+    tables = Tables(range(1, 8), server=server)
     ctx, snaps, stage = _stage(ctx, tables)
     stage.work()  # caught up: read whole, then its high mark
     chunk = snaps.window = snaps.chunk  # (its low mark, read in the binlog, opened the window)
+    assert (chunk.writer is not None) == (server is PacketServer)
     assert chunk.reading is None and tables.marks == [chunk.low, chunk.high]
     assert stage.publish(chunk, None) == 2  # at the high mark: the first slice
     # Row 4, not published yet, changes after the high mark: its change is newer; it leaves.
@@ -340,8 +362,6 @@ def test_a_held_row_that_fails_as_it_is_published_ends_its_tables_snapshot_not_t
 
 
 def test_a_streamer_error_of_a_held_row_still_stops_the_stream(ctx):  # noqa: F811
-    import pytest
-
     from streamer.errors import UnsupportedValue
 
     tables = Tables(range(1, 8))
@@ -351,3 +371,16 @@ def test_a_streamer_error_of_a_held_row_still_stops_the_stream(ctx):  # noqa: F8
     chunk = snaps.window = snaps.chunk
     with pytest.raises(UnsupportedValue):
         stage.publish(chunk, None)
+
+
+def test_a_row_whose_message_cant_be_written_ends_its_tables_snapshot_not_the_stream(
+        ctx, caplog):  # noqa: F811
+    tables = Tables(range(1, 8), server=PacketServer)
+    tables.server.rows[2] = packet(3, b"caf\xc3")  # not UTF-8: the general way fails on it too
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()
+    chunk = snaps.window = snaps.chunk
+    assert chunk.writer is not None and stage.publish(chunk, None) == 2
+    assert stage.work() == 0 and _read_keys(ctx) == [1, 2]
+    assert "after 2 of its rows were published (request 1): UnicodeDecodeError" in caplog.text
+    assert snaps.queue == [] and snaps.done == 1 and snaps.chunk is None

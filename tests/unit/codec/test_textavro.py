@@ -1,0 +1,215 @@
+"""Messages written from text-protocol row packets (codec.textavro) against the general way: the
+packet read into PyMySQL's values, shaped, converted and encoded, on every kind it writes, on
+the values its fast paths leave to the general way, and on the tables it leaves whole."""
+import decimal
+
+import pytest
+from pymysql import converters
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer import config
+from streamer.codec import textavro
+from streamer.codec.avro import SNAPSHOT_BYTES
+from streamer.schema.masking import ColumnRules
+from streamer.schema.versions import TableCatalog, TableFilter
+from streamer.source import chunks
+from streamer.source.textrows import row_reader
+
+ASCII_INT = ("ascii", int)
+TEXT = ("utf8", None)
+DECIMAL = ("ascii", decimal.Decimal)
+DATETIME = ("ascii", converters.convert_datetime)
+
+
+def _col(name, t, primary=False, nullable=True, **attrs):
+    attrs.setdefault("unsigned", False)
+    return chunks.Column(name, t, is_primary=primary, nullable=nullable, **attrs)
+
+
+def _text(name, **kw):
+    return _col(name, T.VARCHAR, character_set_name="utf8mb4", **kw)
+
+
+def _table(cols, key, catalog=None):
+    d = chunks.Described("shop", "t", cols, key, 1)
+    catalog = catalog or TableCatalog("ns", TableFilter(["shop.*"], []))
+    return d, catalog.snapshot_version(d)
+
+
+def packet(*values):
+    """A text-protocol row: each value length-encoded, None as NULL (0xFB)."""
+    out = bytearray()
+    for v in values:
+        if v is None:
+            out.append(251)
+            continue
+        b = v if isinstance(v, bytes) else str(v).encode("utf-8")
+        n = len(b)
+        if n < 251:
+            out.append(n)
+        elif n < 1 << 16:
+            out += b"\xfc" + n.to_bytes(2, "little")
+        elif n < 1 << 24:
+            out += b"\xfd" + n.to_bytes(3, "little")
+        else:
+            out += b"\xfe" + n.to_bytes(8, "little")
+        out += b
+    return bytes(out)
+
+
+MID, TXID = b"\x02\x04mid", b"\x04txid"
+
+
+def general(tv, d, plan, data, row=7):
+    """The message the general way: PyMySQL's values, shaped, converted, encoded."""
+    fix = chunks.shapers(d.columns, d.schema, d.table)
+    values = chunks._shaped_row(row_reader(plan)(data), [c.name for c in d.columns], fix)
+    tv.convert(values)
+    return (tv.envelope.encode_read(values, MID, row, TXID, SNAPSHOT_BYTES["true"]),
+            tv.key(values))
+
+
+def writer(tv, d, plan):
+    return textavro.text_writer(tv, d, plan, chunks.shapers(d.columns, d.schema, d.table))
+
+
+def direct(w, data, row=7):
+    return w.encode(data, MID, row, TXID, SNAPSHOT_BYTES["true"])
+
+
+WIDE = [_col("id", T.LONGLONG, primary=True, nullable=False), _text("name", nullable=False),
+        _text("email"), _col("created", T.DATETIME2, nullable=False, fsp=6),
+        _col("amount", T.NEWDECIMAL, nullable=False, precision=12, decimals=4),
+        _col("payload", T.BLOB, character_set_name="utf8mb4"),
+        _col("n", T.TINY), _col("m", T.LONG, unsigned=True), _col("s", T.SHORT)]
+WIDE_PLAN = [ASCII_INT, TEXT, TEXT, DATETIME, DECIMAL, TEXT, ASCII_INT, ASCII_INT, ASCII_INT]
+WIDE_ROWS = [
+    (1, "name-00000001", "user1@example.com", "2024-01-01 00:00:01.123456", "-1234567.8901",
+     "ab" * 100, -128, 4294967295, -32768),
+    (-9223372036854775808, "", None, "1970-01-01 00:00:00.000000", "0.0000", None, 0, 0, 0),
+    (9223372036854775807, "é€😀", "ünï", "1969-12-31 23:59:59.999999", "-0.0000", "x" * 70000,
+     None, None, None),
+    (2, "n", "e", "2024-02-29 12:00:00.000001", "99999999.9999", "", 127, 1, 32767),
+    (3, "n" * 300, "e", "0001-01-01 00:00:00.000000", "-99999999.9999", "ü" * 200, 1, 2, 3),
+    (4, "n", "e", "9999-12-31 23:59:59.999999", "0.0001", "y", 1, 2, 3),
+    (5, "n", "e", "2000-02-29 00:00:00.500000", "1.5000", "y", 1, 2, 3),
+    # Dates the general way reads as None (and counts): left to it, value by value.
+    (6, "n", "e", "2023-02-29 00:00:00.000000", "1.0000", "y", 1, 2, 3),
+    (7, "n", "e", "0000-00-00 00:00:00.000000", "1.0000", "y", 1, 2, 3),
+    (8, "n", "e", "2024-13-01 00:00:00.000000", "1.0000", "y", 1, 2, 3),
+    (9, "n", "e", "1900-02-29 00:00:00.000000", "1.0000", "y", 1, 2, 3),
+    (10, "n", "e", "2024-01-00 00:00:00.000000", "1.0000", "y", 1, 2, 3),
+    # A decimal with other digits than its scale: left to the general way.
+    (11, "n", "e", "2024-01-01 00:00:00.000000", "12.5", "y", 1, 2, 3),
+    (12, "n", "e", "2024-01-01 00:00:00.000000", "0012.5000", "y", 1, 2, 3),
+]
+
+
+def test_every_kind_is_written_as_the_general_way_writes_it():
+    d, tv = _table(WIDE, ["id"])
+    w = writer(tv, d, WIDE_PLAN)
+    assert w is not None
+    for i, row in enumerate(WIDE_ROWS):
+        data = packet(*row)
+        assert direct(w, data, i) == general(tv, d, WIDE_PLAN, data, i), row
+
+
+def test_datetimes_of_each_precision_and_decimals_of_each_scale():
+    cols = [_col("id", T.LONG, primary=True, nullable=False)] + [
+        _col(f"t{p}", T.DATETIME2, fsp=p) for p in range(7)] + [
+        _col("d0", T.NEWDECIMAL, precision=20, decimals=0),
+        _col("d30", T.NEWDECIMAL, precision=65, decimals=30)]
+    plan = [ASCII_INT] + [DATETIME] * 7 + [DECIMAL] * 2
+    d, tv = _table(cols, ["id"])
+    w = writer(tv, d, plan)
+    times = ["2024-05-06 07:08:09"] + ["2024-05-06 07:08:09." + "123456"[:p] for p in range(1, 7)]
+    for dec in [("-12345678901234567890", "0." + "1" * 30), ("0", "-" + "9" * 35 + "." + "9" * 30),
+                (None, None), ("1", "-0." + "0" * 29 + "1")]:
+        data = packet(1, *times, *dec)
+        assert direct(w, data) == general(tv, d, plan, data)
+
+
+def test_invalid_dates_are_counted_as_the_general_way_counts_them():
+    from streamer.source.rowplan import INVALID
+
+    d, tv = _table(WIDE, ["id"])
+    w = writer(tv, d, WIDE_PLAN)
+    counted = ("shop", "t", "created")
+    for when, more in [("2023-02-29 00:00:00.000000", 1), ("0000-00-00 00:00:00.000000", 0),
+                       ("2023-02-28 00:00:00.000000", 0)]:
+        data = packet(6, "n", "e", when, "1.0000", "y", 1, 2, 3)
+        before = INVALID.by_column.get(counted, 0)
+        value, _ = direct(w, data)
+        assert INVALID.by_column.get(counted, 0) == before + more, when
+        assert (value, _) == general(tv, d, WIDE_PLAN, data)
+
+
+def test_what_the_general_way_refuses_the_writer_refuses_alike():
+    d, tv = _table(WIDE, ["id"])
+    w = writer(tv, d, WIDE_PLAN)
+    bad_utf8 = packet(1, b"caf\xc3", "e", "2024-01-01 00:00:00.000000", "1.0000", "y", 1, 2, 3)
+    too_long = packet(1, "n", "e", "2024-01-01 00:00:00.000000", "1234567890.0000", "y", 1, 2, 3)
+    null_name = packet(1, None, "e", "2024-01-01 00:00:00.000000", "1.0000", "y", 1, 2, 3)
+    for data, error in [(bad_utf8, UnicodeDecodeError), (too_long, ValueError)]:
+        with pytest.raises(error):
+            general(tv, d, WIDE_PLAN, data)
+        with pytest.raises(error):
+            direct(w, data)
+    with pytest.raises(textavro.NullInNotNull, match="column name is NULL"):
+        direct(w, null_name)
+
+
+def test_a_composite_key_in_the_columns_order_is_written_with_the_row():
+    cols = [_col("at", T.DATETIME2, primary=True, nullable=False, fsp=3), _text("v"),
+            _col("id", T.LONG, primary=True, nullable=False)]
+    plan = [DATETIME, TEXT, ASCII_INT]
+    d, tv = _table(cols, ["at", "id"])
+    w = writer(tv, d, plan)
+    assert w is not None and tv.pk_names == ["at", "id"]
+    for row in [("2024-01-01 00:00:00.123", "v", 5), ("0000-00-00 00:00:00.000", None, 6)]:
+        data = packet(*row)
+        value, key = direct(w, data)
+        assert key is not None and (value, key) == general(tv, d, plan, data)
+
+
+def test_tables_it_cant_write_go_the_general_way():
+    # A column kind it doesn't write (a DATE, a BLOB, BIGINT UNSIGNED, a SET).
+    for col, conv in [(_col("x", T.DATE), DATETIME), (_col("x", T.BLOB), ("ascii", None)),
+                      (_col("x", T.LONGLONG, unsigned=True), ASCII_INT),
+                      (_col("x", T.SET, set_values=("a",)), TEXT)]:
+        d, tv = _table([_col("id", T.LONG, primary=True, nullable=False), col], ["id"])
+        assert writer(tv, d, [ASCII_INT, conv]) is None, col.name
+    cols = [_col("id", T.LONG, primary=True, nullable=False), _text("v")]
+    # Read other than as it writes it (another encoding, a converter).
+    d, tv = _table(cols, ["id"])
+    assert writer(tv, d, [ASCII_INT, ("latin1", None)]) is None
+    assert writer(tv, d, [ASCII_INT, ("utf8", str.upper)]) is None
+    assert writer(tv, d, [ASCII_INT, TEXT]) is not None
+    # A masked column, or another message format.
+    masked = TableCatalog("ns", TableFilter(["shop.*"], []),
+                          rules=ColumnRules([], {"shop.t.v": "truncate:2"}))
+    assert writer(*_table(cols, ["id"], masked)[::-1], [ASCII_INT, TEXT]) is None
+    cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
+                                                          "format": "debezium"}))
+    from streamer.codec.formats import make
+    dbz = TableCatalog("ns", TableFilter(["shop.*"], []), fmt=make(cfg))
+    assert writer(*_table(cols, ["id"], dbz)[::-1], [ASCII_INT, TEXT]) is None
+    # A key (tables.key_columns) in another order than the columns.
+    two = [_col("a", T.LONG, primary=True, nullable=False), _col("b", T.LONG, nullable=False)]
+    for key, written in [(["b", "a"], False), (["a", "b"], True)]:
+        keyed = TableCatalog("ns", TableFilter(["shop.*"], []),
+                             rules=ColumnRules([], {}, None, {"shop.t": key}))
+        d, tv = _table(two, ["a"], keyed)
+        assert tv.pk_names == key and (writer(tv, d, [ASCII_INT, ASCII_INT]) is not None) == written
+        if written:
+            data = packet(3, 4)
+            assert direct(writer(tv, d, [ASCII_INT, ASCII_INT]), data) == \
+                general(tv, d, [ASCII_INT, ASCII_INT], data)
+
+
+def test_a_writer_is_made_once_per_table_version_and_layout():
+    d, tv = _table(WIDE, ["id"])
+    w = writer(tv, d, WIDE_PLAN)
+    assert writer(tv, d, list(WIDE_PLAN)) is w
+    other = [c if c.name != "n" else _col("n", T.SHORT) for c in WIDE]
+    assert writer(tv, chunks.Described("shop", "t", other, ["id"], 1), WIDE_PLAN) is not w
