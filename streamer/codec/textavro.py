@@ -89,17 +89,24 @@ def datetime_micros(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
 
 
 def decimal_bytes(text: bytes, scale: int, precision: int) -> bytes:
-    """A DECIMAL's text as its Avro decimal bytes, as the general way writes it."""
-    negative = text[:1] == b"-"
-    body = text[1:] if negative else text
-    whole, point, frac = body.partition(b".")
-    if len(frac) == scale and (point or not scale) and whole.isdigit() and \
-            (not frac or frac.isdigit()):
-        digits = (whole + frac).lstrip(b"0")
-        if len(digits) <= precision:
-            unscaled = int(digits) if digits else 0
-            size = (unscaled.bit_length() + 8) // 8
-            return (-unscaled if negative else unscaled).to_bytes(size, "big", signed=True)
+    """A DECIMAL's text as its Avro decimal bytes, as the general way writes it. The server
+    writes ``[-]digits[.digits]`` with exactly ``scale`` digits after the point: then the digits
+    without the point are the unscaled number, and a value with no more digits than the
+    precision, leading zeros and all, is within it."""
+    size = len(text)
+    negative = size > 0 and text[0] == 45  # "-"
+    if scale:
+        dot = size - scale - 1
+        if dot > negative and text[dot] == 46:  # "."
+            digits = text[negative:dot] + text[dot + 1:]
+        else:
+            digits = b""
+    else:
+        digits = text[negative:] if size > negative else b""
+    if digits.isdigit() and len(digits) <= precision:
+        unscaled = int(digits)
+        out = (unscaled.bit_length() + 8) // 8
+        return (-unscaled if negative else unscaled).to_bytes(out, "big", signed=True)
     return _decimal_bytes(fast_decimal(text.decode("ascii")), scale, precision)
 
 

@@ -118,13 +118,16 @@ def test_datetimes_of_each_precision_and_decimals_of_each_scale():
     cols = [_col("id", T.LONG, primary=True, nullable=False)] + [
         _col(f"t{p}", T.DATETIME2, fsp=p) for p in range(7)] + [
         _col("d0", T.NEWDECIMAL, precision=20, decimals=0),
-        _col("d30", T.NEWDECIMAL, precision=65, decimals=30)]
-    plan = [ASCII_INT] + [DATETIME] * 7 + [DECIMAL] * 2
+        _col("d30", T.NEWDECIMAL, precision=65, decimals=30),
+        _col("d44", T.NEWDECIMAL, precision=4, decimals=4)]
+    plan = [ASCII_INT] + [DATETIME] * 7 + [DECIMAL] * 3
     d, tv = _table(cols, ["id"])
     w = writer(tv, d, plan)
     times = ["2024-05-06 07:08:09"] + ["2024-05-06 07:08:09." + "123456"[:p] for p in range(1, 7)]
-    for dec in [("-12345678901234567890", "0." + "1" * 30), ("0", "-" + "9" * 35 + "." + "9" * 30),
-                (None, None), ("1", "-0." + "0" * 29 + "1")]:
+    # (DECIMAL(4,4)'s "0.1234" has more digits than its precision, counting the leading zero.)
+    for dec in [("-12345678901234567890", "0." + "1" * 30, "0.1234"),
+                ("0", "-" + "9" * 35 + "." + "9" * 30, "-0.9999"), (None, None, None),
+                ("1", "-0." + "0" * 29 + "1", "0.0000"), ("-5", "1" * 35 + "." + "0" * 30, "-0.0001")]:
         data = packet(1, *times, *dec)
         assert direct(w, data) == general(tv, d, plan, data)
 
@@ -213,3 +216,21 @@ def test_a_writer_is_made_once_per_table_version_and_layout():
     assert writer(tv, d, list(WIDE_PLAN)) is w
     other = [c if c.name != "n" else _col("n", T.SHORT) for c in WIDE]
     assert writer(tv, chunks.Described("shop", "t", other, ["id"], 1), WIDE_PLAN) is not w
+
+
+def test_decimals_of_random_precision_scale_and_value_as_the_general_way():
+    import random
+
+    from streamer.codec.encode import _decimal_bytes
+    from streamer.source.textrows import fast_decimal
+
+    rng = random.Random(53)
+    for _ in range(3000):
+        precision = rng.randint(1, 65)
+        scale = rng.randint(0, min(precision, 30))
+        unscaled = rng.randint(-10 ** precision + 1, 10 ** precision - 1)
+        digits = str(abs(unscaled)).rjust(scale + 1, "0")  # as the server writes it
+        text = ("-" if unscaled < 0 else "") + (
+            f"{digits[:-scale]}.{digits[-scale:]}" if scale else digits)
+        assert textavro.decimal_bytes(text.encode(), scale, precision) == \
+            _decimal_bytes(fast_decimal(text), scale, precision), (text, scale, precision)
