@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from streamer.codec.textavro import text_writer
+from streamer.schema.textavro import text_writer
 from streamer.errors import StreamerError
 from streamer.position import GtidSet
 from streamer.schema.versions import TableVersion
@@ -31,7 +31,7 @@ class Chunk:
     (docs/benchmarks.md, "Rows held as read"). When a key column's value can't be converted on
     its own (``TableVersion.alone``), each row is unpacked and converted as it is read instead.
     Where the table version's columns allow it, a held row's message is written from its packet
-    (``codec.textavro``), never made a dict."""
+    (``schema.textavro``), never made a dict."""
 
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
                  "final", "low_set", "high_set", "reading", "changed", "raw_keys", "literals",

@@ -383,7 +383,7 @@ class ServerRead:
         self.read = self.result.reader()
         self.read_key = self.result.key_reader(self.key_at)
         # PyMySQL's (encoding, converter) of each field: how a packet's values read
-        # (codec.textavro writes messages from the packets by it).
+        # (schema.textavro writes messages from the packets by it).
         self.plan = getattr(self.result, "converters", None)
         self.keys: List[tuple] = []  # the chunk key's values, as read, of the last fetch's rows
         self.last_read: Optional[tuple] = None

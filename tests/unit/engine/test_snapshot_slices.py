@@ -15,7 +15,7 @@ from streamer.position import Position
 from streamer.schema.versions import TableFilter
 from streamer.source import chunks
 from streamer.source.textrows import row_reader
-from tests.unit.codec.test_textavro import packet
+from tests.unit.schema.test_textavro import packet
 from tests.unit.engine.test_snapshot import shop_t
 from tests.unit.engine.test_stages import ctx  # noqa: F401 - the fixture
 
@@ -59,7 +59,7 @@ class Server:
 
 class PacketServer(Server):
     """The same, its rows the server's text-protocol packets, read with PyMySQL's plan for
-    (id INT, v VARCHAR utf8mb4): a chunk's messages are written from them (codec.textavro)."""
+    (id INT, v VARCHAR utf8mb4): a chunk's messages are written from them (schema.textavro)."""
 
     converters = [("ascii", int), ("utf8", None)]
 

@@ -1,4 +1,4 @@
-"""Messages written from text-protocol row packets (codec.textavro) against the general way: the
+"""Messages written from text-protocol row packets (schema.textavro) against the general way: the
 packet read into PyMySQL's values, shaped, converted and encoded, on every kind it writes, on
 the values its fast paths leave to the general way, and on the tables it leaves whole."""
 import decimal
@@ -8,7 +8,7 @@ from pymysql import converters
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer import config
-from streamer.codec import textavro
+from streamer.schema import textavro
 from streamer.codec.avro import SNAPSHOT_BYTES
 from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter

@@ -13,7 +13,7 @@ alone, ``TextWriter`` writes the value's and the key's Avro from the packet in o
 - a DECIMAL: its digits, without the point, are the unscaled number;
 - a DATETIME: the wall clock's fields, as µs since the epoch.
 
-The bytes are those of the general way, value for value (tests/unit/codec/test_textavro.py
+The bytes are those of the general way, value for value (tests/unit/schema/test_textavro.py
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
 than its scale) goes the general way, value by value. A table with any other column, a column
