@@ -206,10 +206,19 @@ class EnvelopeWriter:
     def encode_read(self, after: Any, mid: bytes, row: int, txid: bytes, snapshot: bytes) -> bytes:
         """A snapshot's row (op r): ``snapshot`` is one of SNAPSHOT_BYTES; row and tx_row are both
         the row's index in its chunk."""
-        buf = bytearray(self.value_writer.header)
-        buf.append(0)
-        buf.append(2)
+        buf = self.read_head()
         self._row(buf, after)
+        return self.read_tail(buf, mid, row, txid, snapshot)
+
+    def read_head(self) -> bytearray:
+        """An op r message up to its row (``read_tail`` follows the row written after it)."""
+        buf = bytearray(self.value_writer.header)
+        buf.append(0)  # before: null
+        buf.append(2)  # after: the row
+        return buf
+
+    @staticmethod
+    def read_tail(buf: bytearray, mid: bytes, row: int, txid: bytes, snapshot: bytes) -> bytes:
         buf += OP_READ
         buf += mid
         write_long(buf, row)

@@ -130,30 +130,26 @@ class Chunk:
         from the rows as converted dicts. A row that can't be written, unexpectedly, raises
         ``RowUnreadable``."""
         mid, txid, flag = self.parts
-        writer = self.writer
-        if writer is not None:
-            write = writer.encode
-            for data in self._next(n):
-                try:
-                    message = write(data, mid, row, txid, flag)
-                except StreamerError:
-                    raise
-                except Exception as exc:
-                    raise RowUnreadable(exc) from exc
-                yield message
-                row += 1
-            return
-        encode = self.tv.envelope.encode_read
-        key = self.tv.key
-        for datum in self.next_rows(n):
+        if self.writer is not None:
+            rows: Iterable[Any] = self._next(n)
+            write = self.writer.encode
+        else:
+            rows = self.next_rows(n)
+            write = self._encode
+        for item in rows:
             try:
-                message = encode(datum, mid, row, txid, flag), key(datum)
+                message = write(item, mid, row, txid, flag)
             except StreamerError:
                 raise
             except Exception as exc:
                 raise RowUnreadable(exc) from exc
             yield message
             row += 1
+
+    def _encode(self, datum: Dict[str, Any], mid: bytes, row: int, txid: bytes,
+                flag: bytes) -> Tuple[bytes, Optional[bytes]]:
+        tv = self.tv
+        return tv.envelope.encode_read(datum, mid, row, txid, flag), tv.key(datum)
 
     def _converted(self, held: List[Any]) -> Iterator[Dict[str, Any]]:
         """Rows held as read, each unpacked and converted as it is asked for: a slice of them

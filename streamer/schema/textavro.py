@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from pymysql import converters
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from streamer.codec.avro import OP_READ, EnvelopeWriter
+from streamer.codec.avro import EnvelopeWriter
 from streamer.codec.encode import _decimal_bytes, write_long
 from streamer.schema import columns
 from streamer.source.rowplan import EPOCH_ORDINAL
@@ -145,19 +145,13 @@ class TextWriter:
                snapshot: bytes) -> Tuple[bytes, Optional[bytes]]:
         """(value, key) of one row packet: what ``envelope.encode_read`` and ``TableVersion.key``
         write for the row made a converted dict."""
-        buf = bytearray(self.envelope.value_writer.header)
-        buf.append(0)  # before: null
-        buf.append(2)  # after: the row
+        envelope = self.envelope
+        buf = envelope.read_head()
         key_writer = self.key_writer
         kbuf = None if key_writer is None else bytearray(key_writer.header)
         self._write(buf, kbuf, data)
-        buf += OP_READ
-        buf += mid
-        write_long(buf, row)
-        buf += txid
-        write_long(buf, row)
-        buf += snapshot
-        return bytes(buf), None if kbuf is None else bytes(kbuf)
+        return (envelope.read_tail(buf, mid, row, txid, snapshot),
+                None if kbuf is None else bytes(kbuf))
 
 
 def text_writer(tv: Any, described: Any, plan: List[Tuple[Optional[str], Any]],
