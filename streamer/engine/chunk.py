@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from streamer.schema.textavro import text_writer
 from streamer.errors import StreamerError
 from streamer.position import GtidSet
+from streamer.schema.textavro import text_writer
 from streamer.schema.versions import TableVersion
 
 

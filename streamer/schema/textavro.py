@@ -26,6 +26,7 @@ The writer is generated once per table version and result layout (straight-line 
 from __future__ import annotations
 
 import codecs
+import decimal
 import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -218,7 +219,8 @@ def _kind(tv: Any, col: Any, field: Dict[str, Any], encoding: Optional[str], con
             and conv is None and encoding == "ascii" and converter is int and shape is None:
         return "int", None, None
     if t in (T.NEWDECIMAL, T.DECIMAL) and isinstance(atype, dict) and conv is None \
-            and atype.get("logicalType") == "decimal" and encoding == "ascii" and shape is None:
+            and atype.get("logicalType") == "decimal" and encoding == "ascii" \
+            and converter is decimal.Decimal and shape is None:
         return "decimal", int(atype.get("scale", 0)), int(atype["precision"])
     if t in _TEXT_TYPES and atype == "string" and conv is columns.as_text and converter is None \
             and encoding is not None and codecs.lookup(encoding).name == "utf-8" \

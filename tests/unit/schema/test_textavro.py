@@ -188,6 +188,9 @@ def test_tables_it_cant_write_go_the_general_way():
     assert writer(tv, d, [ASCII_INT, ("latin1", None)]) is None
     assert writer(tv, d, [ASCII_INT, ("utf8", str.upper)]) is None
     assert writer(tv, d, [ASCII_INT, TEXT]) is not None
+    d, tv = _table([cols[0], _col("m", T.NEWDECIMAL, precision=12, decimals=4)], ["id"])
+    assert writer(tv, d, [ASCII_INT, ("ascii", float)]) is None
+    assert writer(tv, d, [ASCII_INT, DECIMAL]) is not None
     # A masked column, or another message format.
     masked = TableCatalog("ns", TableFilter(["shop.*"], []),
                           rules=ColumnRules([], {"shop.t.v": "truncate:2"}))
