@@ -65,6 +65,30 @@ def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
 # of the nursery (docs/benchmarks.md, "Where a wide snapshot's time goes").
 READ_BATCH = 64
 
+# A table's first slices in this process are smaller, from FIRST_SLICE rows, each as many as went
+# before: its rows run code the JIT has not compiled yet (the version's generated writers, the
+# read and publish loops), tens of µs a row, and a whole first slice held a live stream ~90 ms
+# (docs/benchmarks.md, "A snapshot's first slices").
+FIRST_SLICE = 64
+
+
+class Ramp:
+    """Slice sizes by table: ``size`` is ``full`` once ``done`` counted that many rows of the
+    table, and until then as many as were counted (at least ``first``), so sizes double."""
+
+    def __init__(self, full: int, first: int) -> None:
+        self.full = full
+        self.first = min(first, full)
+        self.counted: Dict[str, int] = {}
+
+    def size(self, table: str) -> int:
+        return min(self.full, max(self.first, self.counted.get(table, 0)))
+
+    def done(self, table: str, rows: int) -> None:
+        counted = self.counted.get(table, 0)
+        if counted < self.full:
+            self.counted[table] = counted + rows
+
 
 class _ReadAgain(Exception):
     """A column of the table went between its description and the chunk's SELECT."""
@@ -85,6 +109,9 @@ class Snapshots:
         self.database = snap.database
         self.chunk_rows = snap.chunk_rows
         self.slice_rows = snap.slice_rows
+        # The rows of each slice read, and of each slice published (by the stage).
+        self.read_slices = Ramp(snap.slice_rows, FIRST_SLICE)
+        self.publish_slices = Ramp(snap.slice_rows, FIRST_SLICE)
         self.read_only = snap.mode == "read_only"
         self.name = signals.streamer_name(cfg)
         # tables() -> a source.chunks.TableReader, or what stands in for one; on the server in
@@ -142,6 +169,7 @@ class Snapshots:
     def published(self, chunk: Chunk, sent: int) -> None:
         """``sent`` more of the chunk's rows were published (by the stage)."""
         chunk.sent += sent
+        self.publish_slices.done(chunk.job["table"], sent)
         self._progress = None
 
     def close(self) -> None:
@@ -296,7 +324,8 @@ class Snapshots:
             self._guarded(self._read)
 
     def step(self) -> bool:
-        """Read the next ``snapshot.slice_rows`` rows of the chunk in flight; True while it has
+        """Read the next slice of the chunk in flight (``snapshot.slice_rows`` rows, fewer at a
+        table's first: ``read_slices``); True while it has
         more to read. Once it is read, its high watermark is written (in read-only mode its
         positions frame it instead), and it waits for that mark in the binlog."""
         chunk = self.chunk
@@ -347,7 +376,7 @@ class Snapshots:
     def _slice(self, j: Dict[str, Any], chunk: Chunk) -> None:
         reading = chunk.reading
         try:
-            left = self.slice_rows
+            left = size = self.read_slices.size(j["table"])
             while left > 0 and not reading.done:
                 n = min(left, READ_BATCH)
                 rows = self._query(j, lambda: reading.fetch(n))
@@ -355,6 +384,7 @@ class Snapshots:
                     return  # the table was dropped
                 chunk.add(rows, reading.keys)
                 left -= n
+            self.read_slices.done(j["table"], size - left)
         except _ReadAgain:
             self._give_up_chunk()  # read again from its first row, with new watermarks
             return

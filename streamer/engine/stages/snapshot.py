@@ -181,8 +181,9 @@ class SnapshotStage:
         produce = ctx.produce
         headers = tv.headers["r"]
         first = n = chunk.sent
+        size = self.snaps.publish_slices.size(chunk.job["table"])
         try:
-            for value, key in chunk.messages(self.snaps.slice_rows, n):
+            for value, key in chunk.messages(size, n):
                 produce(topic, value, key, headers)
                 n += 1
         except RowUnreadable as exc:

@@ -182,6 +182,43 @@ def test_a_slice_is_read_in_batches_each_kept_before_the_next_is_read(ctx, monke
     assert snaps.chunk.reading is None and len(tables.marks) == 2
 
 
+def test_slice_sizes_double_from_the_first_up_to_the_full_by_table():
+    ramp = snapshot.Ramp(1000, 64)
+    sizes = []
+    for _ in range(8):
+        sizes.append(ramp.size("a.t"))
+        ramp.done("a.t", sizes[-1])
+    assert sizes == [64, 64, 128, 256, 512, 1000, 1000, 1000]
+    assert ramp.size("a.u") == 64  # each table its own
+    assert snapshot.Ramp(10, 64).size("a.t") == 10  # never over the full size
+
+
+def test_a_tables_first_slices_read_and_published_are_smaller(ctx, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(snapshot, "FIRST_SLICE", 2)
+    tables = Tables(range(1, 23))
+    ctx, snaps, stage = _stage(ctx, tables, slice_rows=8)
+    read = []
+    add = Chunk.add
+    monkeypatch.setattr(Chunk, "add", lambda chunk, rows, keys=None: (
+        read.append(len(rows)), add(chunk, rows, keys)))
+    while snaps.step():  # the chunk's 10 rows read in slices of 2, 2, 4, then up to 8
+        read.append("|")
+    assert read == [2, "|", 2, "|", 4, "|", 2]
+    chunk = snaps.window = snaps.chunk
+    sent = [stage.publish(chunk, None)]
+    while not chunk.published_all():
+        sent.append(stage._publish_slice(chunk))
+    assert sent == [2, 2, 4, 2] and _read_keys(ctx) == list(range(1, 11))
+    # The table's next chunk is read and published in full slices from its start.
+    assert snaps.chunk is not chunk and snaps.chunk.reading is not None
+    del read[:]
+    while snaps.step():
+        read.append("|")
+    assert read == [8, "|", 2]
+    chunk = snaps.window = snaps.chunk
+    assert stage.publish(chunk, None) == 8
+
+
 def test_a_table_dropped_while_its_chunk_is_read_ends_its_snapshot_and_the_stream_goes_on(
         ctx, caplog):  # noqa: F811
     tables = Tables(range(1, 8), fail_after=2)
