@@ -14,11 +14,12 @@ from __future__ import annotations
 import datetime
 import decimal
 import sys
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pymysql import converters
 from pymysql.connections import MySQLResult
 
+from streamer.source import lenenc
 from streamer.source.server import Connection
 
 Converter = Optional[Callable[[Any], Any]]
@@ -121,6 +122,38 @@ def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes],
     return read
 
 
+def key_reader(plan: List[Tuple[Optional[str], Converter]],
+               indexes: List[int]) -> Callable[[bytes], tuple]:
+    """The function that reads the fields at ``indexes`` of a row packet for ``plan`` into the
+    values ``row_reader``'s would give them: straight-line code generated for the fields up to
+    the last of them, the others only stepped over (a chunk reads its key of every row)."""
+    wanted = set(indexes)
+    namespace: Dict[str, Any] = {"_read_length": lenenc.read}
+    lines = ["def read_key(data):", "    pos = 0"]
+    for i in range(max(indexes) + 1):
+        lines += ["    n = data[pos]", "    if n < 251:", "        pos += 1",
+                  "    elif n == 251:", "        pos += 1", "        n = -1", "    else:",
+                  "        n, pos = _read_length(data, pos)"]
+        if i in wanted:
+            encoding, converter = plan[i]
+            converter = FASTER.get(converter, converter)
+            value = "data[pos:pos + n]"
+            if converter is int and encoding == "ascii":
+                value = f"int({value})"  # the digits: int() reads bytes as it reads text
+            else:
+                if encoding is not None:
+                    value = f"{value}.decode({encoding!r})"
+                if converter is not None:
+                    namespace[f"_convert{i}"] = converter
+                    value = f"_convert{i}({value})"
+            lines.append(f"    v{i} = None if n < 0 else {value}")
+        if i < max(indexes):
+            lines += ["    if n > 0:", "        pos += n"]
+    lines.append("    return (" + "".join(f"v{i}, " for i in indexes) + ")")
+    exec(compile("\n".join(lines), "<chunk key reader>", "exec"), namespace)  # noqa: S102
+    return namespace["read_key"]
+
+
 class FastResult(MySQLResult):
     """A result whose rows are read by ``row_reader``: all at once (buffered), or one by one as
     they are asked for (unbuffered: ``_read_row_from_packet``)."""
@@ -140,12 +173,7 @@ class FastResult(MySQLResult):
     def key_reader(self, indexes: List[int]) -> Callable[[bytes], tuple]:
         """The function that reads the values of the fields at ``indexes`` of a row packet, as
         ``reader``'s would, without reading the fields after the last of them."""
-        read = row_reader(self.converters[:max(indexes) + 1])
-
-        def read_key(data: bytes) -> tuple:
-            row = read(data)
-            return tuple([row[i] for i in indexes])
-        return read_key
+        return key_reader(self.converters, indexes)
 
     def read_payloads(self, n: int) -> List[bytes]:
         """Up to ``n`` more row packets of an unbuffered result, as the server sent them (read

@@ -106,11 +106,16 @@ class _Fields(textrows.FastResult):
         self.converters = PLAN
 
 
-@pytest.mark.parametrize("indexes", [[0], [3], [5, 3], [0, 4, 7], [6]])
+@pytest.mark.parametrize("indexes", [[0], [3], [5, 3], [0, 4, 7], [6], [7], [1, 2], [3, 3]])
 def test_a_key_reader_reads_its_fields_as_the_whole_row_reader_does(indexes):
+    # Past NULLs, empty values and 2- and 3-byte lengths (the last rows) to the fields it reads.
     result = _Fields()
     read, read_key = result.reader(), result.key_reader(indexes)
-    for row in ROWS:
+    empty = [b"2024-01-01 00:00:00", b"00:00:00", b"2024-01-01", b"0", b"0", b"", b"", b"0"]
+    long = empty[:3] + [b"7", b"1.5", "\u00e9".encode() * 200, b"\x01" * 70000, b"2"]
+    for row in ROWS + [empty, long]:
         data = b"".join(lenenc(v) for v in row)
         whole = read(data)
-        assert read_key(data) == tuple(whole[i] for i in indexes)
+        got = read_key(data)
+        assert got == tuple(whole[i] for i in indexes)
+        assert [type(v) for v in got] == [type(whole[i]) for i in indexes]
