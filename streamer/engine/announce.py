@@ -14,6 +14,11 @@ from streamer.codec.avro import CONFLUENT_MAGIC, MAGIC, canonical_json
 log = logging.getLogger(__name__)
 
 
+def _topic_config(tv: Any) -> Optional[Dict[str, str]]:
+    """A table's topic's config where it differs from the default: compacted when keyed."""
+    return {"cleanup.policy": "compact"} if tv.compacted else None
+
+
 class Announcer:
     """Announces table versions and the transaction topic on one publisher. ``open`` begins the
     batch's transaction when none is open; ``registry`` (a schema_registry.SchemaRegistry) frames
@@ -34,16 +39,13 @@ class Announcer:
         """A table's current version changed: its topic exists and its writer schemas go out in
         the open batch, before the first message that uses them."""
         publisher = self.publisher
-        if tv.compacted:
-            publisher.ensure_topic(tv.topic, config={"cleanup.policy": "compact"})
-        else:
-            if self.compact and tv.topic not in self.uncompacted:
-                self.uncompacted.add(tv.topic)
-                log.warning("table %s.%s has no primary key: its topic %s is created with the "
-                            "delete cleanup policy, not compacted (Kafka compacts keyed records "
-                            "only)", tv.db, tv.table, tv.topic,
-                            extra={"table": f"{tv.db}.{tv.table}"})
-            publisher.ensure_topic(tv.topic)
+        if not tv.compacted and self.compact and tv.topic not in self.uncompacted:
+            self.uncompacted.add(tv.topic)
+            log.warning("table %s.%s has no primary key: its topic %s is created with the "
+                        "delete cleanup policy, not compacted (Kafka compacts keyed records "
+                        "only)", tv.db, tv.table, tv.topic,
+                        extra={"table": f"{tv.db}.{tv.table}"})
+        publisher.ensure_topic(tv.topic, config=_topic_config(tv))
         if self.registry is not None and tv.wire_value is not None:
             self.registry.frame(tv.topic, tv.wire_value, tv.wire_key)
         if self.headers:
@@ -53,6 +55,11 @@ class Announcer:
             if writer is not None:
                 publisher.produce_schema(writer.fingerprint.hex(), canonical_json(writer.schema),
                                          tv.topic, kind)
+
+    def ahead(self, tv: Any) -> None:
+        """A version that will be announced soon (a snapshot's, while its chunk is read): its
+        topic is made sure of in the background meanwhile."""
+        self.publisher.ensure_topic_soon(tv.topic, config=_topic_config(tv))
 
     def transactions(self, topic: str, writer: Any, key_writer: Any = None) -> None:
         """The transaction topic exists and its schema goes out in the open batch, before the

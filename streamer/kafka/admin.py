@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional
 
 from confluent_kafka import KafkaError, KafkaException
@@ -47,20 +49,59 @@ class TopicAdmin:
         self.producers = producers
         self.known: set = set() if admin is not None else EveryTopic()
         self.partitions: Dict[str, int] = {}
+        self.creating: Dict[str, Future] = {}  # topics ``soon`` is creating, by name
 
     def ensure(self, topics: List[str], partitions: Optional[int] = None,
                config: Optional[Dict[str, str]] = None) -> None:
-        """Create the topics that don't exist yet, in one request (one round trip for all)."""
+        """Create the topics that don't exist yet, in one request (one round trip for all). A
+        topic ``soon`` is creating is waited for; one whose creation there failed is created
+        here (what fails then is raised)."""
         new_topics = [t for t in topics if t not in self.known]
         if not new_topics:
             return
-        assert self.admin is not None
-        conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
-        conf.update(config or {})
-        create_topics(self.admin, new_topics, partitions or self.topics_cfg.partitions,
-                      self.topics_cfg.replication_factor, conf)
+        made = set()
+        for topic in new_topics:
+            creating = self.creating.pop(topic, None)
+            failed = creating.exception() if creating is not None else None
+            if creating is not None and failed is None:
+                made.add(topic)
+            elif failed is not None:
+                log.debug("topic %s not created ahead (%s): created now", topic, failed)
+        missing = [t for t in new_topics if t not in made]
+        if missing:
+            assert self.admin is not None
+            create_topics(self.admin, missing, partitions or self.topics_cfg.partitions,
+                          self.topics_cfg.replication_factor, self._config(config))
         self.known.update(new_topics)
         self.learn(new_topics)
+
+    def soon(self, topic: str, partitions: Optional[int] = None,
+             config: Optional[Dict[str, str]] = None) -> None:
+        """Start creating ``topic`` when it may not exist, in a thread, so that the loop does not
+        wait for the broker's round trip (~50 ms): ``ensure`` of it then waits for what is left.
+        Only a head start: a creation that fails here is made again by ``ensure``."""
+        if topic in self.known or topic in self.creating:
+            return
+        assert self.admin is not None
+        created: Future = Future()
+        args = (self.admin, [topic], partitions or self.topics_cfg.partitions,
+                self.topics_cfg.replication_factor, self._config(config))
+
+        def create() -> None:
+            try:
+                create_topics(*args)
+            except BaseException as exc:  # ensure tries again, in the loop
+                created.set_exception(exc)
+            else:
+                created.set_result(None)
+        self.creating[topic] = created
+        threading.Thread(target=create, name=f"create topic {topic}", daemon=True).start()
+
+    @staticmethod
+    def _config(config: Optional[Dict[str, str]]) -> Dict[str, str]:
+        conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
+        conf.update(config or {})
+        return conf
 
     def learn(self, topics: List[str]) -> None:
         """Fetch the topics' metadata into the producers now. Left to itself, librdkafka looks

@@ -92,6 +92,10 @@ class Publisher(Transactions):
                      config: Optional[Dict[str, str]] = None) -> None:
         self.topics.ensure([topic], partitions, config)
 
+    def ensure_topic_soon(self, topic: str, partitions: Optional[int] = None,
+                          config: Optional[Dict[str, str]] = None) -> None:
+        self.topics.soon(topic, partitions, config)
+
     def ensure_topics(self, topics: List[str], partitions: Optional[int] = None,
                       config: Optional[Dict[str, str]] = None) -> None:
         self.topics.ensure(topics, partitions, config)

@@ -39,6 +39,11 @@ class Sink(Protocol):
                      config: Optional[Dict[str, str]] = None) -> None:
         """The topic exists."""
 
+    def ensure_topic_soon(self, topic: str, partitions: Optional[int] = None,
+                          config: Optional[Dict[str, str]] = None) -> None:
+        """Start making sure the topic exists, without waiting for it: ``ensure_topic`` of it
+        then waits for what is left (and raises what went wrong)."""
+
     def begin(self) -> None:
         """Open a batch's transaction."""
 

@@ -203,6 +203,7 @@ class InMemoryPublisher:
         self.last_commit_s = 0.0
         self.topics: set = set()
         self.topic_configs: Dict[str, Dict[str, str]] = {}
+        self.soon: List[Tuple[str, Dict[str, str]]] = []  # ensure_topic_soon's topics, in order
         self.open: List[Tuple[str, Optional[bytes], bytes]] = []
         self.log: List[Tuple[List[Tuple[str, Optional[bytes], bytes]], Position]] = []
         self.headers: List[Tuple[str, Any]] = []  # (topic, headers) of each message that had any
@@ -219,6 +220,10 @@ class InMemoryPublisher:
                      config: Optional[Dict[str, str]] = None) -> None:
         self.topics.add(topic)
         self.topic_configs[topic] = dict(config or {})
+
+    def ensure_topic_soon(self, topic: str, partitions: Optional[int] = None,
+                          config: Optional[Dict[str, str]] = None) -> None:
+        self.soon.append((topic, dict(config or {})))
 
     def prepare(self) -> None:
         self.topics.update((self.positions_topic, self.schemas_topic))

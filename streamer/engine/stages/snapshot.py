@@ -38,6 +38,7 @@ class SnapshotStage:
         self.tracker = ctx.tracker
         self.last_slice = float("-inf")
         self.returned = 0  # messages this stage handed the commit policy since its last commit
+        self.ahead: Any = None  # the last chunk's table version whose topic was asked ahead
         snaps.reset(start.snapshot, ctx.tables)
         if snaps.read_only:
             snaps.seed(ctx.tracker.gtids, start)
@@ -57,13 +58,13 @@ class SnapshotStage:
     # -- what the stream brings -------------------------------------------------------------------
     def on_requests(self, event: Any, skip: int) -> int:
         self.snaps.on_requests(event, skip)
-        self._follow_window()
+        self._follow()
         return 0
 
     def on_watermarks(self, event: Any, skip: int) -> int:
         chunk = self.snaps.on_watermarks(event, skip)
         sent = 0 if chunk is None else self.publish(chunk, event)
-        self._follow_window()
+        self._follow()
         self.returned += sent
         return sent
 
@@ -72,7 +73,7 @@ class SnapshotStage:
             query = event.query
             if query != "BEGIN" and query != "COMMIT":
                 self.snaps.on_query(query)
-                self._follow_window()
+                self._follow()
         return 0
 
     def on_tx_end(self) -> int:
@@ -103,7 +104,7 @@ class SnapshotStage:
             if waiting or arrived():
                 break
         self.last_slice = monotonic()
-        self._follow_window()
+        self._follow()
         self.returned += sent
         return sent
 
@@ -127,7 +128,7 @@ class SnapshotStage:
             return 0
         chunk = self.snaps.on_position(self.tracker.gtids)
         sent = 0 if chunk is None else self.publish(chunk, None)
-        self._follow_window()
+        self._follow()
         return sent
 
     def on_change(self, tv: Any, event: Any, op: str) -> None:
@@ -136,6 +137,16 @@ class SnapshotStage:
     def checkpoint(self, position: Position) -> None:
         position.snapshot = self.snaps.progress()
         self.returned = 0
+
+    def _follow(self) -> None:
+        """After each turn: the changes hook follows the window, and a chunk's table version,
+        first seen, has its topic made sure of while the chunk is read (``Announcer.ahead``):
+        a new topic's creation doesn't hold the stream at the chunk's high mark."""
+        self._follow_window()
+        chunk = self.snaps.chunk
+        if chunk is not None and chunk.tv is not self.ahead:
+            self.ahead = chunk.tv
+            self.ctx.announce.ahead(chunk.tv)
 
     def _follow_window(self) -> None:
         """The changes hook is registered while a window is open, and only then."""

@@ -219,6 +219,25 @@ def test_a_tables_first_slices_read_and_published_are_smaller(ctx, monkeypatch):
     assert stage.publish(chunk, None) == 8
 
 
+def test_a_chunks_topic_is_made_sure_of_while_the_chunk_is_read_once_per_version(ctx):  # noqa: F811
+    tables = Tables(range(1, 16))
+    ctx, snaps, stage = _stage(ctx, tables, slice_rows=4)
+    pub = ctx.publisher
+    topic = snaps.chunk.tv.topic
+    assert pub.soon == []
+    stage.work()  # the chunk read, up to its high mark
+    # Asked ahead at the chunk's first turn, before its high mark announces the version.
+    assert snaps.chunk.order is None and topic not in pub.topics
+    assert pub.soon == [(topic, {"cleanup.policy": "compact"} if snaps.chunk.tv.compacted else {})]
+    first = snaps.window = snaps.chunk
+    stage.publish(first, None)
+    assert topic in pub.topics
+    while snaps.chunk is first:
+        stage.work()
+    assert snaps.chunk is not None and snaps.chunk.tv is first.tv  # the next chunk, same version
+    assert len(pub.soon) == 1
+
+
 def test_a_table_dropped_while_its_chunk_is_read_ends_its_snapshot_and_the_stream_goes_on(
         ctx, caplog):  # noqa: F811
     tables = Tables(range(1, 8), fail_after=2)

@@ -157,8 +157,8 @@ def test_the_snapshot_window_listens_to_changes_only_while_it_is_open(ctx, tmp_p
     snaps = Snapshots(ctx.cfg, "pw", TableFilter(["app.*"], []), tables=lambda: None)
     stage = SnapshotStage(ctx, snaps, TableMaps(ctx, Rows(ctx)), Position("f", 4))
     assert ctx.changes == []
-    chunk = Chunk({"table": "app.t"}, "L", "H", SimpleNamespace(db="app", table="t"), ["id"],
-                  {(1,): {}, (2,): {}}, None, False)
+    tv = SimpleNamespace(db="app", table="t", topic="ns.app.t", compacted=True)
+    chunk = Chunk({"table": "app.t"}, "L", "H", tv, ["id"], {(1,): {}, (2,): {}}, None, False)
     snaps.chunk = chunk
     mark = SimpleNamespace(__class__=WriteRowsEvent, rows=[
         {"values": {"streamer": snaps.name, "mark": "L"}}])

@@ -145,7 +145,7 @@ def test_an_xa_commits_rows_leave_an_open_snapshot_window_like_any_change(make):
     stage = next(s for s in pipeline.stages if s.__class__.__name__ == "SnapshotStage")
     from types import SimpleNamespace
 
-    tv = SimpleNamespace(db="app", table="t")  # all the window compares a change with
+    tv = SimpleNamespace(db="app", table="t", topic="ns.app.t", compacted=True)
     rows = {(k,): {"id": k, "v": "old"} for k in (10, 11, 20)}
     snaps = streamer.snapshots
     snaps.chunk = snaps.window = Chunk({"table": "app.t"}, "L", "H", tv, ["id"], rows, None, False)

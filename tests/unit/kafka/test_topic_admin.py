@@ -1,0 +1,98 @@
+"""Topics made sure of ahead (``TopicAdmin.soon``): created in a thread, waited for by ``ensure``,
+and a creation that failed raised there, as one made in the loop would be."""
+import threading
+from concurrent.futures import Future
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streamer.errors import KafkaFatal
+from streamer.kafka.admin import TopicAdmin
+
+
+class Admin:
+    """An admin client whose creations end when ``release`` is set (or fail with ``fail``)."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.asked = []  # (topics, their configs) of each create_topics
+        self.fail = None
+
+    def create_topics(self, new_topics, operation_timeout):
+        self.asked.append(([t.topic for t in new_topics], [t.config for t in new_topics]))
+        futures = {}
+        for t in new_topics:
+            futures[t.topic] = f = Future()
+            fail = self.fail
+
+            def end(f=f, fail=fail):
+                self.release.wait(10)
+                if fail is None:
+                    f.set_result(None)
+                else:
+                    f.set_exception(KafkaException(KafkaError(fail)))
+            threading.Thread(target=end, daemon=True).start()
+        return futures
+
+
+class Producer:
+    def __init__(self):
+        self.looked_up = []
+
+    def list_topics(self, topic, timeout):
+        self.looked_up.append(topic)
+
+
+def _admin():
+    admin, producer = Admin(), Producer()
+    topics = TopicAdmin(SimpleNamespace(partitions=3, replication_factor=1), admin,
+                        lambda: [producer])
+    return topics, admin, producer
+
+
+def test_a_topic_asked_soon_is_created_in_a_thread_and_waited_for_once_needed():
+    topics, admin, producer = _admin()
+    topics.soon("ns.db.t", config={"cleanup.policy": "compact"})
+    # The loop goes on while the broker answers: soon() didn't wait for it.
+    assert "ns.db.t" in topics.creating and "ns.db.t" not in topics.known
+    topics.soon("ns.db.t")  # asked again: one creation
+    ensured = threading.Thread(target=topics.ensure, args=(["ns.db.t"],))
+    ensured.start()
+    ensured.join(0.2)
+    assert ensured.is_alive()  # ensure waits for the creation...
+    admin.release.set()
+    ensured.join(10)
+    assert not ensured.is_alive() and "ns.db.t" in topics.known  # ...and it is made
+    assert [a[0] for a in admin.asked] == [["ns.db.t"]]
+    assert admin.asked[0][1][0]["cleanup.policy"] == "compact"
+    assert producer.looked_up == ["ns.db.t"]  # its metadata fetched into the producers
+    topics.soon("ns.db.t")  # known: nothing more
+    assert len(admin.asked) == 1 and not topics.creating
+
+
+def test_a_creation_ahead_that_failed_is_made_again_where_the_topic_is_needed():
+    topics, admin, _ = _admin()
+    admin.fail = KafkaError._TRANSPORT  # the broker away for a moment
+    admin.release.set()
+    topics.soon("ns.db.t")
+    topics.creating["ns.db.t"].exception(10)
+    admin.fail = None
+    topics.ensure(["ns.db.t"])  # back: created in the loop
+    assert "ns.db.t" in topics.known and len(admin.asked) == 2
+    # A creation that fails in the loop too is raised there, as one never asked ahead.
+    admin.fail = KafkaError.TOPIC_AUTHORIZATION_FAILED
+    topics.soon("ns.db.u")
+    with pytest.raises(KafkaFatal, match="cannot create topic ns.db.u"):
+        topics.ensure(["ns.db.u"])
+    assert "ns.db.u" not in topics.known and not topics.creating and len(admin.asked) == 4
+
+
+def test_a_topic_that_exists_already_is_fine_and_one_not_asked_soon_is_created_in_the_loop():
+    topics, admin, _ = _admin()
+    admin.fail = KafkaError.TOPIC_ALREADY_EXISTS
+    admin.release.set()
+    topics.soon("ns.db.a")
+    topics.ensure(["ns.db.a", "ns.db.b"])
+    assert topics.known >= {"ns.db.a", "ns.db.b"}
+    assert [a[0] for a in admin.asked] == [["ns.db.a"], ["ns.db.b"]]
