@@ -36,6 +36,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from streamer.codec.avro import EnvelopeWriter
 from streamer.codec.encode import _decimal_bytes, write_long
 from streamer.schema import columns
+from streamer.source import lenenc
 from streamer.source.rowplan import EPOCH_ORDINAL
 from streamer.source.textrows import fast_datetime, fast_decimal
 
@@ -46,17 +47,6 @@ _TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.TINY_BLOB, T.MEDIUM_BLOB, T.
 # Days before each month of a common year.
 _BEFORE = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 _LENGTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def _long_length(data: bytes, pos: int) -> Tuple[int, int]:
-    """A length-encoded length of 251 or more at ``pos`` (whose first byte is 252-254): (length,
-    the position after it)."""
-    first = data[pos]
-    if first == 252:
-        return data[pos + 1] | data[pos + 2] << 8, pos + 3
-    if first == 253:
-        return data[pos + 1] | data[pos + 2] << 8 | data[pos + 3] << 16, pos + 4
-    return int.from_bytes(data[pos + 1:pos + 9], "little"), pos + 9
 
 
 def _slow_datetime(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
@@ -119,7 +109,7 @@ def _null(name: str) -> None:
     raise NullInNotNull(f"column {name} is NULL, but its schema has no null")
 
 
-_HELPERS: Dict[str, Any] = {"write_long": write_long, "_long_length": _long_length,
+_HELPERS: Dict[str, Any] = {"write_long": write_long, "_long_length": lenenc.read,
                             "_datetime": datetime_micros, "_decimal": decimal_bytes,
                             "_null": _null}
 
