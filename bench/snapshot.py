@@ -139,8 +139,16 @@ def run(python: str, db: str, rows: int, workdir: str,
             **{k: v for k, v in used.items() if k.endswith("_cores") and v is not None}}
 
 
+def _set_chunk_rows(cfg_path: str, chunk_rows: int) -> None:
+    with open(cfg_path, encoding="utf-8") as fh:
+        cfg = yaml.safe_load(fh)
+    cfg.setdefault("snapshot", {})["chunk_rows"] = chunk_rows
+    with open(cfg_path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(cfg, fh)
+
+
 def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
-              rate: float = 50.0) -> Dict[str, Any]:
+              rate: float = 50.0, chunk_rows: Optional[int] = None) -> Dict[str, Any]:
     """What a snapshot costs a live stream: the latency of µs-stamped heartbeat rows (bench.live)
     for ``seconds`` with nothing else running, then while an on-demand snapshot reads the table.
     The streamer runs warm for ``seconds`` first, uncounted."""
@@ -159,6 +167,8 @@ def live_cost(python: str, db: str, workdir: str, seconds: float = 10.0,
     ns = env.unique("snaplive")
     cfg = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns,
                                     [f"{db}.snap", f"{hb_db}.heartbeat"])
+    if chunk_rows:
+        _set_chunk_rows(cfg, chunk_rows)
     topic = f"{ns}.{hb_db}.heartbeat"
     decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, ns))
     log_path = os.path.join(workdir, f"{ns}.log")

@@ -122,11 +122,30 @@ def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes],
     return read
 
 
+# The key readers made, by (plan, indexes): every chunk of a table has the same, and a function
+# generated again is new code to the JIT, compiled again from cold for each chunk (under PyPy
+# that cost ~1.6 µs a row of 10,000-row chunks: docs/benchmarks.md, "One key reader a table").
+_KEY_READERS: Dict[Tuple[Any, ...], Callable[[bytes], tuple]] = {}
+KEY_READERS_KEPT = 256  # layouts; past that the cache starts again (tables are not that many)
+
+
 def key_reader(plan: List[Tuple[Optional[str], Converter]],
                indexes: List[int]) -> Callable[[bytes], tuple]:
     """The function that reads the fields at ``indexes`` of a row packet for ``plan`` into the
     values ``row_reader``'s would give them: straight-line code generated for the fields up to
-    the last of them, the others only stepped over (a chunk reads its key of every row)."""
+    the last of them, the others only stepped over (a chunk reads its key of every row). Made
+    once per plan and indexes."""
+    layout = (tuple(plan), tuple(indexes))
+    read = _KEY_READERS.get(layout)
+    if read is None:
+        if len(_KEY_READERS) >= KEY_READERS_KEPT:
+            _KEY_READERS.clear()
+        read = _KEY_READERS[layout] = _generate_key_reader(plan, indexes)
+    return read
+
+
+def _generate_key_reader(plan: List[Tuple[Optional[str], Converter]],
+                         indexes: List[int]) -> Callable[[bytes], tuple]:
     wanted = set(indexes)
     namespace: Dict[str, Any] = {"_read_length": lenenc.read}
     lines = ["def read_key(data):", "    pos = 0"]

@@ -119,3 +119,26 @@ def test_a_key_reader_reads_its_fields_as_the_whole_row_reader_does(indexes):
         got = read_key(data)
         assert got == tuple(whole[i] for i in indexes)
         assert [type(v) for v in got] == [type(whole[i]) for i in indexes]
+
+
+def test_a_key_reader_is_made_once_per_layout_so_each_chunk_runs_the_same_code():
+    # Each chunk's result asks again; a function generated again would be new code to the JIT.
+    first, again = _Fields().key_reader([3, 5]), _Fields().key_reader([3, 5])
+    assert again is first
+    assert _Fields().key_reader([5, 3]) is not first  # other fields, another reader
+    other = _Fields()
+    other.converters = PLAN[:5] + [("latin1", None)] + PLAN[6:]  # another layout: its own
+    data = b"".join(lenenc(v) for v in ROWS[3])
+    assert other.key_reader([3, 5])(data) == (-3000009, ("héllo " * 3).encode().decode("latin1"))
+    assert first(data) == (-3000009, "héllo " * 3)
+
+
+def test_the_key_readers_kept_are_bounded(monkeypatch):
+    monkeypatch.setattr(textrows, "_KEY_READERS", {})
+    monkeypatch.setattr(textrows, "KEY_READERS_KEPT", 3)
+    for i in range(3):
+        textrows.key_reader(PLAN, [i])
+    assert len(textrows._KEY_READERS) == 3
+    kept = textrows.key_reader(PLAN, [3])
+    assert list(textrows._KEY_READERS.values()) == [kept]
+    assert textrows.key_reader(PLAN, [3]) is kept
