@@ -74,7 +74,7 @@ TXN: List[Tuple[str, str, int]] = [
 ]
 
 SNAPSHOT: List[Tuple[str, str, int]] = [
-    ("rows", "rows", 0), ("chunk rows", "chunk_rows", 0), ("rows/s", "rows_s", 0),
+    ("rows", "rows", 0), ("rows a chunk", "rows_per_chunk", 0), ("rows/s", "rows_s", 0),
     ("s", "snapshot_s", 1), ("CPU s", "cpu_s", 1), ("CPU us/row", "cpu_us_per_row", 1),
     ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
 ]

@@ -133,7 +133,9 @@ def run(python: str, db: str, rows: int, workdir: str,
             "cpu_us_per_row": None if cpu is None else round(cpu / rows * 1e6, 2),
             "rss_mb": round(streamer.rss_mb, 1),
             "rss_growth_mb": round(max(second) - max(first), 1) if first and second else None,
-            "chunk_rows": chunk_rows or 10000,
+            # The configured cap (None: the default, chunks by snapshot.chunk_bytes), and what
+            # the chunks held.
+            "chunk_rows": chunk_rows, "rows_per_chunk": round(rows / max(chunks, 1)),
             # What the servers took of the two cores from launch to done: what the streamer
             # could not have had (the snapshot's SELECTs and Kafka's appends).
             **{k: v for k, v in used.items() if k.endswith("_cores") and v is not None}}

@@ -271,8 +271,12 @@ KEYS = Section("a streamer's config", {
         "database": Key(None, matches(_DB_NAME, "a database name of letters, digits and '_'",
                                       optional=True),
                         "the watermark and request tables' database (null: heartbeat.database)"),
-        "chunk_rows": Key(10000, whole(1, 1000000, allowed="an integer 1..1000000 (rows read per "
-                                       "chunk)"), "rows per chunk", unit="count"),
+        "chunk_bytes": Key(8000000, whole(1000, 1000000000, allowed="an integer "
+                                           "1000..1000000000"),
+                           "a chunk's rows, about, as the server sends them: the memory a chunk "
+                           "holds", unit="bytes"),
+        "chunk_rows": Key(100000, whole(1, 1000000, allowed="an integer 1..1000000 (rows read per "
+                                        "chunk at most)"), "rows per chunk at most", unit="count"),
         "slice_rows": Key(1000, whole(1, 1000000, allowed="an integer 1..1000000"),
                           "a chunk's rows read at a time, between the stream's own changes",
                           unit="count"),

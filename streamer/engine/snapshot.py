@@ -90,6 +90,39 @@ class Ramp:
             self.counted[table] = counted + rows
 
 
+# A table's first chunk in this process when the server gives no row length to go by.
+FIRST_CHUNK_ROWS = 10000
+
+
+class ChunkSize:
+    """Rows a table's next chunk asks for: about ``budget`` bytes of rows as the server sends
+    them, and at most ``most`` rows. A chunk holds its rows until its high mark, so its bytes are
+    its memory; and each chunk has a fixed cost (its statements, its commit), which 10,000-row
+    chunks of a wide table's rows paid every ~2.5 MB (docs/benchmarks.md, "Chunks by bytes").
+    A row is taken to be as long as the table's last chunk measured; a table's first chunk in
+    the process, whose rows only the server's estimate (``Described.row_bytes``) says anything
+    of, asks for FIRST_CHUNK_ROWS at most. Rows much longer than their chunk was asked by (a
+    table whose rows grow along its key) end it at ``most_bytes``, twice the budget, as read."""
+
+    def __init__(self, budget: int, most: int) -> None:
+        self.budget = budget
+        self.most = most
+        self.most_bytes = 2 * budget
+        self.row_bytes: Dict[str, float] = {}
+
+    def rows(self, table: str, estimate: int = 0) -> int:
+        measured = self.row_bytes.get(table)
+        if measured:
+            return max(1, min(self.most, int(self.budget / measured)))
+        first = min(self.most, FIRST_CHUNK_ROWS)
+        return max(1, min(first, int(self.budget / estimate))) if estimate > 0 else first
+
+    def read(self, table: str, rows: int, size: int) -> None:
+        """A chunk of ``table`` was read: ``rows`` rows of ``size`` bytes in all."""
+        if rows > 0 and size > 0:
+            self.row_bytes[table] = size / rows
+
+
 class _ReadAgain(Exception):
     """A column of the table went between its description and the chunk's SELECT."""
 
@@ -107,7 +140,7 @@ class Snapshots:
                  clock: Any = time, tables: Optional[Callable[[], Any]] = None) -> None:
         snap = cfg.snapshot
         self.database = snap.database
-        self.chunk_rows = snap.chunk_rows
+        self.sizes = ChunkSize(snap.chunk_bytes, snap.chunk_rows)
         self.slice_rows = snap.slice_rows
         # The rows of each slice read, and of each slice published (by the stage).
         self.read_slices = Ramp(snap.slice_rows, FIRST_SLICE)
@@ -392,6 +425,7 @@ class Snapshots:
             return
         chunk.reading = None
         chunk.last_key, chunk.final = reading.last_key, reading.final
+        self.sizes.read(j["table"], getattr(reading, "given", 0), getattr(reading, "bytes_read", 0))
         if not self.read_only:
             self._tables().watermark(chunk.high)
 
@@ -444,8 +478,10 @@ class Snapshots:
         if j["chunk"] == 0 and not j["estimate"]:
             j["estimate"] = described.estimate
             self._progress = None
-            log.info("snapshot of %s begins: about %d rows, chunks of %d (request %s)", j["table"],
-                     described.estimate, self.chunk_rows, j["id"], extra={"table": j["table"]})
+            log.info("snapshot of %s begins: about %d rows, chunks of about %.1f MB (the first "
+                     "%d rows, at most %d) (request %s)", j["table"], described.estimate,
+                     self.sizes.budget / 1e6, self.sizes.rows(j["table"], described.row_bytes),
+                     self.sizes.most, j["id"], extra={"table": j["table"]})
         self._same_key(j, described.chunk_key)
         tv = self._version_for(j, described)
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
@@ -501,13 +537,16 @@ class Snapshots:
     def _select(self, source: Any, described: Any, j: Dict[str, Any]) -> Optional[Tuple]:
         """(the chunk's read, the read-only read's position) of the chunk's SELECT; None when
         the table was dropped (its snapshot ends); _ReadAgain when a column went."""
+        limit = self.sizes.rows(j["table"], described.row_bytes)
+
         def select() -> Tuple[Any, Optional[str]]:
             if self.read_only:
                 # The position the SELECT's consistent read is at (source.chunks says how).
                 rows, last, final, at = source.read_at_position(
-                    described, j["last_key"], j["where"], self.chunk_rows)
+                    described, j["last_key"], j["where"], limit)
                 return chunks.ListRead(rows, last, final), at
-            return source.open(described, j["last_key"], j["where"], self.chunk_rows), None
+            return source.open(described, j["last_key"], j["where"], limit,
+                               self.sizes.most_bytes), None
         return self._query(j, select)
 
     def _query(self, j: Dict[str, Any], query: Callable[[], Any]) -> Any:

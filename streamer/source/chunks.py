@@ -109,6 +109,7 @@ class Described(NamedTuple):
     chunk_key: List[str]      # the primary key, or a unique key of NOT NULL columns
     estimate: int             # information_schema's row estimate
     definition: Definition = NONE  # MariaDB's plugin types and system versioning
+    row_bytes: int = 0        # information_schema's average row length (0: none given)
 
     @property
     def null_bitmask(self) -> bytes:
@@ -143,8 +144,8 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
         indexes: Dict[str, List[str]] = {}
         for index, column in cur.fetchall():
             indexes.setdefault(index, []).append(column)
-        cur.execute("SELECT TABLE_ROWS, TABLE_TYPE FROM information_schema.TABLES WHERE "
-                    "TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table))
+        cur.execute("SELECT TABLE_ROWS, TABLE_TYPE, AVG_ROW_LENGTH FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table))
         found = cur.fetchone()
     if found is None:
         return None  # dropped between the queries: its keys may have been read as none
@@ -166,7 +167,7 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
             f"rows can't be read in chunks exactly once; add one (ALTER TABLE ... ADD PRIMARY KEY), "
             f"or leave the table out of the snapshot")
     return Described(db, table, [column_of(r, primary, where) for r in rows], key, estimate,
-                     Definition(types, period))
+                     Definition(types, period), int(found[2] or 0))
 
 
 # -- values: text protocol -> what the binlog reader hands back -------------------------------------
@@ -365,10 +366,12 @@ class ServerRead:
     to copy out of the nursery instead of a dozen (docs/benchmarks.md, "Rows held as read")."""
 
     def __init__(self, conn: Any, d: Described, last: Optional[Sequence[str]],
-                 condition: Optional[str], limit: int, timeout_s: float = 0.0) -> None:
+                 condition: Optional[str], limit: int, timeout_s: float = 0.0,
+                 max_bytes: int = 0) -> None:
         self.conn = conn
         self.d = d
         self.limit = limit
+        self.max_bytes = max_bytes  # the chunk ends once its rows came to this (0: no bound)
         self.names = [c.name for c in d.columns]
         self.key_at = [self.names.index(k) for k in d.chunk_key]
         self.fix = shapers(d.columns, d.schema, d.table)
@@ -388,6 +391,7 @@ class ServerRead:
         self.keys: List[tuple] = []  # the chunk key's values, as read, of the last fetch's rows
         self.last_read: Optional[tuple] = None
         self.given = 0
+        self.bytes_read = 0  # of the rows handed out, as the server sent them
         self.last_key = list(last) if last is not None else None
         self.final = False
         self.done = False
@@ -403,6 +407,11 @@ class ServerRead:
             raw = raw[:self.limit - self.given]
             self.done, self.final = True, False
         self.given += len(raw)
+        self.bytes_read += sum(map(len, raw))
+        if self.max_bytes and self.bytes_read >= self.max_bytes and not self.done:
+            # Rows far longer than the chunk's size was asked by: it ends at the last row read,
+            # the next starts after it (the rest of this SELECT is read and dropped).
+            self.done, self.final = True, False
         read_key = self.read_key
         self.keys = [read_key(r) for r in raw]
         if raw:
@@ -464,9 +473,11 @@ class TableReader:
                                 self.settings["user"])
 
     def open(self, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
-             limit: int) -> ServerRead:
-        """The next chunk's SELECT, its rows read as they are asked for."""
-        return ServerRead(self._connection(), d, last, condition, limit, self.timeout_s)
+             limit: int, max_bytes: int = 0) -> ServerRead:
+        """The next chunk's SELECT, its rows read as they are asked for, up to ``limit`` rows or
+        ``max_bytes`` of them."""
+        return ServerRead(self._connection(), d, last, condition, limit, self.timeout_s,
+                          max_bytes)
 
     def read_at_position(self, d: Described, last: Optional[Sequence[str]],
                          condition: Optional[str], limit: int

@@ -48,7 +48,7 @@ class Tables:
         rows, new_last, final = self.answers.pop(0)
         return [dict(r) for r in rows], new_last, final
 
-    def open(self, described, last, where, limit):
+    def open(self, described, last, where, limit, max_bytes=0):
         return chunks.ListRead(*self.read(described, last, where, limit))
 
     def close(self):
@@ -215,13 +215,15 @@ def test_a_request_for_a_table_the_streamer_does_not_stream_is_refused_loudly(tm
 
 def test_config_snapshot_defaults_and_refusals(tmp_path):
     cfg = _cfg(tmp_path, "start: {initial: snapshot}\n")
-    assert cfg["snapshot"] == {"database": "streamer_heartbeat", "chunk_rows": 10000,
-                               "slice_rows": 1000, "mode": "watermark",
+    assert cfg["snapshot"] == {"database": "streamer_heartbeat", "chunk_bytes": 8000000,
+                               "chunk_rows": 100000, "slice_rows": 1000, "mode": "watermark",
                                "chunk_timeout_s": 300.0}
     with pytest.raises(config.ConfigError, match="snapshot.mode"):
         _cfg(tmp_path, "snapshot: {mode: maybe}\n")
     with pytest.raises(config.ConfigError, match="snapshot.chunk_rows"):
         _cfg(tmp_path, "snapshot: {chunk_rows: 0}\n")
+    with pytest.raises(config.ConfigError, match="snapshot.chunk_bytes.*1000..1000000000"):
+        _cfg(tmp_path, "snapshot: {chunk_bytes: 10}\n")
     with pytest.raises(config.ConfigError, match="snapshot.database"):
         _cfg(tmp_path, "snapshot: {database: 'a;b'}\n")
     with pytest.raises(config.ConfigError, match="'end', 'beginning' or 'snapshot'"):
@@ -260,9 +262,9 @@ def test_text_protocol_values_are_shaped_as_the_binlog_reader_hands_them_back():
     assert shape[4](b"\x02\xaa") == "1010101010"
 
 
-def _information_schema(tables_rows):
-    """A connection answering describe's three queries: one column, no unique key, and
-    ``tables_rows`` from information_schema.TABLES."""
+def _information_schema(tables_rows, keys=()):
+    """A connection answering describe's three queries: one column, ``keys`` (index, column) of
+    unique keys, and ``tables_rows`` from information_schema.TABLES."""
     class Cursor:
         def __init__(self):
             self.results = [
@@ -270,7 +272,7 @@ def _information_schema(tables_rows):
                   ("CHARACTER_SET_NAME",), ("NUMERIC_PRECISION",), ("NUMERIC_SCALE",),
                   ("DATETIME_PRECISION",), ("CHARACTER_OCTET_LENGTH",)],
                  [("v", "varchar", "varchar(3)", "YES", "utf8mb4", None, None, None, 12)]),
-                (None, []), (None, tables_rows)]
+                (None, list(keys)), (None, tables_rows)]
 
         def __enter__(self):
             return self
@@ -298,6 +300,15 @@ def test_a_keyless_table_is_refused_naming_the_fix():
     with pytest.raises(SnapshotRefused, match="db.t has no primary key and no unique key of NOT "
                                               "NULL columns.*ADD PRIMARY KEY"):
         chunks.describe(_information_schema([(5, "BASE TABLE")]), "db", "t")
+
+
+def test_a_description_carries_the_servers_row_estimates_for_the_chunk_size():
+    d = chunks.describe(_information_schema([(5, "BASE TABLE", 312)], [("PRIMARY", "v")]),
+                        "db", "t")
+    assert (d.chunk_key, d.estimate, d.row_bytes) == (["v"], 5, 312)
+    d = chunks.describe(_information_schema([(0, "BASE TABLE", None)], [("PRIMARY", "v")]),
+                        "db", "t")  # a table the server has no statistics of yet
+    assert (d.estimate, d.row_bytes) == (0, 0)
 
 
 def test_a_table_dropped_while_described_is_gone_not_keyless():

@@ -119,8 +119,8 @@ class Tables:
     def watermark(self, mark):
         self.marks.append(mark)
 
-    def open(self, described, last, where, limit):
-        return chunks.ServerRead(self.server, described, last, where, limit)
+    def open(self, described, last, where, limit, max_bytes=0):
+        return chunks.ServerRead(self.server, described, last, where, limit, 0.0, max_bytes)
 
     def close(self):
         pass
@@ -440,3 +440,67 @@ def test_a_row_whose_message_cant_be_written_ends_its_tables_snapshot_not_the_st
     assert stage.work() == 0 and _read_keys(ctx) == [1, 2]
     assert "after 2 of its rows were published (request 1): UnicodeDecodeError" in caplog.text
     assert snaps.queue == [] and snaps.done == 1 and snaps.chunk is None
+
+
+def test_chunk_sizes_go_by_bytes_as_measured_else_as_the_server_estimates():
+    sizes = snapshot.ChunkSize(budget=1000, most=50)
+    assert sizes.rows("a.t") == 50  # nothing to go by: FIRST_CHUNK_ROWS, at most `most`
+    assert snapshot.ChunkSize(1000, 10 ** 6).rows("a.t") == snapshot.FIRST_CHUNK_ROWS
+    # An estimate alone never asks a first chunk for more (it may be far off: off-page TEXT).
+    assert snapshot.ChunkSize(10 ** 9, 10 ** 6).rows("a.t", estimate=10) == \
+        snapshot.FIRST_CHUNK_ROWS
+    assert sizes.most_bytes == 2000  # where a chunk ends, as read, whatever it asked for
+    assert sizes.rows("a.t", estimate=250) == 4  # the server's average row length
+    sizes.read("a.t", rows=20, size=2000)  # measured: 100 bytes a row
+    assert sizes.rows("a.t", estimate=250) == 10  # the measure before the estimate
+    assert sizes.rows("a.u", estimate=10) == 50  # each table its own; never over `most`
+    sizes.read("a.t", rows=3, size=30000)  # rows of 10 kB: one a chunk, never none
+    assert sizes.rows("a.t") == 1
+    sizes.read("a.t", rows=0, size=0)  # an empty chunk measures nothing
+    assert sizes.rows("a.t") == 1
+
+
+def test_a_tables_chunks_after_its_first_ask_for_the_rows_its_bytes_allow(ctx):  # noqa: F811
+    # Rows of ~99 bytes as the server sends them, 1000 bytes a chunk. The first chunk (no row
+    # length known) asks for chunk_rows, and ends at twice the budget as read: 24 rows, read 8
+    # at a time. The next ask for the 10 rows the measured length allows.
+    tables = Tables([])
+    tables.server = PacketServer([(i, "x" * 95) for i in range(1, 81)])
+    ctx.policy.reader = Reader()
+    cfg = config.build({"mysql": {"server_id": 9}, "tables": {"include": ["shop.*"]},
+                        "snapshot": {"chunk_rows": 50, "chunk_bytes": 1000, "slice_rows": 8}})
+    snaps = Snapshots(cfg, "pw", TableFilter(["shop.*"], []), clock=ctx.clock,
+                      tables=lambda: tables)
+    stage = SnapshotStage(ctx, snaps, SimpleNamespace(claim=lambda *a: None), Position("f", 4))
+    snaps.add("1", ["shop.t"], None)
+    snaps.pump()
+    limits, published = [], []
+    while snaps.chunk is not None:
+        limits.append(tables.server.sql[-1].rsplit("LIMIT ", 1)[1])
+        while snaps.step():
+            pass
+        chunk = snaps.window = snaps.chunk
+        stage.publish(chunk, None)
+        while not chunk.published_all():
+            stage._publish_slice(chunk)
+        published.append(chunk.sent)
+    assert limits == ["51"] + ["11"] * 6
+    assert 98 <= snaps.sizes.row_bytes["shop.t"] <= 99
+    # (The in-memory result hands out its rows once: the row each SELECT asks for beyond its
+    # chunk, which a server would send again after the chunk's last key, is not read again.)
+    assert published == [24, 10, 10, 10, 10, 10, 1]
+    assert _read_keys(ctx)[:26] == list(range(1, 25)) + [25, 26]
+
+
+def test_a_chunk_whose_rows_come_to_its_byte_bound_ends_there_and_more_follow():
+    server = PacketServer([(i, "x" * 95) for i in range(1, 41)])
+    read = chunks.ServerRead(server, shop_t(False), None, None, 30, max_bytes=500)
+    got = []
+    while not read.done:
+        got.append(len(read.fetch(4)))
+    # Counted a fetch at a time: the second's 8 rows of ~99 bytes came over 500.
+    assert got == [4, 4] and 500 <= read.bytes_read < 800
+    assert (read.final, read.last_key, server.closed) == (False, ["8"], 1)
+    read = chunks.ServerRead(PacketServer([(1, "x")]), shop_t(False), None, None, 30,
+                             max_bytes=500)
+    assert len(read.fetch(4)) == 1 and read.done and read.final  # under the bound: the last
