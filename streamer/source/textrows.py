@@ -124,7 +124,7 @@ def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes],
 
 # The key readers made, by (plan, indexes): every chunk of a table has the same, and a function
 # generated again is new code to the JIT, compiled again from cold for each chunk (under PyPy
-# that cost ~1.6 µs a row of 10,000-row chunks: docs/benchmarks.md, "One key reader a table").
+# that cost ~1.3 µs a row of 10,000-row chunks: docs/benchmarks.md, "One key reader a table").
 _KEY_READERS: Dict[Tuple[Any, ...], Callable[[bytes], tuple]] = {}
 KEY_READERS_KEPT = 256  # layouts; past that the cache starts again (tables are not that many)
 
