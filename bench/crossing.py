@@ -145,25 +145,20 @@ def _producer() -> Any:
     return Producer({k: v for k, v in conf.items() if "transaction" not in k})
 
 
-def _idle() -> Tuple[int, int]:
-    """(idle ticks, all ticks) of the machine so far."""
-    with open("/proc/stat") as fh:
-        ticks = [int(x) for x in fh.readline().split()[1:9]]
-    return ticks[3], sum(ticks)
-
-
 class _Round:
-    """One pass over the table: its wall time, the process's CPU and the machine's idle share."""
+    """One pass over the table: its wall time, the process's CPU and the machine's idle share
+    (what neither the streamer's processes, the servers nor the hypervisor took: env.Steal)."""
 
     def __init__(self) -> None:
-        self.wall, self.cpu, self.ticks = time.perf_counter(), time.process_time(), _idle()
+        self.wall, self.cpu, self.machine = time.perf_counter(), time.process_time(), env.Steal()
 
     def done(self, rows: int, **more: Any) -> Dict[str, Any]:
-        idle, total = _idle()
         wall = time.perf_counter() - self.wall
+        steal = self.machine.stop()
+        busy = self.machine.busy_pct
         return dict(rows_per_s=rows / wall,
                     cpu_us=(time.process_time() - self.cpu) / rows * 1e6,
-                    idle_pct=100.0 * (idle - self.ticks[0]) / max(1, total - self.ticks[1]),
+                    idle_pct=None if busy is None else 100.0 - busy - (steal or 0.0),
                     **more)
 
 
@@ -260,8 +255,9 @@ def _run(python: str, way: str, db: str, rows: int, rounds: int) -> List[Dict[st
     return lines[1:]  # the first is the JIT's warm-up
 
 
-def _median(lines: List[Dict[str, Any]], field: str) -> float:
-    return round(statistics.median(x[field] for x in lines), 2)
+def _median(lines: List[Dict[str, Any]], field: str) -> Optional[float]:
+    values = [x[field] for x in lines if x.get(field) is not None]  # no /proc/stat: no idle
+    return round(statistics.median(values), 2) if values else None
 
 
 def main(argv: List[str]) -> int:
