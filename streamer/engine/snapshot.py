@@ -425,7 +425,7 @@ class Snapshots:
             return
         chunk.reading = None
         chunk.last_key, chunk.final = reading.last_key, reading.final
-        self.sizes.read(j["table"], getattr(reading, "given", 0), getattr(reading, "bytes_read", 0))
+        self.sizes.read(j["table"], reading.given, reading.bytes_read)
         if not self.read_only:
             self._tables().watermark(chunk.high)
 

@@ -333,6 +333,7 @@ class ListRead:
     keys = None
     literals = None
     unpack = None
+    given = bytes_read = 0  # its rows came as dicts: no length measured (engine.snapshot.ChunkSize)
 
     def __init__(self, rows: List[Dict[str, Any]], last_key: Optional[List[str]],
                  final: bool) -> None:
