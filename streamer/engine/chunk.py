@@ -17,13 +17,19 @@ class RowUnreadable(Exception):
 
 
 class Chunk:
-    """One chunk between its watermarks: ``rows`` by chunk key, in key order. While ``reading``
-    (a ``source.chunks`` read) is set, its rows are still being read, a slice at a time
-    (``Snapshots.step``); ``changed`` holds the keys the window's changes took out, so that a row
-    read after its change stays out too. From its high mark (``land``) its rows are published a
-    slice at a time, in key order (``messages``), with the window still open: a change of a row
-    not published yet takes it out, as in the window. A commit between slices checkpoints the
-    chunk's progress up to the last row published (``done_key``).
+    """One chunk between its watermarks: ``rows`` in key order, as read, each row's chunk key in
+    ``keys``. While ``reading`` (a ``source.chunks`` read) is set, its rows are still being read, a
+    slice at a time (``Snapshots.step``); ``changed`` holds the keys the window's changes took out:
+    a row is published only if its key is not in it when its turn comes, so a row changed before
+    it was read, after, or after its chunk's high mark, while the chunk is published, stays out
+    alike. From its high mark (``land``) its rows are published a slice at a time, in key order
+    (``messages``), with the window still open. A commit between slices checkpoints the chunk's
+    progress up to the last row published or passed over (``done_key``).
+
+    The rows are held in lists, in the order read, not by key: a changed row is rare and is
+    looked for in ``changed`` as its turn comes, where a dict by key cost every row two inserts
+    and two lookups of its key tuple (~0.8 µs a row under PyPy; docs/benchmarks.md, "Rows held in
+    lists").
 
     A read whose rows come as the server sent them (``reading.unpack``) has them held so, keyed by
     their chunk key as read and converted as ``convert`` would (``key_of``), and unpacked and
@@ -33,13 +39,14 @@ class Chunk:
     Where the table version's columns allow it, a held row's message is written from its packet
     (``schema.textavro``), never made a dict."""
 
-    __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "last_key",
-                 "final", "low_set", "high_set", "reading", "changed", "raw_keys", "literals",
-                 "order", "at", "sent", "parts", "unpack", "key_of", "held", "writer")
+    __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "keys",
+                 "last_key", "final", "low_set", "high_set", "reading", "changed", "raw_keys",
+                 "literals", "landed", "at", "sent", "parts", "unpack", "key_of", "held",
+                 "writer")
 
     def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
-                 key_names: List[str], rows: Dict[Tuple, Dict[str, Any]],
-                 last_key: Optional[List[str]], final: bool, reading: Any = None) -> None:
+                 key_names: List[str], last_key: Optional[List[str]], final: bool,
+                 reading: Any = None) -> None:
         self.job = job_
         self.low = low
         self.high = high
@@ -47,7 +54,8 @@ class Chunk:
         self.db = tv.db
         self.table = tv.table
         self.key_names = key_names
-        self.rows = rows
+        self.rows: List[Any] = []
+        self.keys: List[Tuple] = []  # each row's key, as ``remove`` is given it
         self.last_key = last_key
         self.final = final
         # Read-only mode: the watermarks are GTID positions, reached rather than read.
@@ -55,11 +63,11 @@ class Chunk:
         self.high_set: Optional[GtidSet] = None
         self.reading = reading
         self.changed: Set[Tuple] = set()
-        # The key as read (for the SQL literals of a checkpoint between slices), by chunk key;
-        # a read without them (``literals`` None) is published whole.
-        self.raw_keys: Dict[Tuple, tuple] = {}
+        # Each row's key as read (for the SQL literals of a checkpoint between slices); a read
+        # without them (``literals`` None) is published whole.
+        self.raw_keys: List[tuple] = []
         self.literals = reading.literals if reading is not None else None
-        self.order: Optional[List[Tuple]] = None
+        self.landed = False
         self.at = 0
         self.sent = 0
         self.parts: Any = None
@@ -71,53 +79,48 @@ class Chunk:
                 self.writer = text_writer(tv, reading.d, reading.plan, reading.fix)
 
     def add(self, rows: List[Any], keys: Optional[List[tuple]] = None) -> None:
-        """Rows read (and their chunk key as read), kept unless the window changed their key:
-        as read, or converted in place."""
+        """Rows read (and their chunk key as read): held as read, or converted in place."""
         unpack = self.unpack
-        if unpack is not None:
-            if self.held:
-                return self._hold(rows, keys or [])
-            rows = [unpack(r) for r in rows]
-        convert = self.tv.convert
-        names = self.key_names
-        changed = self.changed
-        by_key = self.rows
-        raw_keys = self.raw_keys
-        for i, values in enumerate(rows):
-            convert(values)
-            key = tuple([values[n] for n in names])
-            if key not in changed:
-                by_key[key] = values
-            if keys is not None:
-                raw_keys[key] = keys[i]
+        if unpack is not None and self.held:
+            assert keys is not None, "a read whose rows are held as read gives their keys"
+            key_of = self.key_of
+            self.keys += keys if key_of is None else [key_of(raw) for raw in keys]
+        else:
+            if unpack is not None:
+                rows = [unpack(r) for r in rows]
+            convert = self.tv.convert
+            for values in rows:
+                convert(values)
+            names = self.key_names
+            self.keys += [tuple([values[n] for n in names]) for values in rows]
+        self.rows += rows
+        if keys is not None:
+            self.raw_keys += keys
 
-    def _hold(self, rows: List[Any], keys: List[tuple]) -> None:
-        key_of = self.key_of
+    def kept(self) -> List[Tuple]:
+        """The keys of the rows read that the window's changes left in, in key order."""
         changed = self.changed
-        by_key = self.rows
-        raw_keys = self.raw_keys
-        for i, row in enumerate(rows):
-            raw = keys[i]
-            key = raw if key_of is None else key_of(raw)
-            if key not in changed:
-                by_key[key] = row
-            raw_keys[key] = raw
+        return [key for key in self.keys if key not in changed]
 
     def land(self, parts: Any) -> None:
         """At the high mark: the rows left are published from here on, with ``parts``."""
         self.parts = parts
-        self.order = list(self.rows)
+        self.landed = True
 
     def _next(self, n: Optional[int]) -> List[Any]:
         """The next ``n`` rows to publish (None: all that are left), less those changed since,
         as held."""
-        order = self.order
-        assert order is not None
+        assert self.landed
         i = self.at
-        end = len(order) if n is None or self.literals is None else min(i + n, len(order))
+        total = len(self.rows)
+        end = total if n is None or self.literals is None else min(i + n, total)
         self.at = end
-        rows = self.rows
-        return [rows[k] for k in order[i:end] if k in rows]
+        rows = self.rows[i:end]
+        changed = self.changed
+        if changed:
+            keys = self.keys
+            rows = [row for j, row in enumerate(rows, i) if keys[j] not in changed]
+        return rows
 
     def next_rows(self, n: Optional[int]) -> Iterable[Dict[str, Any]]:
         """The next ``n`` rows to publish, as converted dicts."""
@@ -167,18 +170,17 @@ class Chunk:
             yield values
 
     def published_all(self) -> bool:
-        return self.order is not None and self.at >= len(self.order)
+        return self.landed and self.at >= len(self.rows)
 
     def done_key(self) -> Optional[List[str]]:
         """The SQL literals of the last row published or passed over, once a slice was."""
-        if not self.at or self.order is None or self.literals is None:
+        if not self.at or not self.landed or self.literals is None:
             return None
-        return self.literals(self.raw_keys[self.order[self.at - 1]])
+        return self.literals(self.raw_keys[self.at - 1])
 
     def remove(self, values: Dict[str, Any]) -> None:
-        key = tuple([values[n] for n in self.key_names])
-        self.changed.add(key)
-        self.rows.pop(key, None)
+        """A change of the row with ``values``' key, in the window: that row stays out."""
+        self.changed.add(tuple([values[n] for n in self.key_names]))
 
     def close(self) -> None:
         """A chunk given up before it was read: its result goes."""

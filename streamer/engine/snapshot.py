@@ -503,7 +503,7 @@ class Snapshots:
         # binlog's rows alike: the chunk's keys still match the changes'.
         names = {f.get("mysql.column", f["name"]): f["name"] for f in tv.row_schema["fields"]}
         key_names = [names.get(k, k) for k in described.chunk_key]
-        self.chunk = chunk = Chunk(j, low, high, tv, key_names, {}, None, False, reading)
+        self.chunk = chunk = Chunk(j, low, high, tv, key_names, None, False, reading)
         if self.read_only:
             # Read whole, in one consistent snapshot: the positions around it frame it.
             self.read_whole()

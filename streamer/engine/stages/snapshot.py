@@ -88,7 +88,7 @@ class SnapshotStage:
         """Slices of the chunk in flight (read, or published once landed) until the server sends
         more changes; the messages published."""
         chunk = self.snaps.chunk
-        if chunk is None or (chunk.reading is None and chunk.order is None):
+        if chunk is None or (chunk.reading is None and not chunk.landed):
             return 0  # none, or waiting for its high mark
         policy = self.ctx.policy
         arrived = policy.reader.more_arrived
@@ -112,7 +112,7 @@ class SnapshotStage:
         """One slice of the chunk in flight: (whether more work is there, messages published)."""
         snaps = self.snaps
         chunk = snaps.chunk
-        if chunk is not None and chunk.order is not None:
+        if chunk is not None and chunk.landed:
             sent = self._publish_slice(chunk)
         elif chunk is not None and chunk.reading is not None:
             snaps.step()
@@ -120,7 +120,7 @@ class SnapshotStage:
         else:
             return False, 0
         chunk = snaps.chunk
-        return chunk is not None and (chunk.reading is not None or chunk.order is not None), sent
+        return chunk is not None and (chunk.reading is not None or chunk.landed), sent
 
     def on_position(self) -> int:
         """Read-only mode, between transactions: a chunk whose high position was reached."""

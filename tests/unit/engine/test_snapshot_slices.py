@@ -98,12 +98,15 @@ def test_a_chunk_read_in_slices_stops_at_its_limit_and_knows_whether_more_follow
 
 def test_a_row_read_after_its_change_in_the_window_stays_out():
     tv = SimpleNamespace(db="shop", table="t", convert=lambda values: None)
-    chunk = Chunk(job("1", "shop.t", None), "L", "H", tv, ["id"], {}, None, False)
+    chunk = Chunk(job("1", "shop.t", None), "L", "H", tv, ["id"], None, False)
     chunk.add([{"id": 1, "v": "a"}])
     chunk.remove({"id": 1, "v": "new"})  # changed after it was read
     chunk.remove({"id": 3, "v": "new"})  # changed before it is read: it was read older
-    chunk.add([{"id": 2, "v": "b"}, {"id": 3, "v": "old"}])
-    assert list(chunk.rows) == [(2,)]
+    chunk.add([{"id": 2, "v": "b"}, {"id": 3, "v": "old"}, {"id": 4, "v": "c"}])
+    chunk.remove({"id": 4, "v": "new"})  # changed after the high mark, before its turn
+    chunk.land(None)
+    assert chunk.kept() == [(2,)] and list(chunk.next_rows(None)) == [{"id": 2, "v": "b"}]
+    assert chunk.published_all()
 
 
 class Tables:
@@ -152,16 +155,16 @@ def test_the_stage_reads_until_changes_arrive_and_writes_the_high_mark_once_read
     assert tables.marks == [snaps.chunk.low] and snaps.chunk.reading is not None
     ctx.policy.reader.arrived = [False, False, True]  # a change arrives after the second slice
     stage.work()
-    assert [k for (k,) in snaps.chunk.rows] == [1, 2, 3, 4] and len(tables.marks) == 1
+    assert [k for (k,) in snaps.chunk.kept()] == [1, 2, 3, 4] and len(tables.marks) == 1
     ctx.policy.reader.arrived = [True]  # changes keep coming: they go first...
     stage.work()
-    assert len(snaps.chunk.rows) == 4
+    assert len(snaps.chunk.kept()) == 4
     ctx.clock.sleep(SHARE_S)  # ...until the chunk had no slice for SHARE_S
     ctx.policy.reader.arrived = [True, True]
     stage.work()
-    assert len(snaps.chunk.rows) == 6
+    assert len(snaps.chunk.kept()) == 6
     stage.work()  # caught up: the rest, then the high mark
-    assert [k for (k,) in snaps.chunk.rows] == list(range(1, 8))
+    assert [k for (k,) in snaps.chunk.kept()] == list(range(1, 8))
     assert tables.marks == [snaps.chunk.low, snaps.chunk.high] and snaps.chunk.reading is None
     assert snaps.chunk.final and snaps.chunk.last_key == ["7"]
 
@@ -173,12 +176,12 @@ def test_a_slice_is_read_in_batches_each_kept_before_the_next_is_read(ctx, monke
     kept = []
     add = Chunk.add
     monkeypatch.setattr(Chunk, "add", lambda chunk, rows, keys=None: (
-        kept.append(len(chunk.rows)), add(chunk, rows, keys)))
+        kept.append(len(chunk.kept())), add(chunk, rows, keys)))
     assert snaps.step()  # one slice: 8 rows, in batches of 3, 3 and 2
     assert tables.server.asked == [3, 3, 2] and kept == [0, 3, 6]
-    assert [k for (k,) in snaps.chunk.rows] == list(range(1, 9))
+    assert [k for (k,) in snaps.chunk.kept()] == list(range(1, 9))
     assert not snaps.step()  # the rest: rows 9 and 10, and the one that says more follow
-    assert tables.server.asked[3:] == [3] and len(snaps.chunk.rows) == 10
+    assert tables.server.asked[3:] == [3] and len(snaps.chunk.kept()) == 10
     assert snaps.chunk.reading is None and len(tables.marks) == 2
 
 
@@ -227,7 +230,7 @@ def test_a_chunks_topic_is_made_sure_of_while_the_chunk_is_read_once_per_version
     assert pub.soon == []
     stage.work()  # the chunk read, up to its high mark
     # Asked ahead at the chunk's first turn, before its high mark announces the version.
-    assert snaps.chunk.order is None and topic not in pub.topics
+    assert not snaps.chunk.landed and topic not in pub.topics
     assert pub.soon == [(topic, {"cleanup.policy": "compact"} if snaps.chunk.tv.compacted else {})]
     first = snaps.window = snaps.chunk
     stage.publish(first, None)
@@ -289,12 +292,12 @@ def test_with_changes_of_the_stream_waiting_a_snapshot_takes_one_slice_at_most(c
     ctx, snaps, stage = _stage(ctx, tables)
     ctx.policy.pending = 1  # a change of the stream's own waits for its commit
     stage.work()
-    assert len(snaps.chunk.rows) == 2
+    assert len(snaps.chunk.kept()) == 2
     stage.work()  # not SHARE_S since the last slice: none
-    assert len(snaps.chunk.rows) == 2
+    assert len(snaps.chunk.kept()) == 2
     ctx.clock.sleep(SHARE_S)
     stage.work()
-    assert len(snaps.chunk.rows) == 4
+    assert len(snaps.chunk.kept()) == 4
 
 
 def test_a_statement_on_the_table_while_its_chunk_goes_out_reads_on_after_what_went(
@@ -333,8 +336,8 @@ def _two_chunks(tv, described, rows, changed):
     changed = [_converted(tv, r) for r in changed]
     out = []
     for read in (server_read, list_read):
-        chunk = Chunk(job("1", "shop.ev", None), "L", "H", tv, described.chunk_key, {}, None,
-                      False, read)
+        chunk = Chunk(job("1", "shop.ev", None), "L", "H", tv, described.chunk_key, None, False,
+                      read)
         for values in changed[:1]:
             chunk.remove(values)
         while not read.done:
@@ -364,7 +367,7 @@ def test_rows_held_as_read_are_keyed_and_published_as_rows_converted_when_read()
     assert held.held and held.key_of is not None and not dicts.held
     assert got == want and [r["v"] for r in got] == ["v1", "v3"]
     assert all(isinstance(r["at"], int) for r in got)
-    assert all(isinstance(r, tuple) for r in held.rows.values())  # held as read until then
+    assert all(isinstance(r, tuple) for r in held.rows)  # held as read until then
 
 
 def test_a_key_column_not_converted_on_its_own_has_its_rows_converted_as_they_are_read():
@@ -380,7 +383,7 @@ def test_a_key_column_not_converted_on_its_own_has_its_rows_converted_as_they_ar
     (held, got), (_, want) = _two_chunks(tv, d, [("", "v0"), ("a", "v1"), ("a,b", "v2")],
                                          [{"s": {"a", "b"}, "v": "x"}])
     assert held.held is False and got == want and [r["v"] for r in got] == ["v0", "v1"]
-    assert all(isinstance(r, dict) for r in held.rows.values())
+    assert all(isinstance(r, dict) for r in held.rows)
 
 
 class _Failing(Server):

@@ -157,15 +157,17 @@ def test_the_snapshot_window_listens_to_changes_only_while_it_is_open(ctx, tmp_p
     snaps = Snapshots(ctx.cfg, "pw", TableFilter(["app.*"], []), tables=lambda: None)
     stage = SnapshotStage(ctx, snaps, TableMaps(ctx, Rows(ctx)), Position("f", 4))
     assert ctx.changes == []
-    tv = SimpleNamespace(db="app", table="t", topic="ns.app.t", compacted=True)
-    chunk = Chunk({"table": "app.t"}, "L", "H", tv, ["id"], {(1,): {}, (2,): {}}, None, False)
+    tv = SimpleNamespace(db="app", table="t", topic="ns.app.t", compacted=True,
+                         convert=lambda values: None)
+    chunk = Chunk({"table": "app.t"}, "L", "H", tv, ["id"], None, False)
+    chunk.add([{"id": 1}, {"id": 2}])
     snaps.chunk = chunk
     mark = SimpleNamespace(__class__=WriteRowsEvent, rows=[
         {"values": {"streamer": snaps.name, "mark": "L"}}])
     stage.on_watermarks(mark, 0)
     assert ctx.changes == [stage.on_change]
     ctx.changes[0](SimpleNamespace(db="app", table="t"), rows_event(7, 1), "d")
-    assert list(chunk.rows) == [(2,)]
+    assert chunk.kept() == [(2,)]
     snaps.window = snaps.chunk = None
     stage._follow_window()
     assert ctx.changes == []
