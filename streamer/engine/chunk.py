@@ -31,8 +31,8 @@ class Chunk:
     and two lookups of its key tuple (~0.8 µs a row under PyPy; docs/benchmarks.md, "Rows held in
     lists").
 
-    A read whose rows come as the server sent them (``reading.unpack``) has them held so, keyed by
-    their chunk key as read and converted as ``convert`` would (``key_of``), and unpacked and
+    A read whose rows come as the server sent them (``reading.unpack``) has them held so, each with
+    its chunk key as read and converted as ``convert`` would (``key_of``), and unpacked and
     converted as they are published: until its high mark a row is one object, not a dozen
     (docs/benchmarks.md, "Rows held as read"). When a key column's value can't be converted on
     its own (``TableVersion.alone``), each row is unpacked and converted as it is read instead.
