@@ -121,7 +121,8 @@ _BATCH = Section("when a Kafka transaction commits (engine.commit)", {
     "gather_ms": Key(0.8, number(0, above=False), "caught up sooner, it first waits up to this "
                      "age for more changes (0: never)", unit="ms"),
     "catchup_linger_ms": Key(500, number(), "a batch's longest wait while catching up (changes "
-                             ">= 2 s old): fewer, bigger commits", unit="ms"),
+                             ">= 2 s old), or holding a snapshot's rows alone: fewer, bigger "
+                             "commits", unit="ms"),
     "idle_checkpoint_ms": Key(1000, number(), "with nothing to publish, how often skipped tables "
                               "and DDL are checkpointed", unit="ms"),
 })

@@ -9,6 +9,13 @@ synchronous commit every few hundred rows, so batches wait ``catchup_linger_ms``
 ``max_messages``. With nothing to publish, an idle checkpoint still moves the position past
 tables that are not published and DDL, so a restart need not re-read them.
 
+A snapshot's rows (``in_background``) wait for no reader: a batch of those alone commits at its
+chunk's end (``request_commit``), at ``max_messages`` or ``catchup_linger_ms`` old, not at every
+idle heartbeat. The binlog is idle during a snapshot of a quiet source, its heartbeat came every
+20 ms, and each commit stopped the snapshot for its Kafka round trip (~17 % of a wide snapshot's
+time: docs/benchmarks.md, "A snapshot's rows commit with their chunk"). A change of the stream's
+own in the batch makes it commit as any other.
+
 The policy owns what is pending, the heartbeat flag, the linger and gather waits and the hooks
 that run when the stream is idle; stages only add what they produced (``after``), ask for a
 commit at the end of the transaction (``request_commit``), or say a heartbeat arrived.
@@ -100,7 +107,7 @@ class CommitPolicy:
                  "linger", "max_messages", "idle_s", "gather_s", "arrives_within", "cfg",
                  "pending", "beat", "started", "last_commit", "committed_at", "last_ts",
                  "commit_requested", "checkpoint_parts", "caught_up_hooks", "idle_hooks",
-                 "after_commit", "caught_up_commit_hooks")
+                 "after_commit", "caught_up_commit_hooks", "background")
 
     def __init__(self, cfg: Config, publisher: Any, tracker: Any, reader: Any,
                  control: Any, metrics: Any, clock: Any, totals: Totals,
@@ -126,6 +133,7 @@ class CommitPolicy:
         self.gather_s = min(batch.gather_s, batch.linger_s)
         self.arrives_within = getattr(reader, "arrives_within", None) if self.gather_s else None
         self.pending = 0
+        self.background = 0  # of ``pending``, a snapshot's rows (``in_background``)
         self.beat = False
         self.started = self.last_commit = self.monotonic()
         self.committed_at: Tuple[str, int, int] = tracker.mark()
@@ -149,6 +157,11 @@ class CommitPolicy:
         that it measures the latency a change would see."""
         self.open()
         self.beat = True
+
+    def in_background(self, n: int) -> None:
+        """``n`` of the messages handed to ``after`` (or by a hook) are a snapshot's rows, which
+        no reader waits for: they don't make the batch commit sooner than its chunk's end."""
+        self.background += n
 
     def request_commit(self) -> None:
         """Commit at the end of the current transaction, caught up or not (a snapshot chunk
@@ -178,17 +191,23 @@ class CommitPolicy:
         # to send: the reader is caught up, so waiting out the linger would only add latency.
         # A heartbeat queued before newer changes says nothing of the sort.
         caught_up = cls is HeartbeatLogEvent and not self.reader.more_arrived()
+        requested = False
         if caught_up:
             self._caught_up()
+            requested = self.commit_requested  # (its hooks may have asked)
         elif tx_end and self.commit_requested:
-            caught_up = True
-            self.commit_requested = False
-        elif tx_end and (self.pending or self.beat) and self.linger.live(self.last_ts):
+            caught_up = requested = True
+        elif tx_end and (self.pending > self.background or self.beat) \
+                and self.linger.live(self.last_ts):
             caught_up = self._nothing_more(now)
-        if (self.pending or self.beat) and self.linger.due(now - self.started, caught_up,
-                                                           self.last_ts):
+        if requested:
+            self.commit_requested = False
+        waited_for = self.beat or self.pending > self.background
+        if (self.pending or self.beat) and (requested or self._due(now - self.started,
+                                                                   caught_up, waited_for)):
             self.commit()
-            self.linger.committed(caught_up)
+            if waited_for:
+                self.linger.committed(caught_up)
             if caught_up:
                 for hook in self.caught_up_commit_hooks:
                     self.pending += hook()
@@ -197,6 +216,14 @@ class CommitPolicy:
         if caught_up and self.idle_hooks and not self.pending and not self.beat:
             self._idle()
         return False
+
+    def _due(self, age: float, caught_up: bool, waited_for: bool) -> bool:
+        """Whether the open batch, ``age`` old, commits now: by the linger when a change of the
+        stream's own (or a heartbeat) waits for it, else (a snapshot's rows alone) once
+        ``catchup_linger`` old."""
+        if waited_for:
+            return self.linger.due(age, caught_up, self.last_ts)
+        return age >= self.linger.catchup_linger
 
     def _nothing_more(self, now: float) -> bool:
         """At a live transaction's end: whether the server has sent nothing more. The commit
@@ -240,7 +267,7 @@ class CommitPolicy:
         self.metrics.on_commit(position, pending, publisher.last_commit_s, publisher.queue_depth())
         self.totals.published += pending
         self.totals.batches += 1
-        self.pending = 0
+        self.pending = self.background = 0
         self.beat = False
         self.last_commit = self.monotonic()
         self.committed_at = tracker.mark()

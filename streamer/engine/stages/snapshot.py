@@ -37,7 +37,6 @@ class SnapshotStage:
         self.snaps = snaps
         self.tracker = ctx.tracker
         self.last_slice = float("-inf")
-        self.returned = 0  # messages this stage handed the commit policy since its last commit
         self.ahead: Any = None  # the last chunk's table version whose topic was asked ahead
         snaps.reset(start.snapshot, ctx.tables)
         if snaps.read_only:
@@ -65,7 +64,7 @@ class SnapshotStage:
         chunk = self.snaps.on_watermarks(event, skip)
         sent = 0 if chunk is None else self.publish(chunk, event)
         self._follow()
-        self.returned += sent
+        self.ctx.policy.in_background(sent)
         return sent
 
     def on_query(self, event: Any) -> int:
@@ -93,7 +92,7 @@ class SnapshotStage:
         policy = self.ctx.policy
         arrived = policy.reader.more_arrived
         monotonic = self.ctx.clock.monotonic
-        waiting = policy.pending > self.returned  # the stream's own changes, not yet committed
+        waiting = policy.pending > policy.background  # the stream's own, not yet committed
         if (waiting or arrived()) and monotonic() - self.last_slice < SHARE_S:
             return 0
         sent = 0
@@ -105,7 +104,7 @@ class SnapshotStage:
                 break
         self.last_slice = monotonic()
         self._follow()
-        self.returned += sent
+        policy.in_background(sent)
         return sent
 
     def _slice(self) -> Tuple[bool, int]:
@@ -129,6 +128,7 @@ class SnapshotStage:
         chunk = self.snaps.on_position(self.tracker.gtids)
         sent = 0 if chunk is None else self.publish(chunk, None)
         self._follow()
+        self.ctx.policy.in_background(sent)
         return sent
 
     def on_change(self, tv: Any, event: Any, op: str) -> None:
@@ -136,7 +136,6 @@ class SnapshotStage:
 
     def checkpoint(self, position: Position) -> None:
         position.snapshot = self.snaps.progress()
-        self.returned = 0
 
     def _follow(self) -> None:
         """After each turn: the changes hook follows the window, and a chunk's table version,

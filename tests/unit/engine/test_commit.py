@@ -117,6 +117,50 @@ def test_a_requested_commit_happens_at_the_transactions_end_whatever_the_linger(
     assert metrics.commits == [(4, 2)] and not p.commit_requested
 
 
+def test_a_snapshots_rows_alone_wait_at_idle_heartbeats_for_their_chunks_end():
+    p, _, _, _, metrics = policy(reader=Reader(more=False))
+    p.open()
+    p.in_background(5)
+    p.after(object, 5, False)
+    p.after(HeartbeatLogEvent, 0, False)  # caught up: nobody waits for these rows
+    p.after(XidEvent, 0, True)
+    assert metrics.commits == [] and p.pending == p.background == 5
+    made = []
+    p.caught_up_commit_hooks.append(lambda: made.append(1) or 0)
+    p.caught_up_hooks.append(lambda: p.request_commit() or 0)  # the chunk's last slice went
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 5)] and made == [1]
+    assert not p.commit_requested and p.pending == p.background == 0
+
+
+def test_a_change_of_the_streams_own_among_a_snapshots_rows_commits_them_as_ever():
+    p, _, _, _, metrics = policy(reader=Reader(more=False), linger_ms=10000)
+    p.open()
+    p.in_background(5)
+    p.after(object, 5, False)
+    p.after(object, 1, False)  # a change read from the binlog
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 6)]
+
+
+def test_a_snapshots_rows_alone_commit_at_max_messages_or_catchup_linger_old():
+    clock = FakeClock(step=0.0001)
+    p, _, _, _, metrics = policy(reader=Reader(more=False), clock=clock)
+    p.open()
+    p.in_background(10)
+    p.after(object, 10, False)
+    assert metrics.commits == [(4, 10)]
+    p.open()
+    p.in_background(3)
+    p.after(object, 3, False)
+    clock.sleep(0.4)
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 10)]
+    clock.sleep(0.1)
+    p.after(HeartbeatLogEvent, 0, False)
+    assert metrics.commits == [(4, 10), (4, 3)]
+
+
 def test_an_idle_checkpoint_moves_the_position_with_nothing_to_publish():
     clock = FakeClock(step=0.6)
     p, publisher, tracker, _, metrics = policy(clock=clock)

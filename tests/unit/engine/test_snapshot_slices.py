@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pymysql
 import pytest
+from pymysqlreplication.row_event import WriteRowsEvent
 
 from streamer import config
 from streamer.codec.decode import Decoder
@@ -285,6 +286,19 @@ def test_a_landed_chunk_goes_out_a_slice_at_a_time_and_a_commit_between_keeps_it
     assert stage.work() == 3  # caught up: the rest; the table's snapshot is done
     assert _read_keys(ctx) == [1, 2, 3, 5, 6, 7] and snaps.chunk is None and snaps.window is None
     assert snaps.progress() == {"queue": [], "done": 1, "rows": 6}
+
+
+def test_what_the_stage_publishes_is_told_the_policy_as_a_snapshots(ctx):  # noqa: F811
+    tables = Tables(range(1, 8))
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()  # read whole, then its high mark
+    chunk = snaps.window = snaps.chunk
+    high = SimpleNamespace(__class__=WriteRowsEvent, timestamp=1,
+                           packet=SimpleNamespace(server_id=9, log_pos=300, event_size=30),
+                           rows=[{"values": {"streamer": snaps.name, "mark": chunk.high}}])
+    # Published at the high mark (the first slice) and then by work(): none the stream's own.
+    assert stage.on_watermarks(high, 0) == 2 and ctx.policy.background == 2
+    assert stage.work() == 5 and ctx.policy.background == 7 and snaps.chunk is None
 
 
 def test_with_changes_of_the_stream_waiting_a_snapshot_takes_one_slice_at_most(ctx):  # noqa: F811
