@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
+from streamer.codec.encode import signed_bytes
+
 Adapt = Optional[Callable[[Any], Any]]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -61,8 +63,7 @@ def unscaled_bytes(value: decimal.Decimal) -> bytes:
     base64) and in Avro's bytes."""
     sign, digits, exponent = value.as_tuple()
     unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
-    size = max(1, (unscaled.bit_length() + 8) // 8)
-    return unscaled.to_bytes(size, "big", signed=True)
+    return signed_bytes(unscaled, max(1, (unscaled.bit_length() + 8) // 8))
 
 
 def _decimal(precision: int, scale: int, opts: Options) -> Tuple[Dict[str, Any], Adapt]:

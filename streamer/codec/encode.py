@@ -19,6 +19,7 @@ from streamer.errors import GeneratedWriterUnsupported
 
 _FLOAT = struct.Struct("<f").pack
 _DOUBLE = struct.Struct("<d").pack
+_INT64 = struct.Struct(">q").pack
 
 
 def write_long(buf: bytearray, n: int) -> None:
@@ -27,6 +28,15 @@ def write_long(buf: bytearray, n: int) -> None:
         buf.append((n & 0x7F) | 0x80)
         n >>= 7
     buf.append(n)
+
+
+def signed_bytes(n: int, size: int) -> bytes:
+    """``n.to_bytes(size, "big", signed=True)`` for a ``size`` that holds ``n`` (a decimal's
+    unscaled value): by way of a packed long when it fits one, 3-5x faster under PyPy (int's
+    to_bytes goes through its big-integer code)."""
+    if size <= 8:
+        return _INT64(n)[8 - size:]
+    return n.to_bytes(size, "big", signed=True)
 
 
 def write_string(buf: bytearray, s: str) -> None:
@@ -57,7 +67,7 @@ def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
             raise ValueError("Scale provided in schema does not match the decimal")
         unscaled = int(digits_str) * 10 ** delta
         size = (unscaled.bit_length() + 8) // 8
-        return (-unscaled if value._sign else unscaled).to_bytes(size, "big", signed=True)
+        return signed_bytes(-unscaled if value._sign else unscaled, size)
     else:
         sign, digits, exp = value.as_tuple()
         if len(digits) > precision:
@@ -70,9 +80,8 @@ def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
             unscaled = unscaled * 10 + d
         unscaled *= 10 ** delta
         size = (unscaled.bit_length() + 8) // 8
-        return (-unscaled if sign else unscaled).to_bytes(size, "big", signed=True)
-    size = (abs(unscaled).bit_length() + 8) // 8
-    return unscaled.to_bytes(size, "big", signed=True)
+        return signed_bytes(-unscaled if sign else unscaled, size)
+    return signed_bytes(unscaled, (abs(unscaled).bit_length() + 8) // 8)
 
 
 _HELPERS = {"write_long": write_long, "write_string": write_string, "_bytes": _bytes, "_FLOAT": _FLOAT,

@@ -34,7 +34,7 @@ from pymysql import converters
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.codec.avro import EnvelopeWriter
-from streamer.codec.encode import _decimal_bytes, write_long
+from streamer.codec.encode import _decimal_bytes, signed_bytes, write_long
 from streamer.schema import columns
 from streamer.source import lenenc
 from streamer.source.rowplan import EPOCH_ORDINAL
@@ -96,8 +96,8 @@ def decimal_bytes(text: bytes, scale: int, precision: int) -> bytes:
         digits = text[negative:] if size > negative else b""
     if digits.isdigit() and len(digits) <= precision:
         unscaled = int(digits)
-        out = (unscaled.bit_length() + 8) // 8
-        return (-unscaled if negative else unscaled).to_bytes(out, "big", signed=True)
+        return signed_bytes(-unscaled if negative else unscaled,
+                            (unscaled.bit_length() + 8) // 8)
     return _decimal_bytes(fast_decimal(text.decode("ascii")), scale, precision)
 
 

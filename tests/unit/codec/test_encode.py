@@ -6,7 +6,7 @@ import random
 import fastavro
 import pytest
 
-from streamer.codec.encode import compile_writer
+from streamer.codec.encode import compile_writer, signed_bytes
 from streamer.errors import GeneratedWriterUnsupported
 from streamer.schema.versions import SOURCE_SCHEMA
 
@@ -91,6 +91,18 @@ def test_envelopes_with_named_references_and_tuple_branches_match_fastavro():
         assert _generated(ENVELOPE, env) == _fastavro(ENVELOPE, env)
     env = {"before": None, "after": _row(rng), "op": "c", "ts_ms": 0, "source": source}
     assert _generated(ENVELOPE, env) == _fastavro(ENVELOPE, env)
+
+
+def test_signed_bytes_are_int_to_bytes_at_every_size_edge():
+    # Around each size's bounds, both signs: the packed-long path (up to 8 bytes) and past it.
+    edges = {0, 1, -1}
+    for bits in range(1, 80):
+        for n in (2 ** bits - 1, 2 ** bits, 2 ** bits + 1):
+            edges.update((n, -n))
+    for n in sorted(edges):
+        size = (abs(n).bit_length() + 8) // 8
+        assert signed_bytes(n, size) == n.to_bytes(size, "big", signed=True), n
+        assert signed_bytes(n, size + 1) == n.to_bytes(size + 1, "big", signed=True), n
 
 
 def test_decimal_that_does_not_fit_the_schema_is_refused_like_fastavro():
