@@ -89,6 +89,10 @@ class Ramp:
         if counted < self.full:
             self.counted[table] = counted + rows
 
+    def forget(self, table: str) -> None:
+        """The table's snapshot ended: asked again, its slices start small again."""
+        self.counted.pop(table, None)
+
 
 # A table's first chunk in this process when the server gives no row length to go by.
 FIRST_CHUNK_ROWS = 10000
@@ -121,6 +125,10 @@ class ChunkSize:
         """A chunk of ``table`` was read: ``rows`` rows of ``size`` bytes in all."""
         if rows > 0 and size > 0:
             self.row_bytes[table] = size / rows
+
+    def forget(self, table: str) -> None:
+        """The table's snapshot ended: asked again, its first chunk goes by the estimate."""
+        self.row_bytes.pop(table, None)
 
 
 class _ReadAgain(Exception):
@@ -341,8 +349,7 @@ class Snapshots:
         self.chunk = self.window = None
         self._progress = None
         if chunk.final:
-            self.queue.pop(0)
-            self.done += 1
+            self._ended(self.queue.pop(0))
             log.info("snapshot of %s done: %d rows in %d chunks (request %s)", j["table"],
                      j["rows"], j["chunk"], j["id"], extra={"table": j["table"]})
         self.pump()
@@ -455,9 +462,15 @@ class Snapshots:
 
     def _drop(self) -> None:
         self._give_up_chunk()
-        self.queue.pop(0)
-        self.done += 1
+        self._ended(self.queue.pop(0))
         self._progress = None
+
+    def _ended(self, j: Dict[str, Any]) -> None:
+        """A table's snapshot ended (done, or given up): what was kept by its name goes. A
+        long-lived process may snapshot a great many tables, one request after another."""
+        self.done += 1
+        for kept in (self.sizes, self.read_slices, self.publish_slices):
+            kept.forget(j["table"])
 
     def _tables(self) -> Any:
         if self.source is None:
