@@ -477,6 +477,15 @@ def test_chunk_sizes_go_by_bytes_as_measured_else_as_the_server_estimates():
     assert sizes.rows("a.t") == 1
 
 
+def _publish_all(snaps, stage):
+    """The chunk in flight, read: landed (no binlog here) and published a slice at a time."""
+    chunk = snaps.window = snaps.chunk
+    stage.publish(chunk, None)
+    while not chunk.published_all():
+        stage._publish_slice(chunk)
+    return chunk
+
+
 def test_a_tables_chunks_after_its_first_ask_for_the_rows_its_bytes_allow(ctx):  # noqa: F811
     # Rows of ~99 bytes as the server sends them, 1000 bytes a chunk. The first chunk (no row
     # length known) asks for chunk_rows, and ends at twice the budget as read: 24 rows, read 8
@@ -494,14 +503,9 @@ def test_a_tables_chunks_after_its_first_ask_for_the_rows_its_bytes_allow(ctx): 
     limits, published, measured = [], [], []
     while snaps.chunk is not None:
         limits.append(tables.server.sql[-1].rsplit("LIMIT ", 1)[1])
-        while snaps.step():
-            pass
+        snaps.read_whole()
         measured.append(snaps.sizes.row_bytes["shop.t"])
-        chunk = snaps.window = snaps.chunk
-        stage.publish(chunk, None)
-        while not chunk.published_all():
-            stage._publish_slice(chunk)
-        published.append(chunk.sent)
+        published.append(_publish_all(snaps, stage).sent)
     assert limits == ["51"] + ["11"] * 6
     assert all(98 <= m <= 99 for m in measured)
     # (The in-memory result hands out its rows once: the row each SELECT asks for beyond its
@@ -535,12 +539,8 @@ def test_what_is_kept_by_a_tables_name_goes_once_its_snapshot_ends(ctx):  # noqa
                 "shop.t" in snaps.publish_slices.counted)
     seen = []
     while snaps.chunk is not None:
-        while snaps.step():
-            pass
-        chunk = snaps.window = snaps.chunk
-        stage.publish(chunk, None)
-        while not chunk.published_all():
-            stage._publish_slice(chunk)
+        snaps.read_whole()
+        _publish_all(snaps, stage)
         seen.append(kept())
     assert len(seen) == 2 and seen[0] == (True, True, True)  # kept while chunks follow
     assert seen[-1] == (False, False, False) and snaps.done == 1
