@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from pymysql import converters
 from pymysql.connections import MySQLResult
 
-from streamer.source import lenenc
+from streamer.source import caughtup, lenenc
 from streamer.source.server import Connection
 
 Converter = Optional[Callable[[Any], Any]]
@@ -230,7 +230,12 @@ class FastResult(MySQLResult):
 
 
 class RowsConnection(Connection):
-    """A connection whose results are FastResults (a snapshot's chunk reader)."""
+    """A connection whose results are FastResults (a snapshot's chunk reader), read from the
+    socket in bulk (``caughtup.read_in_bulk``)."""
+
+    def connect(self, sock: Any = None) -> None:
+        super().connect(sock)
+        caughtup.read_in_bulk(self)
 
     def unbuffered(self, sql: str) -> FastResult:
         """``sql``'s result, its rows read from the server as they are asked for

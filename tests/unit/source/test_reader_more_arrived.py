@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from streamer.source.caughtup import CountingSocketIO, count_reads
+from streamer.source.caughtup import READ_BUFFER, CountingSocketIO, count_reads, read_in_bulk
 from streamer.source.reader import BinlogReader
 
 
@@ -65,14 +65,36 @@ def test_plain_stream_connection_counts_its_reads_and_answers_the_same():
     try:
         check(reader, conn, b.sendall)
         # A read longer than the buffer goes past it to the socket, and is counted too.
-        b.sendall(bytes(20000))
-        assert conn._rfile.read(20000) == bytes(20000)
+        threading.Thread(target=b.sendall, args=(bytes(READ_BUFFER + 20000),)).start()
+        assert conn._rfile.read(READ_BUFFER + 20000) == bytes(READ_BUFFER + 20000)
         assert not reader.more_arrived()
     finally:
         conn._rfile.close()  # as pymysql closes a connection: its reader, then its socket
         a.close()
         b.close()
     assert a.fileno() == -1  # the socket really closed: the old reader had let go of it
+
+
+def test_a_connection_read_in_bulk_takes_what_arrived_past_pymysqls_8_kb_in_one_read():
+    a, b = socket.socketpair()
+    a.settimeout(5.0)
+    conn = types.SimpleNamespace(_sock=a, _rfile=a.makefile("rb"))
+    old = conn._rfile
+    read_in_bulk(conn)
+    assert conn._rfile is not old and old.closed
+    try:
+        data = bytes(range(256)) * 200  # 50 KB, all in the kernel before the first read
+        b.sendall(data)
+        assert conn._rfile.read(4) == data[:4]
+        assert len(conn._rfile.peek(1)) == len(data) - 4  # the rest came with it
+        assert conn._rfile.read(len(data) - 4) == data[4:]
+        b.sendall(b"more")  # and a read returns what has arrived, not waiting for a full buffer
+        assert conn._rfile.read(4) == b"more"
+    finally:
+        conn._rfile.close()
+        a.close()
+        b.close()
+    assert a.fileno() == -1
 
 
 def test_a_reader_that_already_holds_bytes_is_kept():
