@@ -12,6 +12,7 @@ Only the types the streamer's schemas use are supported; ``compile_writer`` rais
 """
 from __future__ import annotations
 
+import platform
 import struct
 from typing import Any, Callable, Dict, List
 
@@ -30,13 +31,22 @@ def write_long(buf: bytearray, n: int) -> None:
     buf.append(n)
 
 
-def signed_bytes(n: int, size: int) -> bytes:
+def _packed_signed_bytes(n: int, size: int) -> bytes:
     """``n.to_bytes(size, "big", signed=True)`` for a ``size`` that holds ``n`` (a decimal's
-    unscaled value): by way of a packed long when it fits one, 3-5x faster under PyPy (int's
-    to_bytes goes through its big-integer code)."""
+    unscaled value), by way of a packed long when it fits one: under PyPy, where int's to_bytes
+    goes through its big-integer code, ~30 against ~130 ns."""
     if size <= 8:
         return _INT64(n)[8 - size:]
     return n.to_bytes(size, "big", signed=True)
+
+
+def _signed_bytes(n: int, size: int) -> bytes:
+    return n.to_bytes(size, "big", signed=True)
+
+
+# CPython's to_bytes is C already, faster than the pack and its slice (~360 against ~460 ns).
+signed_bytes = (_packed_signed_bytes if platform.python_implementation() == "PyPy"
+                else _signed_bytes)
 
 
 def write_string(buf: bytearray, s: str) -> None:

@@ -6,7 +6,7 @@ import random
 import fastavro
 import pytest
 
-from streamer.codec.encode import compile_writer, signed_bytes
+from streamer.codec.encode import _packed_signed_bytes, compile_writer, signed_bytes
 from streamer.errors import GeneratedWriterUnsupported
 from streamer.schema.versions import SOURCE_SCHEMA
 
@@ -100,9 +100,9 @@ def test_signed_bytes_are_int_to_bytes_at_every_size_edge():
         for n in (2 ** bits - 1, 2 ** bits, 2 ** bits + 1):
             edges.update((n, -n))
     for n in sorted(edges):
-        size = (abs(n).bit_length() + 8) // 8
-        assert signed_bytes(n, size) == n.to_bytes(size, "big", signed=True), n
-        assert signed_bytes(n, size + 1) == n.to_bytes(size + 1, "big", signed=True), n
+        for size in ((abs(n).bit_length() + 8) // 8, (abs(n).bit_length() + 8) // 8 + 1):
+            want = n.to_bytes(size, "big", signed=True)
+            assert signed_bytes(n, size) == want and _packed_signed_bytes(n, size) == want, n
 
 
 def test_decimal_that_does_not_fit_the_schema_is_refused_like_fastavro():
