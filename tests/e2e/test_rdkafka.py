@@ -1,7 +1,11 @@
-"""The cffi producer against a real Kafka: what a read_committed consumer sees, and fencing."""
+"""The cffi producer against a real Kafka: what a read_committed consumer sees, fencing, and
+how fast a transactional producer starts."""
+import logging
+
 import pytest
 from confluent_kafka import KafkaException
 
+from streamer.kafka import logs
 from streamer.kafka.rdkafka import Producer
 from tests import support
 
@@ -86,3 +90,23 @@ def test_a_fenced_producer_gets_a_fatal_error_naming_the_fence():
     finally:
         old.close()
     assert support.consume([topic], idle=2.0) == []
+
+
+def test_no_init_transactions_waits_for_the_coordinator_query_timer(caplog, monkeypatch):
+    # librdkafka 2.16 retires the bootstrap broker once the cluster's metadata names the real
+    # one; a coordinator search begun on it in between found no broker and waited for the 500 ms
+    # coordinator query timer (a third of the inits here). init_transactions asks for the
+    # brokers first. librdkafka's own debug lines say whether the timer had to fire.
+    monkeypatch.setattr(logs, "COLLAPSER", logs.Collapser())  # every line of a kind, logged
+    caplog.set_level(logging.DEBUG, logger=logs.NAME)
+    for _ in range(12):
+        p = Producer({"bootstrap.servers": support.KAFKA, "debug": "eos",
+                      "transactional.id": support.unique("rdk-init"),
+                      "enable.idempotence": True, "acks": "all"})
+        try:
+            p.init_transactions(30)
+        finally:
+            p.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == logs.NAME]
+    assert any("Transaction state change" in line for line in lines), lines[-20:]
+    assert not [line for line in lines if "Coordinator query timer" in line]
