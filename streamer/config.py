@@ -114,7 +114,8 @@ _TABLES = Section("which tables and columns are streamed, and their keys", {
 
 _BATCH = Section("when a Kafka transaction commits (engine.commit)", {
     "max_messages": Key(20000, number(), "messages per transaction; cuts batches only while "
-                        "catching up", unit="count"),
+                        "catching up; a snapshot's rows don't count (their chunk's end commits "
+                        "them)", unit="count"),
     "linger_ms": Key(20, number(), "a batch's longest wait under steady load", unit="ms"),
     "min_linger_ms": Key(0, number(0, above=False), "caught up, a batch commits once this old",
                          unit="ms"),

@@ -10,11 +10,14 @@ synchronous commit every few hundred rows, so batches wait ``catchup_linger_ms``
 tables that are not published and DDL, so a restart need not re-read them.
 
 A snapshot's rows (``in_background``) wait for no reader: a batch of those alone commits at its
-chunk's end (``request_commit``), at ``max_messages`` or ``catchup_linger_ms`` old, not at every
-idle heartbeat. The binlog is idle during a snapshot of a quiet source, its heartbeat came every
-20 ms, and each commit stopped the snapshot for its Kafka round trip (~17 % of a wide snapshot's
-time: docs/benchmarks.md, "A snapshot's rows commit with their chunk"). A change of the stream's
-own in the batch makes it commit as any other.
+chunk's end (``request_commit``) or ``catchup_linger_ms`` old, not at every idle heartbeat. The
+binlog is idle during a snapshot of a quiet source, its heartbeat came every 20 ms, and each
+commit stopped the snapshot for its Kafka round trip (~17 % of a wide snapshot's time:
+docs/benchmarks.md, "A snapshot's rows commit with their chunk"). Nor do they count towards
+``max_messages`` (``full``): a chunk is bounded by its own size (``snapshot.chunk_bytes``,
+``chunk_rows``), and a wide table's 31,000-row chunks were cut in two transactions, twice the
+commits (docs/benchmarks.md, "One transaction a chunk"). A change of the stream's own in the
+batch makes it commit as any other.
 
 The policy owns what is pending, the heartbeat flag, the linger and gather waits and the hooks
 that run when the stream is idle; stages only add what they produced (``after``), ask for a
@@ -183,7 +186,7 @@ class CommitPolicy:
         transaction; commits when due. True when the pipeline is to stop."""
         if sent:
             self.pending += sent
-        if self.pending >= self.max_messages or self.control.stop_requested:
+        if self.full() or self.control.stop_requested:
             self.commit()
             return self.control.stop_requested
         now = self.monotonic()
@@ -216,6 +219,11 @@ class CommitPolicy:
         if caught_up and self.idle_hooks and not self.pending and not self.beat:
             self._idle()
         return False
+
+    def full(self, more: int = 0) -> bool:
+        """Whether the batch holds ``max_messages`` of the stream's own messages, with ``more``
+        about to be added. A snapshot's rows don't count: their chunk's end commits them."""
+        return self.pending - self.background + more >= self.max_messages
 
     def _due(self, age: float, caught_up: bool, waited_for: bool) -> bool:
         """Whether the open batch, ``age`` old, commits now: by the linger when a change of the

@@ -103,7 +103,7 @@ class Xa:
                         sub.count(rowcount.rows_in(event))
                         continue
                     sent += self.rows.publish(event, op, tv, sub)
-                    if policy.pending + sent >= policy.max_messages:
+                    if policy.full(sent):
                         # A batch cut inside the XA transaction: the checkpoint says how many
                         # of its row changes are out.
                         entry[4:] = [sub.tx_rows]

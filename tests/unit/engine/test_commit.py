@@ -143,22 +143,33 @@ def test_a_change_of_the_streams_own_among_a_snapshots_rows_commits_them_as_ever
     assert metrics.commits == [(4, 6)]
 
 
-def test_a_snapshots_rows_alone_commit_at_max_messages_or_catchup_linger_old():
+def test_a_snapshots_rows_alone_commit_catchup_linger_old_not_at_max_messages():
+    # A chunk is bounded by its own size; cut at max_messages, a wide table's chunks were two
+    # transactions each.
     clock = FakeClock(step=0.0001)
     p, _, _, _, metrics = policy(reader=Reader(more=False), clock=clock)
     p.open()
     p.in_background(10)
     p.after(object, 10, False)
-    assert metrics.commits == [(4, 10)]
-    p.open()
     p.in_background(3)
     p.after(object, 3, False)
     clock.sleep(0.4)
     p.after(HeartbeatLogEvent, 0, False)
-    assert metrics.commits == [(4, 10)]
+    assert metrics.commits == [] and p.pending == p.background == 13
     clock.sleep(0.1)
     p.after(HeartbeatLogEvent, 0, False)
-    assert metrics.commits == [(4, 10), (4, 3)]
+    assert metrics.commits == [(4, 13)]
+
+
+def test_max_messages_counts_the_streams_own_changes_beside_a_snapshots_rows():
+    p, _, _, _, metrics = policy(linger_ms=10000, catchup_linger_ms=10000)
+    p.open()
+    p.in_background(8)
+    p.after(object, 8, False)
+    p.after(object, 9, False)  # the stream's own: 9 of 10
+    assert metrics.commits == [] and not p.full() and p.full(1)
+    p.after(object, 1, False)
+    assert metrics.commits == [(4, 18)] and p.pending == p.background == 0
 
 
 def test_an_idle_checkpoint_moves_the_position_with_nothing_to_publish():
