@@ -63,7 +63,7 @@ def unscaled_bytes(value: decimal.Decimal) -> bytes:
     base64) and in Avro's bytes."""
     sign, digits, exponent = value.as_tuple()
     unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
-    return signed_bytes(unscaled, max(1, (unscaled.bit_length() + 8) // 8))
+    return signed_bytes(unscaled)
 
 
 def _decimal(precision: int, scale: int, opts: Options) -> Tuple[Dict[str, Any], Adapt]:

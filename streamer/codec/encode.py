@@ -31,17 +31,18 @@ def write_long(buf: bytearray, n: int) -> None:
     buf.append(n)
 
 
-def _packed_signed_bytes(n: int, size: int) -> bytes:
-    """``n.to_bytes(size, "big", signed=True)`` for a ``size`` that holds ``n`` (a decimal's
-    unscaled value), by way of a packed long when it fits one: under PyPy, where int's to_bytes
-    goes through its big-integer code, ~30 against ~130 ns."""
+def _packed_signed_bytes(n: int) -> bytes:
+    """``n`` (a decimal's unscaled value) in two's complement, big-endian, in the fewest bytes
+    that hold it and its sign, as fastavro writes it; by way of a packed long when it fits one:
+    under PyPy, where int's to_bytes goes through its big-integer code, ~30 against ~130 ns."""
+    size = (n.bit_length() + 8) // 8  # bit_length is the magnitude's: one bit more for the sign
     if size <= 8:
         return _INT64(n)[8 - size:]
     return n.to_bytes(size, "big", signed=True)
 
 
-def _signed_bytes(n: int, size: int) -> bytes:
-    return n.to_bytes(size, "big", signed=True)
+def _signed_bytes(n: int) -> bytes:
+    return n.to_bytes((n.bit_length() + 8) // 8, "big", signed=True)
 
 
 # CPython's to_bytes is C already, faster than the pack and its slice (~360 against ~460 ns).
@@ -76,8 +77,7 @@ def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
         if delta < 0:
             raise ValueError("Scale provided in schema does not match the decimal")
         unscaled = int(digits_str) * 10 ** delta
-        size = (unscaled.bit_length() + 8) // 8
-        return signed_bytes(-unscaled if value._sign else unscaled, size)
+        return signed_bytes(-unscaled if value._sign else unscaled)
     else:
         sign, digits, exp = value.as_tuple()
         if len(digits) > precision:
@@ -89,9 +89,8 @@ def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
         for d in digits:
             unscaled = unscaled * 10 + d
         unscaled *= 10 ** delta
-        size = (unscaled.bit_length() + 8) // 8
-        return signed_bytes(-unscaled if sign else unscaled, size)
-    return signed_bytes(unscaled, (abs(unscaled).bit_length() + 8) // 8)
+        return signed_bytes(-unscaled if sign else unscaled)
+    return signed_bytes(unscaled)
 
 
 _HELPERS = {"write_long": write_long, "write_string": write_string, "_bytes": _bytes, "_FLOAT": _FLOAT,

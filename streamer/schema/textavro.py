@@ -96,8 +96,7 @@ def decimal_bytes(text: bytes, scale: int, precision: int) -> bytes:
         digits = text[negative:] if size > negative else b""
     if digits.isdigit() and len(digits) <= precision:
         unscaled = int(digits)
-        return signed_bytes(-unscaled if negative else unscaled,
-                            (unscaled.bit_length() + 8) // 8)
+        return signed_bytes(-unscaled if negative else unscaled)
     return _decimal_bytes(fast_decimal(text.decode("ascii")), scale, precision)
 
 
