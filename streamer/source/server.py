@@ -2,10 +2,12 @@
 files, and the error codes that mean a retry won't help."""
 from __future__ import annotations
 
+import io
 import itertools
 import re
+import socket
 import ssl
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import pymysql
 
@@ -100,6 +102,50 @@ class Connection(pymysql.connections.Connection):
 
 def connect(settings: Dict[str, Any]) -> Connection:
     return Connection(autocommit=True, **settings)
+
+
+# -- a connection's reader ------------------------------------------------------------------------
+# The binlog stream's connection (source.caughtup, counting what it reads) and a snapshot's chunk
+# connection (source.textrows) get, once connected, a reader that asks the kernel for READ_BUFFER
+# bytes at a time (pymysql's reads 8 KB): a wide snapshot's 255 MB took ~32,000 reads. Reading a
+# 300,000-row SELECT of the wide table's rows (PyPy, CPU a row, medians of 5): 0.70 µs with 8 KB,
+# 0.64 with 64 KB, 0.60 with 256 KB, 0.57 with 1 MB. A read returns what has arrived: nothing
+# waits for the buffer to fill.
+READ_BUFFER = 1 << 18  # bytes a connection's reader asks the kernel for at a time
+
+
+def read_in_bulk(conn: Any) -> None:
+    """Give a plain (not TLS) connection a reader of READ_BUFFER bytes, once connected."""
+    replace_reader(conn, lambda sock: socket.SocketIO(sock, "rb"))
+
+
+def replace_reader(conn: Any, raw: Callable[[socket.socket], Any]) -> None:
+    """A buffered reader of READ_BUFFER bytes over ``raw(sock)`` in place of pymysql's. The old
+    reader must hold nothing by then (the server sends nothing unasked once a connection is set
+    up, nor before the binlog dump); if it does, it is kept."""
+    sock, old = getattr(conn, "_sock", None), getattr(conn, "_rfile", None)
+    if type(sock) is not socket.socket or old is None:
+        return
+    try:
+        if peek(sock, old):
+            return
+    except OSError:
+        return  # a connection already failing: its next read raises where errors are handled
+    old.close()  # only lets go of the socket, as the new reader holds it (socket.makefile's count)
+    sock._io_refs += 1  # type: ignore[attr-defined]
+    conn._rfile = io.BufferedReader(raw(sock), READ_BUFFER)
+
+
+def peek(sock: socket.socket, rfile: Any) -> bytes:
+    """What pymysql's reader holds or the kernel has, without waiting: the buffered bytes
+    without a syscall, else a non-blocking read of the kernel's, else b"". The read timeout is
+    put back; errors are the caller's."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        return rfile.peek(1)
+    finally:
+        sock.settimeout(timeout)
 
 
 def query_one(conn: Any, sql: str) -> Optional[Tuple]:

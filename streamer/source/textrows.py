@@ -19,8 +19,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from pymysql import converters
 from pymysql.connections import MySQLResult
 
-from streamer.source import caughtup, lenenc
-from streamer.source.server import Connection
+from streamer.source import lenenc
+from streamer.source.server import Connection, read_in_bulk
 
 Converter = Optional[Callable[[Any], Any]]
 
@@ -231,11 +231,11 @@ class FastResult(MySQLResult):
 
 class RowsConnection(Connection):
     """A connection whose results are FastResults (a snapshot's chunk reader), read from the
-    socket in bulk (``caughtup.read_in_bulk``)."""
+    socket in bulk (``server.read_in_bulk``)."""
 
     def connect(self, sock: Any = None) -> None:
         super().connect(sock)
-        caughtup.read_in_bulk(self)
+        read_in_bulk(self)
 
     def unbuffered(self, sql: str) -> FastResult:
         """``sql``'s result, its rows read from the server as they are asked for

@@ -10,7 +10,8 @@ import types
 
 import pytest
 
-from streamer.source.caughtup import READ_BUFFER, CountingSocketIO, count_reads, read_in_bulk
+from streamer.source.caughtup import CountingSocketIO, count_reads
+from streamer.source.server import READ_BUFFER, read_in_bulk
 from streamer.source.reader import BinlogReader
 
 
