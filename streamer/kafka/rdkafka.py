@@ -420,8 +420,8 @@ class Producer:
         names, and the new ones connect when something asks for them. An init_transactions
         whose search for the transaction coordinator began on the bootstrap broker in between
         finds no broker to ask, and waits for librdkafka's coordinator query timer: 500 ms.
-        That was 15-40 % of the inits in a bare loop on the local Kafka, and one streamer start
-        in eight half a second slower (docs/benchmarks.md, "A producer's first half second"). Asking
+        That was one init in seven in a bare loop on the local Kafka, and one streamer start in
+        eight half a second slower (docs/benchmarks.md, "A producer's first half second"). Asking
         for the brokers first (a metadata request for no topic, ~1 ms) lets the search begin
         where it can go on. Its failure is left to init_transactions to report: both wait
         within ``timeout``, together."""
