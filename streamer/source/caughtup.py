@@ -13,7 +13,7 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from streamer.source.server import peek, replace_reader
 
@@ -21,15 +21,26 @@ from streamer.source.server import peek, replace_reader
 class CountingSocketIO(socket.SocketIO):
     """The stream connection's raw reader, counting what it has read. Its buffered reader's
     ``tell()`` is then what pymysql has taken, so what the buffer still holds is known without
-    a read, and a poll of the socket tells whether the kernel holds more."""
+    a read, and a poll of the socket tells whether the kernel holds more.
+
+    ``refill`` is None for a server's stream. A replayed one (source.replay, the JIT warm-up)
+    sets it to what sends the next group of events when the socket holds nothing more; it
+    returns False past the stream's end. The replay uses this class, not a subclass of its own:
+    under PyPy the JIT's code for the stream's reads and ``more_arrived`` checks the raw
+    reader's layout (its class and attributes), and a subclass made the live stream's first
+    reads after a warm-up compile that code again (docs/benchmarks.md, "timed from inside")."""
 
     def __init__(self, sock: socket.socket) -> None:
         super().__init__(sock, "rb")
         self.got = 0
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
+        self.refill: Optional[Callable[[], bool]] = None
 
     def readinto(self, b: Any) -> Optional[int]:
+        refill = self.refill
+        if refill is not None and not self.poller.poll(0) and not refill():
+            return 0  # past the end of a replayed stream: pymysql reports a lost connection
         n = super().readinto(b)
         if n:
             self.got += n
@@ -40,7 +51,11 @@ class CountingSocketIO(socket.SocketIO):
 
     def arrives_within(self, seconds: float) -> bool:
         """Whether the kernel holds more, or gets more within ``seconds`` (select, at µs
-        precision: poll's milliseconds would round a wait under one up to a whole one)."""
+        precision: poll's milliseconds would round a wait under one up to a whole one). A
+        replayed stream sends nothing more until its reader has read what it was given, so a
+        wait could never see more: the answer is then what the socket holds now."""
+        if self.refill is not None:
+            return bool(self.poller.poll(0))
         try:
             return bool(select.select((self._sock,), (), (), seconds)[0])
         except (OSError, ValueError):  # ValueError: a descriptor past select's FD_SETSIZE

@@ -23,6 +23,7 @@ from streamer.errors import StreamInterrupted
 from streamer.position import Position
 from streamer.source import caughtup
 from streamer.source.reader import BinlogReader
+from streamer.source.server import READ_BUFFER
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 MAGIC = b"\xfebin"
@@ -85,9 +86,13 @@ def _rotate(server_id: int) -> bytes:
 
 class _Feed:
     """What the replayed stream still has to send: ``transactions`` of the recording, from
-    ``first`` on (round robin), in groups of ``group``, then the end of the stream."""
+    ``first`` on (round robin), in groups of ``group``, then the end of the stream. Called
+    (as the reader's ``refill``) when the reader has taken everything sent, it sends the next
+    group to ``peer``, the socket pair's far end, from this thread (a group fits in the
+    socket's buffer); False once there is nothing more."""
 
-    def __init__(self, recording: Recording, transactions: int, group: int, first: int) -> None:
+    def __init__(self, recording: Recording, transactions: int, group: int, first: int,
+                 peer: socket.socket) -> None:
         now = int(time.time())
         seq = 1  # the binlog dump request was packet 0
         # The rotate event keeps its zero time: a server's first, artificial one has no other.
@@ -106,32 +111,14 @@ class _Feed:
         # On its own: the last group ends caught up too, like every other.
         chunks.append(_packet(EOF_PAYLOAD, seq))
         self.chunks: Iterator[bytes] = iter(chunks)
-
-    def next(self) -> Optional[bytes]:
-        return next(self.chunks, None)
-
-
-class _ReplaySocketIO(caughtup.CountingSocketIO):
-    """The counting reader of a replayed stream: when the reader has taken everything sent, the
-    next group is sent before it reads (from this thread: a group fits in the socket's buffer)."""
-
-    def __init__(self, sock: socket.socket, peer: socket.socket, feed: _Feed) -> None:
-        super().__init__(sock)
         self.peer = peer
-        self.feed = feed
 
-    def readinto(self, b: Any) -> Optional[int]:
-        if not self.poller.poll(0):
-            chunk = self.feed.next()
-            if chunk is None:
-                return 0  # past the end of the stream: pymysql reports a lost connection
-            self.peer.sendall(chunk)
-        return super().readinto(b)
-
-    def arrives_within(self, seconds: float) -> bool:
-        """Nothing more is sent until the reader has read what it was given (``readinto``), so
-        a wait could never see more: the answer is what the socket holds now."""
-        return bool(self.poller.poll(0))
+    def __call__(self) -> bool:
+        chunk = next(self.chunks, None)
+        if chunk is None:
+            return False
+        self.peer.sendall(chunk)
+        return True
 
 
 class ReplayedReader:
@@ -188,8 +175,9 @@ def replayed(like: BinlogReader, recording: Recording, transactions: int, group:
         for s in (sock, peer):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
         sock.settimeout(READ_TIMEOUT_S)
-        rfile = io.BufferedReader(_ReplaySocketIO(sock, peer, _Feed(recording, transactions,
-                                                                     group, first)))
+        raw = caughtup.CountingSocketIO(sock)  # the live reader's class: see its docstring
+        raw.refill = _Feed(recording, transactions, group, first, peer)
+        rfile = io.BufferedReader(raw, READ_BUFFER)  # as server.replace_reader's
     except BaseException:
         sock.close()
         peer.close()

@@ -134,7 +134,7 @@ def test_a_replayed_stream_reads_like_a_live_one_and_leaves_the_live_reader_alon
 
 
 def test_a_replayed_stream_never_waits_for_more(live, monkeypatch):
-    # Its next group is sent only when the reader has read the last (_ReplaySocketIO), so the
+    # Its next group is sent only when the reader has read the last (its ``refill``), so the
     # loop's wait for more at a young batch's end (batch.gather_ms) could never see any: it
     # answers at once, as more_arrived does, and the warm-up spends no time waiting.
     from streamer.source import caughtup
@@ -150,6 +150,24 @@ def test_a_replayed_stream_never_waits_for_more(live, monkeypatch):
                 answers.append((r.arrives_within(10.0), r.more_arrived()))
     assert [a for a, _ in answers] == [m for _, m in answers]
     assert [i for i, (a, _) in enumerate(answers) if not a] == [7, 15]
+
+
+def test_a_replayed_stream_reads_through_the_live_readers_own_class_and_layout(live):
+    # The JIT's code for the stream's reads checks the raw reader's class and attributes: a
+    # replay reader of another class (or with attributes of its own) made the live stream's
+    # first reads after the warm-up compile that code again.
+    from streamer.source import caughtup
+
+    reader = live()
+    caughtup.count_reads(reader._stream._stream_connection)
+    live_raw = reader._stream._stream_connection._rfile.raw
+    with replay.replayed(reader, recording(), 8, group=8) as r:
+        raw = r._stream._stream_connection._rfile.raw
+        assert type(raw) is type(live_raw) is caughtup.CountingSocketIO
+        assert list(vars(raw)) == list(vars(live_raw))
+        assert live_raw.refill is None and raw.refill is not None
+        assert sum(1 for event in r if type(event).__name__ == "XidEvent") == 8
+    assert not raw.refill()  # all sent: past the stream's end
 
 
 def test_twins_have_the_attributes_of_the_original_in_its_order(live):
