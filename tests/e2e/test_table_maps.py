@@ -43,7 +43,7 @@ def history(db):
 
 def test_the_same_table_map_is_parsed_once_and_a_changed_table_again(history):
     name, start = history
-    table_map._table_maps.clear()
+    table_map.forget()
     cached = _table_maps(start, name)
     assert [len(ev.columns) for ev in cached] == [2, 2, 3, 3]
     # Two parses, one per definition: the repeat of each takes over its Table.
@@ -53,7 +53,7 @@ def test_the_same_table_map_is_parsed_once_and_a_changed_table_again(history):
     assert [c.name for c in cached[3].columns] == ["id", "v", "n"]
     # Each event keeps its own header fields, and all the rest equals a parse of its own.
     for ev in cached:
-        table_map._table_maps.clear()  # a parse of its own: read from the event's start
+        table_map.forget()  # a parse of its own: read from the event's start
         assert _parsed(ev) == _parsed(_table_maps((start[0], ev.packet.log_pos - ev.packet.event_size),
                                                   name)[0])
     assert len({ev.packet.log_pos for ev in cached}) == 4

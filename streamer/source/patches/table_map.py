@@ -42,10 +42,15 @@ def table_data(self: Any) -> Dict[str, Any]:
 # The packet wrapper reads the OK byte and the 19-byte event header before the event's own reads.
 _EVENT_BODY_AT = 20
 TABLE_MAP_CACHE = 4096  # parsed table maps kept; a changed table's maps are new bytes, so old ones go stale
-_table_maps: Dict[bytes, Dict[str, Any]] = {}
-# The stream the kept parses belong to (the library's table_map dict, one per stream; a
-# streamer reads one stream at a time), and whether they may be used for it.
-_stream: List[Any] = [None, False]
+# The stream being read: its table_map dict (the library's, one per stream), whether its
+# parses may be kept, and its parses (event body -> the parsed event's attributes). Changed in
+# place, never rebound: under PyPy the JIT's code would be thrown away at each rebinding.
+_stream: List[Any] = [None, False, {}]
+# The last few other streams, the same three each, by id of their table_map dict. Streams
+# alternate: the JIT warm-up's replayed ones run between the live stream's batches (engine.warmup),
+# and the live stream would otherwise parse its table maps again after each.
+_others: Dict[int, List[Any]] = {}
+STREAMS_KEPT = 4
 # Library filters, names looked up on the server, and checksum checks (a field per event) make
 # a parse depend on more than the event's bytes; the streamer uses none of them.
 _FILTERS = ("only_tables", "ignored_tables", "only_schemas", "ignored_schemas")
@@ -57,27 +62,26 @@ def cached_init(parse: Callable[..., None]) -> Callable[..., None]:
     with its timestamp and position, left out) once per stream. A later event with the same
     bytes takes over the first parse, the same Table object included, with its own packet and
     timestamp: the only fields BinLogEvent.__init__ takes from the event. The others it sets
-    come from the stream (its connection, server and options), and parses are kept for one
-    stream at a time, so they are the stream's. A table's definition is in its table-map bytes
+    come from the stream (its connection, server and options), and parses are kept per
+    stream (``_switch``), so they are the stream's. A table's definition is in its table-map bytes
     (with binlog_row_metadata=FULL its names, keys and charsets too), so the same bytes parse
     the same."""
     def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
                  ctl_connection: Any, **kwargs: Any) -> None:
-        if table_map is not _stream[0]:
-            _table_maps.clear()
-            _stream[0] = table_map
-            _stream[1] = not any(kwargs.get(k) for k in _STEP_ASIDE) and \
-                all(kwargs.get(k) is None for k in _FILTERS)
-        if not _stream[1]:
+        stream = _stream
+        if table_map is not stream[0]:
+            _switch(table_map, kwargs)
+        if not stream[1]:
             parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
             return
+        parses = stream[2]
         body = from_packet.packet.get_bytes(_EVENT_BODY_AT + from_packet.read_bytes, event_size)
-        known = _table_maps.get(body)
+        known = parses.get(body)
         if known is None:
             parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
-            if len(_table_maps) >= TABLE_MAP_CACHE:
-                _table_maps.clear()
-            _table_maps[body] = dict(self.__dict__)
+            if len(parses) >= TABLE_MAP_CACHE:
+                parses.clear()
+            parses[body] = dict(self.__dict__)
             return
         state = known.copy()
         state["packet"] = from_packet
@@ -86,3 +90,27 @@ def cached_init(parse: Callable[..., None]) -> Callable[..., None]:
         if state["_processed"]:
             table_map[state["table_id"]] = state["table_obj"]
     return __init__
+
+
+def _switch(table_map: Any, kwargs: Dict[str, Any]) -> None:
+    """Make ``table_map``'s stream the current one, with its parses if it is one of the last
+    few read (the same dict: a stream's identity), and keep the one it replaces."""
+    old = _stream[0]
+    if old is not None:
+        _others.pop(id(old), None)
+        _others[id(old)] = list(_stream)
+        while len(_others) > STREAMS_KEPT:
+            del _others[next(iter(_others))]
+    kept = _others.pop(id(table_map), None)
+    if kept is not None and kept[0] is table_map:
+        _stream[:] = kept
+        return
+    usable = not any(kwargs.get(k) for k in _STEP_ASIDE) and \
+        all(kwargs.get(k) is None for k in _FILTERS)
+    _stream[:] = [table_map, usable, {}]
+
+
+def forget() -> None:
+    """Drop every kept parse, of every stream: the next table-map event of each is parsed."""
+    _stream[:] = [None, False, {}]
+    _others.clear()

@@ -6,6 +6,7 @@ import json
 import logging
 import subprocess
 import sys
+import types
 from types import SimpleNamespace
 
 import pytest
@@ -224,3 +225,55 @@ def test_a_binary_value_is_its_bytes_even_empty(raw):
     read = _string("binary", raw)
     got = read(RowsEvent._RowsEvent__read_string)
     assert isinstance(got, bytes) and got == raw
+
+
+class _TableMapPacket:
+    """What the table-map patch reads of a packet: the event body's bytes and its time."""
+
+    def __init__(self, body):
+        self.packet = types.SimpleNamespace(get_bytes=lambda at, size: body)
+        self.read_bytes = 0
+        self.timestamp = 1700000000
+
+
+class _Event:
+    pass
+
+
+def test_table_map_parses_are_kept_per_stream_while_streams_alternate():
+    # The JIT warm-up's replayed streams run between the live stream's batches: the live
+    # stream's table maps are not parsed again after each of them.
+    from streamer.source.patches import table_map as tm
+
+    tm.forget()
+    parsed = []
+
+    def parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs):
+        parsed.append(next(k for k, v in streams.items() if v is table_map))
+        self.__dict__.update(table_id=7, table_obj=object(), _processed=True,
+                             packet=from_packet, timestamp=from_packet.timestamp)
+        table_map[7] = self.table_obj
+
+    init = tm.cached_init(parse)
+    streams = {name: {} for name in ("live", "warm1", "warm2")}
+
+    def event(name, body=b"same bytes"):
+        ev = _Event()
+        init(ev, _TableMapPacket(body), len(body), streams[name], None)
+        return ev
+
+    first = event("live")
+    event("warm1")
+    again = event("live")
+    event("warm2")
+    last = event("live")
+    assert parsed == ["live", "warm1", "warm2"]
+    assert first.table_obj is again.table_obj is last.table_obj is streams["live"][7]
+    assert streams["warm1"][7] is not first.table_obj  # each stream's parse is its own
+    # Only the last few streams are kept: one read after STREAMS_KEPT others parses again.
+    for i in range(tm.STREAMS_KEPT):
+        streams[f"other{i}"] = {}
+        event(f"other{i}")
+    event("live")
+    assert parsed[-1] == "live" and parsed.count("live") == 2
+    tm.forget()
