@@ -96,8 +96,7 @@ def _switch(table_map: Any, kwargs: Dict[str, Any]) -> None:
     """Make ``table_map``'s stream the current one, with its parses if it is one of the last
     few read (the same dict: a stream's identity), and keep the one it replaces."""
     old = _stream[0]
-    if old is not None:
-        _others.pop(id(old), None)
+    if old is not None:  # never among the others: the current stream was taken out of them
         _others[id(old)] = list(_stream)
         while len(_others) > STREAMS_KEPT:
             del _others[next(iter(_others))]

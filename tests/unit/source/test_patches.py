@@ -6,7 +6,6 @@ import json
 import logging
 import subprocess
 import sys
-import types
 from types import SimpleNamespace
 
 import pytest
@@ -231,7 +230,7 @@ class _TableMapPacket:
     """What the table-map patch reads of a packet: the event body's bytes and its time."""
 
     def __init__(self, body):
-        self.packet = types.SimpleNamespace(get_bytes=lambda at, size: body)
+        self.packet = SimpleNamespace(get_bytes=lambda at, size: body)
         self.read_bytes = 0
         self.timestamp = 1700000000
 
