@@ -17,7 +17,7 @@ import io
 import socket
 import struct
 import time
-from typing import Any, Iterator, List, Optional
+from typing import Any, Callable, List, Optional
 
 from streamer.errors import StreamInterrupted
 from streamer.position import Position
@@ -89,45 +89,66 @@ class _Feed:
     ``first`` on (round robin), in groups of ``group``, then the end of the stream. Called
     (as the reader's ``refill``) when the reader has taken everything sent, it sends the next
     group to ``peer``, the socket pair's far end, from this thread (a group fits in the
-    socket's buffer); False once there is nothing more."""
+    socket's buffer); False once there is nothing more. Before each group but the first, it
+    asks ``stop()``: when that is true, the stream ends there. ``sent``: the transactions sent
+    so far. Each group is made as it is sent, so a long stream costs nothing up front."""
 
     def __init__(self, recording: Recording, transactions: int, group: int, first: int,
-                 peer: socket.socket) -> None:
-        now = int(time.time())
-        seq = 1  # the binlog dump request was packet 0
-        # The rotate event keeps its zero time: a server's first, artificial one has no other.
-        out = [_packet(b"\x00" + _rotate(recording.server_id), seq)]
-        seq += 1
-        head = [recording.format_description or b""]
-        chunks: List[bytes] = []
-        txs = recording.transactions
-        for i in range(transactions):
-            for event in (head if i == 0 else []) + txs[(first + i) % len(txs)]:
-                out.append(_packet(b"\x00" + _timed(event, now), seq))
-                seq += 1
-            if (i + 1) % group == 0 or i + 1 == transactions:
-                chunks.append(b"".join(out))
-                out = []
-        # On its own: the last group ends caught up too, like every other.
-        chunks.append(_packet(EOF_PAYLOAD, seq))
-        self.chunks: Iterator[bytes] = iter(chunks)
+                 peer: socket.socket, stop: Callable[[], bool] = lambda: False) -> None:
+        self.recording = recording
+        self.transactions = transactions
+        self.group = group
+        self.first = first
         self.peer = peer
+        self.stop = stop
+        self.sent = 0
+        self.seq = 1  # the binlog dump request was packet 0
+        self.ended = False
+
+    def _next(self, payload: bytes) -> bytes:
+        packet = _packet(payload, self.seq)
+        self.seq += 1
+        return packet
+
+    def _group(self) -> bytes:
+        rec = self.recording
+        now = int(time.time())  # each group's: a long stream's changes stay live
+        out = []
+        if self.sent == 0:
+            # The rotate event keeps its zero time: a server's first, artificial one has no other.
+            out.append(self._next(b"\x00" + _rotate(rec.server_id)))
+            out.append(self._next(b"\x00" + _timed(rec.format_description or b"", now)))
+        txs = rec.transactions
+        n = min(self.group, self.transactions - self.sent)
+        for i in range(self.sent, self.sent + n):
+            for event in txs[(self.first + i) % len(txs)]:
+                out.append(self._next(b"\x00" + _timed(event, now)))
+        self.sent += n
+        return b"".join(out)
 
     def __call__(self) -> bool:
-        chunk = next(self.chunks, None)
-        if chunk is None:
+        if self.ended:
             return False
-        self.peer.sendall(chunk)
+        if self.sent < self.transactions and (self.sent == 0 or not self.stop()):
+            self.peer.sendall(self._group())
+        else:
+            # On its own: the last group ends caught up too, like every other.
+            self.peer.sendall(self._next(EOF_PAYLOAD))
+            self.ended = True
         return True
 
 
 class ReplayedReader:
     """A context manager around the replayed ``BinlogReader`` (``reader``) that closes the
-    socket pair's far end too."""
+    socket pair's far end too. ``sent()``: how many transactions the stream has sent."""
 
-    def __init__(self, reader: BinlogReader, peer: socket.socket) -> None:
+    def __init__(self, reader: BinlogReader, peer: socket.socket, feed: _Feed) -> None:
         self.reader = reader
         self.peer = peer
+        self.feed = feed
+
+    def sent(self) -> int:
+        return self.feed.sent
 
     def __enter__(self) -> BinlogReader:
         return self.reader
@@ -158,9 +179,10 @@ def _twin(obj: Any, **values: Any) -> Any:
 
 
 def replayed(like: BinlogReader, recording: Recording, transactions: int, group: int = 8,
-             first: int = 0) -> ReplayedReader:
+             first: int = 0, stop: Callable[[], bool] = lambda: False) -> ReplayedReader:
     """A reader of ``transactions`` of ``recording`` (from its ``first``), sent ``group`` at a
-    time; iterating it ends after the last one. Its ``start`` is where the stream starts.
+    time; iterating it ends after the last one, or after the first group at which ``stop()``
+    is true (asked before each group but the first). Its ``start`` is where the stream starts.
 
     Its reader, library reader and connections are twins of those of ``like``, a reader of a
     live server that has read events: the same classes with the same attributes, so that the
@@ -176,7 +198,8 @@ def replayed(like: BinlogReader, recording: Recording, transactions: int, group:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
         sock.settimeout(READ_TIMEOUT_S)
         raw = caughtup.CountingSocketIO(sock)  # the live reader's class: see its docstring
-        raw.refill = _Feed(recording, transactions, group, first, peer)
+        feed = _Feed(recording, transactions, group, first, peer, stop)
+        raw.refill = feed
         rfile = io.BufferedReader(raw, READ_BUFFER)  # as server.replace_reader's
     except BaseException:
         sock.close()
@@ -195,4 +218,4 @@ def replayed(like: BinlogReader, recording: Recording, transactions: int, group:
     # The recording's events carry checksums and full metadata, whatever the live server's do.
     for name in ("connected_stream", "connected_ctl", "use_checksum", "optional_meta_data"):
         setattr(stream, "_BinLogStreamReader__" + name, True)
-    return ReplayedReader(_twin(like, _stream=stream, start=Position(FILE, 4)), peer)
+    return ReplayedReader(_twin(like, _stream=stream, start=Position(FILE, 4)), peer, feed)

@@ -153,6 +153,31 @@ def test_a_replayed_stream_never_waits_for_more(live, monkeypatch):
     assert [i for i, (a, _) in enumerate(answers) if not a] == [7, 15]
 
 
+def test_a_replayed_stream_ends_after_the_group_at_which_it_is_told_to_stop(live, monkeypatch):
+    # The warm-up streams all it has left in one replayed stream, asking before each group
+    # whether the live stream has more; the end it then sends follows the packets already
+    # sent in sequence (pymysql checks each packet's number), and each group is timed when
+    # sent, so that a long stream's changes stay live ones, never a backlog.
+    clock = iter(range(1_800_000_000, 1_800_001_000, 100))
+    monkeypatch.setattr(replay.time, "time", lambda: next(clock))
+    asked = []
+
+    def stop():
+        asked.append(True)
+        return len(asked) == 2  # before the third group
+
+    replaying = replay.replayed(live(), recording(), 40, group=8, stop=stop)
+    xids, times = 0, set()
+    with replaying as r:
+        for event in r:
+            if type(event).__name__ == "XidEvent":
+                xids += 1
+            elif type(event).__name__ == "WriteRowsEvent":
+                times.add(event.timestamp)
+    assert (xids, replaying.sent(), len(asked)) == (16, 16, 2)
+    assert len(times) == 2  # one time a group
+
+
 def test_a_replayed_stream_reads_through_the_live_readers_own_class_and_layout(live):
     # The JIT's code for the stream's reads checks the raw reader's class and attributes: a
     # replay reader of another class (or with attributes of its own) made the live stream's
@@ -189,8 +214,9 @@ def test_the_warm_up_streams_the_recording_through_the_real_loop_into_the_mock_c
     caplog.set_level(logging.INFO)
     reader = live(cfg)
     assert not warm.run(reader, published=0)  # its first idle moment starts making it, apart
-    assert warm.publisher is None and warm.slices == 0
+    assert warm.publisher is None and warm.runs == 0
     assert run_made(warm, reader)
+    assert warm.runs == 1  # idle all along: one replayed stream
     # Two passes over the recording's 37 transactions, then its first 26. A pass: 30 rows
     # inserted, 6 updated and 3 deleted, each delete followed by its tombstone
     # (topics.tombstones); its first 26 transactions publish a message each, and a tombstone
@@ -209,16 +235,16 @@ def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live
     reader = live(cfg)
     monkeypatch.setattr(type(reader), "more_arrived", lambda self: True)
     assert not run_made(warm, reader)
-    assert warm.slices == 1 and warm.left == 2 * warmup.SLICE and not warm.done
+    assert warm.runs == 1 and warm.left == 2 * warmup.SLICE and not warm.done
     assert not warm.run(reader, published=0)
     assert warm.run(reader, published=0)  # the last slice: over, whatever arrived
-    assert warm.slices == 3 and warm.done
+    assert warm.runs == 3 and warm.done
 
 
 def test_a_stop_interrupts_the_warm_up_between_slices(live):
     warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
     assert not run_made(warm, live(), stopping=lambda: True)
-    assert warm.slices == 1 and not warm.done
+    assert warm.runs == 1 and not warm.done
     warm.close()  # as the engine does when it stops: the mock cluster is gone when it returns
     assert warm.done and warm.publisher is None and warm.closing is None
 
@@ -235,7 +261,7 @@ def test_no_warm_up_once_the_live_stream_has_streamed_as_many_changes(live, capl
     warm = warmup.Warmup(cfg_with(warmup__transactions=50))
     caplog.set_level(logging.INFO)
     assert warm.run(live(), published=50)
-    assert warm.slices == 0 and warm.done
+    assert warm.runs == 0 and warm.done
     assert "JIT warm-up not needed: 50 changes already streamed" in caplog.text
 
 
