@@ -96,9 +96,9 @@ class Warmup:
 
     def run(self, live: Any, published: int, stopping: Callable[[], bool] = lambda: False
             ) -> bool:
-        """Replay slices, in one stream, until the warm-up is over, the live reader ``live`` has more to read, or
-        ``stopping()``; True when it is over. ``published``: the real stream's messages so far
-        (as many warm the JIT as well)."""
+        """Replay slices, in one stream, until the warm-up is over, the live reader ``live`` has
+        more to read, or ``stopping()``; True when it is over. ``published``: the real stream's
+        messages so far (as many warm the JIT as well)."""
         if published >= self.total:
             log.info("JIT warm-up not needed: %d changes already streamed", published)
             # The stream is live here: closing the mock cluster (~0.2 s) is left to a thread.
