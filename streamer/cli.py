@@ -33,7 +33,10 @@ def _config(path: Optional[str]) -> Dict[str, Any]:
 
 # PyPy's JIT compiles a loop after ~1000 iterations by default; the streamer's few hot loops are
 # worth compiling sooner (docs/benchmarks-history.md, "After the optimisation": a shorter warm-up).
-JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=50"
+# A guard that fails 20 times (PyPy: 200) gets its bridge: a table the warm-up never saw is
+# interpreted for fewer of its first rows after a restart (docs/benchmarks.md, "The latency
+# loader's first rows").
+JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=20"
 
 
 def _tune_jit() -> None:
