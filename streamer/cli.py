@@ -35,7 +35,7 @@ def _config(path: Optional[str]) -> Dict[str, Any]:
 # worth compiling sooner (docs/benchmarks-history.md, "After the optimisation": a shorter warm-up).
 # A guard that fails 20 times (PyPy: 200) gets its bridge: a table the warm-up never saw is
 # interpreted for fewer of its first rows after a restart (docs/benchmarks.md, "The latency
-# loader's first rows").
+# loader's first rows, and bridges after 20 failures").
 JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=20"
 
 
