@@ -13,7 +13,10 @@ loop, reader, decoding and encoding of the real stream, over twins of the live r
 Kafka or MySQL. It runs only when the real stream is caught up with nothing in its open batch, as
 one replayed stream for as long as that lasts: between two slices of a few transactions it looks at
 the real stream, and it ends as soon as the server has sent something, to go on at the next idle
-moment; a real change so waits at most for one small slice. (A stream of its own for each slice
+moment; a real change so waits at most for one small slice. Once real changes flow, it waits
+for them to stop (``Quiet``): at 5k rows/s the stream is caught up between most transactions, and
+a slice at each of those moments, 15-40 ms while the JIT still compiles, made the live changes
+wait for one slice after another. (A stream of its own for each slice
 took 4.2 s for 8,000 transactions of an idle stream here, against 2.0 s: ~4 ms a stream.) What takes
 longer than a slice happens in threads of its own, away from the stream: making the pipeline and
 starting the mock cluster (~0.5 s), from the first idle moment on, and closing the mock cluster
@@ -44,6 +47,8 @@ RECORDING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmup.bin
 DATABASE = "streamer_warmup"  # warmup.sql's
 # Transactions a slice; between two, the real stream is checked for new data.
 SLICE = 16
+# How long the real stream must have published nothing before a slice runs (``Quiet``).
+QUIET_S = 0.1
 
 
 class _OwnTable(logging.Filter):
@@ -75,11 +80,31 @@ def warm_config(cfg: Config) -> Config:
         "namespace": cfg.namespace + "-warmup"})
 
 
+class Quiet:
+    """Whether the real stream has been quiet, nothing published, for ``quiet_s``: told at each
+    idle moment how many messages it has published so far. A stream that has never published
+    since the process began is quiet."""
+
+    def __init__(self, quiet_s: float = QUIET_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.quiet_s = quiet_s
+        self.clock = clock
+        self.seen = 0
+        self.changed_at = float("-inf")
+
+    def __call__(self, published: int) -> bool:
+        now = self.clock()
+        if published != self.seen:
+            self.seen, self.changed_at = published, now
+        return now - self.changed_at >= self.quiet_s
+
+
 class Warmup:
     """The warm-up of one process (the module's docstring says what it does). ``run`` is called
     by the engine when its stream is idle; ``done`` once it has nothing left to do."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, quiet: Optional[Quiet] = None) -> None:
+        self.quiet = quiet or Quiet()
         # Made at the first idle moment (``_prepare``), not at start: a start never waits for it.
         self.real_cfg = cfg
         self.cfg: Optional[Config] = None
@@ -98,7 +123,8 @@ class Warmup:
             ) -> bool:
         """Replay slices, in one stream, until the warm-up is over, the live reader ``live`` has
         more to read, or ``stopping()``; True when it is over. ``published``: the real stream's
-        messages so far (as many warm the JIT as well)."""
+        messages so far (as many warm the JIT as well). Nothing is replayed while the real
+        stream is not ``quiet``: its own changes warm the JIT meanwhile."""
         if published >= self.total:
             log.info("JIT warm-up not needed: %d changes already streamed", published)
             # The stream is live here: closing the mock cluster (~0.2 s) is left to a thread.
@@ -109,6 +135,8 @@ class Warmup:
         try:
             if self.publisher is None and not self._made():
                 return False  # the next idle moment looks again
+            if not self.quiet(published):
+                return False
             assert self.recording is not None
             assert self.streamer is not None
             # One replayed stream for as long as the stream stays idle: it ends after the

@@ -1,5 +1,5 @@
 """The JIT warm-up (engine.warmup) in a real streamer: under PyPy it runs while the stream is
-idle, between real changes, and publishes nothing to the real Kafka; every change is published
+idle, before and after real changes, and publishes nothing to the real Kafka; every change is published
 once and in order all the same. CPython never warms up."""
 import platform
 import time
@@ -21,7 +21,8 @@ def test_changes_arriving_during_the_warm_up_are_all_published_and_the_warm_up_s
                                warmup={"transactions": 2000})
     with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
         proc.wait_reading()
-        # Changes while the warm-up runs: it goes on between them, at idle moments.
+        # Changes while the warm-up is under way: it waits while they flow, and goes on once
+        # they have stopped.
         for i in range(1, 201):
             support.sql(conn, f"INSERT INTO t VALUES ({i}, 'v{i}')")
             time.sleep(0.005)

@@ -243,6 +243,39 @@ def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live
     assert warm.runs == 3 and warm.done
 
 
+def test_quiet_means_nothing_published_for_its_interval():
+    now = [100.0]  # (steps of binary fractions: exact sums)
+    quiet = warmup.Quiet(0.25, clock=lambda: now[0])
+    assert quiet(0)  # nothing published since the process began
+    assert not quiet(5)  # the real stream has just published
+    now[0] += 0.125
+    assert not quiet(5)
+    now[0] += 0.125
+    assert quiet(5)
+    assert not quiet(6)  # published again: another interval to wait
+    now[0] += 0.25
+    assert quiet(6)
+
+
+def test_while_real_changes_flow_the_warm_up_replays_nothing_and_goes_on_once_they_stop(live):
+    # Measured at 5k rows/s after a restart: a slice ran at almost every idle moment between
+    # the load's transactions, 15-40 ms each while the JIT compiled, and the load waited.
+    now = [0.0]
+    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE),
+                         quiet=warmup.Quiet(0.25, clock=lambda: now[0]))
+    reader = live()
+    assert not run_made(warm, reader, published=1)  # made, but the stream has just published
+    assert warm.publisher is not None and warm.runs == 0 and warm.left == 3 * warmup.SLICE
+    now[0] += 0.125
+    assert not warm.run(reader, published=2)
+    now[0] += 0.125
+    assert not warm.run(reader, published=2)  # quiet for 0.125 s: not yet
+    assert warm.runs == 0 and warm.left == 3 * warmup.SLICE
+    now[0] += 0.125
+    assert warm.run(reader, published=2)  # quiet for 0.25 s: all of it, in one replayed stream
+    assert warm.runs == 1 and warm.left == 0 and warm.done
+
+
 def test_a_stop_interrupts_the_warm_up_between_slices(live):
     warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
     assert not run_made(warm, live(), stopping=lambda: True)
