@@ -13,16 +13,16 @@ loop, reader, decoding and encoding of the real stream, over twins of the live r
 Kafka or MySQL. It runs only when the real stream is caught up with nothing in its open batch, as
 one replayed stream for as long as that lasts: between two slices of a few transactions it looks at
 the real stream, and it ends as soon as the server has sent something, to go on at the next idle
-moment; a real change so waits at most for one small slice. Once real changes flow, it waits
-for them to stop (``Quiet``): at 5k rows/s the stream is caught up between most transactions, and
-a slice at each of those moments, 15-40 ms while the JIT still compiles, made the live changes
-wait for one slice after another. (A stream of its own for each slice
-took 4.2 s for 8,000 transactions of an idle stream here, against 2.0 s: ~4 ms a stream.) What takes
-longer than a slice happens in threads of its own, away from the stream: making the pipeline and
-starting the mock cluster (~0.5 s), from the first idle moment on, and closing the mock cluster
-(~0.2 s) once done. After ``warmup.transactions`` transactions, or once the real stream has
-published as many changes itself, it is done for the process; a full collection, still idle, then
-takes what it left (docs/benchmarks-history.md, "JIT warm-up while idle").
+moment; a real change so waits at most for one small slice. Once real changes flow, it waits for
+them to stop (``Quiet``): at 5k rows/s the stream is caught up between most transactions, and a
+slice at each of those moments, 15-40 ms while the JIT still compiles, made the live changes wait
+for one slice after another. (A stream of its own for each slice took 4.2 s for 8,000 transactions
+of an idle stream here, against 2.0 s: ~4 ms a stream.) What takes longer than a slice happens in
+threads of its own, away from the stream: making the pipeline and starting the mock cluster
+(~0.5 s), from the first idle moment on, and closing the mock cluster (~0.2 s) once done. After
+``warmup.transactions`` transactions, or once the real stream has published as many changes itself,
+it is done for the process; a full collection, still idle, then takes what it left
+(docs/benchmarks-history.md, "JIT warm-up while idle").
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The JIT warm-up (engine.warmup) in a real streamer: under PyPy it runs while the stream is
-idle, before and after real changes, and publishes nothing to the real Kafka; every change is published
-once and in order all the same. CPython never warms up."""
+idle, before and after real changes, and publishes nothing to the real Kafka; every change is
+published once and in order all the same. CPython never warms up."""
 import platform
 import time
 
