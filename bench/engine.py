@@ -10,7 +10,9 @@ streams the file three times: the first pass is cold (the JIT compiling), the th
 left is reading, decoding, encoding and the pipeline: the process's CPU time per row change.
 
 A commit is checked out in a temporary git worktree; ``.`` is the working tree as it is. Run it
-under the interpreter to measure (PyPy in production); the line goes to the results file.
+under the interpreter to measure (PyPy in production); the line goes to the results file. With
+``--tuned``, each commit's engine runs with the JIT tuned as its ``streamer run`` tunes it
+(``cli._tune_jit``: thresholds and hints), not with PyPy's defaults.
 """
 from __future__ import annotations
 
@@ -29,9 +31,10 @@ PASSES = 3
 FILE = "mysql-bin.000002"
 
 
-def child(tree: str, path: str) -> None:
+def child(tree: str, path: str, tuned: bool = False) -> None:
     """In a fresh interpreter: stream ``path`` through ``tree``'s engine PASSES times; prints
-    the CPU µs per row change of each pass as a JSON list."""
+    the CPU µs per row change of each pass as a JSON list. ``tuned``: the JIT as ``streamer run``
+    tunes it."""
     import time
     sys.path.insert(0, tree)
     os.chdir(tree)
@@ -41,6 +44,9 @@ def child(tree: str, path: str) -> None:
     from streamer.source import patches
     from tests.unit.engine_parts import FakeClock, InMemoryPublisher, ReplayedBinlog
     patches.apply()
+    if tuned:
+        from streamer import cli
+        cli._tune_jit()
     with open(path, "rb") as fh:
         data = fh.read()
     workdir = tempfile.mkdtemp(prefix="streamer-engine-")
@@ -86,8 +92,9 @@ def _tree(commit: str, workdir: str) -> str:
     return path
 
 
-def _run(tree: str, path: str) -> List[float]:
-    out = subprocess.run([sys.executable, "-m", "bench.engine", "--child", tree, path],
+def _run(tree: str, path: str, tuned: bool) -> List[float]:
+    out = subprocess.run([sys.executable, "-m", "bench.engine", "--child", tree, path,
+                          *(["--tuned"] if tuned else [])],
                          cwd=env.ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"bench.engine: the run of {tree} failed:\n{out.stderr[-3000:]}")
@@ -96,7 +103,7 @@ def _run(tree: str, path: str) -> List[float]:
 
 def main(argv: List[str]) -> int:
     if argv[:1] == ["--child"]:
-        child(argv[1], argv[2])
+        child(argv[1], argv[2], tuned=argv[3:] == ["--tuned"])
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("a", help="a commit, or . for the working tree")
@@ -104,6 +111,9 @@ def main(argv: List[str]) -> int:
     p.add_argument("--rows", type=int, default=200000, help="bulk rows (1000 per INSERT)")
     p.add_argument("--oltp", type=int, default=60000, help="single-row UPDATE transactions")
     p.add_argument("--repeat", type=int, default=3, help="runs of each commit, alternating")
+    p.add_argument("--tuned", action="store_true",
+                   help="the JIT tuned as `streamer run` tunes it (cli._tune_jit), not PyPy's "
+                   "defaults")
     p.add_argument("--results", default=env.RESULTS)
     args = p.parse_args(argv)
     from .payload import _record
@@ -118,7 +128,7 @@ def main(argv: List[str]) -> int:
                 for _ in range(args.repeat):
                     for commit, tree in trees.items():
                         samples.setdefault(shape, {}).setdefault(commit, []).append(
-                            _run(tree, path))
+                            _run(tree, path, args.tuned))
         finally:
             for commit, tree in trees.items():
                 if commit != ".":
@@ -126,7 +136,8 @@ def main(argv: List[str]) -> int:
                                    capture_output=True)
     for shape, by_commit in samples.items():
         rec: Dict[str, Any] = dict(results.run_header(False, args.repeat), shape=f"engine-{shape}",
-                                   interpreter=sys.implementation.name, a=args.a, b=args.b)
+                                   interpreter=sys.implementation.name, a=args.a, b=args.b,
+                                   tuned=args.tuned)
         for side, commit in (("a", args.a), ("b", args.b)):
             runs = by_commit[commit]
             rec[f"{side}_cold_us_per_row"] = round(statistics.median(r[0] for r in runs), 3)
