@@ -42,7 +42,11 @@ JIT_PARAMS = "threshold=200,function_threshold=250,trace_eagerness=20"
 def _tune_jit() -> None:
     if sys.implementation.name == "pypy":
         import pypyjit  # type: ignore[import-not-found]
+
+        from streamer.engine.rows import process_one_row_event
         pypyjit.set_param(JIT_PARAMS)
+        # Compiled on its own, not inlined into callers (engine.rows says why).
+        pypyjit.dont_trace_here(0, False, process_one_row_event.__code__)
 
 
 

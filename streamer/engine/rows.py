@@ -17,6 +17,7 @@ Only a table that never had a message in the namespace has its TRUNCATE logged a
 from __future__ import annotations
 
 import logging
+import types
 from typing import Any, Callable, Optional
 
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent,
@@ -100,6 +101,24 @@ def process_event(event: Any, op: str, tv: TableVersion, tracker: Tracker, produ
                     sent += 1
         sent += 1
     return sent
+
+
+def _own_code(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` under a code object of its own, the same bytecode: PyPy's JIT keys what it compiles,
+    and its hints, by code object."""
+    return types.FunctionType(fn.__code__.replace(co_name=name), fn.__globals__, name,
+                              fn.__defaults__, fn.__closure__)
+
+
+# process_event for the events of one row change (an OLTP stream's, a live load's), which the JIT
+# compiles on its own (cli._tune_jit), not inlined into the binlog loop: a row change is
+# published by code of its table's own (its converters and generated Avro writers), and a table
+# the warm-up never saw failed a guard there. Inlined, its bridge held the rest of the loop's
+# iteration, compiled while the first changes after a restart waited; here it ends where the
+# function returns. Events of many rows (a bulk catch-up's) keep process_event inlined: compiled
+# on its own, it cost their rows 6-12 % in the engine bench (docs/benchmarks.md, "A table's own
+# code compiled apart from the loop").
+process_one_row_event = _own_code(process_event, "process_one_row_event")
 
 
 def _key_change(tv: TableVersion, produce: Produce, before: Any, after: Any, key: Any,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple
 
-from streamer.engine.rows import process_event
+from streamer.engine.rows import process_event, process_one_row_event
 from streamer.source import rowcount
 
 # (rows event, rows of it already published by the previous run) -> messages produced
@@ -53,7 +53,8 @@ class Rows:
         produced, those of the ``published`` hooks included."""
         ctx = self.ctx
         ctx.open()
-        sent = process_event(event, op, tv, tracker, self.produce)
+        process = process_one_row_event if len(event.rows) == 1 else process_event
+        sent = process(event, op, tv, tracker, self.produce)
         if ctx.published:
             sent += ctx.after_publishing(tracker, tv.topic, sent, event.timestamp * 1000)
         for hook in ctx.changes:

@@ -1,0 +1,42 @@
+"""What `streamer run` tells PyPy's JIT (cli._tune_jit), checked in a process of its own: the
+hints last for the process."""
+import subprocess
+import sys
+
+import pytest
+
+from streamer.engine import rows
+
+CHECK = """
+import pypyjit
+from streamer import cli
+from streamer.engine.rows import process_event, process_one_row_event
+
+def entry_cells():
+    # The JIT's cells at the functions' entries (bytecode 0): made by a hint, or by the JIT
+    # counting calls, which functions never called can't have made.
+    return [pypyjit.get_jitcell_at_key(0, False, f.__code__)
+            for f in (process_one_row_event, process_event)]
+
+before = entry_cells()
+cli._tune_jit()
+print(*before, *entry_cells())
+"""
+
+
+@pytest.mark.skipif(sys.implementation.name != "pypy", reason="CPython has no JIT to tune")
+def test_one_row_events_are_published_by_code_compiled_on_its_own():
+    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True,
+                         check=True)
+    # Before: neither has a cell. After: the one-row copy has (not inlined into callers);
+    # process_event, for events of many rows, is left to the JIT as it was.
+    assert out.stdout.split() == ["False", "False", "True", "False"]
+
+
+def test_the_one_row_copy_is_process_event_under_a_code_object_of_its_own():
+    one, many = rows.process_one_row_event, rows.process_event
+    assert one.__code__ is not many.__code__
+    assert one.__code__.co_code == many.__code__.co_code
+    assert one.__code__.co_consts == many.__code__.co_consts
+    assert one.__globals__ is many.__globals__
+    assert one.__name__ == "process_one_row_event"
