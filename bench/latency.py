@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,11 @@ LAST_PRIMER_TS = 1
 ROWS_S_PER_CONNECTION = 1500
 # What the streamer logs once its JIT warm-up is over (done, not needed, or given up).
 JIT_WARMUP_OVER = b"JIT warm-up"
+# The interpreter this driver runs under. Its loader stamps each row and its consumer child notes
+# each arrival, so its own pauses count as the streamer's: driven under PyPy, 5 of 7 runs had a
+# burst of 121-223 ms that none had driven under CPython (docs/benchmarks.md, "The driver's own
+# pauses").
+DRIVER = platform.python_implementation().lower()
 
 
 def flatten(prefix: str, p: Dict[str, Optional[float]]) -> Dict[str, Optional[float]]:
@@ -65,6 +71,16 @@ def flatten(prefix: str, p: Dict[str, Optional[float]]) -> Dict[str, Optional[fl
 def stats(prefix: str, values_ms: List[float]) -> Dict[str, Optional[float]]:
     """The line's latency fields of ``values_ms``."""
     return flatten(prefix, percentiles(values_ms))
+
+
+def driver_warning(driver: str = DRIVER) -> Optional[str]:
+    """What to tell a user who runs this driver under another interpreter than CPython."""
+    if driver == "cpython":
+        return None
+    return (f"bench.latency: this driver runs under {driver}, and its own JIT compiles and "
+            f"collections count as latency (its loader stamps each row, its consumer notes each "
+            f"arrival): run it under CPython, as make bench does (.venv-cpy/bin/python -m "
+            f"bench.latency --python <the streamer's interpreter>); each line says its 'driver'")
 
 
 def split(pairs: List[Tuple[float, float]], warm_from_us: float) -> Tuple[List[float], List[float]]:
@@ -225,6 +241,9 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
     ``jit_warmup``: the streamer's warmup.transactions (None: its default). ``after_start_s``:
     the restart pattern: the load starts that long after the first probe row came through, the
     JIT warm-up under way or not (else once it is over)."""
+    warning = driver_warning()
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     db = env.create_database("bench_lat_", DDL)
     ns = env.unique("bench")
     transactions = jit_warmup_of(python, jit_warmup)
@@ -278,7 +297,7 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
         "rows": written, "seconds": seconds, "warmup_s": warmup_s,
         "connections": loader.connections, "rss_mb": round(rss, 1),
         "jit_warmup_transactions": transactions, "jit_warmup_wait_s": waited,
-        "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
+        "driver": DRIVER, "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
         **stats("", warm), **stats("cold_", cold), **stats("all_", cold + warm)}
     if after_start_s is not None:
         line["after_start_s"] = after_start_s

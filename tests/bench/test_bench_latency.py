@@ -85,3 +85,9 @@ def test_a_cli_result_is_printed_and_appended_when_a_file_is_named(tmp_path, cap
     results.emit({"c": 3}, None)
     assert capsys.readouterr().out.splitlines() == ['{"a": 2, "b": 1}', '{"c": 3}']
     assert [json.loads(x) for x in out.read_text().splitlines()] == [{"a": 2, "b": 1}]
+
+
+def test_a_driver_not_under_cpython_is_told_its_own_pauses_count_as_latency():
+    assert latency.driver_warning("cpython") is None
+    told = latency.driver_warning("pypy")
+    assert "under pypy" in told and "run it under CPython" in told and "make bench" in told

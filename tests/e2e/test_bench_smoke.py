@@ -246,6 +246,10 @@ def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_
     # bench.latency checked that the consumer saw every row written; the rate held here.
     assert lat["offered_rows_s"] == 100 and lat["rows_s"] <= 110 and lat["rows"] >= 200
     assert lat["streamer_cores"] > 0 and lat["kafka_cores"] > 0 and lat["mariadb_cores"] > 0
+    # Each line says which interpreter drove it, and a driver under PyPy was told its own pauses
+    # count as latency.
+    assert lat["driver"] == platform.python_implementation().lower()
+    assert ("this driver runs under pypy" in done.stderr) == (lat["driver"] == "pypy")
     # Under PyPy the load waited for the streamer's JIT warm-up (its default), as a load after an
     # idle start meets it; CPython has none.
     from streamer.config import DEFAULTS
