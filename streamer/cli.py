@@ -49,8 +49,6 @@ def _tune_jit() -> None:
         pypyjit.dont_trace_here(0, False, process_one_row_event.__code__)
 
 
-
-
 def _restart_with_gc_settings() -> None:
     """Under PyPy, run this same command again (exec: the same process) with GC_NURSERY set.
     The nursery size is read only when the interpreter starts."""
