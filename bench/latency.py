@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -54,7 +53,7 @@ JIT_WARMUP_OVER = b"JIT warm-up"
 # each arrival, so its own pauses count as the streamer's: driven under PyPy, 5 of 7 runs had a
 # burst of 121-223 ms that none had driven under CPython (docs/benchmarks.md, "The driver's own
 # pauses").
-DRIVER = platform.python_implementation().lower()
+DRIVER = sys.implementation.name  # as bench.engine's and bench.payload's lines name theirs
 
 
 def flatten(prefix: str, p: Dict[str, Optional[float]]) -> Dict[str, Optional[float]]:
