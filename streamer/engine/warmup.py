@@ -126,7 +126,7 @@ class Warmup:
         messages so far (as many warm the JIT as well). Nothing is replayed while the real
         stream is not ``quiet``: its own changes warm the JIT meanwhile."""
         if published >= self.total:
-            log.info("JIT warm-up not needed: %d changes already streamed", published)
+            self._overtaken(published)
             # The stream is live here: closing the mock cluster (~0.2 s) is left to a thread.
             self.close(wait=False)
             return True
@@ -170,6 +170,17 @@ class Warmup:
                  "collected in %.0f ms", self.total, self.messages, self.spent_s * 1000,
                  self.runs, (time.monotonic() - began) * 1000)
         return True
+
+    def _overtaken(self, published: int) -> None:
+        """Says that the real stream's ``published`` changes have warmed the JIT as much."""
+        if self.left == self.total:
+            log.info("JIT warm-up not needed: %d changes already streamed", published)
+            return
+        # Real changes came before it was done (a restart into a live load): how far it got.
+        log.info("JIT warm-up over after %d of %d transactions (streamed in %.0f ms, in %d "
+                 "runs): the stream has published %d changes of its own, which warm the JIT "
+                 "as well", self.total - self.left, self.total, self.spent_s * 1000, self.runs,
+                 published)
 
     def _made(self) -> bool:
         """Whether the warm-up's pipeline is made; the first call starts making it, in a thread

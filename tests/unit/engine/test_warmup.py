@@ -3,6 +3,7 @@ MySQL server or a Kafka broker: the live reader is one as a connected reader loo
 warm-up's publisher runs on librdkafka's in-process mock cluster, as in production."""
 import itertools
 import logging
+import re
 import socket
 import threading
 import time
@@ -241,6 +242,22 @@ def test_the_warm_up_stops_while_the_live_stream_has_more_and_goes_on_later(live
     assert not warm.run(reader, published=0)
     assert warm.run(reader, published=0)  # the last slice: over, whatever arrived
     assert warm.runs == 3 and warm.done
+
+
+def test_a_warm_up_overtaken_by_real_changes_says_how_far_it_got(live, monkeypatch, caplog):
+    # A restart into a live load: the load's changes warm the JIT before the warm-up is done.
+    warm = warmup.Warmup(cfg_with(warmup__transactions=3 * warmup.SLICE))
+    reader = live()
+    monkeypatch.setattr(type(reader), "more_arrived", lambda self: True)
+    caplog.set_level(logging.INFO)
+    assert not run_made(warm, reader)  # one slice, then the live stream had more
+    assert warm.run(reader, published=3 * warmup.SLICE + 2)
+    assert warm.done and warm.runs == 1
+    n = warmup.SLICE
+    assert re.search(rf"JIT warm-up over after {n} of {3 * n} transactions \(streamed in \d+ ms, "
+                     rf"in 1 runs\): the stream has published {3 * n + 2} changes of its own",
+                     caplog.text)
+    assert "not needed" not in caplog.text
 
 
 def test_quiet_means_nothing_published_for_its_interval():
