@@ -230,9 +230,8 @@ class Transactions:
                        headers: Optional[Headers]) -> None:
         now = time.monotonic()
         if now - self._queue_full_logged_at > QUEUE_FULL_LOG_EVERY_S:
-            log.warning("producer queue full (Kafka slow or down): pausing binlog reads until "
-                        "it drains")
             self._queue_full_logged_at = now
+            self._say_queue_full()
         while True:
             if self.stopping:
                 self.abort()
@@ -246,6 +245,17 @@ class Transactions:
                 continue
             except KafkaException as exc:
                 self._raise(exc, f"produce to {topic}")
+
+    def _say_queue_full(self) -> None:
+        """The queue fills for a moment whenever more is produced than Kafka has taken yet (a
+        batch or snapshot chunk larger than the queue), and for as long as Kafka is slow or down:
+        the line names both, and the limits."""
+        conf = self._producer_settings()
+        log.warning("producer queue full (kafka.queue.buffering.max.messages %s, "
+                    "queue.buffering.max.kbytes %s): pausing reads (binlog, snapshot) until Kafka "
+                    "has taken some. For a moment, while a batch or snapshot chunk larger than the "
+                    "queue is sent, this is backpressure; if it lasts, Kafka is slow or down",
+                    conf["queue.buffering.max.messages"], conf["queue.buffering.max.kbytes"])
 
     def produce_everywhere(self, topic: str, value: bytes,
                            headers: Optional[Headers] = None) -> int:

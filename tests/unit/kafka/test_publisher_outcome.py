@@ -149,6 +149,41 @@ def test_a_message_over_the_size_limit_stops_once_naming_the_topic_key_size_and_
     assert err.value.exit_code == 3
 
 
+class FullFor(FailingProducer):
+    """Its queue is full for the first ``full`` tries of each message; ``poll`` drains it."""
+
+    def __init__(self, full):
+        super().__init__(None)
+        self.full, self.left = full, full
+
+    def produce(self, topic, value, key, headers=None):
+        if self.left:
+            self.left -= 1
+            raise BufferError("Local: Queue full")
+        self.left = self.full
+        self.calls.append(("produce", value))
+
+    def poll(self, timeout):
+        self.calls.append("poll")
+
+
+def test_a_full_producer_queue_waits_says_why_with_its_limits_and_loses_nothing(caplog):
+    producer = FullFor(2)
+    pub = _publisher(producer)
+    with caplog.at_level("WARNING", logger="streamer.kafka.transactions"):
+        pub.produce("ns.db.t", b"one", b"k1")
+        pub.produce("ns.db.t", b"two", b"k2")
+    assert [c for c in producer.calls if c != "poll"] == [("produce", b"one"), ("produce", b"two")]
+    assert producer.calls.count("poll") == 4  # it waited for room, for each, by polling
+    lines = [r.getMessage() for r in caplog.records if "producer queue full" in r.getMessage()]
+    # Once, not once a message; naming the limits and both causes (backpressure, Kafka down).
+    assert len(lines) == 1
+    assert "queue.buffering.max.messages 200000" in lines[0]
+    assert "queue.buffering.max.kbytes 262144" in lines[0]
+    assert "snapshot chunk larger than the queue" in lines[0]
+    assert "if it lasts, Kafka is slow or down" in lines[0]
+
+
 def test_the_admin_client_is_let_go_at_exit_and_when_the_producers_are_refused(monkeypatch):
     # A live AdminClient at the interpreter's teardown can crash the exit (kafka.logs): the
     # publisher lets go of it, and the command's end collects it.
