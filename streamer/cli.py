@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -43,10 +44,13 @@ def _tune_jit() -> None:
     if sys.implementation.name == "pypy":
         import pypyjit  # type: ignore[import-not-found]
 
+        from streamer.codec import encode
         from streamer.engine.rows import process_one_row_event
         pypyjit.set_param(JIT_PARAMS)
-        # Compiled on its own, not inlined into callers (engine.rows says why).
+        # Compiled on their own, not inlined into callers (engine.rows and
+        # schema.versions.OneRowVersion say why).
         pypyjit.dont_trace_here(0, False, process_one_row_event.__code__)
+        encode.compiled_apart = functools.partial(pypyjit.dont_trace_here, 0, False)
 
 
 def _restart_with_gc_settings() -> None:

@@ -103,11 +103,31 @@ class Writer:
         return bytes(out)
 
 
-def body_writer(schema: Dict[str, Any]) -> Callable[[bytearray, Any], None]:
+class ApartWriter:
+    """``of``'s encoding by a second compile of its generated writer, compiled ``apart``
+    (``encode.compiled_apart``) for the one-row path. The header is read from ``of`` at each
+    record, so a registry's framing of ``of`` (``schema_registry.frame``) holds here too."""
+
+    __slots__ = ("of", "_write")
+
+    def __init__(self, of: Writer):
+        if of.uses_fastavro():
+            raise GeneratedWriterUnsupported(f"schema {of.schema.get('name')}: no generated writer")
+        self.of = of
+        self._write = compile_writer(of.schema, apart=True)
+
+    def encode(self, record: Any) -> bytes:
+        out = bytearray(self.of.header)
+        self._write(out, record)
+        return bytes(out)
+
+
+def body_writer(schema: Dict[str, Any], apart: bool = False) -> Callable[[bytearray, Any], None]:
     """A writer that appends a record's Avro body (no header) to a buffer: generated for the
-    schema (``encode.compile_writer``), or fastavro's where the generator can't."""
+    schema (``encode.compile_writer``, ``apart`` or not), or fastavro's where the generator
+    can't."""
     try:
-        return compile_writer(schema)
+        return compile_writer(schema, apart)
     except GeneratedWriterUnsupported:
         parsed = fastavro.parse_schema(schema)
 
@@ -153,14 +173,14 @@ class EnvelopeWriter:
 
     __slots__ = ("value_writer", "_row")
 
-    def __init__(self, value_writer: Writer, row_schema: Dict[str, Any]):
+    def __init__(self, value_writer: Writer, row_schema: Dict[str, Any], apart: bool = False):
         layout = _field_names(value_writer.schema)
         if layout != ENVELOPE_LAYOUT:
             # The parts below follow this field order; a changed envelope or source schema
             # must change them too, not be written wrongly.
             raise ValueError(f"EnvelopeWriter encodes {ENVELOPE_LAYOUT}, the schema has {layout}")
         self.value_writer = value_writer
-        self._row = body_writer(row_schema)
+        self._row = body_writer(row_schema, apart)
 
     @staticmethod
     def event_parts(ts_ms: int, server_id: int, file: str, pos: int, gtid: Optional[str],

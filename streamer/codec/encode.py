@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import platform
 import struct
-from typing import Any, Callable, Dict, List
+from types import CodeType
+from typing import Any, Callable, Dict, List, Optional
 
 from streamer.errors import GeneratedWriterUnsupported
 
@@ -188,8 +189,15 @@ class _Gen:
         self.lines.extend(out)
 
 
-def compile_writer(schema: Any) -> Callable[[bytearray, Any], None]:
-    """A function ``write(buf, datum)`` appending the Avro binary encoding of datum to buf."""
+# Given each function of a writer compiled ``apart``, once, when set: `streamer run` under PyPy
+# sets it (cli._tune_jit) to have the JIT compile those on their own, not inlined into their
+# callers. The one-row path publishes with such writers (schema.versions.OneRowVersion).
+compiled_apart: Optional[Callable[[CodeType], None]] = None
+
+
+def compile_writer(schema: Any, apart: bool = False) -> Callable[[bytearray, Any], None]:
+    """A function ``write(buf, datum)`` appending the Avro binary encoding of datum to buf.
+    ``apart``: its functions are handed to ``compiled_apart``."""
     gen = _Gen(schema)
     if not isinstance(gen.root, tuple) or gen.root[0] != "record":
         raise GeneratedWriterUnsupported("the generated writer needs a record at the top")
@@ -197,4 +205,7 @@ def compile_writer(schema: Any) -> Callable[[bytearray, Any], None]:
     # Records are defined before use in the generated module: nested ones are emitted first.
     code = compile("\n".join(gen.lines), "<avro writer>", "exec")
     exec(code, namespace)  # noqa: S102 - source generated from a schema, names are quoted
+    if apart and compiled_apart is not None:
+        for fn in gen.records.values():
+            compiled_apart(namespace[fn].__code__)
     return namespace[gen.root[1]]

@@ -117,7 +117,8 @@ def _own_code(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 # iteration, compiled while the first changes after a restart waited; here it ends where the
 # function returns. Events of many rows (a bulk catch-up's) keep process_event inlined: compiled
 # on its own, it cost their rows 6-12 % in the engine bench (docs/benchmarks.md, "A table's own
-# code compiled apart from the loop").
+# code compiled apart from the loop"). Its table version is ``TableVersion.one_row()``, whose
+# writers are compiled on their own too (schema.versions.OneRowVersion).
 process_one_row_event = _own_code(process_event, "process_one_row_event")
 
 

@@ -128,8 +128,13 @@ class TableVersion:
         self.truncate_value = streamer_truncate(self.value_writer)
         # By op, its messages' Kafka headers: none, unless topics.headers (engine.announce).
         self.headers: Dict[str, Any] = NO_HEADERS
+        # What the one-row path publishes with (``one_row``): made at its first event.
+        self._one_row: Any = None
         if fmt is not None:
             fmt.attach(self)
+            self._one_row = self  # the format's own writers, on both paths
+        elif self.value_writer.uses_fastavro():
+            self._one_row = self  # no generated writers to compile again
 
     def _columns(self, event: Any, previous: Optional[evolution.Previous],
                  rules: Optional[ColumnRules], definition: Definition
@@ -292,6 +297,44 @@ class TableVersion:
         if self.key_writer is None:
             return None
         return self.key_writer.encode({n: values[n] for n in self.pk_names})
+
+    def one_row(self) -> Any:
+        """This version as events of one row are published with it (``engine.rows``): a
+        ``OneRowVersion``, or the version itself where a message format or fastavro writes."""
+        twin = self._one_row
+        if twin is None:
+            twin = self._one_row = OneRowVersion(self)
+        return twin
+
+
+class OneRowVersion:
+    """A table version for the one-row path (``engine.rows.process_one_row_event``): its own
+    compile of the version's generated writers, which PyPy's JIT compiles on their own
+    (``encode.compiled_apart``), and the version itself for everything else.
+
+    After a restart, a table's first row changes failed a guard into writers the warm-up never
+    saw, and the bridges compiled into them, inlined, held those changes; compiled on their own,
+    they are one call (docs/benchmarks.md, "The one-row path's own writers"). Events of many
+    rows (a bulk catch-up's) keep the version's writers, inlined into their loop, where the
+    rows would pay a call each. The writers' headers stay the version's, framed by a registry or
+    not."""
+
+    __slots__ = ("version", "envelope", "_key")
+
+    def __init__(self, version: TableVersion) -> None:
+        self.version = version
+        self.envelope = avro.EnvelopeWriter(version.value_writer, version.row_schema, apart=True)
+        key = version.key_writer
+        # fastavro's (no generated writer to compile again) serves both paths.
+        self._key = key if key is None or key.uses_fastavro() else avro.ApartWriter(key)
+
+    def key(self, values: Dict[str, Any]) -> Optional[bytes]:
+        if self._key is None:
+            return None
+        return self._key.encode({n: values[n] for n in self.version.pk_names})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.version, name)
 
 
 # A current row's period end: the largest TIMESTAMP(6) (2038, or 2106 from MariaDB 11.5), or the

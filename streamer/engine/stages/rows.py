@@ -53,8 +53,10 @@ class Rows:
         produced, those of the ``published`` hooks included."""
         ctx = self.ctx
         ctx.open()
-        process = process_one_row_event if len(event.rows) == 1 else process_event
-        sent = process(event, op, tv, tracker, self.produce)
+        if len(event.rows) == 1:
+            sent = process_one_row_event(event, op, tv.one_row(), tracker, self.produce)
+        else:
+            sent = process_event(event, op, tv, tracker, self.produce)
         if ctx.published:
             sent += ctx.after_publishing(tracker, tv.topic, sent, event.timestamp * 1000)
         for hook in ctx.changes:

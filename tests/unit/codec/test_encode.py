@@ -165,3 +165,22 @@ def test_an_envelope_schema_in_another_field_order_is_refused_not_miswritten():
     swapped["fields"][1] = {"name": "before", "type": ["null", "db.t.Row"], "default": None}
     with pytest.raises(ValueError, match="field order|encodes"):
         EnvelopeWriter(Writer(swapped), ROW)
+
+
+def test_each_function_of_a_writer_compiled_apart_is_handed_once_to_compiled_apart(monkeypatch):
+    # `streamer run` under PyPy has the JIT compile those on their own (cli._tune_jit); the
+    # one-row path writes with them (schema.versions.OneRowVersion).
+    from streamer.codec import encode
+
+    handed = []
+    monkeypatch.setattr(encode, "compiled_apart", handed.append)
+    assert compile_writer(ENVELOPE).__code__ not in handed and handed == []  # not apart
+    write = compile_writer(ENVELOPE, apart=True)
+    names = sorted(code.co_name for code in handed)
+    # The envelope's, its row's (once, though before and after both hold it), its source's.
+    assert names == ["w0", "w1", "w2"] and len(set(map(id, handed))) == 3
+    assert write.__code__ in handed and all(code.co_filename == "<avro writer>" for code in handed)
+    monkeypatch.setattr(encode, "compiled_apart", None)
+    handed.clear()
+    compile_writer(ROW, apart=True)
+    assert handed == []  # not set: nothing is handed (tests, CPython, other commands)

@@ -87,22 +87,27 @@ def test_rows_of_a_published_table_become_messages_and_the_hooks_hear_of_them(ct
     assert ctx.tracker.tx_rows == 2
 
 
-def test_an_event_of_one_row_is_published_by_the_copy_pypy_compiles_on_its_own(ctx, monkeypatch):
+def test_an_event_of_one_row_is_published_by_the_copies_pypy_compiles_on_their_own(ctx, monkeypatch):
     # engine.rows.process_one_row_event: the same code as process_event, kept out of the binlog
     # loop's trace (cli._tune_jit); events of many rows stay with process_event.
     from streamer.engine.stages import rows as stage
 
+    from streamer.schema.versions import OneRowVersion
+
     taken = []
     for name in ("process_event", "process_one_row_event"):
         real = getattr(stage, name)
-        monkeypatch.setattr(stage, name, lambda *a, _n=name, _f=real: taken.append(_n) or _f(*a))
+        monkeypatch.setattr(stage, name, lambda e, o, tv, *a, _n=name, _f=real:
+                            taken.append((_n, type(tv).__name__)) or _f(e, o, tv, *a))
     rows = Rows(ctx)
     TableMaps(ctx, rows).on_event(table_map(7))
     begin(ctx)
     assert rows.on_rows(rows_event(7, 1), "c") == 1
     assert rows.on_rows(rows_event(7, 2, 3), "c") == 2
     ctx.policy.commit()
-    assert taken == ["process_one_row_event", "process_event"]
+    # The one-row copy writes with the version's second compile of its writers.
+    assert taken == [("process_one_row_event", OneRowVersion.__name__),
+                     ("process_event", "TableVersion")]
     assert ctx.publisher.changes() == [("c", 1), ("c", 2), ("c", 3)]
 
 

@@ -56,3 +56,95 @@ def test_a_text_value_that_could_not_be_decoded_is_one_error_naming_the_column()
     with pytest.raises(UnsupportedValue, match=r"shop\.orders column note: a text value the "
                                                r"streamer can't decode .*utf8mb4"):
         tv.convert({"id": 1, "note": b"\xad\xa1"})
+
+
+def one_row_events():
+    from types import SimpleNamespace
+
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+    packet = SimpleNamespace(log_pos=500, event_size=100, server_id=1)
+
+    def event(cls, row):
+        return SimpleNamespace(__class__=cls, timestamp=1700000000, packet=packet, rows=[row])
+    return [(event(WriteRowsEvent, {"values": {"id": 1, "note": "one"}}), "c"),
+            (event(UpdateRowsEvent, {"before_values": {"id": 1, "note": "one"},
+                                     "after_values": {"id": 1, "note": None}}), "u"),
+            (event(UpdateRowsEvent, {"before_values": {"id": 1, "note": None},
+                                     "after_values": {"id": 2, "note": "moved"}}), "u"),
+            (event(DeleteRowsEvent, {"values": {"id": 2, "note": "moved"}}), "d")]
+
+
+def published(process, tv_of):
+    import copy
+
+    from streamer.engine.tracker import Tracker
+    from streamer.position import Position
+    tracker, out = Tracker(Position("f", 4)), []
+    tracker.begin(200, "0-1-5")
+    for event, op in one_row_events():
+        process(copy.deepcopy(event), op, tv_of(), tracker,
+                lambda *message: out.append(message))
+    return out
+
+
+def test_events_of_one_row_are_written_by_the_versions_second_compile_byte_for_byte():
+    # The one-row path's writers are compiled again (JIT-compiled on their own under PyPy,
+    # encode.compiled_apart); what they write is what the version's own write.
+    from streamer.codec.avro import confluent_header
+    from streamer.engine.rows import process_event, process_one_row_event
+    from streamer.schema.versions import OneRowVersion
+    event = TableMap([Col("id", FIELD_TYPE.LONG, True),
+                      Col("note", FIELD_TYPE.VARCHAR, charset="utf8mb4", max_length=20)],
+                     nullable_bits=b"\x02")
+    tv = TableVersion("ns", event, tombstones=True)
+    twin = tv.one_row()
+    assert isinstance(twin, OneRowVersion) and tv.one_row() is twin  # made once
+    assert twin.envelope is not tv.envelope and twin.envelope._row is not tv.envelope._row
+    assert twin.topic == tv.topic and twin.convert == tv.convert
+    expected = published(process_event, lambda: tv)
+    # insert, update, a key change (delete, tombstone, create), delete and its tombstone
+    assert [m[1] is None for m in expected] == [False, False, False, True, False, False, True]
+    assert published(process_one_row_event, tv.one_row) == expected
+    # A registry frames the version's writers after the twin was made: the twin follows.
+    tv.value_writer.header = confluent_header(7)
+    tv.key_writer.header = confluent_header(8)
+    framed = published(process_one_row_event, tv.one_row)
+    assert framed == published(process_event, lambda: tv) != expected
+    assert all(v is None or v[:5] == confluent_header(7) for _, v, _, _ in framed)
+    assert all(k[:5] == confluent_header(8) for _, _, k, _ in framed)
+
+
+def test_a_version_a_message_format_or_fastavro_writes_is_its_own_one_row_version(monkeypatch):
+    from streamer.codec import avro
+    from streamer.codec.jsonformat import JsonFormat
+    from streamer.errors import GeneratedWriterUnsupported
+    event = TableMap([Col("id", FIELD_TYPE.LONG, True)])
+    tv = TableVersion("ns", event, fmt=JsonFormat("ns"))
+    assert tv.one_row() is tv  # the format's own writers, on both paths
+
+    def unsupported(schema, apart=False):
+        raise GeneratedWriterUnsupported("a type the generator lacks")
+    monkeypatch.setattr(avro, "compile_writer", unsupported)
+    tv = TableVersion("ns", event)
+    assert tv.value_writer.uses_fastavro() and tv.one_row() is tv
+
+
+def test_a_key_fastavro_writes_is_the_versions_own_on_the_one_row_path(monkeypatch):
+    from streamer.codec import avro
+    from streamer.engine.rows import process_event, process_one_row_event
+    from streamer.errors import GeneratedWriterUnsupported
+    generated = avro.compile_writer
+
+    def no_key(schema, apart=False):
+        if schema["name"] == "Key":
+            raise GeneratedWriterUnsupported("a type the generator lacks")
+        return generated(schema, apart)
+    monkeypatch.setattr(avro, "compile_writer", no_key)
+    event = TableMap([Col("id", FIELD_TYPE.LONG, True),
+                      Col("note", FIELD_TYPE.VARCHAR, charset="utf8mb4", max_length=20)],
+                     nullable_bits=b"\x02")
+    tv = TableVersion("ns", event, tombstones=True)
+    assert tv.key_writer.uses_fastavro() and not tv.value_writer.uses_fastavro()
+    assert tv.one_row()._key is tv.key_writer
+    expected = published(process_event, lambda: tv)
+    assert published(process_one_row_event, tv.one_row) == expected
