@@ -32,8 +32,20 @@ FORMATS: Dict[str, Dict[str, Any]] = {
     "debezium-avro": {"format": "debezium", "debezium": {"encoding": "avro"},
                       "schema_registry": {"url": REGISTRY}},
 }
-# The sections of this run's format (set once by bench.suite).
+# The sections of this run's format (set once, by use_format).
 FORMAT: Dict[str, Any] = {}
+FORMAT_NAME = "streamer"
+
+
+def use_format(name: str, start: bool = True) -> None:
+    """Every streamer of this run publishes in the message format ``name`` (FORMATS), from now
+    on; ``start``: debezium-avro's registry is started if it isn't."""
+    global FORMAT_NAME
+    FORMAT.clear()
+    FORMAT.update(FORMATS[name])
+    FORMAT_NAME = name
+    if start and "schema_registry" in FORMAT:
+        subprocess.run([os.path.join(ROOT, "deploy", "local", "registry.sh"), "up"], check=True)
 RESULTS = os.path.join(ROOT, "bench", "results.jsonl")
 
 

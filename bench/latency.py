@@ -17,10 +17,11 @@ load starts once that is over (``jit_warmup_wait_s``), as a first burst meets a 
 been idle a few seconds. ``--jit-warmup 0`` measures a load that meets the JIT cold.
 ``--after-start S`` is the restart pattern instead (shape ``latency-restart``): the load starts
 S seconds after the first probe row came through, into the warm-up under way; ``all_*`` is then
-the whole load's, its first second included.
+the whole load's, its first second included. ``--format`` publishes in another message format
+(bench.env.FORMATS; debezium-avro through the local registry), and the line says which.
 
     python -m bench.latency --python PY [--rate N ...] [--seconds S] [--warmup W]
-        [--jit-warmup TRANSACTIONS] [--after-start S] [--results F]
+        [--jit-warmup TRANSACTIONS] [--after-start S] [--format F] [--results F]
 """
 from __future__ import annotations
 
@@ -152,14 +153,23 @@ class Loader:
         return sum(self.written)
 
 
+def decoder(namespace: str) -> Any:
+    """A decoder of the run's messages: through the schema topic, or the registry where the
+    run's format (env.FORMAT) frames them."""
+    from streamer.codec.decode import Decoder
+    from streamer.codec.schema_registry import SchemaRegistry
+    from streamer.kafka.topics import kafka_schema_source
+
+    url = env.FORMAT.get("schema_registry", {}).get("url")
+    return Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, namespace),
+                   SchemaRegistry(url).schema if url else None)
+
+
 def consume(topic: str, namespace: str, deadline_s: float) -> None:
     """The child: reads ``topic`` read_committed from its end as of now; prints ``ready``, then,
     once the parent wrote how many rows to expect on stdin (or at the deadline), one JSON list of
     ``[arrival_us, stamp_us]``. Values are decoded only after the last arrival."""
     from confluent_kafka import Consumer, TopicPartition
-
-    from streamer.codec.decode import Decoder
-    from streamer.kafka.topics import kafka_schema_source
 
     c = Consumer({"bootstrap.servers": env.KAFKA, "group.id": env.unique("bench-latency-"),
                   "isolation.level": "read_committed", "enable.auto.commit": False,
@@ -185,8 +195,8 @@ def consume(topic: str, namespace: str, deadline_s: float) -> None:
             got.append((time.time_ns() / 1000.0, m.value()))
     finally:
         c.close()
-    decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA}, namespace))
-    pairs = [[arrival, float(decoder.decode(value)["after"]["ts_us"])] for arrival, value in got]
+    read = decoder(namespace).decode
+    pairs = [[arrival, float(read(value)["after"]["ts_us"])] for arrival, value in got]
     print(json.dumps(pairs), flush=True)
 
 
@@ -195,9 +205,6 @@ def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: 
     """Writes a primer row every 0.2 s until one is visible (rows written before the streamer
     found its start position are never published), then one last primer, and waits for that
     one: every primer is then visible, and the consumer started next sees none of them."""
-    from streamer.codec.decode import Decoder
-    from streamer.kafka.topics import kafka_schema_source
-
     conn = env.admin(db)
     deadline = time.monotonic() + 120
     last = None
@@ -207,13 +214,12 @@ def _wait_until_streaming(watcher: Watcher, streamer: Streamer, db: str, topic: 
                 msgs = [m for m in watcher.poll(0.2) if m.topic() == topic]
                 if last is None:
                     if msgs:
-                        decoder = Decoder(kafka_schema_source({"bootstrap.servers": env.KAFKA},
-                                                              namespace))
+                        read = decoder(namespace).decode
                         cur.execute(INSERT, (LAST_PRIMER_TS,))
                         last = cur.lastrowid
                     else:
                         cur.execute(INSERT, (PRIMER_TS,))
-                elif any(decoder.decode(m.value())["after"]["id"] == last for m in msgs):
+                elif any(read(m.value())["after"]["id"] == last for m in msgs):
                     return
                 streamer.sample()
                 if time.monotonic() > deadline:
@@ -262,7 +268,8 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
                 waited = round(streamer.wait_for_log(JIT_WARMUP_OVER, "end its JIT warm-up",
                                                      120), 2) if transactions else 0.0
             child = subprocess.Popen([sys.executable, "-m", "bench.latency", "--consume", topic,
-                                      "--namespace", ns, "--deadline", str(seconds + 120)],
+                                      "--namespace", ns, "--deadline", str(seconds + 120),
+                                      "--format", env.FORMAT_NAME],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=env.ROOT,
                                      text=True)
             assert child.stdout is not None and child.stdin is not None
@@ -319,11 +326,16 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--after-start", type=float, metavar="SECONDS",
                     help="the restart pattern: start the load this long after the first probe "
                     "row came through (shape latency-restart), not after the JIT warm-up")
+    ap.add_argument("--format", choices=sorted(env.FORMATS), default="streamer",
+                    help="the message format the streamer publishes in (debezium-avro through "
+                    "the local registry)")
     ap.add_argument("--results", help="JSON lines file to append the lines to")
     ap.add_argument("--consume", help=argparse.SUPPRESS)
     ap.add_argument("--namespace", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=60.0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.format != "streamer":
+        env.use_format(args.format, start=not args.consume)  # the consumer child's: started
     if args.consume:
         consume(args.consume, args.namespace, args.deadline)
         return 0
@@ -331,9 +343,11 @@ def main(argv: List[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
             shape = "latency" if args.after_start is None else "latency-restart"
-            results.emit(dict(run(args.python, workdir, rate, args.seconds, args.warmup,
-                                  args.jit_warmup, args.after_start), shape=shape, **labels),
-                         args.results)
+            line = dict(run(args.python, workdir, rate, args.seconds, args.warmup,
+                            args.jit_warmup, args.after_start), shape=shape, **labels)
+            if args.format != "streamer":
+                line["format"] = args.format  # another experiment: bench.compare keeps it apart
+            results.emit(line, args.results)
     return 0
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional
@@ -423,10 +422,7 @@ def _measure(args: argparse.Namespace) -> int:
     if args.format != "streamer":
         # Another format is another experiment: bench.compare keeps its lines apart.
         header["format"] = args.format
-        env.FORMAT.update(env.FORMATS[args.format])
-        if args.format == "debezium-avro":
-            subprocess.run([os.path.join(env.ROOT, "deploy", "local", "registry.sh"), "up"],
-                           check=True)
+        env.use_format(args.format)
     records: List[Dict[str, Any]] = []
     try:
         for python in args.python:

@@ -270,6 +270,24 @@ def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_
     assert compare.group_of(restart)[0] == "latency-restart@100/s/quick"
 
 
+def test_latency_in_debeziums_avro_decodes_each_row_through_the_registry(tmp_path):
+    # bench.latency --format: the streamer publishes Connect's Avro, framed by the local
+    # registry (started by the driver), and the consumer reads each row's stamp back through it.
+    from bench import compare
+    out_file = tmp_path / "results.jsonl"
+
+    done = _run("-m", "bench.latency", "--python", sys.executable, "--rate", "100", "--seconds",
+                "2", "--warmup", "1", "--after-start", "0.5", "--format", "debezium-avro",
+                "--results", str(out_file))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert line["format"] == "debezium-avro" and line["shape"] == "latency-restart"
+    # bench.latency checked that the consumer decoded every row written.
+    assert line["rows"] >= 150 and 0 < line["all_p50_ms"] <= line["all_max_ms"]
+    assert compare.group_of(line)[0] == "latency-restart@100/s/debezium-avro"
+
+
 def test_engine_compares_two_commits_cpu_per_row_without_kafka(tmp_path):
     # HEAD in a worktree of its own against the working tree, on small recorded files, each
     # with the JIT tuned as its `streamer run` tunes it.
