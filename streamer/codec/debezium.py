@@ -19,6 +19,7 @@ An ``EventEncoder`` is made per table version (``DebeziumFormat.attach``) and ha
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -214,6 +215,9 @@ class EventEncoder:
         self.envelope = envelope_schema(space, value, fmt.connector)
         self.key_schema = (struct(f"{space}.Key", key_fields, False)
                            if key_fields else None)
+        # The one-row path's copy of this encoder, its generated writers compiled again, apart
+        # (schema.versions.OneRowVersion): JSON has none, and both paths share this one.
+        self.apart: Optional[Callable[[], "EventEncoder"]] = None
         self.value_writer: Optional[avro.Writer] = None
         self.key_writer: Optional[avro.Writer] = None
         if self.json:
@@ -292,6 +296,11 @@ _AFTER_ROW = b"\x00\x00\x00"
 _THREAD_QUERY = b"\x00\x00"
 
 
+def _value_struct(envelope: Dict[str, Any]) -> Dict[str, Any]:
+    """The Avro envelope's Value record: its ``before`` field's non-null branch."""
+    return envelope["fields"][0]["type"][1]
+
+
 class AvroEvents(EventEncoder):
     """Debezium's events in Avro, as Connect's AvroConverter writes them, assembled from parts
     as codec.avro.EnvelopeWriter assembles the streamer's: of an envelope, only before/after,
@@ -311,9 +320,12 @@ class AvroEvents(EventEncoder):
             raise ValueError(f"AvroEvents encodes {ENVELOPE_LAYOUT} and source "
                              f"{SOURCE_LAYOUT}, the schema has {layout} and {source}")
         self.value_writer = avro.Writer(envelope)
-        self._row = avro.body_writer(envelope["fields"][0]["type"][1])
+        self._row = avro.body_writer(_value_struct(envelope))
+        self._encode_key: Optional[Callable[[Any], bytes]] = None
         if self.key_schema is not None:
             self.key_writer = avro.Writer(to_avro(self.key_schema))
+            self._encode_key = self.key_writer.encode
+        self.apart = self._apart
         self._head = _avro_string(VERSION) + _avro_string(fmt.connector) + \
             _avro_string(fmt.namespace)
 
@@ -396,11 +408,22 @@ class AvroEvents(EventEncoder):
         return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, _SNAPSHOT_AVRO["false"],
                               txid)
 
+    def _apart(self) -> "AvroEvents":
+        """This encoder, its Value struct's and key's generated writers compiled again, apart
+        (``encode.compiled_apart``). The writers' headers stay this encoder's (``value_writer``,
+        ``key_writer``), so a registry's framing of them holds on both paths."""
+        twin = copy.copy(self)
+        twin._row = avro.body_writer(_value_struct(self.value_writer.schema), apart=True)
+        key = self.key_writer
+        if key is not None and not key.uses_fastavro():
+            twin._encode_key = avro.ApartWriter(key).encode
+        return twin
+
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if self.key_row is None:
             return None
-        assert self.key_writer is not None
-        return self.key_writer.encode(self.key_row(values))
+        assert self._encode_key is not None
+        return self._encode_key(self.key_row(values))
 
 
 # The Avro envelope's and source's field order, which AvroEvents writes its parts in: a change

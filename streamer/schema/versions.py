@@ -132,7 +132,8 @@ class TableVersion:
         self._one_row: Any = None
         if fmt is not None:
             fmt.attach(self)
-            self._one_row = self  # the format's own writers, on both paths
+            if getattr(self.envelope, "apart", None) is None:
+                self._one_row = self  # the format's own writers (JSON's), on both paths
         elif self.value_writer.uses_fastavro():
             self._one_row = self  # no generated writers to compile again
 
@@ -300,10 +301,13 @@ class TableVersion:
 
     def one_row(self) -> Any:
         """This version as events of one row are published with it (``engine.rows``): a
-        ``OneRowVersion``, or the version itself where a message format or fastavro writes."""
+        ``OneRowVersion`` (``OneRowFormatVersion`` under Debezium's Avro), or the version itself
+        where JSON or fastavro writes."""
         twin = self._one_row
         if twin is None:
-            twin = self._one_row = OneRowVersion(self)
+            twin = self._one_row = (OneRowVersion(self)
+                                    if isinstance(self.envelope, avro.EnvelopeWriter)
+                                    else OneRowFormatVersion(self))
         return twin
 
 
@@ -332,6 +336,22 @@ class OneRowVersion:
         if self._key is None:
             return None
         return self._key.encode({n: values[n] for n in self.version.pk_names})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.version, name)
+
+
+class OneRowFormatVersion:
+    """``OneRowVersion`` under a message format with generated writers (config format: Debezium's
+    Avro): the format's encoder makes its copy for the one-row path (``apart``), and the key is
+    that copy's."""
+
+    __slots__ = ("version", "envelope", "key")
+
+    def __init__(self, version: TableVersion) -> None:
+        self.version = version
+        self.envelope = version.envelope.apart()
+        self.key = self.envelope.key
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.version, name)

@@ -333,3 +333,45 @@ def test_debezium_avro_transaction_records_read_back_with_their_collections():
                                       fastavro.parse_schema(records.writer.schema))
     assert read == {"status": "END", "id": "f:4", "event_count": 3, "ts_ms": 1700000000000,
                     "data_collections": [{"data_collection": "shop.t", "event_count": 3}]}
+
+
+def test_debezium_avro_events_of_one_row_are_written_by_the_encoders_second_compile(monkeypatch):
+    # The one-row path publishes with the encoder's copy, its Value struct's and key's writers
+    # compiled again (JIT-compiled on their own under PyPy, encode.compiled_apart): byte for
+    # byte what the version's own write, before and after a registry frames them.
+    from streamer.codec import debezium
+    from streamer.schema.versions import OneRowFormatVersion
+    monkeypatch.setattr(debezium.time, "time_ns", lambda: 1700000000123456789)
+    tv = _version({"format": "debezium", "debezium": {"encoding": "avro"},
+                   "schema_registry": {"url": "http://registry:8081"}})
+    twin = tv.one_row()
+    assert isinstance(twin, OneRowFormatVersion) and tv.one_row() is twin  # made once
+    assert twin.envelope is not tv.envelope and twin.envelope._row is not tv.envelope._row
+    assert twin.envelope._encode_key != tv.envelope._encode_key
+    assert twin.topic == tv.topic and twin.convert == tv.convert
+
+    def written(version):
+        values = dict(ROW)
+        version.convert(values)
+        other = dict(values, id=8, vc="autre")
+        enc = version.envelope
+        parts, txid = enc.event_parts(1700000000123, 1, "mysql-bin.000003", 1234, "0-1-9",
+                                      "shop", "t", "f:1")
+        return [enc.encode(None, values, avro.OP_BYTES["c"], parts, 0, txid, 0),
+                enc.encode(values, other, avro.OP_BYTES["u"], parts, 1, txid, 1),
+                enc.encode(other, None, avro.OP_BYTES["d"], parts, 2, txid, 2),
+                enc.encode_read(values, parts, 3, txid, avro.SNAPSHOT_BYTES["true"]),
+                version.key(dict(values)), version.key(dict(other))]
+    expected = written(tv)
+    assert written(twin) == expected
+    # A registry frames the version's writers after the copy was made: the copy follows.
+    tv.wire_value.header = avro.confluent_header(7)
+    tv.wire_key.header = avro.confluent_header(8)
+    framed = written(twin)
+    assert framed == written(tv) != expected
+    assert [m[:5] for m in framed] == [avro.confluent_header(7)] * 4 + [avro.confluent_header(8)] * 2
+
+
+def test_debezium_json_events_of_one_row_share_the_versions_encoder():
+    tv = _version({"format": "debezium"})
+    assert tv.envelope.apart is None and tv.one_row() is tv  # no generated writers to copy
