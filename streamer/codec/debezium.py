@@ -205,6 +205,11 @@ class EventEncoder:
     JsonConverter writes them; ``AvroEvents`` below for Avro. An event's parts are its source
     struct and the processing time, the same for all its rows."""
 
+    # Whether ``apart()`` makes the one-row path's copy of this encoder, its generated writers
+    # compiled again (schema.versions.OneRowFormatVersion): JSON has none to compile, and both
+    # paths share one encoder.
+    compiles_apart = False
+
     def __init__(self, fmt: DebeziumFormat, space: str, value: Dict[str, Any],
                  fields: List[Field], key_fields: List[Field]) -> None:
         self.fmt = fmt
@@ -215,9 +220,6 @@ class EventEncoder:
         self.envelope = envelope_schema(space, value, fmt.connector)
         self.key_schema = (struct(f"{space}.Key", key_fields, False)
                            if key_fields else None)
-        # The one-row path's copy of this encoder, its generated writers compiled again, apart
-        # (schema.versions.OneRowVersion): JSON has none, and both paths share this one.
-        self.apart: Optional[Callable[[], "EventEncoder"]] = None
         self.value_writer: Optional[avro.Writer] = None
         self.key_writer: Optional[avro.Writer] = None
         if self.json:
@@ -310,6 +312,8 @@ class AvroEvents(EventEncoder):
     the whole envelope (tests/unit/codec/test_formats.py); its header is read at each message,
     so the registry's frame applies once the schema is registered."""
 
+    compiles_apart = True
+
     def __init__(self, fmt: DebeziumFormat, space: str, value: Dict[str, Any],
                  fields: List[Field], key_fields: List[Field]) -> None:
         super().__init__(fmt, space, value, fields, key_fields)
@@ -325,7 +329,6 @@ class AvroEvents(EventEncoder):
         if self.key_schema is not None:
             self.key_writer = avro.Writer(to_avro(self.key_schema))
             self._encode_key = self.key_writer.encode
-        self.apart = self._apart
         self._head = _avro_string(VERSION) + _avro_string(fmt.connector) + \
             _avro_string(fmt.namespace)
 
@@ -408,7 +411,7 @@ class AvroEvents(EventEncoder):
         return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, _SNAPSHOT_AVRO["false"],
                               txid)
 
-    def _apart(self) -> "AvroEvents":
+    def apart(self) -> "AvroEvents":
         """This encoder, its Value struct's and key's generated writers compiled again, apart
         (``encode.compiled_apart``). The writers' headers stay this encoder's (``value_writer``,
         ``key_writer``), so a registry's framing of them holds on both paths."""

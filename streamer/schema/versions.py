@@ -132,7 +132,7 @@ class TableVersion:
         self._one_row: Any = None
         if fmt is not None:
             fmt.attach(self)
-            if getattr(self.envelope, "apart", None) is None:
+            if not getattr(self.envelope, "compiles_apart", False):
                 self._one_row = self  # the format's own writers (JSON's), on both paths
         elif self.value_writer.uses_fastavro():
             self._one_row = self  # no generated writers to compile again
