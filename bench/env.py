@@ -46,6 +46,8 @@ def use_format(name: str, start: bool = True) -> None:
     FORMAT_NAME = name
     if start and "schema_registry" in FORMAT:
         subprocess.run([os.path.join(ROOT, "deploy", "local", "registry.sh"), "up"], check=True)
+
+
 RESULTS = os.path.join(ROOT, "bench", "results.jsonl")
 
 
