@@ -76,7 +76,8 @@ def _decimal(precision: int, scale: int, opts: Options) -> Tuple[Dict[str, Any],
             _scaled(scale))
 
 
-def _millis(micros: int) -> int:
+def millis(micros: int) -> int:
+    """µs as ms (Connect's Timestamp and Time, and Debezium's Timestamp)."""
     return micros // 1000
 
 
@@ -131,15 +132,15 @@ def _temporal(kind: str, column: Any, opts: Options) -> Tuple[Dict[str, Any], Ad
                       else "io.debezium.time.Date", version=1), None
     if kind == "datetime":
         if connect:
-            return schema("int64", "org.apache.kafka.connect.data.Timestamp", version=1), _millis
+            return schema("int64", "org.apache.kafka.connect.data.Timestamp", version=1), millis
         if fsp <= 3:
-            return schema("int64", "io.debezium.time.Timestamp", version=1), _millis
+            return schema("int64", "io.debezium.time.Timestamp", version=1), millis
         return schema("int64", "io.debezium.time.MicroTimestamp", version=1), None
     if kind == "timestamp":
         return schema("string", "io.debezium.time.ZonedTimestamp", version=1), _zoned(fsp)
     if kind == "time":
         if connect:  # Connect's Time: milliseconds since midnight, an int32
-            return schema("int32", "org.apache.kafka.connect.data.Time", version=1), _millis
+            return schema("int32", "org.apache.kafka.connect.data.Time", version=1), millis
         return schema("int64", "io.debezium.time.MicroTime", version=1), None
     return schema("int32", "io.debezium.time.Year", version=1), None  # year
 

@@ -214,6 +214,7 @@ class EventEncoder:
                  fields: List[Field], key_fields: List[Field]) -> None:
         self.fmt = fmt
         self.json = fmt.encoding == "json"
+        self.fields = fields
         self.row = Row(fields, self.json)
         self.key_row = Row(key_fields, self.json) if key_fields else None
         self.value = value
@@ -402,7 +403,31 @@ class AvroEvents(EventEncoder):
         return self._assemble(before, after, op, mid, row, _SNAPSHOT_AVRO["false"], txid)
 
     def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
-        return self._assemble(None, after, avro.OP_READ, mid, row, _SNAPSHOT_OF[snapshot])
+        buf = self.read_head()
+        self._row(buf, self.row(after))
+        return self.read_tail(buf, mid, row, txid, snapshot)
+
+    def read_head(self) -> bytearray:
+        """An op r event up to its ``after`` row (``read_tail`` follows the row written after
+        it): what schema.textavro writes a snapshot's rows into."""
+        buf = bytearray(self.value_writer.header)  # type: ignore[union-attr]
+        buf.append(0)  # before: null
+        buf.append(2)  # after: the row
+        return buf
+
+    @staticmethod
+    def read_tail(buf: bytearray, parts: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
+        """The rest of an op r event: its source, no transaction (a snapshot's rows are in
+        none), its op and the processing time."""
+        head, mid, now, _ = parts
+        buf += head
+        buf += _SNAPSHOT_OF[snapshot]
+        buf += mid
+        write_long(buf, row)
+        buf += _AFTER_ROW
+        buf += avro.OP_READ
+        buf += now
+        return bytes(buf)
 
     def truncate_value(self, ts_ms: int, server_id: int, file: str, pos: int,
                        gtid: Optional[str], db: str, table: str, txid: str,

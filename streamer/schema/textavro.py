@@ -16,9 +16,12 @@ alone, ``TextWriter`` writes the value's and the key's Avro from the packet in o
 The bytes are those of the general way, value for value (tests/unit/schema/test_textavro.py
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
-than its scale) goes the general way, value by value. A table with any other column, a column
-masked or renamed on its way, or another message format, has no ``TextWriter`` (``text_writer``
-says why) and its rows go the general way.
+than its scale) goes the general way, value by value. The streamer's own Avro and Debezium's
+(``codec.debezium.AvroEvents``, whose Value struct holds the same bytes for these columns where
+Connect's type is the value itself: an integer, a string, a precise decimal, a DATETIME as µs or
+ms) are written so. A table with any other column, a column masked or renamed on its way, or
+another message format, has no ``TextWriter`` (``text_writer`` says why) and its rows go the
+general way.
 
 The writer is generated once per table version and result layout (straight-line code, as
 ``encode.compile_writer`` does, which PyPy's JIT compiles well), and kept on the version.
@@ -34,6 +37,8 @@ from pymysql import converters
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.codec.avro import EnvelopeWriter
+from streamer.codec.connect import DECIMAL, millis
+from streamer.codec.debezium import AvroEvents
 from streamer.codec.encode import _decimal_bytes, signed_bytes, write_long
 from streamer.schema import columns
 from streamer.source import lenenc
@@ -79,11 +84,13 @@ def datetime_micros(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
     return _slow_datetime(text, shape)
 
 
-def decimal_bytes(text: bytes, scale: int, precision: int) -> bytes:
-    """A DECIMAL's text as its Avro decimal bytes, as the general way writes it. The server
-    writes ``[-]digits[.digits]`` with exactly ``scale`` digits after the point: then the digits
-    without the point are the unscaled number, and a value with no more digits than the
-    precision, leading zeros and all, is within it."""
+def decimal_bytes(text: bytes, scale: int, precision: int,
+                  adapt: Optional[Callable[[Any], Any]] = None) -> bytes:
+    """A DECIMAL's text as its Avro decimal bytes, as the general way writes it (``adapt``:
+    Debezium's scaling of the value read, ``connect._scaled``). The server writes
+    ``[-]digits[.digits]`` with exactly ``scale`` digits after the point: then the digits
+    without the point are the unscaled number (the scaling changes nothing), and a value with
+    no more digits than the precision, leading zeros and all, is within it."""
     size = len(text)
     negative = size > 0 and text[0] == 45  # "-"
     if scale:
@@ -97,7 +104,8 @@ def decimal_bytes(text: bytes, scale: int, precision: int) -> bytes:
     if digits.isdigit() and len(digits) <= precision:
         unscaled = int(digits)
         return signed_bytes(-unscaled if negative else unscaled)
-    return _decimal_bytes(fast_decimal(text.decode("ascii")), scale, precision)
+    value = fast_decimal(text.decode("ascii"))
+    return _decimal_bytes(value if adapt is None else adapt(value), scale, precision)
 
 
 class NullInNotNull(ValueError):
@@ -116,7 +124,7 @@ _HELPERS: Dict[str, Any] = {"write_long": write_long, "_long_length": lenenc.rea
 _WRITE = {
     "int": ["write_long(buf, int(s))"],
     "text": ["if not s.isascii():", "    s.decode('utf-8')", "write_long(buf, n)", "buf += s"],
-    "decimal": ["s = _decimal(s, {a}, {b})", "write_long(buf, len(s))", "buf += s"],
+    "decimal": ["s = _decimal(s, {a}, {b}{adapt})", "write_long(buf, len(s))", "buf += s"],
 }
 
 
@@ -125,13 +133,13 @@ class TextWriter:
 
     __slots__ = ("envelope", "key_writer", "_write")
 
-    def __init__(self, envelope: EnvelopeWriter, key_writer: Any,
+    def __init__(self, envelope: Any, key_writer: Any,
                  write: Callable[[bytearray, Optional[bytearray], bytes], None]) -> None:
         self.envelope = envelope
         self.key_writer = key_writer
         self._write = write
 
-    def encode(self, data: bytes, mid: bytes, row: int, txid: bytes,
+    def encode(self, data: bytes, mid: Any, row: int, txid: Any,
                snapshot: bytes) -> Tuple[bytes, Optional[bytes]]:
         """(value, key) of one row packet: what ``envelope.encode_read`` and ``TableVersion.key``
         write for the row made a converted dict."""
@@ -152,40 +160,83 @@ def text_writer(tv: Any, described: Any, plan: List[Tuple[Optional[str], Any]],
     cache = tv.__dict__.setdefault("text_writers", {})
     layout = (tuple(plan), tuple((c.name, c.type) for c in described.columns))
     if layout not in cache:
-        why, write = _generate(tv, described, plan, dict(fix))
+        why, made = None, None
+        target = _target(tv)
+        if isinstance(target, str):
+            why = target
+        else:
+            why, write = _generate(tv, target, described, plan, dict(fix))
+            if write is not None:
+                made = TextWriter(target.envelope, target.key_writer, write)
         if why is not None:
             log.debug("snapshot of %s.%s: rows converted the general way: %s", tv.db, tv.table,
                       why)
-        cache[layout] = None if write is None else TextWriter(tv.envelope, tv.key_writer, write)
+        cache[layout] = made
     return cache[layout]
 
 
-def _generate(tv: Any, described: Any, plan: List[Tuple[Optional[str], Any]],
+class _Target:
+    """What a table version's messages are written with: its envelope (``read_head`` and
+    ``read_tail`` around the row), its key's writer (None: no key), the row's Avro fields in
+    the row's order, and per field its Connect field (``codec.connect.Field``: Debezium's
+    schema and ``adapt``), or None in the streamer's own format."""
+
+    __slots__ = ("envelope", "key_writer", "fields", "key_fields", "connect")
+
+    def __init__(self, envelope: Any, key_writer: Any, fields: List[Dict[str, Any]],
+                 key_fields: List[Dict[str, Any]], connect: List[Any]) -> None:
+        self.envelope = envelope
+        self.key_writer = key_writer
+        self.fields = fields
+        self.key_fields = key_fields
+        self.connect = connect
+
+
+def _target(tv: Any) -> Any:
+    """The version's ``_Target``, or why its messages aren't written from text."""
+    envelope = tv.envelope
+    if type(envelope) is EnvelopeWriter and "key" not in tv.__dict__:
+        writers, key_writer = [tv.value_writer, tv.key_writer], tv.key_writer
+        fields = tv.row_schema["fields"]
+        key_fields = tv.key_schema["fields"] if tv.key_schema is not None else []
+        connect: List[Any] = [None] * len(fields)
+    elif type(envelope) is AvroEvents:
+        writers, key_writer = [envelope.value_writer, envelope.key_writer], envelope.key_writer
+        fields = envelope.value_writer.schema["fields"][0]["type"][1]["fields"]
+        key_fields = key_writer.schema["fields"] if key_writer is not None else []
+        connect = envelope.fields
+        if [f.name for f in connect] != [f["name"] for f in fields]:
+            return "Connect's fields are not the Value record's"
+    else:
+        return "another message format"
+    if any(w is not None and w.uses_fastavro() for w in writers):
+        return "a schema the generated writer doesn't write"
+    return _Target(envelope, key_writer, fields, key_fields, connect)
+
+
+def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optional[str], Any]],
               fix: Dict[int, Any]) -> Tuple[Optional[str], Any]:
     """(why not, None) or (None, the generated ``write(buf, kbuf, data)``)."""
-    if type(tv.envelope) is not EnvelopeWriter or "key" in tv.__dict__:
-        return "another message format", None
-    if tv.value_writer.uses_fastavro() or (tv.key_writer is not None
-                                           and tv.key_writer.uses_fastavro()):
-        return "a schema the generated writer doesn't write", None
-    fields = tv.row_schema["fields"]
+    fields = target.fields
     cols = described.columns
     if len(fields) != len(cols) or len(plan) != len(cols):
         return "its published columns are not the columns read", None
     if any(fields[i]["name"] != c.name for i, c in enumerate(cols)):
         return "a column published under another name", None
-    key_fields = tv.key_schema["fields"] if tv.key_schema is not None else []
-    if [f for f in fields if f["name"] in tv.pk_names] != key_fields:
+    if [f for f in fields if f["name"] in tv.pk_names] != target.key_fields:
         return "a key whose fields are not the row's, in the row's order", None
     lines = ["def write(buf, kbuf, data):", "    pos = 0"]
     for i, (col, field, (encoding, converter)) in enumerate(zip(cols, fields, plan)):
-        kind = _kind(tv, col, field, encoding, converter, fix.get(i))
+        kind = _kind(tv, col, field, target.connect[i], encoding, converter, fix.get(i))
         if kind is None:
             return f"column {col.name} is not written from its text", None
-        lines += ["    " + line
-                  for line in _field(i, col.name, field, kind, col.name in tv.pk_names)]
+        adapted = target.connect[i] is not None and target.connect[i].adapt is not None
+        lines += ["    " + line for line in _field(i, col.name, field, kind,
+                                                   col.name in tv.pk_names, adapted)]
     namespace = dict(_HELPERS)
     namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
+    namespace.update({f"_adapt{i}": c.adapt for i, c in enumerate(target.connect)
+                      if c is not None and c.adapt is not None})
     exec(compile("\n".join(lines), "<text row writer>", "exec"), namespace)  # noqa: S102
     return None, namespace["write"]
 
@@ -197,36 +248,64 @@ def _atype(field: Dict[str, Any]) -> Any:
     return t
 
 
-def _kind(tv: Any, col: Any, field: Dict[str, Any], encoding: Optional[str], converter: Any,
-          shape: Any) -> Optional[Tuple[str, Any, Any]]:
-    """How the column is written from its text: (kind, a, b), or None when it can't be."""
+def _primitive(atype: Any) -> Any:
+    """An Avro type's primitive, where its other attributes are only Connect's names for it (a
+    logical type is not), else None."""
+    if isinstance(atype, str):
+        return atype
+    if isinstance(atype, dict) and all(k == "type" or k.startswith("connect.") for k in atype):
+        return atype["type"]
+    return None
+
+
+# Connect's types of a DATETIME as a long: the µs as they are, or as ms (``connect.millis``).
+_MICROS = "io.debezium.time.MicroTimestamp"
+_MILLIS = ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")
+
+
+def _kind(tv: Any, col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
+          converter: Any, shape: Any) -> Optional[Tuple[str, Any, Any]]:
+    """How the column is written from its text: (kind, a, b), or None when it can't be.
+    ``connect``: Debezium's field of the column, whose value ``adapt`` makes of the streamer's
+    (None: the streamer's own format)."""
     alone = tv.alone(col.name)
     if alone is None or alone[1] is not None:
         return None
     conv, atype, t = alone[0], _atype(field), col.type
-    if t in _INT_TYPES and not (t == T.LONGLONG and col.unsigned) and atype in ("int", "long") \
+    cname = None if connect is None else connect.schema.get("name")
+    adapt = None if connect is None else connect.adapt
+    if t in _INT_TYPES and not (t == T.LONGLONG and col.unsigned) \
+            and _primitive(atype) in ("int", "long") and adapt is None \
             and conv is None and encoding == "ascii" and converter is int and shape is None:
         return "int", None, None
     if t in (T.NEWDECIMAL, T.DECIMAL) and isinstance(atype, dict) and conv is None \
             and atype.get("logicalType") == "decimal" and encoding == "ascii" \
-            and converter is decimal.Decimal and shape is None:
+            and converter is decimal.Decimal and shape is None \
+            and (connect is None or (cname == DECIMAL and adapt is not None)):
         return "decimal", int(atype.get("scale", 0)), int(atype["precision"])
     if t in _TEXT_TYPES and atype == "string" and conv is columns.as_text and converter is None \
             and encoding is not None and codecs.lookup(encoding).name == "utf-8" \
-            and shape is None:
+            and shape is None and adapt is None and cname is None:
         return "text", None, None
-    if t == T.DATETIME2 and conv is columns.datetime_to_micros and isinstance(atype, dict) \
-            and atype.get("logicalType") == "local-timestamp-micros" \
-            and isinstance(field["type"], list) and encoding == "ascii" \
-            and converter is converters.convert_datetime and shape is not None:
-        return "datetime", None, None
+    if t != T.DATETIME2 or conv is not columns.datetime_to_micros \
+            or not isinstance(field["type"], list) or encoding != "ascii" \
+            or converter is not converters.convert_datetime or shape is None:
+        return None
+    if connect is None and isinstance(atype, dict) \
+            and atype.get("logicalType") == "local-timestamp-micros":
+        return "datetime", 1, None
+    long = _primitive(atype) == "long" or (isinstance(atype, dict) and atype["type"] == "long"
+                                           and atype.get("logicalType") == "timestamp-millis")
+    if long and ((cname == _MICROS and adapt is None) or (cname in _MILLIS and adapt is millis)):
+        return "datetime", 1 if adapt is None else 1000, None
     return None
 
 
 def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
-           key: bool) -> List[str]:
+           key: bool, adapted: bool) -> List[str]:
     """The lines that write field ``i`` (at ``pos`` in ``data``), and into the key too when it is
-    one of the key's, and move ``pos`` past it."""
+    one of the key's, and move ``pos`` past it. ``adapted``: a value the general way reads
+    (a decimal its fast path leaves) goes through Debezium's ``_adapt{i}`` too."""
     nullable = isinstance(field["type"], list)
     out = ["n = data[pos]", "if n < 251:", "    pos += 1", "elif n == 251:", "    pos += 1"]
     out += ["    buf.append(0)"] if nullable else [f"    _null({name!r})"]
@@ -239,11 +318,13 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
     how, a, b = kind
     if how == "datetime":
         body += [f"v = _datetime(s, _shape{i})", "if v is None:", "    buf.append(0)", "else:",
-                 "    buf.append(2)", "    write_long(buf, v)"]
+                 "    buf.append(2)", "    write_long(buf, v)" if a == 1 else
+                 f"    write_long(buf, v // {a})"]
     else:
         if nullable:
             body.append("buf.append(2)")
-        body += [line.format(a=a, b=b) for line in _WRITE[how]]
+        adapt = f", _adapt{i}" if adapted else ""
+        body += [line.format(a=a, b=b, adapt=adapt) for line in _WRITE[how]]
     if key:
         body.append("kbuf += buf[k:]")
     return out + ["    " + line for line in body]

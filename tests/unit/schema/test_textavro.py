@@ -10,6 +10,8 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from streamer import config
 from streamer.schema import textavro
 from streamer.codec.avro import SNAPSHOT_BYTES
+from streamer.codec.debezium import AvroEvents
+from streamer.codec.formats import make
 from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter
 from streamer.source import chunks
@@ -60,12 +62,21 @@ def packet(*values):
 MID, TXID = b"\x02\x04mid", b"\x04txid"
 
 
-def general(tv, d, plan, data, row=7):
+def _mid(envelope):
+    """An event's parts as the envelope makes them: the streamer's ``mid`` as is, Debezium's
+    from a high watermark's position."""
+    if isinstance(envelope, AvroEvents):
+        return envelope.event_parts(1700000000123, 9, "mysql-bin.000003", 1234, "0-9-5",
+                                       "shop", "t", "f:1")[0]
+    return MID
+
+
+def general(tv, d, plan, data, row=7, flag="true"):
     """The message the general way: PyMySQL's values, shaped, converted, encoded."""
     fix = chunks.shapers(d.columns, d.schema, d.table)
     values = chunks._shaped_row(row_reader(plan)(data), [c.name for c in d.columns], fix)
     tv.convert(values)
-    return (tv.envelope.encode_read(values, MID, row, TXID, SNAPSHOT_BYTES["true"]),
+    return (tv.envelope.encode_read(values, _mid(tv.envelope), row, TXID, SNAPSHOT_BYTES[flag]),
             tv.key(values))
 
 
@@ -73,8 +84,8 @@ def writer(tv, d, plan):
     return textavro.text_writer(tv, d, plan, chunks.shapers(d.columns, d.schema, d.table))
 
 
-def direct(w, data, row=7):
-    return w.encode(data, MID, row, TXID, SNAPSHOT_BYTES["true"])
+def direct(w, data, row=7, flag="true"):
+    return w.encode(data, _mid(w.envelope), row, TXID, SNAPSHOT_BYTES[flag])
 
 
 WIDE = [_col("id", T.LONGLONG, primary=True, nullable=False), _text("name", nullable=False),
@@ -197,7 +208,6 @@ def test_tables_it_cant_write_go_the_general_way():
     assert writer(*_table(cols, ["id"], masked)[::-1], [ASCII_INT, TEXT]) is None
     cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
                                                           "format": "debezium"}))
-    from streamer.codec.formats import make
     dbz = TableCatalog("ns", TableFilter(["shop.*"], []), fmt=make(cfg))
     assert writer(*_table(cols, ["id"], dbz)[::-1], [ASCII_INT, TEXT]) is None
     # A key (tables.key_columns) in another order than the columns.
@@ -237,3 +247,85 @@ def test_decimals_of_random_precision_scale_and_value_as_the_general_way():
             f"{digits[:-scale]}.{digits[-scale:]}" if scale else digits)
         assert textavro.decimal_bytes(text.encode(), scale, precision) == \
             _decimal_bytes(fast_decimal(text), scale, precision), (text, scale, precision)
+
+
+@pytest.fixture
+def frozen(monkeypatch):
+    """The processing time an event's parts hold, the same for the general way and the writer."""
+    from streamer.codec import debezium
+    monkeypatch.setattr(debezium.time, "time_ns", lambda: 1700000000123456789)
+
+
+def _debezium(**options):
+    """A catalog publishing Debezium's events in Avro, with Debezium's ``options``."""
+    cfg = config.validate(config._merge(config.DEFAULTS, {
+        "mysql": {"server_id": 9}, "format": "debezium",
+        "debezium": dict({"encoding": "avro"}, **options),
+        "schema_registry": {"url": "http://registry:8081"}}))
+    return TableCatalog("ns", TableFilter(["shop.*"], []), fmt=make(cfg))
+
+
+PRECISIONS = [_col("id", T.LONG, primary=True, nullable=False)] + [
+    _col(f"t{p}", T.DATETIME2, fsp=p) for p in range(7)] + [
+    _col("d0", T.NEWDECIMAL, precision=20, decimals=0),
+    _col("d30", T.NEWDECIMAL, precision=65, decimals=30)]
+PRECISIONS_PLAN = [ASCII_INT] + [DATETIME] * 7 + [DECIMAL] * 2
+TIMES = ["2024-05-06 07:08:09.654321", "1969-12-31 23:59:59.999999", "0000-00-00 00:00:00",
+         "2023-02-29 00:00:00.5", None]
+
+
+@pytest.mark.parametrize("time_mode", ["adaptive_time_microseconds", "connect"])
+def test_debeziums_avro_is_written_as_its_general_way_writes_it(time_mode, frozen):
+    # Connect's Value struct of the same columns: int8/int16 for the small integers, a
+    # MicroTimestamp (fsp > 3) or ms (fsp <= 3, or time.precision.mode connect), Connect's
+    # Decimal scaled to the column's scale; its key the Key struct; an op r event around them.
+    d, tv = _table(WIDE, ["id"], _debezium(time_precision_mode=time_mode))
+    assert isinstance(tv.envelope, AvroEvents)
+    w = writer(tv, d, WIDE_PLAN)
+    assert w is not None and w.key_writer is tv.envelope.key_writer
+    for i, row in enumerate(WIDE_ROWS):
+        data = packet(*row)
+        for flag in ("true", "last"):
+            value, key = direct(w, data, 70000 + i, flag)
+            # before null, after the row
+            assert value.startswith(bytes(tv.envelope.value_writer.header) + b"\x00\x02"), row
+            assert (value, key) == general(tv, d, WIDE_PLAN, data, 70000 + i, flag), row
+    d, tv = _table(PRECISIONS, ["id"], _debezium(time_precision_mode=time_mode))
+    w = writer(tv, d, PRECISIONS_PLAN)
+    assert w is not None
+    for when in TIMES:
+        for dec in [("-12345678901234567890", "0." + "1" * 30), (None, None),
+                    ("12", "-" + "9" * 35 + "." + "9" * 30), ("007", "1.5"),
+                    ("1", "0." + "1" * 31)]:  # more digits than its scale: Connect rounds
+            data = packet(1, *[when if when is None or p == 6 else when[:20 + p] if p else
+                               when[:19] for p in range(7)], *dec)
+            assert direct(w, data) == general(tv, d, PRECISIONS_PLAN, data), (when, dec)
+
+
+def test_debeziums_avro_keeps_a_registrys_frame_and_its_other_columns_to_the_general_way(
+        frozen):
+    d, tv = _table(WIDE, ["id"], _debezium())
+    w = writer(tv, d, WIDE_PLAN)
+    enc = tv.envelope
+    enc.value_writer.header = b"\x00\x00\x00\x00\x07"  # registered: the registry's frame
+    enc.key_writer.header = b"\x00\x00\x00\x00\x08"
+    data = packet(*WIDE_ROWS[0])
+    value, key = direct(w, data)
+    assert value[:5] == b"\x00\x00\x00\x00\x07" and key[:5] == b"\x00\x00\x00\x00\x08"
+    assert (value, key) == general(tv, d, WIDE_PLAN, data)
+    cols = [_col("id", T.LONG, primary=True, nullable=False),
+            _col("m", T.NEWDECIMAL, precision=12, decimals=4)]
+    # A decimal as Connect's string or double, and BIGINT UNSIGNED (Connect's Decimal of an
+    # integer): not their text's bytes.
+    for mode in ("string", "double"):
+        d, tv = _table(cols, ["id"], _debezium(decimal_handling_mode=mode))
+        assert writer(tv, d, [ASCII_INT, DECIMAL]) is None, mode
+    d, tv = _table([cols[0], _col("u", T.LONGLONG, unsigned=True)], ["id"], _debezium())
+    assert writer(tv, d, [ASCII_INT, ASCII_INT]) is None
+    # A composite key, in the columns' order whatever the primary key's: Debezium's Key struct.
+    two = [_col("a", T.LONG, primary=True, nullable=False), _text("v"),
+           _col("b", T.LONG, primary=True, nullable=False)]
+    d, tv = _table(two, ["b", "a"], _debezium())
+    w = writer(tv, d, [ASCII_INT, TEXT, ASCII_INT])
+    data = packet(3, "v", 4)
+    assert w is not None and direct(w, data) == general(tv, d, [ASCII_INT, TEXT, ASCII_INT], data)
