@@ -16,12 +16,17 @@ alone, ``TextWriter`` writes the value's and the key's Avro from the packet in o
 The bytes are those of the general way, value for value (tests/unit/schema/test_textavro.py
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
-than its scale) goes the general way, value by value. The streamer's own Avro and Debezium's
-(``codec.debezium.AvroEvents``, whose Value struct holds the same bytes for these columns where
-Connect's type is the value itself: an integer, a string, a precise decimal, a DATETIME as µs or
-ms) are written so. A table with any other column, a column masked or renamed on its way, or
-another message format, has no ``TextWriter`` (``text_writer`` says why) and its rows go the
-general way.
+than its scale) goes the general way, value by value. Any other column (a DATE, a TIMESTAMP, a
+BLOB, JSON, a masked column...) is made the general way column by column: its text read as
+PyMySQL reads it, shaped, converted and written by its field's own generated writer.
+
+The streamer's own Avro and Debezium's (``codec.debezium.AvroEvents``) are written so: Connect's
+Value struct holds the same bytes for the kinds above where Connect's type is the value itself
+(an integer, a string, a precise decimal, a DATETIME as µs or ms), and a column Connect makes
+another value of (``adapt``) goes the general way. A table with a column whose value depends on
+more than itself (masked with null, a SET whose empty value is filled in), a column renamed on
+its way, or another message format, has no ``TextWriter`` (``text_writer`` says why) and its
+rows go the general way, whole.
 
 The writer is generated once per table version and result layout (straight-line code, as
 ``encode.compile_writer`` does, which PyPy's JIT compiles well), and kept on the version.
@@ -39,11 +44,12 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from streamer.codec.avro import EnvelopeWriter
 from streamer.codec.connect import DECIMAL, millis
 from streamer.codec.debezium import AvroEvents
-from streamer.codec.encode import _decimal_bytes, signed_bytes, write_long
+from streamer.codec.encode import _decimal_bytes, compile_writer, signed_bytes, write_long
+from streamer.errors import GeneratedWriterUnsupported, UnsupportedValue
 from streamer.schema import columns
 from streamer.source import lenenc
 from streamer.source.rowplan import EPOCH_ORDINAL
-from streamer.source.textrows import fast_datetime, fast_decimal
+from streamer.source.textrows import FASTER, fast_datetime, fast_decimal
 
 log = logging.getLogger(__name__)
 
@@ -226,14 +232,24 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
     if [f for f in fields if f["name"] in tv.pk_names] != target.key_fields:
         return "a key whose fields are not the row's, in the row's order", None
     lines = ["def write(buf, kbuf, data):", "    pos = 0"]
+    namespace = dict(_HELPERS)
     for i, (col, field, (encoding, converter)) in enumerate(zip(cols, fields, plan)):
-        kind = _kind(tv, col, field, target.connect[i], encoding, converter, fix.get(i))
+        connect = target.connect[i]
+        kind = _kind(tv, col, field, connect, encoding, converter, fix.get(i))
         if kind is None:
-            return f"column {col.name} is not written from its text", None
-        adapted = target.connect[i] is not None and target.connect[i].adapt is not None
+            return f"column {col.name} is converted with others", None
+        if kind[0] == "general":
+            try:
+                namespace[f"_write{i}"] = compile_writer(
+                    {"type": "record", "name": "Field", "fields": [field]})
+            except GeneratedWriterUnsupported as exc:
+                return f"column {col.name}: {exc}", None
+            namespace[f"_value{i}"] = _general_value(
+                f"{tv.db}.{tv.table} column {col.name}", encoding, converter, fix.get(i),
+                kind[1], None if connect is None else connect.adapt)
+        adapted = connect is not None and connect.adapt is not None
         lines += ["    " + line for line in _field(i, col.name, field, kind,
                                                    col.name in tv.pk_names, adapted)]
-    namespace = dict(_HELPERS)
     namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
     namespace.update({f"_adapt{i}": c.adapt for i, c in enumerate(target.connect)
                       if c is not None and c.adapt is not None})
@@ -287,10 +303,11 @@ def _kind(tv: Any, col: Any, field: Dict[str, Any], connect: Any, encoding: Opti
             and encoding is not None and codecs.lookup(encoding).name == "utf-8" \
             and shape is None and adapt is None and cname is None:
         return "text", None, None
+    general = ("general", conv, None)
     if t != T.DATETIME2 or conv is not columns.datetime_to_micros \
             or not isinstance(field["type"], list) or encoding != "ascii" \
             or converter is not converters.convert_datetime or shape is None:
-        return None
+        return general
     if connect is None and isinstance(atype, dict) \
             and atype.get("logicalType") == "local-timestamp-micros":
         return "datetime", 1, None
@@ -298,7 +315,31 @@ def _kind(tv: Any, col: Any, field: Dict[str, Any], connect: Any, encoding: Opti
                                            and atype.get("logicalType") == "timestamp-millis")
     if long and ((cname == _MICROS and adapt is None) or (cname in _MILLIS and adapt is millis)):
         return "datetime", 1 if adapt is None else 1000, None
-    return None
+    return general
+
+
+def _general_value(where: str, encoding: Optional[str], converter: Any, shape: Any, conv: Any,
+                   adapt: Any) -> Callable[[bytes], Any]:
+    """A column's value, not NULL, from its text as the general way makes it: PyMySQL's
+    reading (``textrows.row_reader``'s), the snapshot's shaping, the version's conversion and
+    Debezium's ``adapt``; its field's writer writes it."""
+    converter = FASTER.get(converter, converter)
+
+    def value(text: bytes) -> Any:
+        v: Any = text if encoding is None else text.decode(encoding)
+        if converter is not None:
+            v = converter(v)
+        if shape is not None and v is not None:
+            v = shape(v)
+        if v is not None and conv is not None:
+            try:
+                v = conv(v)
+            except UnsupportedValue as exc:
+                raise UnsupportedValue(f"{where}: {exc}") from exc
+        if v is not None and adapt is not None:
+            v = adapt(v)
+        return v
+    return value
 
 
 def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
@@ -316,7 +357,9 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
     if key:
         body.append("k = len(buf)")
     how, a, b = kind
-    if how == "datetime":
+    if how == "general":
+        body += [f"_write{i}(buf, {{{name!r}: _value{i}(s)}})"]
+    elif how == "datetime":
         body += [f"v = _datetime(s, _shape{i})", "if v is None:", "    buf.append(0)", "else:",
                  "    buf.append(2)", "    write_long(buf, v)" if a == 1 else
                  f"    write_long(buf, v // {a})"]

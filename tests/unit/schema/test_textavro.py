@@ -186,26 +186,49 @@ def test_a_composite_key_in_the_columns_order_is_written_with_the_row():
         assert key is not None and (value, key) == general(tv, d, plan, data)
 
 
+def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_column():
+    # A column kind with no fast path (a DATE, a BLOB, BIGINT UNSIGNED), or read other
+    # than as it writes it (another encoding, a converter): that column's value is made as the
+    # general way makes it, the others' from their text.
+    for col, conv, text in [(_col("x", T.DATE), ("ascii", converters.convert_date), "2024-02-29"),
+                            (_col("x", T.DATE), ("ascii", converters.convert_date), "0000-00-00"),
+                            (_col("x", T.BLOB), (None, None), b"\x00\xff"),
+                            (_col("x", T.LONGLONG, unsigned=True), ASCII_INT,
+                             "18446744073709551615"),
+                            (_text("x"), ("latin1", None), "caf\xe9".encode("latin1")),
+                            (_text("x"), ("utf8", str.upper), "abc"),
+                            (_col("x", T.TIME2, fsp=6), ("ascii", converters.convert_timedelta),
+                             "-838:59:59.000000"),
+                            (_col("x", T.TIMESTAMP2, fsp=2), DATETIME, "2024-01-01 00:00:00.12"),
+                            (_col("x", T.TIMESTAMP2, fsp=2), DATETIME, "0000-00-00 00:00:00.00"),
+                            (_col("x", T.DOUBLE), ("ascii", float), "2.25")]:
+        d, tv = _table([_col("id", T.LONG, primary=True, nullable=False), col, _text("v")],
+                       ["id"])
+        plan = [ASCII_INT, conv, TEXT]
+        w = writer(tv, d, plan)
+        assert w is not None, col.name
+        for data in (packet(5, text, "v"), packet(6, None, None)):
+            assert direct(w, data) == general(tv, d, plan, data), (col.type, text)
+
+
 def test_tables_it_cant_write_go_the_general_way():
-    # A column kind it doesn't write (a DATE, a BLOB, BIGINT UNSIGNED, a SET).
-    for col, conv in [(_col("x", T.DATE), DATETIME), (_col("x", T.BLOB), ("ascii", None)),
-                      (_col("x", T.LONGLONG, unsigned=True), ASCII_INT),
-                      (_col("x", T.SET, set_values=("a",)), TEXT)]:
-        d, tv = _table([_col("id", T.LONG, primary=True, nullable=False), col], ["id"])
-        assert writer(tv, d, [ASCII_INT, conv]) is None, col.name
     cols = [_col("id", T.LONG, primary=True, nullable=False), _text("v")]
-    # Read other than as it writes it (another encoding, a converter).
     d, tv = _table(cols, ["id"])
-    assert writer(tv, d, [ASCII_INT, ("latin1", None)]) is None
-    assert writer(tv, d, [ASCII_INT, ("utf8", str.upper)]) is None
     assert writer(tv, d, [ASCII_INT, TEXT]) is not None
-    d, tv = _table([cols[0], _col("m", T.NEWDECIMAL, precision=12, decimals=4)], ["id"])
-    assert writer(tv, d, [ASCII_INT, ("ascii", float)]) is None
-    assert writer(tv, d, [ASCII_INT, DECIMAL]) is not None
-    # A masked column, or another message format.
+    # A masked column is converted by its mask, from its value alone: as the general way does.
     masked = TableCatalog("ns", TableFilter(["shop.*"], []),
                           rules=ColumnRules([], {"shop.t.v": "truncate:2"}))
-    assert writer(*_table(cols, ["id"], masked)[::-1], [ASCII_INT, TEXT]) is None
+    d, tv = _table(cols, ["id"], masked)
+    w = writer(tv, d, [ASCII_INT, TEXT])
+    data = packet(3, "abcdef")
+    assert w is not None and direct(w, data) == general(tv, d, [ASCII_INT, TEXT], data)
+    # Masked with null, a SET (its empty value filled in from the row), Debezium's JSON: the
+    # general way, whole.
+    nulled = TableCatalog("ns", TableFilter(["shop.*"], []),
+                          rules=ColumnRules([], {"shop.t.v": "null"}))
+    assert writer(*_table(cols, ["id"], nulled)[::-1], [ASCII_INT, TEXT]) is None
+    d, tv = _table([cols[0], _col("x", T.SET, set_values=("a", "b"))], ["id"])
+    assert writer(tv, d, [ASCII_INT, TEXT]) is None
     cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": {"server_id": 9},
                                                           "format": "debezium"}))
     dbz = TableCatalog("ns", TableFilter(["shop.*"], []), fmt=make(cfg))
@@ -316,12 +339,16 @@ def test_debeziums_avro_keeps_a_registrys_frame_and_its_other_columns_to_the_gen
     cols = [_col("id", T.LONG, primary=True, nullable=False),
             _col("m", T.NEWDECIMAL, precision=12, decimals=4)]
     # A decimal as Connect's string or double, and BIGINT UNSIGNED (Connect's Decimal of an
-    # integer): not their text's bytes.
+    # integer): not their text's bytes, made as the general way makes them.
     for mode in ("string", "double"):
         d, tv = _table(cols, ["id"], _debezium(decimal_handling_mode=mode))
-        assert writer(tv, d, [ASCII_INT, DECIMAL]) is None, mode
+        w = writer(tv, d, [ASCII_INT, DECIMAL])
+        for data in (packet(1, "-1234.5000"), packet(2, None)):
+            assert direct(w, data) == general(tv, d, [ASCII_INT, DECIMAL], data), mode
     d, tv = _table([cols[0], _col("u", T.LONGLONG, unsigned=True)], ["id"], _debezium())
-    assert writer(tv, d, [ASCII_INT, ASCII_INT]) is None
+    data = packet(1, "18446744073709551615")
+    assert direct(writer(tv, d, [ASCII_INT, ASCII_INT]), data) == \
+        general(tv, d, [ASCII_INT, ASCII_INT], data)
     # A composite key, in the columns' order whatever the primary key's: Debezium's Key struct.
     two = [_col("a", T.LONG, primary=True, nullable=False), _text("v"),
            _col("b", T.LONG, primary=True, nullable=False)]
