@@ -24,9 +24,8 @@ The streamer's own Avro and Debezium's (``codec.debezium.AvroEvents``) are writt
 Value struct holds the same bytes for the kinds above where Connect's type is the value itself
 (an integer, a string, a precise decimal, a DATETIME as µs or ms), and a column Connect makes
 another value of (``adapt``) goes the general way. A table with a column whose value depends on
-more than itself (masked with null, a SET whose empty value is filled in), a column renamed on
-its way, or another message format, has no ``TextWriter`` (``text_writer`` says why) and its
-rows go the general way, whole.
+more than itself (masked with null, a SET whose empty value is filled in), or another message
+format, has no ``TextWriter`` (``text_writer`` says why) and its rows go the general way, whole.
 
 The writer is generated once per table version and result layout (straight-line code, as
 ``encode.compile_writer`` does, which PyPy's JIT compiles well), and kept on the version.
@@ -225,10 +224,13 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
     """(why not, None) or (None, the generated ``write(buf, kbuf, data)``)."""
     fields = target.fields
     cols = described.columns
-    if len(fields) != len(cols) or len(plan) != len(cols):
-        return "its published columns are not the columns read", None
-    if any(fields[i]["name"] != c.name for i, c in enumerate(cols)):
-        return "a column published under another name", None
+    # The streamer's fields name the column each publishes (``mysql.column`` where the Avro
+    # name differs); Debezium's are the same fields, in the same order.
+    published = tv.row_schema["fields"]
+    if len(plan) != len(cols) \
+            or [f.get("mysql.column", f["name"]) for f in published] != [c.name for c in cols] \
+            or [f["name"] for f in published] != [f["name"] for f in fields]:
+        return "its published columns are not the columns read, in their order", None
     if [f for f in fields if f["name"] in tv.pk_names] != target.key_fields:
         return "a key whose fields are not the row's, in the row's order", None
     lines = ["def write(buf, kbuf, data):", "    pos = 0"]
@@ -249,7 +251,7 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
                 kind[1], None if connect is None else connect.adapt)
         adapted = connect is not None and connect.adapt is not None
         lines += ["    " + line for line in _field(i, col.name, field, kind,
-                                                   col.name in tv.pk_names, adapted)]
+                                                   field["name"] in tv.pk_names, adapted)]
     namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
     namespace.update({f"_adapt{i}": c.adapt for i, c in enumerate(target.connect)
                       if c is not None and c.adapt is not None})
@@ -358,7 +360,7 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
         body.append("k = len(buf)")
     how, a, b = kind
     if how == "general":
-        body += [f"_write{i}(buf, {{{name!r}: _value{i}(s)}})"]
+        body += [f"_write{i}(buf, {{{field['name']!r}: _value{i}(s)}})"]
     elif how == "datetime":
         body += [f"v = _datetime(s, _shape{i})", "if v is None:", "    buf.append(0)", "else:",
                  "    buf.append(2)", "    write_long(buf, v)" if a == 1 else

@@ -211,6 +211,21 @@ def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_colu
             assert direct(w, data) == general(tv, d, plan, data), (col.type, text)
 
 
+@pytest.mark.parametrize("fmt", ["streamer", "debezium"])
+def test_columns_published_under_another_name_are_written_by_position(fmt, frozen):
+    # "key-id" and "my-col" are published as key_id and my_col (mysql.column names them).
+    cols = [_col("key-id", T.LONG, primary=True, nullable=False), _text("my-col"),
+            _col("on day", T.DATE), _text("v")]
+    plan = [ASCII_INT, TEXT, ("ascii", converters.convert_date), TEXT]
+    d, tv = _table(cols, ["key-id"], _debezium() if fmt == "debezium" else None)
+    assert tv.pk_names == ["key_id"]
+    w = writer(tv, d, plan)
+    assert w is not None
+    for data in (packet(3, "x", "2024-02-29", "v"), packet(4, None, None, None)):
+        value, key = direct(w, data)
+        assert key is not None and (value, key) == general(tv, d, plan, data), data
+
+
 def test_tables_it_cant_write_go_the_general_way():
     cols = [_col("id", T.LONG, primary=True, nullable=False), _text("v")]
     d, tv = _table(cols, ["id"])
