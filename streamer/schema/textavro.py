@@ -250,11 +250,11 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
                 f"{tv.db}.{tv.table} column {col.name}", encoding, converter, fix.get(i),
                 kind[1], None if connect is None else connect.adapt)
         adapted = connect is not None and connect.adapt is not None
+        if adapted:
+            namespace[f"_adapt{i}"] = connect.adapt
         lines += ["    " + line for line in _field(i, col.name, field, kind,
                                                    field["name"] in tv.pk_names, adapted)]
     namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
-    namespace.update({f"_adapt{i}": c.adapt for i, c in enumerate(target.connect)
-                      if c is not None and c.adapt is not None})
     exec(compile("\n".join(lines), "<text row writer>", "exec"), namespace)  # noqa: S102
     return None, namespace["write"]
 
