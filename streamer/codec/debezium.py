@@ -299,7 +299,7 @@ _AFTER_ROW = b"\x00\x00\x00"
 _THREAD_QUERY = b"\x00\x00"
 
 
-def _value_struct(envelope: Dict[str, Any]) -> Dict[str, Any]:
+def value_struct(envelope: Dict[str, Any]) -> Dict[str, Any]:
     """The Avro envelope's Value record: its ``before`` field's non-null branch."""
     return envelope["fields"][0]["type"][1]
 
@@ -325,7 +325,7 @@ class AvroEvents(EventEncoder):
             raise ValueError(f"AvroEvents encodes {ENVELOPE_LAYOUT} and source "
                              f"{SOURCE_LAYOUT}, the schema has {layout} and {source}")
         self.value_writer = avro.Writer(envelope)
-        self._row = avro.body_writer(_value_struct(envelope))
+        self._row = avro.body_writer(value_struct(envelope))
         self._encode_key: Optional[Callable[[Any], bytes]] = None
         if self.key_schema is not None:
             self.key_writer = avro.Writer(to_avro(self.key_schema))
@@ -369,7 +369,8 @@ class AvroEvents(EventEncoder):
         return (bytes(head), bytes(mid), bytes(now), (bytes(block), f"{db}.{table}")), txid
 
     def _assemble(self, before: Any, after: Any, op: bytes, parts: Any, row: int,
-                  snapshot: bytes, txid: Optional[str] = None) -> bytes:
+                  txid: Optional[str] = None) -> bytes:
+        """A change or a TRUNCATE, of no snapshot (a snapshot's rows: ``encode_read``)."""
         head, mid, now, block = parts
         buf = bytearray(self.value_writer.header)  # type: ignore[union-attr]
         if before is None:
@@ -383,7 +384,7 @@ class AvroEvents(EventEncoder):
             buf.append(2)
             self._row(buf, self.row(after))
         buf += head
-        buf += snapshot
+        buf += _SNAPSHOT_AVRO["false"]
         buf += mid
         write_long(buf, row)
         if block is None or txid is None:
@@ -400,7 +401,7 @@ class AvroEvents(EventEncoder):
 
     def encode(self, before: Any, after: Any, op: bytes, mid: Any, row: int, txid: Any,
                tx_row: int) -> bytes:
-        return self._assemble(before, after, op, mid, row, _SNAPSHOT_AVRO["false"], txid)
+        return self._assemble(before, after, op, mid, row, txid)
 
     def encode_read(self, after: Any, mid: Any, row: int, txid: Any, snapshot: bytes) -> bytes:
         buf = self.read_head()
@@ -433,15 +434,14 @@ class AvroEvents(EventEncoder):
                        gtid: Optional[str], db: str, table: str, txid: str,
                        tx_row: int) -> bytes:
         parts, _ = self.event_parts(ts_ms, server_id, file, pos, gtid, db, table, txid)
-        return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, _SNAPSHOT_AVRO["false"],
-                              txid)
+        return self._assemble(None, None, avro.OP_BYTES["t"], parts, 0, txid)
 
     def apart(self) -> "AvroEvents":
         """This encoder, its Value struct's and key's generated writers compiled again, apart
         (``encode.compiled_apart``). The writers' headers stay this encoder's (``value_writer``,
         ``key_writer``), so a registry's framing of them holds on both paths."""
         twin = copy.copy(self)
-        twin._row = avro.body_writer(_value_struct(self.value_writer.schema), apart=True)
+        twin._row = avro.body_writer(value_struct(self.value_writer.schema), apart=True)
         key = self.key_writer
         if key is not None and not key.uses_fastavro():
             twin._encode_key = avro.ApartWriter(key).encode

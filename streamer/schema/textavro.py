@@ -42,7 +42,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.codec.avro import EnvelopeWriter
 from streamer.codec.connect import DECIMAL, millis
-from streamer.codec.debezium import AvroEvents
+from streamer.codec.debezium import AvroEvents, value_struct
 from streamer.codec.encode import _decimal_bytes, compile_writer, signed_bytes, write_long
 from streamer.errors import GeneratedWriterUnsupported, UnsupportedValue
 from streamer.schema import columns
@@ -207,7 +207,7 @@ def _target(tv: Any) -> Any:
         connect: List[Any] = [None] * len(fields)
     elif type(envelope) is AvroEvents:
         writers, key_writer = [envelope.value_writer, envelope.key_writer], envelope.key_writer
-        fields = envelope.value_writer.schema["fields"][0]["type"][1]["fields"]
+        fields = value_struct(envelope.value_writer.schema)["fields"]
         key_fields = key_writer.schema["fields"] if key_writer is not None else []
         connect = envelope.fields
         if [f.name for f in connect] != [f["name"] for f in fields]:
