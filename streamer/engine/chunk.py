@@ -34,10 +34,10 @@ class Chunk:
     A read whose rows come as the server sent them (``reading.unpack``) has them held so, each with
     its chunk key as read and converted as ``convert`` would (``key_of``), and unpacked and
     converted as they are published: until its high mark a row is one object, not a dozen
-    (docs/benchmarks.md, "Rows held as read"). When a key column's value can't be converted on
-    its own (``TableVersion.alone``), each row is unpacked and converted as it is read instead.
-    Where the table version's columns allow it, a held row's message is written from its packet
-    (``schema.textavro``), never made a dict."""
+    (docs/benchmarks.md, "Rows held as read"); a key column's value is converted on its own as
+    ``convert`` converts it in a row (``TableVersion.alone``). Where the table version's columns
+    allow it, a held row's message is written from its packet (``schema.textavro``), never made a
+    dict."""
 
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "keys",
                  "last_key", "final", "low_set", "high_set", "reading", "changed", "raw_keys",
@@ -72,22 +72,20 @@ class Chunk:
         self.sent = 0
         self.parts: Any = None
         self.unpack = getattr(reading, "unpack", None)
-        self.key_of = self.held = self.writer = None
-        if self.unpack is not None:
-            self.held, self.key_of = _key_converter(tv, reading)
-            if self.held and reading.plan is not None:
+        self.held = self.unpack is not None
+        self.key_of = self.writer = None
+        if self.held:
+            self.key_of = _key_converter(tv, reading)
+            if reading.plan is not None:
                 self.writer = text_writer(tv, reading.d, reading.plan, reading.fix)
 
     def add(self, rows: List[Any], keys: Optional[List[tuple]] = None) -> None:
         """Rows read (and their chunk key as read): held as read, or converted in place."""
-        unpack = self.unpack
-        if unpack is not None and self.held:
+        if self.held:
             assert keys is not None, "a read whose rows are held as read gives their keys"
             key_of = self.key_of
             self.keys += keys if key_of is None else [key_of(raw) for raw in keys]
         else:
-            if unpack is not None:
-                rows = [unpack(r) for r in rows]
             convert = self.tv.convert
             for values in rows:
                 convert(values)
@@ -189,22 +187,18 @@ class Chunk:
             self.reading = None
 
 
-def _key_converter(tv: TableVersion, reading: Any) -> Tuple[bool, Any]:
-    """(whether rows can be held as read, the function from a chunk key as read to the key
-    ``remove`` is given, or None when they are the same): what ``unpack`` then ``tv.convert``
-    do to each key column's value, column by column."""
-    steps = []
-    for name, shape in zip(reading.d.chunk_key, reading.key_shapers):
-        alone = tv.alone(name)
-        if alone is None:
-            return False, None
-        steps.append((shape, alone[0], alone[1]))
-    if not any(shape or conv or branch for shape, conv, branch in steps):
-        return True, None
+def _key_converter(tv: TableVersion, reading: Any) -> Any:
+    """The function from a chunk key as read to the key ``remove`` is given, or None when they
+    are the same: what ``unpack`` then ``tv.convert`` do to each key column's value, column by
+    column."""
+    steps = [(shape,) + tv.alone(name)
+             for name, shape in zip(reading.d.chunk_key, reading.key_shapers)]
+    if all(x is None for step in steps for x in step):
+        return None
 
     def key_of(raw: tuple) -> tuple:
         out = []
-        for v, (shape, conv, branch) in zip(raw, steps):
+        for v, (shape, conv, branch, fill) in zip(raw, steps):
             if v is not None and shape is not None:
                 v = shape(v)
             if v is not None:
@@ -212,6 +206,8 @@ def _key_converter(tv: TableVersion, reading: Any) -> Tuple[bool, Any]:
                     v = conv(v)
                 if branch is not None:
                     v = (branch, v)
+            if v is None:
+                v = fill
             out.append(v)
         return tuple(out)
-    return True, key_of
+    return key_of

@@ -17,15 +17,17 @@ The bytes are those of the general way, value for value (tests/unit/schema/test_
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
 than its scale) goes the general way, value by value. Any other column (a DATE, a TIMESTAMP, a
-BLOB, JSON, a masked column...) is made the general way column by column: its text read as
-PyMySQL reads it, shaped, converted and written by its field's own generated writer.
+BLOB, JSON, a SET, a masked column...) is made the general way column by column: its text read
+as PyMySQL reads it, shaped, converted and written by its field's own generated writer. A
+column's value in a snapshot's row is a function of its text alone (``TableVersion.alone``): a
+column masked with null is None whatever its text, and a NOT NULL SET's NULL is its empty value.
 
 The streamer's own Avro and Debezium's (``codec.debezium.AvroEvents``) are written so: Connect's
 Value struct holds the same bytes for the kinds above where Connect's type is the value itself
 (an integer, a string, a precise decimal, a DATETIME as µs or ms), and a column Connect makes
-another value of (``adapt``) goes the general way. A table with a column whose value depends on
-more than itself (masked with null, a SET whose empty value is filled in), or another message
-format, has no ``TextWriter`` (``text_writer`` says why) and its rows go the general way, whole.
+another value of (``adapt``) goes the general way. Another message format (Debezium's JSON, plain
+JSON, a schema the generated writers don't write) has no ``TextWriter`` (``text_writer`` says
+why) and its rows go the general way, whole.
 
 The writer is generated once per table version and result layout (straight-line code, as
 ``encode.compile_writer`` does, which PyPy's JIT compiles well), and kept on the version.
@@ -237,9 +239,10 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
     namespace = dict(_HELPERS)
     for i, (col, field, (encoding, converter)) in enumerate(zip(cols, fields, plan)):
         connect = target.connect[i]
-        kind = _kind(tv, col, field, connect, encoding, converter, fix.get(i))
-        if kind is None:
-            return f"column {col.name} is converted with others", None
+        conv, branch, fill = tv.alone(col.name)
+        if branch is not None:
+            return f"column {col.name} is written as a union's branch", None
+        kind = _kind(col, field, connect, encoding, converter, fix.get(i), conv, fill)
         if kind[0] == "general":
             try:
                 namespace[f"_write{i}"] = compile_writer(
@@ -252,8 +255,11 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
         adapted = connect is not None and connect.adapt is not None
         if adapted:
             namespace[f"_adapt{i}"] = connect.adapt
+        if fill is not None:
+            namespace[f"_fill{i}"] = {field["name"]: connect.adapt(fill) if adapted else fill}
         lines += ["    " + line for line in _field(i, col.name, field, kind,
-                                                   field["name"] in tv.pk_names, adapted)]
+                                                   field["name"] in tv.pk_names, adapted,
+                                                   fill is not None)]
     namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
     exec(compile("\n".join(lines), "<text row writer>", "exec"), namespace)  # noqa: S102
     return None, namespace["write"]
@@ -281,15 +287,15 @@ _MICROS = "io.debezium.time.MicroTimestamp"
 _MILLIS = ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")
 
 
-def _kind(tv: Any, col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
-          converter: Any, shape: Any) -> Optional[Tuple[str, Any, Any]]:
-    """How the column is written from its text: (kind, a, b), or None when it can't be.
-    ``connect``: Debezium's field of the column, whose value ``adapt`` makes of the streamer's
-    (None: the streamer's own format)."""
-    alone = tv.alone(col.name)
-    if alone is None or alone[1] is not None:
-        return None
-    conv, atype, t = alone[0], _atype(field), col.type
+def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
+          converter: Any, shape: Any, conv: Any, fill: Any) -> Tuple[str, Any, Any]:
+    """How the column is written from its text: (kind, a, b). ``connect``: Debezium's field
+    of the column, whose value ``adapt`` makes of the streamer's (None: the streamer's own
+    format); ``conv`` and ``fill``: ``TableVersion.alone``'s converter and NULL's value."""
+    general = ("general", conv, None)
+    if fill is not None:
+        return general
+    atype, t = _atype(field), col.type
     cname = None if connect is None else connect.schema.get("name")
     adapt = None if connect is None else connect.adapt
     if t in _INT_TYPES and not (t == T.LONGLONG and col.unsigned) \
@@ -305,7 +311,6 @@ def _kind(tv: Any, col: Any, field: Dict[str, Any], connect: Any, encoding: Opti
             and encoding is not None and codecs.lookup(encoding).name == "utf-8" \
             and shape is None and adapt is None and cname is None:
         return "text", None, None
-    general = ("general", conv, None)
     if t != T.DATETIME2 or conv is not columns.datetime_to_micros \
             or not isinstance(field["type"], list) or encoding != "ascii" \
             or converter is not converters.convert_datetime or shape is None:
@@ -345,15 +350,22 @@ def _general_value(where: str, encoding: Optional[str], converter: Any, shape: A
 
 
 def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
-           key: bool, adapted: bool) -> List[str]:
+           key: bool, adapted: bool, filled: bool) -> List[str]:
     """The lines that write field ``i`` (at ``pos`` in ``data``), and into the key too when it is
     one of the key's, and move ``pos`` past it. ``adapted``: a value the general way reads
-    (a decimal its fast path leaves) goes through Debezium's ``_adapt{i}`` too."""
+    (a decimal its fast path leaves) goes through Debezium's ``_adapt{i}`` too; ``filled``:
+    a NULL is written as ``_fill{i}``, a general kind's record of the value it becomes."""
     nullable = isinstance(field["type"], list)
+    if filled:
+        null = [f"_write{i}(buf, _fill{i})"]
+        if key:
+            null = ["k = len(buf)"] + null + ["kbuf += buf[k:]"]
+    elif nullable:
+        null = ["buf.append(0)"] + (["kbuf.append(0)"] if key else [])
+    else:
+        null = [f"_null({name!r})"]
     out = ["n = data[pos]", "if n < 251:", "    pos += 1", "elif n == 251:", "    pos += 1"]
-    out += ["    buf.append(0)"] if nullable else [f"    _null({name!r})"]
-    if key:
-        out += ["    kbuf.append(0)" if nullable else "    pass"]
+    out += ["    " + line for line in null]
     out += ["    n = -1", "else:", "    n, pos = _long_length(data, pos)", "if n >= 0:"]
     body = ["s = data[pos:pos + n]", "pos += n"]
     if key:

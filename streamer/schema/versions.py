@@ -51,6 +51,11 @@ class TableFilter:
                                                  cfg.snapshot.database + ".*"])
 
 
+def _nothing(value: Any) -> None:
+    """A column masked with null: whatever its value, None."""
+    return None
+
+
 def _nullable(bitmask: bytes, i: int) -> bool:
     return bool(bitmask[i >> 3] & (1 << (i & 7)))
 
@@ -279,20 +284,22 @@ class TableVersion:
                         none_sources is not None and none_sources.get(name) == "empty set")):
                     values[name] = ("string", empty) if nullable else empty
 
-    def alone(self, mysql_name: str) -> Optional[Tuple[Optional[Callable[[Any], Any]], Any]]:
-        """How ``convert`` turns the column's value, from that value alone: (converter, union
-        branch), each None when not applied. None when its published value also depends on
-        more than that (masked with null, or a SET whose empty value is filled in)."""
+    def alone(self, mysql_name: str) -> Tuple[Optional[Callable[[Any], Any]], Any, Any]:
+        """How ``convert`` turns the column's value in a row read without its None sources (a
+        snapshot's), from that value alone: (converter, union branch, what a None becomes), the
+        first two None when not applied, the last None when a None stays None. A column masked
+        with null converts every value to None; a NOT NULL SET's None becomes its empty value
+        (a nullable one's only where the binlog's None sources say the set was empty)."""
         if any(m == mysql_name for m, _ in self.nulled):
-            return None
+            return _nothing, None, None
         name, conv, branch = mysql_name, None, None
         for m, n, c, b in self.conversions:
             if m == mysql_name:
                 name, conv, branch = n, c, b
                 break
-        if any(n == name for n, _, _ in self.empty_set_columns):
-            return None
-        return conv, branch
+        fill = next((empty for n, nullable, empty in self.empty_set_columns
+                     if n == name and not nullable), None)
+        return conv, branch, fill
 
     def key(self, values: Dict[str, Any]) -> Optional[bytes]:
         if self.key_writer is None:

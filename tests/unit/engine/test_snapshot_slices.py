@@ -384,20 +384,25 @@ def test_rows_held_as_read_are_keyed_and_published_as_rows_converted_when_read()
     assert all(isinstance(r, tuple) for r in held.rows)  # held as read until then
 
 
-def test_a_key_column_not_converted_on_its_own_has_its_rows_converted_as_they_are_read():
+def test_a_set_key_is_held_as_read_and_keyed_as_its_rows_are_converted():
     from pymysqlreplication.constants import FIELD_TYPE as T
 
-    # A SET key: its empty value is filled in by convert, not by the column's converter alone.
+    # A NOT NULL SET key: its members as the column lists them, and a NULL its empty value, as
+    # convert fills it in.
     d = chunks.Described("shop", "ev", [
         chunks.Column("s", T.SET, is_primary=True, nullable=False, unsigned=False,
                       set_values=("a", "b")),
         chunks.Column("v", T.VARCHAR, character_set_name="utf8mb4", nullable=True,
-                      unsigned=False, is_primary=False)], ["s"], 3)
+                      unsigned=False, is_primary=False)], ["s"], 4)
     tv = _tv(d)
-    (held, got), (_, want) = _two_chunks(tv, d, [("", "v0"), ("a", "v1"), ("a,b", "v2")],
-                                         [{"s": {"a", "b"}, "v": "x"}])
-    assert held.held is False and got == want and [r["v"] for r in got] == ["v0", "v1"]
-    assert all(isinstance(r, dict) for r in held.rows)
+    (held, got), (dicts, want) = _two_chunks(
+        tv, d, [("", "v0"), ("a", "v1"), ("b,a", "v2")], [{"s": {"a", "b"}, "v": "x"}])
+    assert held.held and held.key_of is not None and not dicts.held
+    assert held.keys == dicts.keys == [("",), ("a",), ("a,b",)]
+    assert got == want and [(r["s"], r["v"]) for r in got] == [("", "v0"), ("a", "v1")]
+    values = {"s": None, "v": None}
+    tv.convert(values)
+    assert held.key_of((None,)) == (values["s"],) == ("",)
 
 
 class _Failing(Server):

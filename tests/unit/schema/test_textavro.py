@@ -226,6 +226,31 @@ def test_columns_published_under_another_name_are_written_by_position(fmt, froze
         assert key is not None and (value, key) == general(tv, d, plan, data), data
 
 
+@pytest.mark.parametrize("fmt", ["streamer", "debezium"])
+def test_columns_masked_with_null_and_sets_are_written_as_the_general_way_writes_them(
+        fmt, frozen):
+    # In a snapshot's row, a column masked with null is None whatever its text, and a NOT NULL
+    # SET's NULL becomes its empty value (masked, the mask's): each a function of its own text.
+    cols = [_col("s", T.SET, primary=True, nullable=False, set_values=("a", "b")),
+            _col("id", T.LONG, primary=True, nullable=False),
+            _col("e", T.SET, nullable=False, set_values=("x", "y", "z")),
+            _col("f", T.SET, set_values=("a", "b")), _text("secret", nullable=False),
+            _col("m", T.SET, nullable=False, set_values=("a", "b")), _text("v")]
+    plan = [TEXT, ASCII_INT, TEXT, TEXT, TEXT, TEXT, TEXT]
+    rules = ColumnRules([], {"shop.t.secret": "null", "shop.t.m": "hash"}, b"salt")
+    catalog = _debezium(rules=rules) if fmt == "debezium" else TableCatalog(
+        "ns", TableFilter(["shop.*"], []), rules=rules)
+    d, tv = _table(cols, ["s", "id"], catalog)
+    assert tv.empty_set_columns and tv.nulled
+    w = writer(tv, d, plan)
+    assert w is not None
+    for row in [("a,b", 1, "x,z", "b", "pii", "a", "v"), ("", 2, "", "", "", "", ""),
+                (None, 3, None, None, None, None, None), ("b", 4, "z,y", None, "p", None, "v")]:
+        data = packet(*row)
+        value, key = direct(w, data)
+        assert key is not None and (value, key) == general(tv, d, plan, data), row
+
+
 def test_tables_it_cant_write_go_the_general_way():
     cols = [_col("id", T.LONG, primary=True, nullable=False), _text("v")]
     d, tv = _table(cols, ["id"])
@@ -237,13 +262,7 @@ def test_tables_it_cant_write_go_the_general_way():
     w = writer(tv, d, [ASCII_INT, TEXT])
     data = packet(3, "abcdef")
     assert w is not None and direct(w, data) == general(tv, d, [ASCII_INT, TEXT], data)
-    # Masked with null, a SET (its empty value filled in from the row), Debezium's JSON: the
-    # general way, whole.
-    nulled = TableCatalog("ns", TableFilter(["shop.*"], []),
-                          rules=ColumnRules([], {"shop.t.v": "null"}))
-    assert writer(*_table(cols, ["id"], nulled)[::-1], [ASCII_INT, TEXT]) is None
-    d, tv = _table([cols[0], _col("x", T.SET, set_values=("a", "b"))], ["id"])
-    assert writer(tv, d, [ASCII_INT, TEXT]) is None
+    # Debezium's JSON: the general way, whole.
     assert writer(*_table(cols, ["id"], _debezium(encoding="json"))[::-1],
                   [ASCII_INT, TEXT]) is None
     # A key (tables.key_columns) in another order than the columns.
@@ -292,13 +311,14 @@ def frozen(monkeypatch):
     monkeypatch.setattr(debezium.time, "time_ns", lambda: 1700000000123456789)
 
 
-def _debezium(**options):
-    """A catalog publishing Debezium's events in Avro, with Debezium's ``options``."""
+def _debezium(rules=None, **options):
+    """A catalog publishing Debezium's events in Avro, with Debezium's ``options`` (and the
+    column ``rules``)."""
     cfg = config.validate(config._merge(config.DEFAULTS, {
         "mysql": {"server_id": 9}, "format": "debezium",
         "debezium": dict({"encoding": "avro"}, **options),
         "schema_registry": {"url": "http://registry:8081"}}))
-    return TableCatalog("ns", TableFilter(["shop.*"], []), fmt=make(cfg))
+    return TableCatalog("ns", TableFilter(["shop.*"], []), rules=rules, fmt=make(cfg))
 
 
 PRECISIONS = [_col("id", T.LONG, primary=True, nullable=False)] + [
