@@ -43,9 +43,20 @@ WIDE_INSERT = ("INSERT INTO snap SELECT seq, CONCAT('name-', LPAD(seq, 8, '0')),
                "ROUND((RAND(seq + 1) - 0.5) * 20000000, 4), "
                "IF(seq % 7 = 0, NULL, LEFT(CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)), "
                "100 + FLOOR(RAND(seq + 2) * 201))) FROM seq_{lo}_to_{hi}")
+# The snapshot-mixed shape's table: the wide one and three columns of kinds with no fast path
+# from the text (schema.textavro makes their values the general way, column by column): a DATE
+# (every 5th NULL), a TIMESTAMP(3) and a SET (every 16th row its empty set).
+MIXED_DDL = WIDE_DDL.replace(
+    "payload TEXT NULL)", "payload TEXT NULL, born DATE NULL, "
+    "seen TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+    "tags SET('red', 'green', 'blue', 'gold') NOT NULL)")
+MIXED_INSERT = WIDE_INSERT.replace(
+    " FROM seq_", ", IF(seq % 5 = 0, NULL, DATE_ADD('1950-01-01', INTERVAL seq % 25000 DAY)), "
+    "FROM_UNIXTIME(1700000000 + seq + ROUND(RAND(seq + 3), 3)), "
+    "MAKE_SET(seq % 16, 'red', 'green', 'blue', 'gold') FROM seq_")
 TABLES = {"bulk": (BULK_DDL.replace("TABLE bulk", "TABLE snap"),
                    BULK_INSERT.replace("INTO bulk", "INTO snap")),
-          "wide": (WIDE_DDL, WIDE_INSERT)}
+          "wide": (WIDE_DDL, WIDE_INSERT), "mixed": (MIXED_DDL, MIXED_INSERT)}
 
 
 def load(quick: bool, rows: Optional[int] = None, table: str = "bulk") -> Tuple[str, int, float]:

@@ -152,7 +152,8 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
 def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows: Optional[int],
                       rows: Optional[int], table: str = "bulk") -> List[Dict[str, Any]]:
     """The snapshot shape (bench.snapshot): one table, snapshotted by each interpreter in turn;
-    ``table`` wide: the snapshot-wide shape, without the live stream beside it."""
+    ``table`` wide or mixed: the snapshot-wide or snapshot-mixed shape, without the live stream
+    beside it."""
     db, rows, load_s = snapshot.load(quick, rows, table)
     shape = "snapshot" if table == "bulk" else f"snapshot-{table}"
     print(f"bench: {shape}: {rows} rows loaded in {load_s:.1f}s into {db}", flush=True)
@@ -289,8 +290,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--no-snapshot", action="store_true",
                    help="skip the snapshot shape (1M rows of the bulk shape's columns)")
     p.add_argument("--snapshot-table", action="append", choices=sorted(snapshot.TABLES),
-                   help="the snapshot shapes' tables (repeatable; default both): bulk "
-                        "(snapshot, with a live stream beside it) and wide (snapshot-wide)")
+                   help="the snapshot shapes' tables (repeatable; default all): bulk "
+                        "(snapshot, with a live stream beside it), wide (snapshot-wide) and "
+                        "mixed (snapshot-mixed: wide's and a DATE, a TIMESTAMP and a SET)")
     p.add_argument("--snapshot-chunk-rows", type=int,
                    help="snapshot.chunk_rows for the snapshot shape (default: the config's)")
     p.add_argument("--snapshot-rows", type=int,
@@ -433,7 +435,7 @@ def _measure(args: argparse.Namespace) -> int:
                 for shape in args.shape:
                     records.extend(measure_shape(shape, args.python, args.repeat, args.quick, workdir))
             if not args.no_snapshot:
-                for table in args.snapshot_table or ["bulk", "wide"]:
+                for table in args.snapshot_table or ["bulk", "wide", "mixed"]:
                     records.extend(measure_snapshots(args.python, args.quick, workdir,
                                                      args.snapshot_chunk_rows,
                                                      args.snapshot_rows, table))

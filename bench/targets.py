@@ -62,6 +62,11 @@ def _targets() -> List[Target]:
         out.append(Target(f"PyPy p99 ms at half of saturation, {what}", group, "p99_ms", False, 100.0, 1))
     out.append(Target("PyPy snapshot rows/s", ("snapshot", "pypy"), "rows_s", True, 150000.0, 0))
     out.append(Target("PyPy snapshot peak RSS MB", ("snapshot", "pypy"), "rss_mb", False, 300.0, 0))
+    # Realistic rows, from launch to the last row in Kafka: twice Maxwell's bootstrap here (#53).
+    out.append(Target("PyPy snapshot-wide rows/s, launch to done", ("snapshot-wide", "pypy"),
+                      "launch_rows_s", True, 200000.0, 0))
+    out.append(Target("PyPy snapshot-wide peak RSS MB", ("snapshot-wide", "pypy"), "rss_mb",
+                      False, 300.0, 0))
     return out
 
 
