@@ -21,6 +21,8 @@ BLOB, JSON, a SET, a masked column...) is made the general way column by column:
 as PyMySQL reads it, shaped, converted and written by its field's own generated writer. A
 column's value in a snapshot's row is a function of its text alone (``TableVersion.alone``): a
 column masked with null is None whatever its text, and a NOT NULL SET's NULL is its empty value.
+An excluded column (``tables.columns.exclude``), read with the row, is passed over undecoded
+(an invalid date in it is not counted: nothing of it is published).
 
 The streamer's own Avro and Debezium's (``codec.debezium.AvroEvents``) are written so: Connect's
 Value struct holds the same bytes for the kinds above where Connect's type is the value itself
@@ -227,42 +229,65 @@ def _generate(tv: Any, target: _Target, described: Any, plan: List[Tuple[Optiona
     fields = target.fields
     cols = described.columns
     # The streamer's fields name the column each publishes (``mysql.column`` where the Avro
-    # name differs); Debezium's are the same fields, in the same order.
+    # name differs), less those excluded (tables.columns.exclude), which are passed over;
+    # Debezium's are the same fields, in the same order.
+    excluded = set(tv.row_schema.get("streamer.excluded", ()))
+    read = [i for i, c in enumerate(cols) if c.name not in excluded]
     published = tv.row_schema["fields"]
     if len(plan) != len(cols) \
-            or [f.get("mysql.column", f["name"]) for f in published] != [c.name for c in cols] \
+            or [f.get("mysql.column", f["name"]) for f in published] != [cols[i].name for i in read] \
             or [f["name"] for f in published] != [f["name"] for f in fields]:
         return "its published columns are not the columns read, in their order", None
     if [f for f in fields if f["name"] in tv.pk_names] != target.key_fields:
         return "a key whose fields are not the row's, in the row's order", None
     lines = ["def write(buf, kbuf, data):", "    pos = 0"]
     namespace = dict(_HELPERS)
-    for i, (col, field, (encoding, converter)) in enumerate(zip(cols, fields, plan)):
-        connect = target.connect[i]
-        conv, branch, fill = tv.alone(col.name)
-        if branch is not None:
-            return f"column {col.name} is written as a union's branch", None
-        kind = _kind(col, field, connect, encoding, converter, fix.get(i), conv, fill)
-        if kind[0] == "general":
-            try:
-                namespace[f"_write{i}"] = compile_writer(
-                    {"type": "record", "name": "Field", "fields": [field]})
-            except GeneratedWriterUnsupported as exc:
-                return f"column {col.name}: {exc}", None
-            namespace[f"_value{i}"] = _general_value(
-                f"{tv.db}.{tv.table} column {col.name}", encoding, converter, fix.get(i),
-                kind[1], None if connect is None else connect.adapt)
-        adapted = connect is not None and connect.adapt is not None
-        if adapted:
-            namespace[f"_adapt{i}"] = connect.adapt
-        if fill is not None:
-            namespace[f"_fill{i}"] = {field["name"]: connect.adapt(fill) if adapted else fill}
-        lines += ["    " + line for line in _field(i, col.name, field, kind,
-                                                   field["name"] in tv.pk_names, adapted,
-                                                   fill is not None)]
+    field_of = dict(zip(read, range(len(fields))))
+    for i, (col, (encoding, converter)) in enumerate(zip(cols, plan)):
+        j = field_of.get(i)
+        if j is None:
+            lines += ["    " + line for line in _SKIP]
+            continue
+        why, made = _column(tv, i, col, fields[j], target.connect[j], encoding, converter,
+                            fix.get(i), namespace)
+        if why is not None:
+            return why, None
+        lines += ["    " + line for line in made]
     namespace.update({f"_shape{i}": shape for i, shape in fix.items()})
     exec(compile("\n".join(lines), "<text row writer>", "exec"), namespace)  # noqa: S102
     return None, namespace["write"]
+
+
+# The lines that move ``pos`` past a column not published.
+_SKIP = ["n = data[pos]", "if n < 251:", "    pos += 1 + n", "elif n == 251:", "    pos += 1",
+         "else:", "    n, pos = _long_length(data, pos)", "    pos += n"]
+
+
+def _column(tv: Any, i: int, col: Any, field: Dict[str, Any], connect: Any,
+            encoding: Optional[str], converter: Any, shape: Any,
+            namespace: Dict[str, Any]) -> Tuple[Optional[str], List[str]]:
+    """(why not, []) or (None, the lines that write column ``i`` as ``field``), with what they
+    call put in ``namespace``."""
+    conv, branch, fill = tv.alone(col.name)
+    if branch is not None:
+        return f"column {col.name} is written as a union's branch", []
+    kind = _kind(col, field, connect, encoding, converter, shape, conv, fill)
+    if kind[0] == "general":
+        try:
+            namespace[f"_write{i}"] = compile_writer(
+                {"type": "record", "name": "Field", "fields": [field]})
+        except GeneratedWriterUnsupported as exc:
+            return f"column {col.name}: {exc}", []
+        namespace[f"_value{i}"] = _general_value(
+            f"{tv.db}.{tv.table} column {col.name}", encoding, converter, shape, kind[1],
+            None if connect is None else connect.adapt)
+    adapted = connect is not None and connect.adapt is not None
+    if adapted:
+        namespace[f"_adapt{i}"] = connect.adapt
+    if fill is not None:
+        namespace[f"_fill{i}"] = {field["name"]: connect.adapt(fill) if adapted else fill}
+    return None, _field(i, col.name, field, kind, field["name"] in tv.pk_names, adapted,
+                        fill is not None)
 
 
 def _atype(field: Dict[str, Any]) -> Any:

@@ -251,6 +251,28 @@ def test_columns_masked_with_null_and_sets_are_written_as_the_general_way_writes
         assert key is not None and (value, key) == general(tv, d, plan, data), row
 
 
+@pytest.mark.parametrize("fmt", ["streamer", "debezium"])
+def test_excluded_columns_are_passed_over(fmt, frozen):
+    # tables.columns.exclude: the column is read (SELECT *) and not published; the writer steps
+    # over its value, whatever its length (one byte of length, or 0xFC and two) or NULL.
+    cols = [_col("id", T.LONG, primary=True, nullable=False), _text("ssn"),
+            _col("note", T.BLOB, character_set_name="utf8mb4"), _text("v"), _text("last")]
+    plan = [ASCII_INT, TEXT, TEXT, TEXT, TEXT]
+    rules = ColumnRules(["*.*.ssn", "shop.t.last"], {})
+    catalog = _debezium(rules=rules) if fmt == "debezium" else TableCatalog(
+        "ns", TableFilter(["shop.*"], []), rules=rules)
+    d, tv = _table(cols, ["id"], catalog)
+    assert tv.row_schema["streamer.excluded"] == ["ssn", "last"]
+    w = writer(tv, d, plan)
+    assert w is not None
+    for row in [(1, "123-45-6789", "n", "v", "x"), (2, "s" * 300, "n" * 70000, None, "y" * 251),
+                (3, None, None, "v", None), (4, "", "", "", "")]:
+        data = packet(*row)
+        value, key = direct(w, data)
+        assert key is not None and (value, key) == general(tv, d, plan, data), row[0]
+        assert b"123-45" not in value
+
+
 def test_tables_it_cant_write_go_the_general_way():
     cols = [_col("id", T.LONG, primary=True, nullable=False), _text("v")]
     d, tv = _table(cols, ["id"])
