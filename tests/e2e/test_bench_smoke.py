@@ -198,18 +198,21 @@ def test_quick_snapshot_reads_the_whole_table_and_measures_a_live_stream_beside_
                 "--results", str(out_file))
 
     assert done.returncode == 0, done.stdout + done.stderr
-    snap, cost, wide = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert (snap["shape"], cost["shape"], wide["shape"]) == \
-        ("snapshot", "snapshot-live", "snapshot-wide")
-    # The snapshot-wide shape: its own table, and the rate from launch as well.
-    assert wide["rows"] == 50000 and wide["chunks"] == 10
-    assert 0 < wide["launch_rows_s"] <= wide["rows_s"]
+    snap, cost, wide, mixed = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert (snap["shape"], cost["shape"], wide["shape"], mixed["shape"]) == \
+        ("snapshot", "snapshot-live", "snapshot-wide", "snapshot-mixed")
+    # The snapshot-wide and snapshot-mixed shapes: their own tables, and the rate from launch
+    # as well.
+    for other in (wide, mixed):
+        assert other["rows"] == 50000 and other["chunks"] == 10
+        assert 0 < other["launch_rows_s"] <= other["rows_s"]
     # bench.snapshot fails the run unless exactly the table's rows were published.
     assert snap["rows"] == 50000 and snap["chunks"] == 10 and snap["chunk_rows"] == 5000
     assert snap["rows_s"] > 0 and snap["cpu_s"] > 0 and snap["rss_mb"] > 0
     assert cost["beats_during"] > 0 and 0 < cost["without_p50_ms"] <= cost["without_p99_ms"]
     assert 0 < cost["p50_ms"] <= cost["p99_ms"] and cost["streamer_cores"] > 0
-    assert "snapshot of a table" in done.stdout and "without and during a snapshot" in done.stdout
+    assert "snapshots (start.initial: snapshot)" in done.stdout
+    assert "snapshot-mixed" in done.stdout and "without and during a snapshot" in done.stdout
 
 
 def test_quick_latency_times_fixed_rate_rows_through_the_streamer_and_the_floor_beside_it(tmp_path):
