@@ -80,8 +80,6 @@ SNAPSHOT: List[Tuple[str, str, int]] = [
     ("RSS MB", "rss_mb", 0), ("RSS +2nd half", "rss_growth_mb", 1),
 ]
 
-SNAPSHOT_SHAPES = ("snapshot", "snapshot-wide", "snapshot-mixed")
-
 SNAPSHOT_LIVE: List[Tuple[str, str, int]] = [
     ("p50 without", "without_p50_ms", 1), ("p99 without", "without_p99_ms", 1),
     ("max without", "without_max_ms", 1), ("p50 during", "p50_ms", 1),
@@ -102,7 +100,7 @@ def render(records: List[Dict[str, Any]]) -> str:
                 [_num(r.get(key), d) for _, key, d in CATCHUP] for r in catchup]
         parts.append("catch-up (rows/s; cold = whole run of a fresh process, warm = its second half)\n"
                      + _table(["shape", "python", "rows"] + [h for h, _, _ in CATCHUP], rows))
-    snaps = [r for r in records if r["shape"] in SNAPSHOT_SHAPES]
+    snaps = [r for r in records if "launch_rows_s" in r]  # bench.snapshot.run's, any table
     if snaps:
         rows = [[r["shape"], r["interpreter"]] + [_num(r.get(key), d) for _, key, d in SNAPSHOT]
                 for r in snaps]
