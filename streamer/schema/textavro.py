@@ -11,13 +11,15 @@ alone, ``TextWriter`` writes the value's and the key's Avro from the packet in o
 - a text column the result sends as UTF-8: its bytes are the Avro string's bytes (validated as
   UTF-8 unless they are ASCII, so a value the general way could not decode fails the same way);
 - a DECIMAL: its digits, without the point, are the unscaled number;
-- a DATETIME: the wall clock's fields, as µs since the epoch.
+- a DATETIME: the wall clock's fields, as µs since the epoch; a TIMESTAMP (read in UTC) alike,
+  or in Debezium's Avro its text in ISO 8601 (``ZonedTimestamp``);
+- a DATE: its fields, as days since the epoch.
 
 The bytes are those of the general way, value for value (tests/unit/schema/test_textavro.py
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
-than its scale) goes the general way, value by value. Any other column (a DATE, a TIMESTAMP, a
-BLOB, JSON, a SET, a masked column...) is made the general way column by column: its text read
+than its scale) goes the general way, value by value. Any other column (a TIME, a BLOB, JSON,
+a SET, a masked column...) is made the general way column by column: its text read
 as PyMySQL reads it, shaped, converted and written by its field's own generated writer. A
 column's value in a snapshot's row is a function of its text alone (``TableVersion.alone``): a
 column masked with null is None whatever its text, and a NOT NULL SET's NULL is its empty value.
@@ -26,8 +28,9 @@ An excluded column (``tables.columns.exclude``), read with the row, is passed ov
 
 The streamer's own Avro and Debezium's (``codec.debezium.AvroEvents``) are written so: Connect's
 Value struct holds the same bytes for the kinds above where Connect's type is the value itself
-(an integer, a string, a precise decimal, a DATETIME as µs or ms), and a column Connect makes
-another value of (``adapt``) goes the general way. Another message format (Debezium's JSON, plain
+(an integer, a string, a precise decimal, a DATETIME as µs or ms, a DATE); a TIMESTAMP's
+``ZonedTimestamp`` is its text rearranged, and any other column Connect makes another value of
+(``adapt``) goes the general way. Another message format (Debezium's JSON, plain
 JSON, a schema the generated writers don't write) has no ``TextWriter`` (``text_writer`` says
 why) and its rows go the general way, whole.
 
@@ -64,33 +67,81 @@ _LENGTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _slow_datetime(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
-    """A DATETIME's text the general way: PyMySQL's reading, the snapshot's shaping (an invalid
-    or zero date is None, and counted), then the conversion to µs."""
+    """A DATETIME's or TIMESTAMP's text the general way: PyMySQL's reading, the snapshot's
+    shaping (an invalid or zero date is None, and counted; a zero TIMESTAMP is 0), then the
+    conversion to µs."""
     value = shape(fast_datetime(text.decode("ascii")))
     return None if value is None else columns.datetime_to_micros(value)
 
 
-def datetime_micros(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
-    """``YYYY-MM-DD HH:MM:SS[.f...]`` as µs since 1970-01-01, as the general way reads it."""
-    size = len(text)
-    if (size == 19 or 21 <= size <= 26) and text[4] == 45 and text[7] == 45 and text[10] == 32:
+def _days(text: bytes) -> int:
+    """``YYYY-MM-DD`` at the start of ``text`` as days since 1970-01-01, or -1 << 40 when it is
+    not a valid date as the server writes one."""
+    if text[4] == 45 and text[7] == 45:
         try:
             year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
-            hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
-            micro = 0 if size == 19 else int(text[20:]) * 10 ** (26 - size)
         except ValueError:
-            return _slow_datetime(text, shape)
+            return _NO_DATE
         leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-        if (year >= 1 and 1 <= month <= 12 and 1 <= day <= _LENGTH[month]
-                and (day < 29 or month != 2 or leap) and hour < 24 and minute < 60
-                and second < 60 and (size == 19 or text[19] == 46)):
+        if year >= 1 and 1 <= month <= 12 and 1 <= day <= _LENGTH[month] \
+                and (day < 29 or month != 2 or leap):
             y = year - 1
             days = y * 365 + y // 4 - y // 100 + y // 400 + _BEFORE[month] + day
             if month > 2 and leap:
                 days += 1
-            seconds = (days - EPOCH_ORDINAL) * 86400 + hour * 3600 + minute * 60 + second
-            return seconds * 1000000 + micro
-    return _slow_datetime(text, shape)
+            return days - EPOCH_ORDINAL
+    return _NO_DATE
+
+
+_NO_DATE = -1 << 40  # below any date's days (year 1 is -719162)
+
+
+def _fast_micros(text: bytes) -> Optional[int]:
+    """``YYYY-MM-DD HH:MM:SS[.f...]`` as µs since 1970-01-01, or None when it is not a valid
+    time as the server writes one."""
+    size = len(text)
+    if (size == 19 or 21 <= size <= 26) and text[10] == 32 \
+            and (size == 19 or text[19] == 46):
+        days = _days(text)
+        if days == _NO_DATE:
+            return None
+        try:
+            hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+            micro = 0 if size == 19 else int(text[20:]) * 10 ** (26 - size)
+        except ValueError:
+            return None
+        if hour < 24 and minute < 60 and second < 60:
+            return (days * 86400 + hour * 3600 + minute * 60 + second) * 1000000 + micro
+    return None
+
+
+def datetime_micros(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
+    """A DATETIME's or TIMESTAMP's text (the snapshot reads TIMESTAMPs in UTC) as µs since
+    1970-01-01, as the general way reads it."""
+    micros = _fast_micros(text)
+    return _slow_datetime(text, shape) if micros is None else micros
+
+
+def date_days(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
+    """A DATE's ``YYYY-MM-DD`` as days since 1970-01-01, as the general way reads it (an
+    invalid or zero date: PyMySQL's text, shaped to None)."""
+    if len(text) == 10:
+        days = _days(text)
+        if days != _NO_DATE:
+            return days
+    value = shape(converters.convert_date(text.decode("ascii")))
+    return None if value is None else columns.date_to_days(value)
+
+
+def zoned_text(text: bytes, shape: Callable[[Any], Any], adapt: Callable[[int], str],
+               size: int) -> Optional[bytes]:
+    """A TIMESTAMP's text (UTC) as Debezium's ZonedTimestamp's UTF-8: the server's
+    ``YYYY-MM-DD HH:MM:SS[.f...]`` with the column's digits (``size`` bytes) is
+    ``YYYY-MM-DDTHH:MM:SS[.f...]Z``; any other text goes the general way (``adapt``)."""
+    if len(text) == size and _fast_micros(text) is not None:
+        return text[:10] + b"T" + text[11:] + b"Z"
+    micros = _slow_datetime(text, shape)
+    return None if micros is None else adapt(micros).encode("utf-8")
 
 
 def decimal_bytes(text: bytes, scale: int, precision: int,
@@ -126,7 +177,8 @@ def _null(name: str) -> None:
 
 
 _HELPERS: Dict[str, Any] = {"write_long": write_long, "_long_length": lenenc.read,
-                            "_datetime": datetime_micros, "_decimal": decimal_bytes,
+                            "_datetime": datetime_micros, "_date": date_days,
+                            "_zoned": zoned_text, "_decimal": decimal_bytes,
                             "_null": _null}
 
 # A field's value (``s``) written, by kind; ``{a}`` and ``{b}`` are the kind's arguments.
@@ -135,6 +187,10 @@ _WRITE = {
     "text": ["if not s.isascii():", "    s.decode('utf-8')", "write_long(buf, n)", "buf += s"],
     "decimal": ["s = _decimal(s, {a}, {b}{adapt})", "write_long(buf, len(s))", "buf += s"],
 }
+
+# A temporal field's value (``v``, None for an invalid date), by kind.
+_TEMPORAL = {"datetime": "v = _datetime(s, _shape{i})", "date": "v = _date(s, _shape{i})",
+             "zoned": "v = _zoned(s, _shape{i}, _adapt{i}, {a})"}
 
 
 class TextWriter:
@@ -310,6 +366,7 @@ def _primitive(atype: Any) -> Any:
 # Connect's types of a DATETIME as a long: the µs as they are, or as ms (``connect.millis``).
 _MICROS = "io.debezium.time.MicroTimestamp"
 _MILLIS = ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")
+_ZONED = "io.debezium.time.ZonedTimestamp"
 
 
 def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
@@ -336,18 +393,41 @@ def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str]
             and encoding is not None and codecs.lookup(encoding).name == "utf-8" \
             and shape is None and adapt is None and cname is None:
         return "text", None, None
-    if t != T.DATETIME2 or conv is not columns.datetime_to_micros \
-            or not isinstance(field["type"], list) or encoding != "ascii" \
-            or converter is not converters.convert_datetime or shape is None:
-        return general
-    if connect is None and isinstance(atype, dict) \
-            and atype.get("logicalType") == "local-timestamp-micros":
-        return "datetime", 1, None
-    long = _primitive(atype) == "long" or (isinstance(atype, dict) and atype["type"] == "long"
-                                           and atype.get("logicalType") == "timestamp-millis")
+    return _temporal(col, field, connect, encoding, converter, shape, conv) or general
+
+
+_DATES = ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date")
+
+
+def _temporal(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
+              converter: Any, shape: Any, conv: Any) -> Optional[Tuple[str, Any, Any]]:
+    """A DATE's, DATETIME's or TIMESTAMP's kind (always nullable: an invalid date is null), as
+    its field (the streamer's logical type, or Debezium's Connect type) writes it; or None."""
+    atype, t = _atype(field), col.type
+    if not isinstance(field["type"], list) or encoding != "ascii" or shape is None \
+            or not isinstance(atype, dict):
+        return None
+    logical = atype.get("logicalType")
+    cname = None if connect is None else connect.schema.get("name")
+    adapt = None if connect is None else connect.adapt
+    if t == T.DATE and conv is columns.date_to_days and converter is converters.convert_date \
+            and atype["type"] == "int" and adapt is None \
+            and ((connect is None and logical == "date") or cname in _DATES):
+        return "date", 1, None
+    if t not in (T.DATETIME2, T.TIMESTAMP2) or conv is not columns.datetime_to_micros \
+            or converter is not converters.convert_datetime:
+        return None
+    if connect is None:
+        return ("datetime", 1, None) if logical == (
+            "local-timestamp-micros" if t == T.DATETIME2 else "timestamp-micros") else None
+    if t == T.TIMESTAMP2:
+        fsp = int(getattr(col, "fsp", 0) or 0)
+        return ("zoned", 19 + (fsp and fsp + 1), None) if cname == _ZONED \
+            and atype["type"] == "string" and adapt is not None else None
+    long = atype["type"] == "long" and logical in (None, "timestamp-millis")
     if long and ((cname == _MICROS and adapt is None) or (cname in _MILLIS and adapt is millis)):
         return "datetime", 1 if adapt is None else 1000, None
-    return general
+    return None
 
 
 def _general_value(where: str, encoding: Optional[str], converter: Any, shape: Any, conv: Any,
@@ -398,10 +478,12 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
     how, a, b = kind
     if how == "general":
         body += [f"_write{i}(buf, {{{field['name']!r}: _value{i}(s)}})"]
-    elif how == "datetime":
-        body += [f"v = _datetime(s, _shape{i})", "if v is None:", "    buf.append(0)", "else:",
-                 "    buf.append(2)", "    write_long(buf, v)" if a == 1 else
-                 f"    write_long(buf, v // {a})"]
+    elif how in _TEMPORAL:
+        # Nullable always: an invalid date, as the general way reads it, is None.
+        body += [_TEMPORAL[how].format(i=i, a=a), "if v is None:", "    buf.append(0)",
+                 "else:", "    buf.append(2)"]
+        body += ["    write_long(buf, len(v))", "    buf += v"] if how == "zoned" else [
+            "    write_long(buf, v)" if a == 1 else f"    write_long(buf, v // {a})"]
     else:
         if nullable:
             body.append("buf.append(2)")

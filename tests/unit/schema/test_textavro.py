@@ -187,20 +187,17 @@ def test_a_composite_key_in_the_columns_order_is_written_with_the_row():
 
 
 def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_column():
-    # A column kind with no fast path (a DATE, a BLOB, BIGINT UNSIGNED), or read other
+    # A column kind with no fast path (a BLOB, BIGINT UNSIGNED, a TIME), or read other
     # than as it writes it (another encoding, a converter): that column's value is made as the
     # general way makes it, the others' from their text.
-    for col, conv, text in [(_col("x", T.DATE), ("ascii", converters.convert_date), "2024-02-29"),
-                            (_col("x", T.DATE), ("ascii", converters.convert_date), "0000-00-00"),
-                            (_col("x", T.BLOB), (None, None), b"\x00\xff"),
+    for col, conv, text in [(_col("x", T.BLOB), (None, None), b"\x00\xff"),
                             (_col("x", T.LONGLONG, unsigned=True), ASCII_INT,
                              "18446744073709551615"),
                             (_text("x"), ("latin1", None), "caf\xe9".encode("latin1")),
                             (_text("x"), ("utf8", str.upper), "abc"),
                             (_col("x", T.TIME2, fsp=6), ("ascii", converters.convert_timedelta),
                              "-838:59:59.000000"),
-                            (_col("x", T.TIMESTAMP2, fsp=2), DATETIME, "2024-01-01 00:00:00.12"),
-                            (_col("x", T.TIMESTAMP2, fsp=2), DATETIME, "0000-00-00 00:00:00.00"),
+                            (_col("x", T.DATE), ("ascii", str), "2024-02-29"),
                             (_col("x", T.DOUBLE), ("ascii", float), "2.25")]:
         d, tv = _table([_col("id", T.LONG, primary=True, nullable=False), col, _text("v")],
                        ["id"])
@@ -209,6 +206,52 @@ def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_colu
         assert w is not None, col.name
         for data in (packet(5, text, "v"), packet(6, None, None)):
             assert direct(w, data) == general(tv, d, plan, data), (col.type, text)
+
+
+DATES = ["2024-02-29", "1970-01-01", "1969-12-31", "0001-01-01", "9999-12-31", "2000-02-29",
+         # read by the general way as None (all but the all-zero one counted)
+         "0000-00-00", "2023-02-29", "1900-02-29", "2024-00-10", "2024-04-31", "2024-13-01", None]
+COUNTED = DATES[7:12]
+# A TIMESTAMP is read in UTC; its zero value is 1970-01-01's instant.
+STAMPS = ["2024-05-06 07:08:09.654321", "1970-01-01 00:00:01", "2038-01-19 03:14:07.999999",
+          "2000-02-29 23:59:59.000001", "0000-00-00 00:00:00.000000", None]
+
+
+def _temporal_table(catalog=None):
+    cols = [_col("day", T.DATE, primary=True, nullable=False),
+            _col("id", T.LONG, primary=True, nullable=False), _col("d", T.DATE)] + [
+        _col(f"ts{p}", T.TIMESTAMP2, fsp=p) for p in range(7)]
+    plan = [("ascii", converters.convert_date), ASCII_INT, ("ascii", converters.convert_date)] \
+        + [DATETIME] * 7
+    return _table(cols, ["day", "id"], catalog) + (plan,)
+
+
+def _stamp(when, p):
+    return None if when is None else when[:20 + p] if p else when[:19]
+
+
+@pytest.mark.parametrize("fmt", ["streamer", "adaptive_time_microseconds", "connect"])
+def test_dates_and_timestamps_are_written_from_their_text(fmt, frozen, monkeypatch):
+    # DATE: days since 1970 (the streamer's date, Debezium's Date or Connect's Date); TIMESTAMP:
+    # the streamer's UTC µs, Debezium's ZonedTimestamp (the text, ISO 8601 in UTC, with the
+    # column's digits). Their values are never made the general way whole.
+    from streamer.source.rowplan import INVALID
+
+    made = []
+    real = textavro._general_value
+    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: made.append(where) or
+                        real(where, *a))
+    d, tv, plan = _temporal_table(None if fmt == "streamer" else _debezium(time_precision_mode=fmt))
+    w = writer(tv, d, plan)
+    assert w is not None and made == []
+    counted = ("shop", "t", "d")
+    for day in DATES:
+        for when in STAMPS:
+            data = packet(day or "2024-01-01", 5, day, *[_stamp(when, p) for p in range(7)])
+            before = INVALID.by_column.get(counted, 0)
+            value, key = direct(w, data)
+            assert INVALID.by_column.get(counted, 0) == before + (day in COUNTED), day
+            assert (value, key) == general(tv, d, plan, data), (day, when)
 
 
 @pytest.mark.parametrize("fmt", ["streamer", "debezium"])
