@@ -43,9 +43,9 @@ WIDE_INSERT = ("INSERT INTO snap SELECT seq, CONCAT('name-', LPAD(seq, 8, '0')),
                "ROUND((RAND(seq + 1) - 0.5) * 20000000, 4), "
                "IF(seq % 7 = 0, NULL, LEFT(CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)), "
                "100 + FLOOR(RAND(seq + 2) * 201))) FROM seq_{lo}_to_{hi}")
-# The snapshot-mixed shape's table: the wide one and three columns of kinds with no fast path
-# from the text (schema.textavro makes their values the general way, column by column): a DATE
-# (every 5th NULL), a TIMESTAMP(3) and a SET (every 16th row its empty set).
+# The snapshot-mixed shape's table: the wide one and three columns of other kinds: a DATE (every
+# 5th NULL) and a TIMESTAMP(3), which schema.textavro writes from their text, and a SET (every
+# 16th row its empty set), whose values it makes the general way, column by column.
 MIXED_DDL = WIDE_DDL.replace(
     "payload TEXT NULL)", "payload TEXT NULL, born DATE NULL, "
     "seen TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "

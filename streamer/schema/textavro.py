@@ -8,8 +8,9 @@ row's time, and most of its garbage. For the columns whose Avro is a function of
 alone, ``TextWriter`` writes the value's and the key's Avro from the packet in one pass:
 
 - an integer (not BIGINT UNSIGNED): its digits are the number;
-- a text column the result sends as UTF-8: its bytes are the Avro string's bytes (validated as
-  UTF-8 unless they are ASCII, so a value the general way could not decode fails the same way);
+- a text column or an ENUM the result sends as UTF-8: its bytes are the Avro string's bytes
+  (validated as UTF-8 unless they are ASCII, so a value the general way could not decode fails
+  the same way);
 - a DECIMAL: its digits, without the point, are the unscaled number;
 - a DATETIME: the wall clock's fields, as µs since the epoch; a TIMESTAMP (read in UTC) alike,
   or in Debezium's Avro its text in ISO 8601 (``ZonedTimestamp``);
@@ -367,6 +368,7 @@ def _primitive(atype: Any) -> Any:
 _MICROS = "io.debezium.time.MicroTimestamp"
 _MILLIS = ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")
 _ZONED = "io.debezium.time.ZonedTimestamp"
+_ENUM = "io.debezium.data.Enum"
 
 
 def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
@@ -389,9 +391,11 @@ def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str]
             and converter is decimal.Decimal and shape is None \
             and (connect is None or (cname == DECIMAL and adapt is not None)):
         return "decimal", int(atype.get("scale", 0)), int(atype["precision"])
-    if t in _TEXT_TYPES and atype == "string" and conv is columns.as_text and converter is None \
-            and encoding is not None and codecs.lookup(encoding).name == "utf-8" \
-            and shape is None and adapt is None and cname is None:
+    if ((t in _TEXT_TYPES and atype == "string" and conv is columns.as_text and cname is None)
+            or (t == T.ENUM and _primitive(atype) == "string" and conv is None
+                and cname in (None, _ENUM))) \
+            and converter is None and encoding is not None \
+            and codecs.lookup(encoding).name == "utf-8" and shape is None and adapt is None:
         return "text", None, None
     return _temporal(col, field, connect, encoding, converter, shape, conv) or general
 

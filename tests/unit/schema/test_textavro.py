@@ -219,10 +219,11 @@ STAMPS = ["2024-05-06 07:08:09.654321", "1970-01-01 00:00:01", "2038-01-19 03:14
 
 def _temporal_table(catalog=None):
     cols = [_col("day", T.DATE, primary=True, nullable=False),
-            _col("id", T.LONG, primary=True, nullable=False), _col("d", T.DATE)] + [
+            _col("id", T.LONG, primary=True, nullable=False), _col("d", T.DATE),
+            _col("e", T.ENUM, enum_values=("red", "grün"), character_set_name="utf8mb4")] + [
         _col(f"ts{p}", T.TIMESTAMP2, fsp=p) for p in range(7)]
-    plan = [("ascii", converters.convert_date), ASCII_INT, ("ascii", converters.convert_date)] \
-        + [DATETIME] * 7
+    plan = [("ascii", converters.convert_date), ASCII_INT, ("ascii", converters.convert_date),
+            TEXT] + [DATETIME] * 7
     return _table(cols, ["day", "id"], catalog) + (plan,)
 
 
@@ -231,10 +232,11 @@ def _stamp(when, p):
 
 
 @pytest.mark.parametrize("fmt", ["streamer", "adaptive_time_microseconds", "connect"])
-def test_dates_and_timestamps_are_written_from_their_text(fmt, frozen, monkeypatch):
+def test_dates_timestamps_and_enums_are_written_from_their_text(fmt, frozen, monkeypatch):
     # DATE: days since 1970 (the streamer's date, Debezium's Date or Connect's Date); TIMESTAMP:
     # the streamer's UTC µs, Debezium's ZonedTimestamp (the text, ISO 8601 in UTC, with the
-    # column's digits). Their values are never made the general way whole.
+    # column's digits); ENUM: its text (Debezium's Enum). Their values are never made the
+    # general way whole.
     from streamer.source.rowplan import INVALID
 
     made = []
@@ -246,8 +248,9 @@ def test_dates_and_timestamps_are_written_from_their_text(fmt, frozen, monkeypat
     assert w is not None and made == []
     counted = ("shop", "t", "d")
     for day in DATES:
-        for when in STAMPS:
-            data = packet(day or "2024-01-01", 5, day, *[_stamp(when, p) for p in range(7)])
+        for j, when in enumerate(STAMPS):
+            data = packet(day or "2024-01-01", 5, day, ("red", "grün", "", None)[j % 4],
+                          *[_stamp(when, p) for p in range(7)])
             before = INVALID.by_column.get(counted, 0)
             value, key = direct(w, data)
             assert INVALID.by_column.get(counted, 0) == before + (day in COUNTED), day
