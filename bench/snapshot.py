@@ -45,7 +45,7 @@ WIDE_INSERT = ("INSERT INTO snap SELECT seq, CONCAT('name-', LPAD(seq, 8, '0')),
                "100 + FLOOR(RAND(seq + 2) * 201))) FROM seq_{lo}_to_{hi}")
 # The snapshot-mixed shape's table: the wide one and three columns of other kinds: a DATE (every
 # 5th NULL) and a TIMESTAMP(3), which schema.textavro writes from their text, and a SET (every
-# 16th row its empty set), whose values it makes the general way, column by column.
+# 16th row its empty set), whose value it makes the general way once per distinct text.
 MIXED_DDL = WIDE_DDL.replace(
     "payload TEXT NULL)", "payload TEXT NULL, born DATE NULL, "
     "seen TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "

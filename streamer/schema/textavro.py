@@ -20,8 +20,9 @@ The bytes are those of the general way, value for value (tests/unit/schema/test_
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
 than its scale) goes the general way, value by value. Any other column (a TIME, a BLOB, JSON,
-a SET, a masked column...) is made the general way column by column: its text read
-as PyMySQL reads it, shaped, converted and written by its field's own generated writer. A
+a masked column...) is made the general way column by column: its text read as PyMySQL reads
+it, shaped, converted and written by its field's own generated writer. A SET, whose texts are
+few, is made so once per text, and its field's bytes are kept by the text (``_memo``). A
 column's value in a snapshot's row is a function of its text alone (``TableVersion.alone``): a
 column masked with null is None whatever its text, and a NOT NULL SET's NULL is its empty value.
 An excluded column (``tables.columns.exclude``), read with the row, is passed over undecoded
@@ -329,15 +330,18 @@ def _column(tv: Any, i: int, col: Any, field: Dict[str, Any], connect: Any,
     if branch is not None:
         return f"column {col.name} is written as a union's branch", []
     kind = _kind(col, field, connect, encoding, converter, shape, conv, fill)
-    if kind[0] == "general":
+    if kind[0] in ("general", "memo"):
         try:
-            namespace[f"_write{i}"] = compile_writer(
+            write = namespace[f"_write{i}"] = compile_writer(
                 {"type": "record", "name": "Field", "fields": [field]})
         except GeneratedWriterUnsupported as exc:
             return f"column {col.name}: {exc}", []
-        namespace[f"_value{i}"] = _general_value(
+        value = namespace[f"_value{i}"] = _general_value(
             f"{tv.db}.{tv.table} column {col.name}", encoding, converter, shape, kind[1],
             None if connect is None else connect.adapt)
+        if kind[0] == "memo":
+            namespace[f"_memo{i}"], namespace[f"_remember{i}"] = _memo(write, value,
+                                                                        field["name"])
     adapted = connect is not None and connect.adapt is not None
     if adapted:
         namespace[f"_adapt{i}"] = connect.adapt
@@ -345,6 +349,29 @@ def _column(tv: Any, i: int, col: Any, field: Dict[str, Any], connect: Any,
         namespace[f"_fill{i}"] = {field["name"]: connect.adapt(fill) if adapted else fill}
     return None, _field(i, col.name, field, kind, field["name"] in tv.pk_names, adapted,
                         fill is not None)
+
+
+# The most texts a column's memo keeps (``_memo``): a SET of n members has 2**n values, and a
+# table's sets few members; past it, a text not kept is made the general way every time.
+MEMO_TEXTS = 4096
+
+
+def _memo(write: Callable[[bytearray, Dict[str, Any]], None], value: Callable[[bytes], Any],
+          name: str) -> Tuple[Dict[bytes, bytes], Callable[[bytes], bytes]]:
+    """A column's field bytes by its text, for a column of few distinct texts whose value is a
+    function of its text alone (a SET: its members, joined in the set's order, masked or not):
+    (the texts' bytes kept, the function that makes a text's bytes the general way and keeps
+    them)."""
+    memo: Dict[bytes, bytes] = {}
+
+    def remember(text: bytes) -> bytes:
+        out = bytearray()
+        write(out, {name: value(text)})
+        made = bytes(out)
+        if len(memo) < MEMO_TEXTS:
+            memo[text] = made
+        return made
+    return memo, remember
 
 
 def _atype(field: Dict[str, Any]) -> Any:
@@ -376,6 +403,8 @@ def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str]
     """How the column is written from its text: (kind, a, b). ``connect``: Debezium's field
     of the column, whose value ``adapt`` makes of the streamer's (None: the streamer's own
     format); ``conv`` and ``fill``: ``TableVersion.alone``'s converter and NULL's value."""
+    if col.type == T.SET:
+        return "memo", conv, None
     general = ("general", conv, None)
     if fill is not None:
         return general
@@ -482,6 +511,8 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
     how, a, b = kind
     if how == "general":
         body += [f"_write{i}(buf, {{{field['name']!r}: _value{i}(s)}})"]
+    elif how == "memo":
+        body += [f"v = _memo{i}.get(s)", "if v is None:", f"    v = _remember{i}(s)", "buf += v"]
     elif how in _TEMPORAL:
         # Nullable always: an invalid date, as the general way reads it, is None.
         body += [_TEMPORAL[how].format(i=i, a=a), "if v is None:", "    buf.append(0)",

@@ -298,6 +298,36 @@ def test_columns_masked_with_null_and_sets_are_written_as_the_general_way_writes
 
 
 @pytest.mark.parametrize("fmt", ["streamer", "debezium"])
+def test_a_sets_bytes_are_kept_by_its_text_up_to_a_bound(fmt, frozen, monkeypatch):
+    # A SET's value is a function of its text alone: made the general way once per text (a
+    # text out of the set's order included), then written from what was kept; past the bound,
+    # the general way every time.
+    monkeypatch.setattr(textavro, "MEMO_TEXTS", 3)
+    cols = [_col("id", T.LONG, primary=True, nullable=False),
+            _col("s", T.SET, set_values=("a", "b", "c")),
+            _col("k", T.SET, primary=True, nullable=False, set_values=("x", "y"))]
+    plan = [ASCII_INT, TEXT, TEXT]
+    made = []
+    real = textavro._general_value
+
+    def counted(where, *args):
+        value = real(where, *args)
+        return lambda text: made.append(text) or value(text) if where.endswith(" s") else \
+            value(text)
+    monkeypatch.setattr(textavro, "_general_value", counted)
+    d, tv = _table(cols, ["id", "k"], _debezium() if fmt == "debezium" else None)
+    w = writer(tv, d, plan)
+    memo = w._write.__globals__["_memo1"]
+    texts = ["a,b", "", "c,a", None, "a,b,c", "b", "a,b", "", "b"]
+    for n, text in enumerate(texts * 2):
+        data = packet(n, text, ("x", "x,y", None)[n % 3])
+        assert direct(w, data) == general(tv, d, plan, data), text
+    kept = [b"a,b", b"", b"c,a"]
+    assert list(memo) == kept
+    assert made == kept + [b"a,b,c", b"b", b"b"] + [b"a,b,c", b"b", b"b"]
+
+
+@pytest.mark.parametrize("fmt", ["streamer", "debezium"])
 def test_excluded_columns_are_passed_over(fmt, frozen):
     # tables.columns.exclude: the column is read (SELECT *) and not published; the writer steps
     # over its value, whatever its length (one byte of length, or 0xFC and two) or NULL.
