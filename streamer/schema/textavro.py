@@ -434,11 +434,10 @@ _DATES = ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date")
 
 def _temporal(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str],
               converter: Any, shape: Any, conv: Any) -> Optional[Tuple[str, Any, Any]]:
-    """A DATE's, DATETIME's or TIMESTAMP's kind (always nullable: an invalid date is null), as
-    its field (the streamer's logical type, or Debezium's Connect type) writes it; or None."""
+    """A DATE's, DATETIME's or TIMESTAMP's kind, as its field (the streamer's logical type, or
+    Debezium's Connect type) writes it; or None."""
     atype, t = _atype(field), col.type
-    if not isinstance(field["type"], list) or encoding != "ascii" or shape is None \
-            or not isinstance(atype, dict):
+    if encoding != "ascii" or shape is None or not isinstance(atype, dict):
         return None
     logical = atype.get("logicalType")
     cname = None if connect is None else connect.schema.get("name")
@@ -514,11 +513,13 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
     elif how == "memo":
         body += [f"v = _memo{i}.get(s)", "if v is None:", f"    v = _remember{i}(s)", "buf += v"]
     elif how in _TEMPORAL:
-        # Nullable always: an invalid date, as the general way reads it, is None.
-        body += [_TEMPORAL[how].format(i=i, a=a), "if v is None:", "    buf.append(0)",
-                 "else:", "    buf.append(2)"]
-        body += ["    write_long(buf, len(v))", "    buf += v"] if how == "zoned" else [
-            "    write_long(buf, v)" if a == 1 else f"    write_long(buf, v // {a})"]
+        # An invalid date, as the general way reads it, is None: DATE and DATETIME fields are
+        # nullable always. A TIMESTAMP's never is (its zero is 0), and NOT NULL, not its field.
+        write = ["write_long(buf, len(v))", "buf += v"] if how == "zoned" else [
+            "write_long(buf, v)" if a == 1 else f"write_long(buf, v // {a})"]
+        body.append(_TEMPORAL[how].format(i=i, a=a))
+        body += ["if v is None:", "    buf.append(0)", "else:", "    buf.append(2)"] + [
+            "    " + line for line in write] if nullable else write
     else:
         if nullable:
             body.append("buf.append(2)")

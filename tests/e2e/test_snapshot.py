@@ -180,7 +180,9 @@ def test_a_snapshot_row_is_the_binlog_row_for_every_type(db, tmp_path):
     cols = [(c, t) for c, t, _, _ in COLUMNS] + [(c, f"VARCHAR(8) CHARACTER SET {cs}")
                                                 for c, cs, _, _ in CHARSETS]
     extra = [("g", "POINT", "POINT({i}, 2.5)"), ("`my-col`", "INT", "{i}"),
-             ("z", "DATE", "'0000-00-00'"), ("zt", "DATETIME(6)", "'2020-00-10 00:00:00'")]
+             ("z", "DATE", "'0000-00-00'"), ("zt", "DATETIME(6)", "'2020-00-10 00:00:00'"),
+             ("tn", "TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)",
+              "'2024-01-02 03:04:05.{i}'")]
     cols += [(c, t) for c, t, _ in extra]
     support.sql(conn, "SET SESSION sql_mode = ''",
                 f"CREATE TABLE types (id INT PRIMARY KEY, "

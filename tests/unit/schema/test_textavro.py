@@ -221,9 +221,10 @@ def _temporal_table(catalog=None):
     cols = [_col("day", T.DATE, primary=True, nullable=False),
             _col("id", T.LONG, primary=True, nullable=False), _col("d", T.DATE),
             _col("e", T.ENUM, enum_values=("red", "grün"), character_set_name="utf8mb4")] + [
-        _col(f"ts{p}", T.TIMESTAMP2, fsp=p) for p in range(7)]
+        _col(f"ts{p}", T.TIMESTAMP2, fsp=p) for p in range(7)] + [
+        _col("tn", T.TIMESTAMP2, nullable=False, fsp=3)]  # its field not a union
     plan = [("ascii", converters.convert_date), ASCII_INT, ("ascii", converters.convert_date),
-            TEXT] + [DATETIME] * 7
+            TEXT] + [DATETIME] * 8
     return _table(cols, ["day", "id"], catalog) + (plan,)
 
 
@@ -250,7 +251,8 @@ def test_dates_timestamps_and_enums_are_written_from_their_text(fmt, frozen, mon
     for day in DATES:
         for j, when in enumerate(STAMPS):
             data = packet(day or "2024-01-01", 5, day, ("red", "grün", "", None)[j % 4],
-                          *[_stamp(when, p) for p in range(7)])
+                          *[_stamp(when, p) for p in range(7)],
+                          _stamp(when or "1999-01-01 00:00:00", 3))
             before = INVALID.by_column.get(counted, 0)
             value, key = direct(w, data)
             assert INVALID.by_column.get(counted, 0) == before + (day in COUNTED), day
