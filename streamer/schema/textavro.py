@@ -518,8 +518,10 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
         write = ["write_long(buf, len(v))", "buf += v"] if how == "zoned" else [
             "write_long(buf, v)" if a == 1 else f"write_long(buf, v // {a})"]
         body.append(_TEMPORAL[how].format(i=i, a=a))
-        body += ["if v is None:", "    buf.append(0)", "else:", "    buf.append(2)"] + [
-            "    " + line for line in write] if nullable else write
+        if nullable:
+            body += ["if v is None:", "    buf.append(0)", "else:", "    buf.append(2)"]
+            write = ["    " + line for line in write]
+        body += write
     else:
         if nullable:
             body.append("buf.append(2)")
