@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from streamer.ops.gcpacing import GC_ENV
+
 from . import env, results
 from .shapes import drop
 from .snapshot import load
@@ -245,8 +247,7 @@ def _run(python: str, way: str, db: str, rows: int, rounds: int) -> List[Dict[st
                                "--rows", str(rows), "--rounds", str(rounds),
                                "--topic", f"{namespace}.snap"],
                               cwd=env.ROOT, stdout=subprocess.PIPE, check=True,
-                              env=dict(os.environ, PYPY_GC_NURSERY=os.environ.get(
-                                  "PYPY_GC_NURSERY", "8MB")))
+                              env={**GC_ENV, **os.environ})
     finally:
         delete_namespace(namespace)
     lines = [json.loads(x) for x in proc.stdout.decode().splitlines() if x.startswith("{")]

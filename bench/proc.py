@@ -9,7 +9,7 @@ import subprocess
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from streamer.ops.gcpacing import GC_NURSERY
+from streamer.ops.gcpacing import GC_ENV
 
 from . import env
 
@@ -188,15 +188,16 @@ def tail(path: str, lines: int = 15) -> str:
 class Streamer:
     """``python -m streamer.cli run -c CFG [args]``; stopped with SIGTERM, which must exit 0.
 
-    It gets PYPY_GC_NURSERY in its environment, as the deployed service does (deploy/), so that
-    PyPy starts it once: without, ``run`` sets it and executes itself again, ~60-85 ms more."""
+    It gets PyPy's GC settings (gcpacing.GC_ENV) in its environment, as the deployed service does
+    (deploy/), so that PyPy starts it once: without, ``run`` sets them and executes itself again,
+    ~60-85 ms more."""
 
     def __init__(self, python: str, config_path: str, log_path: str, args: List[str]):
         self.log_path = log_path
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen([python, "-m", "streamer.cli", "run", "-c", config_path, *args],
                                      stdout=self._log, stderr=subprocess.STDOUT, cwd=env.ROOT,
-                                     env={"PYPY_GC_NURSERY": GC_NURSERY, **os.environ})
+                                     env={**GC_ENV, **os.environ})
         self.rss_mb = 0.0
         self.cpu_s: Optional[float] = None
 

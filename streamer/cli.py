@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from streamer.config import Config
 from streamer import config as config_mod
 from streamer.errors import EXIT_KAFKA, StreamerError
-from streamer.ops.gcpacing import GC_NURSERY
+from streamer.ops.gcpacing import GC_ENV
 
 log = logging.getLogger("streamer")
 
@@ -54,11 +54,12 @@ def _tune_jit() -> None:
 
 
 def _restart_with_gc_settings() -> None:
-    """Under PyPy, run this same command again (exec: the same process) with GC_NURSERY set.
-    The nursery size is read only when the interpreter starts."""
-    if sys.implementation.name != "pypy" or os.environ.get("PYPY_GC_NURSERY"):
+    """Under PyPy, run this same command again (exec: the same process) with the GC settings of
+    GC_ENV that the environment lacks. PyPy reads them only when the interpreter starts."""
+    missing = {k: v for k, v in GC_ENV.items() if not os.environ.get(k)}
+    if sys.implementation.name != "pypy" or not missing:
         return
-    os.environ["PYPY_GC_NURSERY"] = GC_NURSERY
+    os.environ.update(missing)
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if spec is not None and spec.name:  # python -m streamer.cli
         os.execv(sys.executable, [sys.executable, "-m", spec.name, *sys.argv[1:]])
@@ -77,8 +78,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     _tune_jit()
     if sys.implementation.name == "pypy":
         import gc
-        log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY)",
-                 gc._get_stats(False).nursery_size / 2 ** 20)  # type: ignore[attr-defined]
+        log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY), marking step %s (PYPY_GC_INCREMENT_STEP)",
+                 gc._get_stats(False).nursery_size / 2 ** 20,  # type: ignore[attr-defined]
+                 os.environ.get("PYPY_GC_INCREMENT_STEP"))
     start = None
     if (args.start_file is None) != (args.start_pos is None):
         raise config_mod.ConfigError("--start-file and --start-pos go together")

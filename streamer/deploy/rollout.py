@@ -24,7 +24,7 @@ from streamer.deploy import release as release_mod
 from streamer.deploy import verify as verify_mod
 from streamer.deploy.service import Service, service_for
 from streamer.errors import DeployError, ServiceError
-from streamer.ops.gcpacing import GC_NURSERY
+from streamer.ops.gcpacing import GC_ENV
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +82,11 @@ def read_env_file(path: str) -> Dict[str, str]:
 
 def service_environment(layout: Layout, env: str) -> Dict[str, str]:
     """The service's environment: the site file, plus a profile directory outside the releases,
-    and PyPy's GC nursery (set here, `streamer run` needs no exec to set it; see cli.GC_NURSERY)."""
+    and PyPy's GC settings (set here, `streamer run` needs no exec to set them; see gcpacing.GC_ENV)."""
     site = read_env_file(layout.env_file(env))
     site.setdefault("STREAMER__PROFILER__DIR", os.path.join(layout.env_dir(env), "profiles"))
-    site.setdefault("PYPY_GC_NURSERY", GC_NURSERY)
+    for key, value in GC_ENV.items():
+        site.setdefault(key, value)
     return site
 
 

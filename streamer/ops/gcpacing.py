@@ -28,6 +28,16 @@ log = logging.getLogger(__name__)
 # generation then fills every ~12k rows); `streamer run` and the deployed service fix it, unless the
 # operator has (docs/benchmarks-history.md, "PyPy's garbage collector").
 GC_NURSERY = "8MB"
+# A major collection marks the whole heap in one step (more bytes a step than any streamer's heap).
+# PyPy before 7.3.16 (Debian 12's is 7.3.11) can free a live object when the program copies an
+# array into one already marked between two marking steps (its memcopy write barrier), which
+# crashes it or, were the memory reused, reads another object's bytes. Marking in one step, the
+# program never runs between two of them. The streamer's heap was already marked in one or two steps
+# of 16-32 MB (docs/benchmarks-history.md, "PyPy's major collections mark in one or two long
+# steps"); docs/benchmarks.md, "One marking step", has what one step costs.
+GC_MARKING_STEP = "64GB"
+# What `streamer run` and the deployed service set, unless the operator has.
+GC_ENV = {"PYPY_GC_NURSERY": GC_NURSERY, "PYPY_GC_INCREMENT_STEP": GC_MARKING_STEP}
 
 FLOOR_BYTES = 32 * 1024 * 1024
 GROWTH = 2.0

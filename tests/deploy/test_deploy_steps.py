@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from streamer import cli
+from streamer.ops import gcpacing
 from streamer.deploy import rollout, service
 
 
@@ -106,9 +106,12 @@ def test_profiles_stay_with_the_environment_unless_the_site_says_otherwise(tmp_p
     assert rollout.service_environment(layout, "main")["STREAMER__PROFILER__DIR"] == "/srv/prof"
 
 
-def test_the_service_gets_pypys_gc_nursery_unless_the_site_sets_one(tmp_path):
+def test_the_service_gets_pypys_gc_settings_unless_the_site_sets_them(tmp_path):
     layout = rollout.Layout(str(tmp_path))
     (tmp_path / "etc").mkdir()
-    assert rollout.service_environment(layout, "canary")["PYPY_GC_NURSERY"] == cli.GC_NURSERY
+    canary = rollout.service_environment(layout, "canary")
+    assert {k: canary.get(k) for k in gcpacing.GC_ENV} == gcpacing.GC_ENV
     write(tmp_path / "etc" / "main.env", "PYPY_GC_NURSERY=16MB\n")
-    assert rollout.service_environment(layout, "main")["PYPY_GC_NURSERY"] == "16MB"
+    main = rollout.service_environment(layout, "main")
+    assert main["PYPY_GC_NURSERY"] == "16MB"
+    assert main["PYPY_GC_INCREMENT_STEP"] == gcpacing.GC_MARKING_STEP

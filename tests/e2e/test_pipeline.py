@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from streamer.ops import gcpacing
 from tests import support
 
 
@@ -229,19 +230,26 @@ def test_live_changes_commit_when_the_reader_is_caught_up_not_after_the_linger(d
 
 
 @pytest.mark.skipif(platform.python_implementation() != "PyPy", reason="PyPy's GC only")
-def test_run_under_pypy_fixes_the_gc_nursery_in_the_same_process_unless_one_is_set(db, tmp_path):
+def test_run_under_pypy_sets_its_gc_settings_in_the_same_process_unless_they_are_set(db, tmp_path):
     name, _ = db
+    step = gcpacing.GC_MARKING_STEP
     # "" is unset for PyPy as for the streamer: the machine's cache size would decide.
-    for given, nursery, shown in (("", "8MB", "8.0 MiB"), ("4MB", "4MB", "4.0 MiB")):
+    for nursery, given_step, shown in (("", "", "8.0 MiB"), ("4MB", "", "4.0 MiB"),
+                                       ("4MB", "2MB", "4.0 MiB")):
         ns = support.unique("gc")
         cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.*"])
         with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"),
-                                     env={"PYPY_GC_NURSERY": given}) as proc:
+                                     env={"PYPY_GC_NURSERY": nursery,
+                                          "PYPY_GC_INCREMENT_STEP": given_step}) as proc:
             proc.wait_reading()
-            assert f"PyPy GC nursery {shown}" in proc.output()
+            want_step = given_step or step
+            assert f"PyPy GC nursery {shown} (PYPY_GC_NURSERY), marking step {want_step} " \
+                in proc.output()
             # The child started here is the one streaming: run exec'd itself, it did not fork.
             with open(f"/proc/{proc.proc.pid}/environ", "rb") as fh:
-                assert f"PYPY_GC_NURSERY={nursery}".encode() in fh.read().split(b"\0")
+                environ = fh.read().split(b"\0")
+            assert f"PYPY_GC_NURSERY={nursery or '8MB'}".encode() in environ
+            assert f"PYPY_GC_INCREMENT_STEP={want_step}".encode() in environ
             assert proc.stop() == 0
 
 

@@ -17,7 +17,7 @@ def _imported(*names, modules=RUN_MODULES):
 
 
 def test_the_cli_module_imports_no_yaml_until_a_config_is_read():
-    # `streamer run` under PyPy execs itself first thing (cli.GC_NURSERY): whatever the process it
+    # `streamer run` under PyPy execs itself first thing (gcpacing.GC_ENV): whatever the process it
     # replaces imported before that is imported twice, so yaml waits for config.load.
     assert _imported("yaml", modules="import streamer.cli") == []
 
