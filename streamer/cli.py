@@ -78,7 +78,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _tune_jit()
     if sys.implementation.name == "pypy":
         import gc
-        log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY), marking step %s (PYPY_GC_INCREMENT_STEP)",
+        log.info("PyPy GC nursery %.1f MiB (PYPY_GC_NURSERY), "
+                 "marking step %s (PYPY_GC_INCREMENT_STEP)",
                  gc._get_stats(False).nursery_size / 2 ** 20,  # type: ignore[attr-defined]
                  os.environ.get("PYPY_GC_INCREMENT_STEP"))
     start = None

@@ -7,8 +7,8 @@ hundreds of MB, and the row data that outlived a minor collection piled up below
 
 After each commit, once the old generation has grown past twice what was live after the last
 major collection (and past a 32 MB floor), the incremental major collection runs one step per commit,
-so no batch waits for a whole collection. Nothing is done off PyPy, or when PYPY_GC_MIN is set
-(the operator chose).
+so no batch waits for a whole collection: the marking is one step (GC_MARKING_STEP), the sweeping
+several. Nothing is done off PyPy, or when PYPY_GC_MIN is set (the operator chose).
 
 A collection started here is also advanced by PyPy itself, a step at each minor collection, so
 it usually completes between two commits, not in a step taken here. Completions are therefore
@@ -34,7 +34,7 @@ GC_NURSERY = "8MB"
 # crashes it or, were the memory reused, reads another object's bytes. Marking in one step, the
 # program never runs between two of them. The streamer's heap was already marked in one or two steps
 # of 16-32 MB (docs/benchmarks-history.md, "PyPy's major collections mark in one or two long
-# steps"); docs/benchmarks.md, "One marking step", has what one step costs.
+# steps"); docs/benchmarks.md, "One marking step a major collection", has what it costs.
 GC_MARKING_STEP = "64GB"
 # What `streamer run` and the deployed service set, unless the operator has.
 GC_ENV = {"PYPY_GC_NURSERY": GC_NURSERY, "PYPY_GC_INCREMENT_STEP": GC_MARKING_STEP}
