@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from streamer.ops import gcpacing
 from streamer import config as config_mod
 from streamer.kafka.settings import transactional_id
+from streamer.ops import gcpacing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENVS = ("canary", "stage", "main")

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from streamer.ops import gcpacing
 from streamer.deploy import rollout, service
+from streamer.ops import gcpacing
 
 
 def write(path, text, mode=0o600):
