@@ -340,11 +340,12 @@ def main(argv: List[str]) -> int:
         consume(args.consume, args.namespace, args.deadline)
         return 0
     labels = interpreter_of(args.python)  # the streamer's, as bench.suite's lines say it
+    header = results.run_header(False, 1)  # the commit, as bench.suite's lines name it
     with tempfile.TemporaryDirectory(prefix="streamer-latency-") as workdir:
         for rate in args.rate or [1000.0, 5000.0]:
             shape = "latency" if args.after_start is None else "latency-restart"
-            line = dict(run(args.python, workdir, rate, args.seconds, args.warmup,
-                            args.jit_warmup, args.after_start), shape=shape, **labels)
+            line = dict(header, **run(args.python, workdir, rate, args.seconds, args.warmup,
+                                      args.jit_warmup, args.after_start), shape=shape, **labels)
             if args.format != "streamer":
                 line["format"] = args.format  # another experiment: bench.compare keeps it apart
             results.emit(line, args.results)

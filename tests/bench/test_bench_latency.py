@@ -91,3 +91,17 @@ def test_a_driver_not_under_cpython_is_told_its_own_pauses_count_as_latency():
     assert latency.driver_warning("cpython") is None
     told = latency.driver_warning("pypy")
     assert "under pypy" in told and "run it under CPython" in told and "make bench" in told
+
+
+def test_a_run_of_its_own_names_the_commit_it_measured(tmp_path, monkeypatch):
+    import json
+
+    from bench import env
+    monkeypatch.setattr(latency, "interpreter_of", lambda python: {"interpreter": "pypy"})
+    monkeypatch.setattr(latency, "run", lambda *args: {"p50_ms": 5.0, "max_ms": 40.0})
+    out = tmp_path / "r.jsonl"
+    assert latency.main(["--python", "py", "--rate", "5000", "--after-start", "1.5",
+                         "--results", str(out)]) == 0
+    line = json.loads(out.read_text())
+    assert line["commit"] == env.commit()[0] and len(line["commit"]) == 40
+    assert (line["shape"], line["interpreter"], line["max_ms"]) == ("latency-restart", "pypy", 40.0)
