@@ -513,8 +513,9 @@ def _field(i: int, name: str, field: Dict[str, Any], kind: Tuple[str, Any, Any],
     elif how == "memo":
         body += [f"v = _memo{i}.get(s)", "if v is None:", f"    v = _remember{i}(s)", "buf += v"]
     elif how in _TEMPORAL:
-        # An invalid date, as the general way reads it, is None: DATE and DATETIME fields are
-        # nullable always. A TIMESTAMP's never is (its zero is 0), and NOT NULL, not its field.
+        # The general way reads an invalid date as None, so a DATE's or DATETIME's field is
+        # always a union. A TIMESTAMP's is one only when the column is nullable: its zero reads
+        # as 0, never None.
         write = ["write_long(buf, len(v))", "buf += v"] if how == "zoned" else [
             "write_long(buf, v)" if a == 1 else f"write_long(buf, v // {a})"]
         body.append(_TEMPORAL[how].format(i=i, a=a))
