@@ -497,6 +497,7 @@ class Snapshots:
                      self.sizes.most, j["id"], extra={"table": j["table"]})
         self._same_key(j, described.chunk_key)
         tv = self._version_for(j, described)
+        described = described.leaving_out(tv.row_schema.get("streamer.excluded", ()))
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.
         self._marks += 1
         low, high = f"L{self._run}{self._marks}", f"H{self._run}{self._marks}"

@@ -10,11 +10,13 @@ the binlog reader hands back for the same column (``shape``), so the same conver
 Two columns can't be read faithfully as text, so they are selected as something else: FLOAT as
 ``col + 0e0`` (the text form has six digits, the stored float more), and TIMESTAMP in a session
 whose time zone is UTC (the binlog carries the instant, the text form the session's wall clock).
+A column left out of Kafka (tables.columns.exclude) is selected as NULL (``Described.leaving_out``).
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
@@ -110,6 +112,14 @@ class Described(NamedTuple):
     estimate: int             # information_schema's row estimate
     definition: Definition = NONE  # MariaDB's plugin types and system versioning
     row_bytes: int = 0        # information_schema's average row length (0: none given)
+    unread: FrozenSet[str] = frozenset()  # columns selected as NULL (``leaving_out``)
+
+    def leaving_out(self, excluded: Iterable[str]) -> "Described":
+        """The table read without the values of the ``excluded`` columns (tables.columns.exclude):
+        each is selected as NULL, so its values never leave the server and the row keeps the
+        table's layout. A column of the chunk key is still read: chunks follow it, and a chunk's
+        rows are matched with the binlog's changes by it."""
+        return self._replace(unread=frozenset(excluded) - set(self.chunk_key))
 
     @property
     def null_bitmask(self) -> bytes:
@@ -216,8 +226,9 @@ def shapers(columns: Sequence[Column], db: str = "", table: str = ""
     return out
 
 
-def select_list(columns: Sequence[Column]) -> str:
-    return ", ".join(quote(c.name) + " + 0e0" if c.type == T.FLOAT else quote(c.name)
+def select_list(columns: Sequence[Column], unread: FrozenSet[str] = frozenset()) -> str:
+    return ", ".join("NULL" if c.name in unread else
+                     quote(c.name) + " + 0e0" if c.type == T.FLOAT else quote(c.name)
                      for c in columns)
 
 
@@ -241,7 +252,8 @@ def chunk_sql(d: Described, last: Optional[Sequence[str]], condition: Optional[s
         where.append(f"({after_key(d.chunk_key, last)})")
     if condition:
         where.append(f"({condition})")
-    return (f"SELECT {hint}{select_list(d.columns)} FROM {quote(d.schema)}.{quote(d.table)}"
+    columns = select_list(d.columns, d.unread)
+    return (f"SELECT {hint}{columns} FROM {quote(d.schema)}.{quote(d.table)}"
             + (f" WHERE {' AND '.join(where)}" if where else "")
             + f" ORDER BY {', '.join(quote(k) for k in d.chunk_key)} LIMIT {int(limit)}")
 

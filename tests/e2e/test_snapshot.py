@@ -216,6 +216,33 @@ def test_a_snapshot_row_is_the_binlog_row_for_every_type(db, tmp_path):
     assert read[3]["value"]["source"]["snapshot"] == "last"
 
 
+@pytest.mark.every_source
+def test_a_chunk_reads_no_value_of_an_excluded_column_but_the_key_it_follows(db, source):
+    # A table keyed by a unique key: its column may be excluded, and is still read (chunks
+    # follow it); the other excluded columns come as NULL, their values never sent.
+    from streamer.source import chunks
+
+    name, conn = db
+    support.sql(conn, "CREATE TABLE u (code VARCHAR(12) NOT NULL, secret BLOB NOT NULL, f FLOAT, "
+                      "at DATETIME(6), v INT, UNIQUE KEY (code))",
+                "INSERT INTO u VALUES ('k1', 'top-secret-1', 1.5, '2024-01-02 03:04:05.5', 1), "
+                "('k2', 'top-secret-2', NULL, NULL, 2), ('k3', 'top-secret-3', 2.5, NULL, 3)")
+    reader = chunks.TableReader({"host": "127.0.0.1", "port": source.port, "user": "admin",
+                                 "password": support.secret("admin")}, name, "test")
+    try:
+        d = reader.describe(name, "u")
+        assert d.chunk_key == ["code"]
+        reading = reader.open(d.leaving_out(["secret", "code", "f"]), ["'k1'"], None, 10)
+        raw = reading.fetch(10)
+        rows = [reading.unpack(r) for r in raw]
+    finally:
+        reader.close()
+    assert reading.final and reading.last_key == ["'k3'"]
+    assert not any(b"top-secret" in bytes(r) for r in raw)
+    assert [(r["code"], r["secret"], r["f"], r["v"]) for r in rows] == \
+        [("k2", None, None, 2), ("k3", None, None, 3)]
+
+
 def test_on_demand_snapshots_while_running_and_while_stopped(db, tmp_path):
     name, conn = db
     support.sql(conn,

@@ -36,6 +36,7 @@ class Tables:
         self.versions = list(versions)
         self.marks = []
         self.reads = []
+        self.unread = []
 
     def describe(self, db, table):
         return self.versions.pop(0) if len(self.versions) > 1 else self.versions[0]
@@ -45,8 +46,11 @@ class Tables:
 
     def read(self, described, last, where, limit):
         self.reads.append((last, where, limit, [c.name for c in described.columns]))
+        self.unread.append(described.unread)
         rows, new_last, final = self.answers.pop(0)
-        return [dict(r) for r in rows], new_last, final
+        # The columns the SELECT names as NULL come back so.
+        return [{k: None if k in described.unread else v for k, v in r.items()} for r in rows], \
+            new_last, final
 
     def open(self, described, last, where, limit, max_bytes=0):
         return chunks.ListRead(*self.read(described, last, where, limit))
@@ -57,12 +61,13 @@ class Tables:
 
 @pytest.fixture
 def snapshot_streamer(tmp_path):
-    def make(tables, run=""):
+    def make(tables, run="", columns="{}"):
         path = tmp_path / "streamer.yaml"
         (tmp_path / "pw").write_text("unused\n")
         path.write_text("namespace: ns\nsource: {name: src}\n"
                         "mysql: {server_id: 99, password_file: pw}\n"
-                        "tables: {include: ['shop.*']}\nsnapshot: {chunk_rows: 4}\n"
+                        f"tables: {{include: ['shop.*'], columns: {columns}}}\n"
+                        "snapshot: {chunk_rows: 4}\n"
                         "batch: {max_messages: 1}\n")  # a commit after every event
         cfg = config.load(str(path), environ={})
         publisher = InMemoryPublisher(namespace="ns")
@@ -156,6 +161,17 @@ def test_a_chunk_of_a_version_announced_at_its_high_mark_is_framed_by_the_regist
         assert (key[:5], value[:5]) == (frame["key"], frame["value"])
 
 
+def test_a_column_left_out_of_kafka_is_not_read_by_the_chunks(snapshot_streamer):
+    tables = Tables([CHUNK1, CHUNK2_OLD, CHUNK2_NEW], [shop_t(False), shop_t(False), shop_t(True)])
+    streamer, publisher = snapshot_streamer(tables, columns="{exclude: ['shop.t.v']}")
+    replay(streamer, publisher)
+    # Every chunk's SELECT, before the ALTER and after it, names v as NULL.
+    assert tables.unread == [{"v"}, {"v"}, {"v"}]
+    rows = {(op, k): after for op, k, after, _ in published(publisher)}
+    assert rows[("r", 1)] == {"id": 1} and rows[("r", 5)] == {"id": 5, "n": None}
+    assert [op for op, _, _, _ in published(publisher)].count("r") == 4
+
+
 def test_watermarks_of_a_chunk_that_went_with_a_crash_match_nothing(snapshot_streamer):
     # A run whose marks differ from the recording's: its watermarks never come back, so its
     # chunk never lands, and the old ones publish nothing.
@@ -245,6 +261,17 @@ def test_the_chunk_after_a_composite_key_is_one_range_the_server_compares():
     assert chunks.chunk_sql(d, ["1", "'x'"], "a < 5", 3) == (
         "SELECT `a`, `b` + 0e0 FROM `db`.`t``x` WHERE ((`a` > 1) OR (`a` = 1 AND `b` > 'x')) "
         "AND (a < 5) ORDER BY `a`, `b` LIMIT 3")
+
+
+def test_a_column_left_out_of_kafka_is_selected_as_null_unless_the_chunks_follow_it():
+    d = chunks.Described("db", "t", [chunks.Column("a", T.LONG), chunks.Column("b", T.FLOAT),
+                                     chunks.Column("c", T.BLOB), chunks.Column("u", T.LONG)],
+                         ["u"], 0)
+    left = d.leaving_out(["b", "c", "u"])
+    assert left.unread == {"b", "c"} and d.unread == frozenset()
+    assert chunks.chunk_sql(left, ["7"], None, 5) == \
+        "SELECT `a`, NULL, NULL, `u` FROM `db`.`t` WHERE ((`u` > 7)) ORDER BY `u` LIMIT 5"
+    assert chunks.chunk_sql(d.leaving_out([]), None, None, 5) == chunks.chunk_sql(d, None, None, 5)
 
 
 def test_text_protocol_values_are_shaped_as_the_binlog_reader_hands_them_back():
