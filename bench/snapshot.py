@@ -14,7 +14,7 @@ import datetime
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -88,17 +88,28 @@ def _stamps(log: bytes) -> Dict[str, float]:
     return out
 
 
-def run(python: str, db: str, rows: int, workdir: str,
-        chunk_rows: Optional[int] = None) -> Dict[str, Any]:
-    ns = env.unique("snap")
-    cfg_path = env.write_streamer_config(os.path.join(workdir, f"{ns}.yaml"), ns, [f"{db}.snap"])
+def write_config(path: str, ns: str, db: str, chunk_rows: Optional[int] = None,
+                 exclude: Sequence[str] = ()) -> str:
+    """The config of a snapshot of ``db``.snap at start-up, into namespace ``ns``."""
+    cfg_path = env.write_streamer_config(path, ns, [f"{db}.snap"])
     with open(cfg_path, encoding="utf-8") as fh:
         cfg = yaml.safe_load(fh)
     cfg["start"] = {"initial": "snapshot"}
     if chunk_rows:
         cfg["snapshot"] = {"chunk_rows": chunk_rows}
+    if exclude:
+        cfg["tables"]["columns"] = {"exclude": [f"{db}.snap.{c}" for c in exclude]}
     with open(cfg_path, "w", encoding="utf-8") as fh:
         yaml.safe_dump(cfg, fh)
+    return cfg_path
+
+
+def run(python: str, db: str, rows: int, workdir: str, chunk_rows: Optional[int] = None,
+        exclude: Sequence[str] = ()) -> Dict[str, Any]:
+    """One snapshot of ``db``.snap by ``python``; ``exclude``: columns of it kept out of Kafka
+    (tables.columns.exclude)."""
+    ns = env.unique("snap")
+    cfg_path = write_config(os.path.join(workdir, f"{ns}.yaml"), ns, db, chunk_rows, exclude)
     log_path = os.path.join(workdir, f"{ns}.log")
     samples: List[Tuple[float, float]] = []
     launched = time.time()

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pymysql
 
@@ -150,24 +150,28 @@ def measure_share_live(python: str, shape: str, records: List[Dict[str, Any]],
 
 
 def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows: Optional[int],
-                      rows: Optional[int], table: str = "bulk") -> List[Dict[str, Any]]:
+                      rows: Optional[int], table: str = "bulk",
+                      exclude: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """The snapshot shape (bench.snapshot): one table, snapshotted by each interpreter in turn;
     ``table`` wide or mixed: the snapshot-wide or snapshot-mixed shape, without the live stream
-    beside it."""
+    beside it; ``exclude``: its columns kept out of Kafka, a shape of its own
+    (snapshot-wide-without-payload)."""
     db, rows, load_s = snapshot.load(quick, rows, table)
     shape = "snapshot" if table == "bulk" else f"snapshot-{table}"
+    if exclude:
+        shape += "-without-" + "-".join(exclude)
     print(f"bench: {shape}: {rows} rows loaded in {load_s:.1f}s into {db}", flush=True)
     out = []
     try:
         for python in pythons:
             rec = {"shape": shape, "python": _label(python), **interpreter_of(python),
-                   **snapshot.run(python, db, rows, workdir, chunk_rows), "repeat": 1}
+                   **snapshot.run(python, db, rows, workdir, chunk_rows, exclude), "repeat": 1}
             print(f"bench: {shape} {rec['interpreter']}: {rec['rows_s']:.0f} rows/s "
                   f"(launch to done {rec['launch_rows_s']:.0f} rows/s), "
                   f"{rec['cpu_s']} CPU-s, peak RSS {rec['rss_mb']:.0f} MB "
                   f"(+{rec['rss_growth_mb']} MB over the second half)", flush=True)
             out.append(rec)
-            if table != "bulk":
+            if table != "bulk" or exclude:
                 continue
             cost = {"shape": "snapshot-live", "python": _label(python), **interpreter_of(python),
                     **snapshot.live_cost(python, db, workdir, 3.0 if quick else 10.0),
@@ -295,6 +299,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         "mixed (snapshot-mixed: wide's and a DATE, a TIMESTAMP and a SET)")
     p.add_argument("--snapshot-chunk-rows", type=int,
                    help="snapshot.chunk_rows for the snapshot shape (default: the config's)")
+    p.add_argument("--snapshot-exclude", action="append", default=[], metavar="COLUMN",
+                   help="a column of the snapshot shapes' table kept out of Kafka "
+                        "(tables.columns.exclude; repeatable): shapes of their own, such as "
+                        "snapshot-wide-without-payload")
     p.add_argument("--snapshot-rows", type=int,
                    help=f"rows of the snapshot shape's table (default {snapshot.FULL_ROWS}, "
                    f"quick {snapshot.QUICK_ROWS})")
@@ -438,7 +446,8 @@ def _measure(args: argparse.Namespace) -> int:
                 for table in args.snapshot_table or ["bulk", "wide", "mixed"]:
                     records.extend(measure_snapshots(args.python, args.quick, workdir,
                                                      args.snapshot_chunk_rows,
-                                                     args.snapshot_rows, table))
+                                                     args.snapshot_rows, table,
+                                                     args.snapshot_exclude))
             if not args.no_startup:
                 runs = 1 if args.quick else max(5, args.repeat)
                 records.extend(measure_startup(p, runs, workdir) for p in args.python)
