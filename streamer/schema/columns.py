@@ -93,6 +93,7 @@ def _bit_converter(nbytes: int) -> Callable[[str], bytes]:
 def _padded(length: int) -> Callable[[Any], bytes]:
     def convert(value: Any) -> bytes:
         return as_bytes(value).ljust(length, b"\0")
+    convert.pads_to = length  # type: ignore[attr-defined]  # schema.textavro pads the text so
     return convert
 
 

@@ -14,23 +14,26 @@ alone, ``TextWriter`` writes the value's and the key's Avro from the packet in o
 - a DECIMAL: its digits, without the point, are the unscaled number;
 - a DATETIME: the wall clock's fields, as µs since the epoch; a TIMESTAMP (read in UTC) alike,
   or in Debezium's Avro its text in ISO 8601 (``ZonedTimestamp``);
-- a DATE: its fields, as days since the epoch.
+- a DATE: its fields, as days since the epoch;
+- a binary string (BINARY, VARBINARY, a binary BLOB) or a GEOMETRY: its bytes, a BINARY(n)'s
+  padded to n with zero bytes as the general way pads them.
 
 The bytes are those of the general way, value for value (tests/unit/schema/test_textavro.py
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
-than its scale) goes the general way, value by value. Any other column (a TIME, a BLOB, JSON,
+than its scale) goes the general way, value by value. Any other column (a TIME, a BIT, JSON,
 a masked column...) is made the general way column by column: its text read as PyMySQL reads
 it, shaped, converted and written by its field's own generated writer. A SET, whose texts are
 few, is made so once per text, and its field's bytes are kept by the text (``_memo``). A
 column's value in a snapshot's row is a function of its text alone (``TableVersion.alone``): a
 column masked with null is None whatever its text, and a NOT NULL SET's NULL is its empty value.
-An excluded column (``tables.columns.exclude``), read with the row, is passed over undecoded
-(an invalid date in it is not counted: nothing of it is published).
+An excluded column (``tables.columns.exclude``), selected as NULL or, in a keyless table's
+chunk key, read, is passed over undecoded (an invalid date in it is not counted: nothing of it
+is published).
 
 The streamer's own Avro and Debezium's (``codec.debezium.AvroEvents``) are written so: Connect's
 Value struct holds the same bytes for the kinds above where Connect's type is the value itself
-(an integer, a string, a precise decimal, a DATETIME as µs or ms, a DATE); a TIMESTAMP's
+(an integer, a string, bytes, a precise decimal, a DATETIME as µs or ms, a DATE); a TIMESTAMP's
 ``ZonedTimestamp`` is its text rearranged, and any other column Connect makes another value of
 (``adapt``) goes the general way. Another message format (Debezium's JSON, plain
 JSON, a schema the generated writers don't write) has no ``TextWriter`` (``text_writer`` says
@@ -188,6 +191,9 @@ _WRITE = {
     "int": ["write_long(buf, int(s))"],
     "text": ["if not s.isascii():", "    s.decode('utf-8')", "write_long(buf, n)", "buf += s"],
     "decimal": ["s = _decimal(s, {a}, {b}{adapt})", "write_long(buf, len(s))", "buf += s"],
+    "bytes": ["write_long(buf, n)", "buf += s"],
+    "padded": ["if n < {a}:", "    s = s.ljust({a}, b'\\0')", "write_long(buf, len(s))",
+               "buf += s"],
 }
 
 # A temporal field's value (``v``, None for an invalid date), by kind.
@@ -426,6 +432,12 @@ def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str]
             and converter is None and encoding is not None \
             and codecs.lookup(encoding).name == "utf-8" and shape is None and adapt is None:
         return "text", None, None
+    if _primitive(atype) == "bytes" and encoding is None and converter is None and shape is None \
+            and adapt is None and cname is None:
+        if conv is columns.as_bytes:
+            return "bytes", None, None
+        if getattr(conv, "pads_to", None) is not None:
+            return "padded", conv.pads_to, None
     return _temporal(col, field, connect, encoding, converter, shape, conv) or general
 
 

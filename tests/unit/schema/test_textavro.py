@@ -187,10 +187,11 @@ def test_a_composite_key_in_the_columns_order_is_written_with_the_row():
 
 
 def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_column():
-    # A column kind with no fast path (a BLOB, BIGINT UNSIGNED, a TIME), or read other
-    # than as it writes it (another encoding, a converter): that column's value is made as the
+    # A column kind with no fast path (BIGINT UNSIGNED, a TIME, a BIT), or read other than
+    # as it writes it (another encoding, a converter): that column's value is made as the
     # general way makes it, the others' from their text.
-    for col, conv, text in [(_col("x", T.BLOB), (None, None), b"\x00\xff"),
+    for col, conv, text in [(_col("x", T.BLOB), ("ascii", None), b"\x00\x7f"),
+                            (_col("x", T.BIT, bits=12, bytes=2), (None, None), b"\x0f\xff"),
                             (_col("x", T.LONGLONG, unsigned=True), ASCII_INT,
                              "18446744073709551615"),
                             (_text("x"), ("latin1", None), "caf\xe9".encode("latin1")),
@@ -336,8 +337,9 @@ def test_a_sets_bytes_are_kept_by_its_text_up_to_a_bound(fmt, frozen, monkeypatc
 
 @pytest.mark.parametrize("fmt", ["streamer", "debezium"])
 def test_excluded_columns_are_passed_over(fmt, frozen):
-    # tables.columns.exclude: the column is read (SELECT *) and not published; the writer steps
-    # over its value, whatever its length (one byte of length, or 0xFC and two) or NULL.
+    # tables.columns.exclude: the column is not published, and selected as NULL unless a keyless
+    # table's chunks follow it (source.chunks); the writer steps over its value, whatever its
+    # length (one byte of length, or 0xFC and two) or NULL.
     cols = [_col("id", T.LONG, primary=True, nullable=False), _text("ssn"),
             _col("note", T.BLOB, character_set_name="utf8mb4"), _text("v"), _text("last")]
     plan = [ASCII_INT, TEXT, TEXT, TEXT, TEXT]
@@ -354,6 +356,35 @@ def test_excluded_columns_are_passed_over(fmt, frozen):
         value, key = direct(w, data)
         assert key is not None and (value, key) == general(tv, d, plan, data), row[0]
         assert b"123-45" not in value
+
+
+@pytest.mark.parametrize("fmt", ["streamer", "debezium"])
+def test_binary_columns_are_written_from_their_bytes(fmt, frozen, monkeypatch):
+    # VARBINARY, a binary BLOB and a GEOMETRY are their bytes; a BINARY(n), which the binlog
+    # gives without its trailing zero bytes, is padded to n as the general way pads it, also
+    # as a key. None of them is made the general way.
+    made = []
+    real = textavro._general_value
+    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: made.append(where) or
+                        real(where, *a))
+    cols = [_col("uuid", T.STRING, primary=True, nullable=False, character_set_name="binary",
+                 max_length=16),
+            _col("vb", T.VARCHAR, character_set_name="binary", max_length=32),
+            _col("b", T.BLOB, character_set_name="binary"),
+            _col("bn", T.STRING, character_set_name="binary", max_length=4)]
+    if fmt == "streamer":
+        cols.append(_col("g", T.GEOMETRY))
+    plan = [(None, None)] * len(cols)
+    d, tv = _table(cols, ["uuid"], _debezium() if fmt == "debezium" else None)
+    w = writer(tv, d, plan)
+    assert w is not None and made == []
+    point = bytes(4) + b"\x01\x01\x00\x00\x00" + bytes(range(16))
+    for row in [(bytes(range(16)), b"\x00\xff", b"\xc3\x28" * 200, b"ab\x00\x00", point),
+                (b"\xff" * 15 + b"\x00", b"", b"", b"\x00" * 4, point),
+                (b"k\x00", None, b"x" * 70000, b"a", None)]:  # shorter than n: padded
+        data = packet(*row[:len(cols)])
+        value, key = direct(w, data)
+        assert key is not None and (value, key) == general(tv, d, plan, data), row[0]
 
 
 def test_tables_it_cant_write_go_the_general_way():
