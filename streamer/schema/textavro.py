@@ -16,12 +16,13 @@ alone, ``TextWriter`` writes the value's and the key's Avro from the packet in o
   or in Debezium's Avro its text in ISO 8601 (``ZonedTimestamp``);
 - a DATE: its fields, as days since the epoch;
 - a binary string (BINARY, VARBINARY, a binary BLOB) or a GEOMETRY: its bytes, a BINARY(n)'s
-  padded to n with zero bytes as the general way pads them.
+  padded to n with zero bytes as the general way pads them;
+- a TIME: its fields, as µs (negative, or past a day, alike); a YEAR: its digits.
 
 The bytes are those of the general way, value for value (tests/unit/schema/test_textavro.py
 compares both on every kind, and on the values the fast paths leave to it): a text the fast
 path doesn't take as the server writes it (an invalid or zero date, a decimal with other digits
-than its scale) goes the general way, value by value. Any other column (a TIME, a BIT, JSON,
+than its scale) goes the general way, value by value. Any other column (a BIT, a FLOAT, JSON,
 a masked column...) is made the general way column by column: its text read as PyMySQL reads
 it, shaped, converted and written by its field's own generated writer. A SET, whose texts are
 few, is made so once per text, and its field's bytes are kept by the text (``_memo``). A
@@ -60,7 +61,7 @@ from streamer.errors import GeneratedWriterUnsupported, UnsupportedValue
 from streamer.schema import columns
 from streamer.source import lenenc
 from streamer.source.rowplan import EPOCH_ORDINAL
-from streamer.source.textrows import FASTER, fast_datetime, fast_decimal
+from streamer.source.textrows import FASTER, fast_datetime, fast_decimal, fast_timedelta
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,30 @@ def date_days(text: bytes, shape: Callable[[Any], Any]) -> Optional[int]:
     return None if value is None else columns.date_to_days(value)
 
 
+def time_micros(text: bytes) -> int:
+    """A TIME's ``[-]H:MM:SS[.f...]`` as µs, as the general way reads it (PyMySQL's reading,
+    then ``columns.timedelta_to_micros``), which any other text goes."""
+    size, colon = len(text), text.find(b":")
+    sign = 1 if size and text[0] == 45 else 0  # "-"
+    if 0 < colon - sign <= 3 and size >= colon + 6 and text[colon + 3] == 58 \
+            and (size == colon + 6 or (text[colon + 6] == 46 and colon + 8 <= size <= colon + 13)):
+        try:
+            hours = int(text[sign:colon])
+            minute, second = int(text[colon + 1:colon + 3]), int(text[colon + 4:colon + 6])
+            micro = 0 if size == colon + 6 else int(text[colon + 7:]) * 10 ** (colon + 13 - size)
+        except ValueError:
+            hours = minute = -1
+        if hours >= 0 and 0 <= minute < 60 and 0 <= second < 60 and micro >= 0:
+            micros = ((hours * 60 + minute) * 60 + second) * 1000000 + micro
+            return -micros if sign else micros
+    return columns.timedelta_to_micros(fast_timedelta(text.decode("ascii")))
+
+
+def year_number(text: bytes) -> int:
+    """A YEAR's digits as the general way reads them (``columns.year_value``)."""
+    return columns.year_value(int(text))
+
+
 def zoned_text(text: bytes, shape: Callable[[Any], Any], adapt: Callable[[int], str],
                size: int) -> Optional[bytes]:
     """A TIMESTAMP's text (UTC) as Debezium's ZonedTimestamp's UTF-8: the server's
@@ -184,7 +209,7 @@ def _null(name: str) -> None:
 _HELPERS: Dict[str, Any] = {"write_long": write_long, "_long_length": lenenc.read,
                             "_datetime": datetime_micros, "_date": date_days,
                             "_zoned": zoned_text, "_decimal": decimal_bytes,
-                            "_null": _null}
+                            "_time": time_micros, "_year": year_number, "_null": _null}
 
 # A field's value (``s``) written, by kind; ``{a}`` and ``{b}`` are the kind's arguments.
 _WRITE = {
@@ -192,6 +217,8 @@ _WRITE = {
     "text": ["if not s.isascii():", "    s.decode('utf-8')", "write_long(buf, n)", "buf += s"],
     "decimal": ["s = _decimal(s, {a}, {b}{adapt})", "write_long(buf, len(s))", "buf += s"],
     "bytes": ["write_long(buf, n)", "buf += s"],
+    "time": ["write_long(buf, _time(s))"],
+    "year": ["write_long(buf, _year(s))"],
     "padded": ["if n < {a}:", "    s = s.ljust({a}, b'\\0')", "write_long(buf, len(s))",
                "buf += s"],
 }
@@ -438,7 +465,26 @@ def _kind(col: Any, field: Dict[str, Any], connect: Any, encoding: Optional[str]
             return "bytes", None, None
         if getattr(conv, "pads_to", None) is not None:
             return "padded", conv.pads_to, None
-    return _temporal(col, field, connect, encoding, converter, shape, conv) or general
+    return _clock(col, atype, cname, adapt, encoding, converter, shape, conv) \
+        or _temporal(col, field, connect, encoding, converter, shape, conv) or general
+
+
+def _clock(col: Any, atype: Any, cname: Optional[str], adapt: Any, encoding: Optional[str],
+           converter: Any, shape: Any, conv: Any) -> Optional[Tuple[str, Any, Any]]:
+    """A TIME's or YEAR's kind, where its field is the µs or the year as they are (the
+    streamer's time-micros and int, Debezium's MicroTime and Year); or None."""
+    if encoding != "ascii" or shape is not None or adapt is not None:
+        return None
+    if col.type in (T.TIME, T.TIME2) and converter is converters.convert_timedelta \
+            and conv is columns.timedelta_to_micros and isinstance(atype, dict) \
+            and atype["type"] == "long" and (
+                cname == "io.debezium.time.MicroTime"
+                or (cname is None and atype.get("logicalType") == "streamer.time-micros")):
+        return "time", None, None
+    if col.type == T.YEAR and converter is int and conv is columns.year_value \
+            and _primitive(atype) == "int" and cname in (None, "io.debezium.time.Year"):
+        return "year", None, None
+    return None
 
 
 _DATES = ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date")

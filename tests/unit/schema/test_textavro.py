@@ -187,7 +187,7 @@ def test_a_composite_key_in_the_columns_order_is_written_with_the_row():
 
 
 def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_column():
-    # A column kind with no fast path (BIGINT UNSIGNED, a TIME, a BIT), or read other than
+    # A column kind with no fast path (BIGINT UNSIGNED, a BIT, a DOUBLE), or read other than
     # as it writes it (another encoding, a converter): that column's value is made as the
     # general way makes it, the others' from their text.
     for col, conv, text in [(_col("x", T.BLOB), ("ascii", None), b"\x00\x7f"),
@@ -196,7 +196,7 @@ def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_colu
                              "18446744073709551615"),
                             (_text("x"), ("latin1", None), "caf\xe9".encode("latin1")),
                             (_text("x"), ("utf8", str.upper), "abc"),
-                            (_col("x", T.TIME2, fsp=6), ("ascii", converters.convert_timedelta),
+                            (_col("x", T.TIME2, fsp=6), ("latin1", converters.convert_timedelta),
                              "-838:59:59.000000"),
                             (_col("x", T.DATE), ("ascii", str), "2024-02-29"),
                             (_col("x", T.DOUBLE), ("ascii", float), "2.25")]:
@@ -385,6 +385,35 @@ def test_binary_columns_are_written_from_their_bytes(fmt, frozen, monkeypatch):
         data = packet(*row[:len(cols)])
         value, key = direct(w, data)
         assert key is not None and (value, key) == general(tv, d, plan, data), row[0]
+
+
+CLOCKS = ["00:00:00", "-838:59:59.000000", "838:59:59.999999", "12:34:56.5", "-00:00:00.000001",
+         "100:00:00.123", "-12:00:00", "24:00:00.000000",
+         # a text the server doesn't write, which PyMySQL reads: read the general way
+         "1:2:3"]
+
+
+@pytest.mark.parametrize("fmt", ["streamer", "adaptive_time_microseconds"])
+def test_times_and_years_are_written_from_their_text(fmt, frozen, monkeypatch):
+    # TIME: µs, negative and past a day alike (the streamer's time-micros, Debezium's MicroTime);
+    # YEAR: its number, '0000' as 0 (the streamer's int, Debezium's Year). Also as keys.
+    made = []
+    real = textavro._general_value
+    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: made.append(where) or
+                        real(where, *a))
+    cols = [_col("t", T.TIME2, primary=True, nullable=False, fsp=6),
+            _col("y", T.YEAR, primary=True, nullable=False), _col("tn", T.TIME2, fsp=3),
+            _col("yn", T.YEAR)]
+    plan = [("ascii", converters.convert_timedelta), ("ascii", int)] * 2
+    d, tv = _table(cols, ["t", "y"], None if fmt == "streamer" else _debezium(
+        time_precision_mode=fmt))
+    w = writer(tv, d, plan)
+    assert w is not None and made == []
+    for j, when in enumerate(CLOCKS):
+        for year in ("2024", "0000", "1901", "2155"):
+            data = packet(when, year, (when, None)[j % 2], (year, None)[j % 3 == 0])
+            value, key = direct(w, data)
+            assert key is not None and (value, key) == general(tv, d, plan, data), (when, year)
 
 
 def test_tables_it_cant_write_go_the_general_way():
