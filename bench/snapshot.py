@@ -54,9 +54,22 @@ MIXED_INSERT = WIDE_INSERT.replace(
     " FROM seq_", ", IF(seq % 5 = 0, NULL, DATE_ADD('1950-01-01', INTERVAL seq % 25000 DAY)), "
     "FROM_UNIXTIME(1700000000 + seq + ROUND(RAND(seq + 3), 3)), "
     "MAKE_SET(seq % 16, 'red', 'green', 'blue', 'gold') FROM seq_")
+# The snapshot-binary shape's table: a row keyed by a BINARY(16) (a UUID's bytes), with a
+# VARBINARY(32) digest, a name, a TIME(6) and a TIME, a YEAR and 64-192 bytes of BLOB (every 4th
+# NULL), kinds schema.textavro writes from their bytes and digits.
+BINARY_DDL = ("CREATE TABLE snap (uuid BINARY(16) PRIMARY KEY, digest VARBINARY(32) NOT NULL, "
+              "name VARCHAR(64) NOT NULL, opened TIME(6) NOT NULL, took TIME NULL, "
+              "since YEAR NOT NULL, body BLOB NULL) CHARACTER SET utf8mb4")
+BINARY_INSERT = ("INSERT INTO snap SELECT UNHEX(MD5(seq)), UNHEX(SHA2(seq, 256)), "
+                 "CONCAT('name-', LPAD(seq, 8, '0')), "
+                 "SEC_TO_TIME(seq % 86400 + ROUND(RAND(seq), 6)), "
+                 "IF(seq % 3 = 0, NULL, SEC_TO_TIME(CAST(seq % 3000000 AS SIGNED) - 1500000)), "
+                 "1901 + seq % 255, IF(seq % 4 = 0, NULL, LEFT(UNHEX(CONCAT(SHA2(seq, 512), "
+                 "SHA2(seq + 1, 512), SHA2(seq + 2, 512))), 64 + seq % 129)) FROM seq_{lo}_to_{hi}")
 TABLES = {"bulk": (BULK_DDL.replace("TABLE bulk", "TABLE snap"),
                    BULK_INSERT.replace("INTO bulk", "INTO snap")),
-          "wide": (WIDE_DDL, WIDE_INSERT), "mixed": (MIXED_DDL, MIXED_INSERT)}
+          "wide": (WIDE_DDL, WIDE_INSERT), "mixed": (MIXED_DDL, MIXED_INSERT),
+          "binary": (BINARY_DDL, BINARY_INSERT)}
 
 
 def load(quick: bool, rows: Optional[int] = None, table: str = "bulk") -> Tuple[str, int, float]:

@@ -294,9 +294,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--no-snapshot", action="store_true",
                    help="skip the snapshot shape (1M rows of the bulk shape's columns)")
     p.add_argument("--snapshot-table", action="append", choices=sorted(snapshot.TABLES),
-                   help="the snapshot shapes' tables (repeatable; default all): bulk "
-                        "(snapshot, with a live stream beside it), wide (snapshot-wide) and "
-                        "mixed (snapshot-mixed: wide's and a DATE, a TIMESTAMP and a SET)")
+                   help="the snapshot shapes' tables (repeatable; default bulk, wide and "
+                        "mixed): bulk (snapshot, with a live stream beside it), wide "
+                        "(snapshot-wide), mixed (snapshot-mixed: wide's and a DATE, a TIMESTAMP "
+                        "and a SET) and binary (snapshot-binary: BINARY, VARBINARY and BLOB "
+                        "columns, TIMEs and a YEAR)")
     p.add_argument("--snapshot-chunk-rows", type=int,
                    help="snapshot.chunk_rows for the snapshot shape (default: the config's)")
     p.add_argument("--snapshot-exclude", action="append", default=[], metavar="COLUMN",
