@@ -414,6 +414,22 @@ def test_times_and_years_are_written_from_their_text(fmt, frozen, monkeypatch):
             data = packet(when, year, (when, None)[j % 2], (year, None)[j % 3 == 0])
             value, key = direct(w, data)
             assert key is not None and (value, key) == general(tv, d, plan, data), (when, year)
+    # Texts the server doesn't write come out alike both ways: the same bytes, or the same
+    # failure where the general way reads no time.
+    def outcome(way):
+        try:
+            return way()
+        except Exception as exc:  # noqa: BLE001 - compared, not swallowed
+            return type(exc)
+
+    outcomes = []
+    for junk in ("12:34:56.5_0", " 1:00:00", "+1:00:00", "1:00:0x", "1:60:00", "1:00:00.1234567",
+                 "1_0:00:00", "00:00:00.+5", "00:00:00.-5", "--1:00:00", "1:-1:00"):
+        data = packet("00:00:01", "2024", junk, None)
+        got, want = outcome(lambda: direct(w, data)), outcome(lambda: general(tv, d, plan, data))
+        assert got == want, junk
+        outcomes.append(isinstance(want, tuple))
+    assert True in outcomes and False in outcomes  # both kinds of outcome were met
 
 
 def test_tables_it_cant_write_go_the_general_way():
