@@ -234,17 +234,13 @@ def _stamp(when, p):
 
 
 @pytest.mark.parametrize("fmt", ["streamer", "adaptive_time_microseconds", "connect"])
-def test_dates_timestamps_and_enums_are_written_from_their_text(fmt, frozen, monkeypatch):
+def test_dates_timestamps_and_enums_are_written_from_their_text(fmt, frozen, made):
     # DATE: days since 1970 (the streamer's date, Debezium's Date or Connect's Date); TIMESTAMP:
     # the streamer's UTC µs, Debezium's ZonedTimestamp (the text, ISO 8601 in UTC, with the
     # column's digits); ENUM: its text (Debezium's Enum). Their values are never made the
     # general way whole.
     from streamer.source.rowplan import INVALID
 
-    made = []
-    real = textavro._general_value
-    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: made.append(where) or
-                        real(where, *a))
     d, tv, plan = _temporal_table(None if fmt == "streamer" else _debezium(time_precision_mode=fmt))
     w = writer(tv, d, plan)
     assert w is not None and made == []
@@ -359,14 +355,10 @@ def test_excluded_columns_are_passed_over(fmt, frozen):
 
 
 @pytest.mark.parametrize("fmt", ["streamer", "debezium"])
-def test_binary_columns_are_written_from_their_bytes(fmt, frozen, monkeypatch):
+def test_binary_columns_are_written_from_their_bytes(fmt, frozen, made):
     # VARBINARY, a binary BLOB and a GEOMETRY are their bytes; a BINARY(n), which the binlog
     # gives without its trailing zero bytes, is padded to n as the general way pads it, also
     # as a key. None of them is made the general way.
-    made = []
-    real = textavro._general_value
-    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: made.append(where) or
-                        real(where, *a))
     cols = [_col("uuid", T.STRING, primary=True, nullable=False, character_set_name="binary",
                  max_length=16),
             _col("vb", T.VARCHAR, character_set_name="binary", max_length=32),
@@ -394,13 +386,9 @@ CLOCKS = ["00:00:00", "-838:59:59.000000", "838:59:59.999999", "12:34:56.5", "-0
 
 
 @pytest.mark.parametrize("fmt", ["streamer", "adaptive_time_microseconds"])
-def test_times_and_years_are_written_from_their_text(fmt, frozen, monkeypatch):
+def test_times_and_years_are_written_from_their_text(fmt, frozen, made):
     # TIME: µs, negative and past a day alike (the streamer's time-micros, Debezium's MicroTime);
     # YEAR: its number, '0000' as 0 (the streamer's int, Debezium's Year). Also as keys.
-    made = []
-    real = textavro._general_value
-    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: made.append(where) or
-                        real(where, *a))
     cols = [_col("t", T.TIME2, primary=True, nullable=False, fsp=6),
             _col("y", T.YEAR, primary=True, nullable=False), _col("tn", T.TIME2, fsp=3),
             _col("yn", T.YEAR)]
@@ -483,6 +471,17 @@ def test_decimals_of_random_precision_scale_and_value_as_the_general_way():
             f"{digits[:-scale]}.{digits[-scale:]}" if scale else digits)
         assert textavro.decimal_bytes(text.encode(), scale, precision) == \
             _decimal_bytes(fast_decimal(text), scale, precision), (text, scale, precision)
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """Where the writers made next make a column's values the general way (each column's
+    ``_general_value``)."""
+    out = []
+    real = textavro._general_value
+    monkeypatch.setattr(textavro, "_general_value", lambda where, *a: out.append(where) or
+                        real(where, *a))
+    return out
 
 
 @pytest.fixture
