@@ -73,8 +73,9 @@ TABLES = {"bulk": (BULK_DDL.replace("TABLE bulk", "TABLE snap"),
 
 
 def load(quick: bool, rows: Optional[int] = None, table: str = "bulk") -> Tuple[str, int, float]:
-    """A database with the table ``snap`` of ``rows`` (FULL_ROWS, quick QUICK_ROWS) rows of the
-    bulk shape's columns, or of WIDE_DDL's: (db, rows, seconds)."""
+    """A database with the table ``snap`` of ``rows`` (FULL_ROWS, quick QUICK_ROWS) rows of
+    ``table``'s columns (TABLES: the bulk shape's, WIDE_DDL's, MIXED_DDL's or BINARY_DDL's):
+    (db, rows, seconds)."""
     rows = rows or (QUICK_ROWS if quick else FULL_ROWS)
     db = env.unique("bench_snap_")
     conn = env.admin()

@@ -153,8 +153,8 @@ def measure_snapshots(pythons: List[str], quick: bool, workdir: str, chunk_rows:
                       rows: Optional[int], table: str = "bulk",
                       exclude: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """The snapshot shape (bench.snapshot): one table, snapshotted by each interpreter in turn;
-    ``table`` wide or mixed: the snapshot-wide or snapshot-mixed shape, without the live stream
-    beside it; ``exclude``: its columns kept out of Kafka, a shape of its own
+    ``table`` wide, mixed or binary: the snapshot-wide, snapshot-mixed or snapshot-binary shape,
+    without the live stream beside it; ``exclude``: its columns kept out of Kafka, a shape of its own
     (snapshot-wide-without-payload)."""
     db, rows, load_s = snapshot.load(quick, rows, table)
     shape = "snapshot" if table == "bulk" else f"snapshot-{table}"
