@@ -72,26 +72,39 @@ def _renames(schema: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 class Decoder:
     """Decodes keys and values; ``schemas`` loads {fingerprint hex: schema dict} on demand,
-    ``registry`` (schema id -> schema) serves messages in the Confluent wire format."""
+    ``registry`` (schema id -> schema) serves messages in the Confluent wire format, and
+    ``known`` are schemas to know from the start (a table's own, which no topic may hold yet).
 
-    def __init__(self, schemas: SchemaSource, registry: Optional[RegistrySource] = None):
+    A source may also have a ``settled()`` load, slower but complete (KafkaSchemas: one that
+    waits for open transactions): it is asked only for a fingerprint ``schemas()`` lacks.
+    """
+
+    def __init__(self, schemas: SchemaSource, registry: Optional[RegistrySource] = None,
+                 known: Optional[Dict[str, Dict[str, Any]]] = None):
         self._load = schemas
+        self._settled: Optional[SchemaSource] = getattr(schemas, "settled", None)
         self._registry = registry
         self._parsed: Dict[bytes, Any] = {}
         self._raw: Dict[bytes, Any] = {}
         self._names: Dict[bytes, Optional[Dict[str, Any]]] = {}
+        self._take(known or {})
         # TIME's logical type, through fastavro's registry of logical-type readers (documented
         # for this): set here, by whoever decodes, never as a side effect of an import.
         fastavro.read.LOGICAL_READERS[TIME_MICROS] = _read_time_micros
 
+    def _take(self, schemas: Dict[str, Dict[str, Any]]) -> None:
+        for hexfp, schema in schemas.items():
+            key = bytes.fromhex(hexfp)
+            self._raw[key] = schema
+            self._names[key] = _renames(schema)
+            self._parsed[key] = fastavro.parse_schema(schema)
+
     def _schema(self, fp: bytes) -> Any:
         parsed = self._parsed.get(fp)
         if parsed is None:
-            for hexfp, schema in self._load().items():
-                key = bytes.fromhex(hexfp)
-                self._raw[key] = schema
-                self._names[key] = _renames(schema)
-                self._parsed[key] = fastavro.parse_schema(schema)
+            for load in (self._load, self._settled):
+                if load is not None and fp not in self._parsed:
+                    self._take(load())
             parsed = self._parsed.get(fp)
             if parsed is None:
                 raise UnknownSchema(f"no writer schema with fingerprint {fp.hex()} in the schema topic")

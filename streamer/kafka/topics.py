@@ -10,16 +10,10 @@ from streamer.codec.decode import SchemaSource
 from streamer.errors import OpenTransaction
 from streamer.kafka import logs
 
-# How long the broker may hold an empty fetch while a topic is read to its end (read_topic).
+# How long the broker may hold an empty fetch while a topic is read to its end (read_topic_tail).
 READ_FETCH_WAIT_MS = 10
 # How much of a topic TopicReader lets the client fetch ahead (kB).
 READ_PREFETCH_KB = 8192
-
-
-def read_topic(conf: Dict[str, Any], topic: str,
-               timeout: float = 60.0) -> List[Tuple[Optional[bytes], Optional[bytes]]]:
-    """(key, value) of every committed record of a topic, read_committed, in offset order."""
-    return read_topic_tail(conf, topic, timeout)[0]
 
 
 def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
@@ -27,9 +21,10 @@ def read_topic_tail(conf: Dict[str, Any], topic: str, timeout: float = 60.0,
                     on_open: Optional[Callable[[int, int, int], None]] = None,
                     must_exist: bool = False
                     ) -> Tuple[List[Tuple[Optional[bytes], Optional[bytes]]], bool]:
-    """``read_topic``, but with ``tail`` only the records among each partition's last ``tail``
-    offsets; and whether what was read is the whole topic (the tail reached back to each
-    partition's first offset), so a caller needs no second, full read.
+    """(key, value) of every committed record of a topic, read_committed, in offset order, or
+    with ``tail`` only those among each partition's last ``tail`` offsets; and whether what was
+    read is the whole topic (the tail reached back to each partition's first offset), so a
+    caller needs no second, full read.
 
     A read_committed read ends at the partition's last stable offset: a transaction still open
     there hides every record after its first, those of transactions committed since included.
@@ -130,20 +125,44 @@ def _offsets(c: Any, topic: str, deadline: float,
             time.sleep(0.1)
 
 
-def read_schema_records(conf: Dict[str, Any], namespace: str) -> List[Dict[str, Any]]:
-    """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic)."""
-    return [json.loads(value) for _, value in read_topic(conf, f"{namespace}.__schemas")
-            if value is not None]
+def read_schema_records(conf: Dict[str, Any], namespace: str, settle: bool = False,
+                        timeout: float = 60.0) -> List[Dict[str, Any]]:
+    """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic);
+    ``settle`` as in read_topic_tail."""
+    records, _ = read_topic_tail(conf, f"{namespace}.__schemas", timeout, settle=settle)
+    return [json.loads(value) for _, value in records if value is not None]
+
+
+class KafkaSchemas:
+    """The schema topic as a Decoder's SchemaSource: a call reads it to its stable end.
+
+    A message's schema is written in the message's own transaction, but the transaction's commit
+    markers reach the schema topic and the message's partition at different moments. So a
+    consumer can hold a committed message whose schema that read doesn't show yet. ``settled``
+    reads on until what was written before the topic's end is decided; the decoder asks it only
+    for a fingerprint the first read lacks, since a source killed mid-transaction keeps the
+    topic unsettled until its successor starts (or the broker's timeout aborts it).
+    """
+
+    def __init__(self, conf: Dict[str, Any], namespace: str, timeout: float = 60.0) -> None:
+        self.conf = conf
+        self.namespace = namespace
+        self.timeout = timeout
+
+    def __call__(self) -> Dict[str, Dict[str, Any]]:
+        return self._load(settle=False)
+
+    def settled(self) -> Dict[str, Dict[str, Any]]:
+        return self._load(settle=True)
+
+    def _load(self, settle: bool) -> Dict[str, Dict[str, Any]]:
+        return {rec["fingerprint"]: json.loads(rec["schema"])
+                for rec in read_schema_records(self.conf, self.namespace, settle, self.timeout)}
 
 
 def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:
-    """Reads the whole schema topic, read_committed, each time it is called."""
-
-    def load() -> Dict[str, Dict[str, Any]]:
-        return {rec["fingerprint"]: json.loads(rec["schema"])
-                for rec in read_schema_records(conf, namespace)}
-
-    return load
+    """The schema topic of ``namespace``, read_committed, each time it is called (KafkaSchemas)."""
+    return KafkaSchemas(conf, namespace)
 
 
 class TopicReader:

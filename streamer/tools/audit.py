@@ -275,14 +275,10 @@ class TopicSide:
 def _decoder(cfg: Config, tv: TableVersion) -> Decoder:
     """Decodes the topic's messages (their schemas from the schema topic) and the table side's
     (its current version's schemas, which the topic may not have yet)."""
-    load = kafka_schema_source(cfg.kafka, cfg.namespace)
     own = {tv.value_writer.fingerprint.hex(): tv.value_schema}
     if tv.key_writer is not None:
         own[tv.key_writer.fingerprint.hex()] = tv.key_schema
-
-    def schemas() -> Dict[str, Dict[str, Any]]:
-        return dict(load(), **own)
-    return Decoder(schemas)
+    return Decoder(kafka_schema_source(cfg.kafka, cfg.namespace), known=own)
 
 
 def _version(cfg: Config, described: chunks.Described) -> TableVersion:
