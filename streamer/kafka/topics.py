@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -10,6 +11,7 @@ from streamer.codec.decode import SchemaSource
 from streamer.errors import OpenTransaction
 from streamer.kafka import logs
 
+log = logging.getLogger(__name__)
 # How long the broker may hold an empty fetch while a topic is read to its end (read_topic_tail).
 READ_FETCH_WAIT_MS = 10
 # How much of a topic TopicReader lets the client fetch ahead (kB).
@@ -126,10 +128,13 @@ def _offsets(c: Any, topic: str, deadline: float,
 
 
 def read_schema_records(conf: Dict[str, Any], namespace: str, settle: bool = False,
-                        timeout: float = 60.0) -> List[Dict[str, Any]]:
+                        timeout: float = 60.0,
+                        on_open: Optional[Callable[[int, int, int], None]] = None
+                        ) -> List[Dict[str, Any]]:
     """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic);
-    ``settle`` as in read_topic_tail."""
-    records, _ = read_topic_tail(conf, f"{namespace}.__schemas", timeout, settle=settle)
+    ``settle`` and ``on_open`` as in read_topic_tail."""
+    records, _ = read_topic_tail(conf, f"{namespace}.__schemas", timeout, settle=settle,
+                                 on_open=on_open)
     return [json.loads(value) for _, value in records if value is not None]
 
 
@@ -153,11 +158,25 @@ class KafkaSchemas:
         return self._load(settle=False)
 
     def settled(self) -> Dict[str, Dict[str, Any]]:
-        return self._load(settle=True)
+        topic = f"{self.namespace}.__schemas"
 
-    def _load(self, settle: bool) -> Dict[str, Dict[str, Any]]:
+        def on_open(partition: int, stable: int, high: int) -> None:
+            log.warning("%s: offsets %d to %d are not decided yet; waiting up to %.0f s for "
+                        "their transaction to end, as a schema may be among them", topic, stable,
+                        high - 1, self.timeout)
+        try:
+            return self._load(settle=True, on_open=on_open)
+        except OpenTransaction as exc:
+            raise OpenTransaction(
+                f"{exc}, and a message's schema may be in it. A source stopped mid-commit holds "
+                f"it until the source starts again or Kafka aborts it (the producer's "
+                f"transaction.timeout.ms)") from None
+
+    def _load(self, settle: bool,
+              on_open: Optional[Callable[[int, int, int], None]] = None) -> Dict[str, Dict[str, Any]]:
         return {rec["fingerprint"]: json.loads(rec["schema"])
-                for rec in read_schema_records(self.conf, self.namespace, settle, self.timeout)}
+                for rec in read_schema_records(self.conf, self.namespace, settle, self.timeout,
+                                               on_open)}
 
 
 def kafka_schema_source(conf: Dict[str, Any], namespace: str) -> SchemaSource:

@@ -12,7 +12,8 @@ from streamer import config as config_mod
 from streamer.codec.avro import Writer
 from streamer.codec.decode import Decoder
 from streamer.kafka.publisher import Publisher
-from streamer.kafka.topics import kafka_schema_source
+from streamer.errors import OpenTransaction
+from streamer.kafka.topics import KafkaSchemas, kafka_schema_source
 from streamer.position import Position
 from tests import support
 
@@ -111,7 +112,20 @@ def test_transactions_of_the_two_producers_keep_their_order_in_a_partition(tmp_p
         assert pub.read_checkpoint().pos == 1039
 
 
-def test_a_schema_whose_commit_marker_is_late_is_waited_for_not_reported_missing(tmp_path):
+def _open_schema(pub, ns):
+    """A schema written to the namespace's schema topic in a transaction left open."""
+    schema = {"type": "record", "name": "K", "namespace": f"{ns}.x.t",
+              "fields": [{"name": "id", "type": "long"}]}
+    writer = Writer(schema)
+    pub.prepare()
+    pub.begin()
+    pub.produce_schema(writer.fingerprint.hex(), json.dumps(schema), f"{ns}.x.t", "key")
+    pub.producer.flush(10)
+    return writer
+
+
+def test_a_schema_whose_commit_marker_is_late_is_waited_for_not_reported_missing(tmp_path,
+                                                                                  caplog):
     """A message's schema is written in the message's own transaction, but the commit markers
     reach the schema topic and the message's partition at different moments. So a consumer can
     hold a committed message while the schema topic's stable end is still before its schema.
@@ -120,17 +134,11 @@ def test_a_schema_whose_commit_marker_is_late_is_waited_for_not_reported_missing
 
     Here the schema's transaction stays open 2 s, in place of a marker that is late."""
     ns = support.unique("late")
-    schema = {"type": "record", "name": "K", "namespace": f"{ns}.x.t",
-              "fields": [{"name": "id", "type": "long"}]}
-    writer = Writer(schema)
     source = kafka_schema_source({"bootstrap.servers": support.KAFKA}, ns)
     pub = Publisher(_cfg(tmp_path, ns)).__enter__()
     commit = threading.Timer(2.0, pub.commit, [Position("mysql-bin.000001", 4)])
     try:
-        pub.prepare()
-        pub.begin()
-        pub.produce_schema(writer.fingerprint.hex(), json.dumps(schema), f"{ns}.x.t", "key")
-        pub.producer.flush(10)
+        writer = _open_schema(pub, ns)
         assert source() == {}  # the plain read ends before the open transaction
         commit.start()
         assert Decoder(source).decode(writer.encode({"id": 5})) == {"id": 5}
@@ -138,4 +146,19 @@ def test_a_schema_whose_commit_marker_is_late_is_waited_for_not_reported_missing
     finally:
         commit.cancel()
         commit.join()
+        pub.__exit__(None, None, None)
+    assert f"{ns}.__schemas: offsets 0 to 0 are not decided yet; waiting up to 60 s" in caplog.text
+
+
+def test_a_schema_in_a_transaction_that_stays_open_is_named_after_the_wait(tmp_path):
+    ns = support.unique("late")
+    source = KafkaSchemas({"bootstrap.servers": support.KAFKA}, ns, timeout=2)
+    pub = Publisher(_cfg(tmp_path, ns)).__enter__()
+    try:
+        writer = _open_schema(pub, ns)
+        with pytest.raises(OpenTransaction, match=r"a transaction on .*__schemas stayed open for "
+                                                  r"2 s, and a message's schema may be in it"):
+            Decoder(source).decode(writer.encode({"id": 5}))
+    finally:
+        pub.abort()
         pub.__exit__(None, None, None)
