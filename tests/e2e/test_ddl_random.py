@@ -1,0 +1,161 @@
+"""Random DDL between random row changes, on every server: columns added (first, after another,
+last), dropped and added again with another type, widened and moved, renamed, between inserts,
+updates and deletes. Each message's before and after images are what SELECT showed of the row
+just before and just after its change, whatever the table's shape was then."""
+import datetime
+import decimal
+import random
+
+import pytest
+
+from tests import support
+
+# A column type, and what a widening ALTER makes of it.
+TYPES = {"INT": "BIGINT", "SMALLINT": "INT", "TINYINT UNSIGNED": "SMALLINT",
+         "INT NOT NULL DEFAULT 42": "BIGINT NULL", "VARCHAR(20)": "VARCHAR(200)",
+         "VARCHAR(30) CHARACTER SET latin1": "VARCHAR(30) CHARACTER SET utf8mb4",
+         "TEXT": "MEDIUMTEXT", "VARBINARY(8)": "VARBINARY(64)", "ENUM('p','q')": "ENUM('p','q','r')",
+         "DECIMAL(10,2)": "DECIMAL(20,4)", "DATE": "DATETIME", "DATETIME(3)": "DATETIME(6)",
+         "TIMESTAMP(6) NULL": None, "DOUBLE": None}
+
+
+def _value(sql_type, rng):
+    if "latin1" in sql_type:
+        return "".join(rng.choice("aéxü ") for _ in range(rng.randint(0, 20))).strip()
+    kind = sql_type.split("(")[0].split(" ")[0]
+    moment = datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10 ** 8))
+    return {
+        "INT": lambda: rng.randint(-30000, 30000), "BIGINT": lambda: rng.randint(-2 ** 63, 2 ** 63 - 1),
+        "SMALLINT": lambda: rng.randint(-30000, 30000), "TINYINT": lambda: rng.randint(0, 255),
+        "VARCHAR": lambda: "".join(rng.choice("aé😀x ") for _ in range(rng.randint(0, 20))).strip(),
+        "VARBINARY": lambda: rng.randbytes(rng.randint(0, 8)), "ENUM": lambda: rng.choice("pq"),
+        "DECIMAL": lambda: decimal.Decimal(rng.randint(-10 ** 9, 10 ** 9)).scaleb(-2),
+        "DATE": lambda: moment.date(), "DOUBLE": lambda: rng.uniform(-1e6, 1e6),
+        "DATETIME": lambda: moment.replace(microsecond=rng.randrange(1000) * 1000),
+        "TIMESTAMP": lambda: moment.replace(microsecond=rng.randrange(10 ** 6)),
+    }.get(kind, lambda: "".join(rng.choice("aé😀x") for _ in range(rng.randint(0, 40))))()
+
+
+class _Table:
+    """The table ``t`` as this test changed it: its columns in order, their types, and each row
+    change's (before, after), as SELECT showed the row around it."""
+
+    def __init__(self, conn, rng):
+        self.conn, self.rng = conn, rng
+        self.types = {"a": "INT", "b": "VARCHAR(20)"}
+        self.order = ["a", "b"]
+        self.changes = {}
+        self.ddl = []
+        self.names = 0
+        support.sql(conn, "SET time_zone = '+00:00'",
+                    "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20))")
+
+    def step(self):
+        rng, r = self.rng, self.rng.random()
+        if r < 0.12 and len(self.order) < 12:
+            self._add(self._name(), rng.choice(list(TYPES)), self._where())
+        elif r < 0.18 and len(self.order) > 1:
+            gone = rng.choice(self.order)
+            self._alter(f"DROP COLUMN {gone}")
+            self.order.remove(gone)
+            if rng.random() < 0.5:  # the same name again, of another type
+                self._add(gone, rng.choice(list(TYPES)), "")
+        elif r < 0.26:
+            col = rng.choice(self.order)
+            if TYPES.get(self.types[col]):
+                self.order.remove(col)
+                where = self._where()
+                self._alter(f"MODIFY COLUMN {col} {TYPES[self.types[col]]}{where}")
+                self._place(col, TYPES[self.types[col]], where)
+        elif r < 0.32:
+            col, new = rng.choice(self.order), self._name()
+            self._alter(f"RENAME COLUMN {col} TO {new}")
+            self.order[self.order.index(col)] = new
+            self.types[new] = self.types.pop(col)
+        else:
+            self._change_a_row()
+
+    def _name(self):
+        self.names += 1
+        return f"c{self.names}"
+
+    def _where(self):
+        return self.rng.choice(["", " FIRST", f" AFTER {self.rng.choice(['id'] + self.order)}"])
+
+    def _alter(self, change):
+        support.sql(self.conn, f"ALTER TABLE t {change}")
+        self.ddl.append(change)
+
+    def _add(self, col, sql_type, where):
+        self._alter(f"ADD COLUMN {col} {sql_type}{where}")
+        self._place(col, sql_type, where)
+
+    def _place(self, col, sql_type, where):
+        after = where.split()[-1] if where.startswith(" AFTER") else None
+        at = (0 if where == " FIRST" or after == "id" else
+              self.order.index(after) + 1 if after else len(self.order))
+        self.order.insert(at, col)
+        self.types[col] = sql_type
+
+    def _change_a_row(self):
+        rng, ids = self.rng, [i for i, c in self.changes.items() if c[-1][1] is not None]
+        if rng.random() < 0.5 or not ids:
+            row = max(self.changes, default=0) + 1
+            cols = [c for c in self.order if rng.random() < 0.8]
+            statement = (f"INSERT INTO t (id{''.join(', ' + c for c in cols)}) "
+                         f"VALUES (%s{', %s' * len(cols)})")
+            args = [row] + [_value(self.types[c], rng) for c in cols]
+        elif rng.random() < 0.8:
+            row, cols = rng.choice(ids), [c for c in self.order if rng.random() < 0.5]
+            cols = cols or self.order[:1]
+            statement = f"UPDATE t SET {', '.join(c + ' = %s' for c in cols)} WHERE id = %s"
+            args = [None if rng.random() < 0.1 and "NOT NULL" not in self.types[c]
+                    else _value(self.types[c], rng) for c in cols] + [row]
+        else:
+            row = rng.choice(ids)
+            statement, args = "DELETE FROM t WHERE id = %s", [row]
+        before = self._select(row)
+        with self.conn.cursor() as cur:
+            if cur.execute(statement, args):  # a row changed: the binlog has it
+                self.changes.setdefault(row, []).append((before, self._select(row)))
+
+    def _select(self, row):
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT * FROM t WHERE id = %s", (row,))
+            found = cur.fetchone()
+            return dict(zip([d[0] for d in cur.description], found)) if found else None
+
+
+def _as_selected(image):
+    """A decoded image in SELECT's terms: a TIMESTAMP's instant as UTC wall clock."""
+    if image is None:
+        return None
+    return {k: v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+            if isinstance(v, datetime.datetime) and v.tzinfo else v for k, v in image.items()}
+
+
+@pytest.mark.every_source
+def test_random_ddl_between_random_row_changes_each_image_is_what_select_showed(db, source,
+                                                                                tmp_path):
+    name, conn = db
+    table = _Table(conn, random.Random(f"ddl {source.name}"))
+    f, p = support.master_pos(conn)
+    for _ in range(150):
+        table.step()
+    ns = support.unique("dr")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+    expect = sum(len(c) for c in table.changes.values())
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = [m for m in support.consume([f"{ns}.{name}.t"], expect=expect, decode_ns=ns)
+                if m["value"] is not None]  # tombstones aside
+        assert proc.stop() == 0, proc.output()[-3000:]
+    got = {}
+    for m in msgs:
+        got.setdefault(m["key"]["id"], []).append(
+            (_as_selected(m["value"]["before"]), _as_selected(m["value"]["after"])))
+    wrong = [(row, got.get(row), table.changes.get(row)) for row in set(got) | set(table.changes)
+             if got.get(row) != table.changes.get(row)]
+    assert not wrong, f"{len(msgs)} of {expect} messages; {wrong[:3]}; DDL: {table.ddl}"
+    assert len(table.ddl) > 20 and {c.split()[0] for c in table.ddl} == {
+        "ADD", "DROP", "MODIFY", "RENAME"}
