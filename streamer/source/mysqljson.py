@@ -26,7 +26,9 @@ The format, in short (all integers little-endian):
 from __future__ import annotations
 
 import base64
+import decimal
 import json
+import math
 import struct
 from typing import Callable, Dict, List, Tuple
 
@@ -117,11 +119,34 @@ def _varlen(data: bytes, at: int) -> Tuple[int, int]:
 
 
 def _double(value: float) -> str:
-    """A double as JSON: Python's shortest round-trip form, which keeps a whole number a double
-    (``1.0``), as MySQL's own text does."""
+    """A double as a MySQL client shows it in JSON: the shortest digits that read back as the
+    value (Python's ``repr`` finds them), laid out as MySQL's ``my_gcvt`` lays them out for
+    JSON, then ``.0`` after a number with neither a point nor an exponent, so that a whole
+    number stays a double. Fixed notation while the point falls from 14 zeros before the
+    first digit to 15 digits after it (``0.00000025``, ``123456780000000.0``), else an
+    exponent without a plus sign or leading zeros (``1e15``, ``1.5e-300``)."""
     if value != value or value in (float("inf"), float("-inf")):
         raise KeyError(f"a JSON double {value!r}")  # JSON has no such number; MySQL neither
-    return repr(value)
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0.0"
+    _, shown, exponent = decimal.Decimal(repr(abs(value))).as_tuple()
+    point = len(shown) + exponent  # digits before the point: negative for zeros after it
+    digits = "".join(map(str, shown)).rstrip("0")
+    if -_FIXED_BELOW < point <= _FIXED_UP_TO or len(digits) > point > 0:
+        if point <= 0:
+            text = "0." + "0" * -point + digits
+        elif point < len(digits):
+            text = digits[:point] + "." + digits[point:]
+        else:
+            text = digits + "0" * (point - len(digits)) + ".0"
+    else:
+        text = digits[0] + ("." + digits[1:] if len(digits) > 1 else "") + f"e{point - 1}"
+    return sign + text
+
+
+# Where my_gcvt stops writing a double in fixed notation (MAX_DECPT_FOR_F_FORMAT, DBL_DIG).
+_FIXED_UP_TO = _FIXED_BELOW = 15
 
 
 def _opaque(field: int, raw: bytes) -> str:

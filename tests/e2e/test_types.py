@@ -395,7 +395,8 @@ RANDOM = {
     "BIT": lambda rng, t: rng.getrandbits(int(t[4:-1])).to_bytes((int(t[4:-1]) + 7) // 8, "big"),
     "JSON": lambda rng, _: json.dumps(rng.choice([
         {"a": [1, 2.5, {"b": None}], "é": "x"}, [], "s", 123456789012, True, -1.5e-7,
-        {"k": rng.randint(-10 ** 12, 10 ** 12), "l": [rng.random()] * rng.randint(0, 3)}])),
+        {"k": rng.randint(-10 ** 12, 10 ** 12), "l": [rng.random()] * rng.randint(0, 3)},
+        [rng.uniform(-1, 1) * 10.0 ** rng.randint(-20, 20), float(rng.randint(0, 10 ** 17))]])),
     "UUID": lambda rng, _: _uuid(rng),
     "INET6": lambda rng, _: str(ipaddress.IPv6Address(rng.choice(
         [rng.getrandbits(128), rng.getrandbits(32), (0xFFFF << 32) | rng.getrandbits(32)]))),
@@ -415,9 +416,7 @@ def _select(conn, columns):
 def _differences(image, row, columns):
     for (col, sql_type, _, _), expected in zip(columns, row):
         want, got = _normalise(sql_type, expected), _decoded(sql_type, image[col])
-        if sql_type == "JSON" and None not in (want, got):
-            want, got = json.loads(want), json.loads(got)
-        if got != want:
+        if got != want:  # JSON too: the text a client shows, a double's digits laid out alike
             yield f"{col} {sql_type}: {got!r:.80} != {want!r:.80}"
 
 

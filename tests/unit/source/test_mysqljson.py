@@ -177,5 +177,19 @@ def test_a_document_that_cannot_be_read_is_one_clear_error():
 
 def test_a_whole_double_stays_a_double():
     assert mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", 1.0)) == "1.0"
-    assert mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", -2.5e-7)) == "-2.5e-07"
     assert json.loads(mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", 1e300))) == 1e300
+
+
+# What MySQL 8.0 shows for each (SELECT CAST('[...]' AS JSON)): fixed notation from 14 zeros
+# after the point to 15 digits before it, else an exponent with no plus sign.
+SHOWN = [(1.5e300, "1.5e300"), (2.5e-7, "0.00000025"), (-2.5e-7, "-0.00000025"), (1e22, "1e22"),
+         (1e15, "1e15"), (1e16, "1e16"), (123456789012345678.0, "1.2345678901234568e17"),
+         (0.0001, "0.0001"), (0.00001, "0.00001"), (-0.0, "-0.0"), (0.0, "0.0"), (100.0, "100.0"),
+         (1.7976931348623157e308, "1.7976931348623157e308"), (5e-324, "5e-324"),
+         (1.5e-10, "0.00000000015"), (12345.678e10, "123456780000000.0"), (1e-15, "0.000000000000001"),
+         (1e-16, "1e-16"), (1234567890123456.7, "1234567890123456.8"), (0.1, "0.1"), (-1e-300, "-1e-300")]
+
+
+def test_a_double_is_laid_out_as_mysql_shows_it():
+    for value, shown in SHOWN:
+        assert mysqljson.to_text(bytes([0x0B]) + struct.pack("<d", value)) == shown, value
