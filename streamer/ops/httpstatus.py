@@ -156,7 +156,7 @@ def status_text(st: Dict[str, Any]) -> str:
         lines.append(snapshot_line(st["snapshot"]))
     if c.get("invalid_values_total"):
         lines.append(f"invalid    {c['invalid_values_total']} invalid dates published as null "
-                     f"(each in the log)")
+                     f"or texts with a '?' for bytes no character stands for (each in the log)")
     guard = st.get("retention") or {}
     if guard.get("status") == "warning":
         lines.append(f"WARNING    {guard['reason']}")

@@ -34,7 +34,7 @@ from streamer.source import decoders
 log = logging.getLogger(__name__)
 
 SINGLE_BYTE: List[str] = ["dec8", "hp8", "swe7", "armscii8", "keybcs2", "geostd8", "macce",
-                          "koi8u", "greek", "hebrew", "cp866", "tis620"]
+                          "koi8u", "greek", "hebrew", "cp866", "tis620", "cp1256"]
 MULTI_BYTE: List[str] = ["big5", "ujis", "euckr", "eucjpms"]
 _THREE_BYTE = {"ujis": 0x8F, "eucjpms": 0x8F}  # the lead byte of their three-byte sequences
 SERVER_DEFINED = SINGLE_BYTE + MULTI_BYTE
@@ -67,12 +67,10 @@ def _multibyte_codec(name: str, two: Dict[int, str], three: Dict[int, str]
                     i += 3
                     continue
             ch = two.get(b << 8 | data[i + 1]) if i + 1 < n else None
-            if ch is None:
-                if errors == "strict":
-                    raise UnicodeDecodeError(name, data, i, i + 1, "no such character in the "
-                                                                   "server's table")
-                out.append("\ufffd")
-                i += 1
+            if ch is None:  # the error handler says how many bytes: "mysql-replace", one '?'
+                ch, i = codecs.lookup_error(errors)(UnicodeDecodeError(
+                    name, data, i, i + 1, "no such character in the server's table"))
+                out.append(ch)
                 continue
             out.append(ch)
             i += 2

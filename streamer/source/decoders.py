@@ -123,7 +123,76 @@ def read_string(self: Any, size: int, column: Any) -> Any:
         # codec registry, not of a decode: CPython decodes b"" to "" without looking for the
         # codec, so an empty BINARY value (a MariaDB UUID of zeros) came back as text there.
         return raw
-    return raw.decode(encoding, errors)
+    try:
+        return raw.decode(encoding, errors)
+    except UnicodeDecodeError:
+        if errors != "strict":
+            raise
+        text = raw.decode(encoding, "mysql-replace")
+        _undecodable(self, column, raw, text)
+        return text
+
+
+def _undecodable(event: Any, column: Any, raw: bytes, text: str) -> None:
+    """A stored value with bytes no character of its charset stands for (the server keeps
+    them: any byte in an ascii column, a pair its big5 table has no character for): published
+    as SELECT shows it, each such character a '?', and counted and logged with its bytes as
+    the invalid dates are (rowplan.INVALID), so that they are not lost."""
+    from streamer.source.rowplan import INVALID  # rowplan imports this module
+    packet = event.packet
+    INVALID.note(event.schema, event.table, column.name,
+                 f"{column.character_set_name} text (bytes {raw[:64].hex()}"
+                 f"{'...' if len(raw) > 64 else ''})",
+                 f"rows event at offset {packet.log_pos - packet.event_size}",
+                 published=f"as {text[:64]!r}, a '?' for each character the server has none "
+                           f"for, as SELECT shows it",
+                 fix="store the text in a charset that has its characters (ALTER TABLE ... "
+                     "CONVERT TO CHARACTER SET utf8mb4, after converting it), and make "
+                     "sql_mode strict so that such bytes are refused")
+
+
+# The length of one character of a MySQL multibyte charset from its first byte, by the codec
+# that reads it: the bytes the server counts as one character ('?' when it has none for them).
+# (first bytes, length) in order; a byte none names is one byte long.
+_UNITS: Dict[str, List[Tuple[range, Callable[[bytes, int], int]]]] = {}
+
+
+def _fixed(n: int) -> Callable[[bytes, int], int]:
+    return lambda data, i: n
+
+
+def _gb18030(data: bytes, i: int) -> int:
+    return 4 if i + 1 < len(data) and 0x30 <= data[i + 1] <= 0x39 else 2
+
+
+for _names, _units in (
+        (("gbk", "mysql-euckr", "euc_kr"), [(range(0x81, 0xFF), _fixed(2))]),
+        (("gb2312",), [(range(0xA1, 0xF8), _fixed(2))]),
+        (("gb18030",), [(range(0x81, 0xFF), _gb18030)]),
+        (("mysql-big5", "big5"), [(range(0xA1, 0xFA), _fixed(2))]),
+        (("shift_jis", "cp932"), [(range(0x81, 0xA0), _fixed(2)), (range(0xE0, 0xFD), _fixed(2))]),
+        (("mysql-ujis", "mysql-eucjpms", "euc_jp"),
+         [(range(0x8F, 0x90), _fixed(3)), (range(0x8E, 0x8F), _fixed(2)),
+          (range(0xA1, 0xFF), _fixed(2))])):
+    for _name in _names:
+        _UNITS[_name.replace("-", "_")] = _units
+
+
+def _mysql_replace(exc: UnicodeError) -> Tuple[str, int]:
+    """The "mysql-replace" error handler: a '?' for the character the server reads at the
+    error, as many bytes long as the server takes it to be (``_UNITS``)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    data, at = exc.object, exc.start
+    size = 1
+    for first, length in _UNITS.get(exc.encoding.replace("-", "_").lower(), ()):
+        if data[at] in first:
+            size = length(data, at)
+            break
+    return "?", min(at + max(size, exc.end - at), len(data))
+
+
+codecs.register_error("mysql-replace", _mysql_replace)
 
 
 _CODECS: Dict[str, bool] = {}

@@ -99,7 +99,9 @@ def _timestamp2(event: Any, column: Any) -> int:
 class InvalidValues:
     """Temporal values the server stores and Avro's types can't hold: a DATE or DATETIME the
     server took under ALLOW_INVALID_DATES (2023-02-30), or with a zero month or day but not all
-    zero (without NO_ZERO_IN_DATE). Each is published as null, like a zero date, and counted
+    zero (without NO_ZERO_IN_DATE); and text with bytes its charset has no character for
+    (decoders.read_string). A date is published as null, like a zero date, a text as SELECT
+    shows it; each is counted
     (``streamer_invalid_values_total``), and logged with its value, its table and column, and
     where it was read, so the value is not lost: the first 100 of each column, then every
     10,000th (a table full of them must not flood the log). The all-zero date stays the
@@ -109,17 +111,18 @@ class InvalidValues:
         self.total = 0
         self.by_column: Dict[Tuple[str, str, str], int] = {}
 
-    def note(self, db: str, table: str, column: str, value: str, where: str) -> None:
+    def note(self, db: str, table: str, column: str, value: str, where: str,
+             published: str = "as null, as Avro can't hold it",
+             fix: str = "correct the row on the server, or stop it being written: sql_mode "
+                        "without ALLOW_INVALID_DATES, with NO_ZERO_IN_DATE") -> None:
         self.total += 1
         key = (db, table, column)
         n = self.by_column.get(key, 0) + 1
         self.by_column[key] = n
         if n <= 100 or n % 10000 == 0:
-            log.warning("invalid %s in %s.%s column %s (%s): published as null, as Avro can't "
-                        "hold it (%d in this column so far; streamer_invalid_values_total counts "
-                        "them all). Correct the row on the server, or stop it being written: "
-                        "sql_mode without ALLOW_INVALID_DATES, with NO_ZERO_IN_DATE", value, db,
-                        table, column, where, n)
+            log.warning("invalid %s in %s.%s column %s (%s): published %s (%d in this column "
+                        "so far; streamer_invalid_values_total counts them all). To end it, %s",
+                        value, db, table, column, where, published, n, fix)
 
 
 INVALID = InvalidValues()

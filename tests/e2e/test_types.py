@@ -224,6 +224,50 @@ def test_text_in_every_byte_order_and_all_of_latin1_reads_as_the_server_reads_it
     assert got[0][5:12] == ("ÀÁÂÃ", "âêôû", "ÄÖÅäöå", "ԱաԲ", "Čüé", "აბგ", "ÄĀā")
 
 
+# Bytes a column keeps that its charset has no character for (a server takes any byte into an
+# ascii column, and a well-formed pair its big5 or gbk table lacks, even in strict mode), and
+# characters Python's cp1256 has where the server's has none: SELECT shows a '?' for each.
+UNMAPPED = [("a", "ascii", "X'41DB42'"), ("b5", "big5", "X'41C8A142'"),
+            ("ar", "cp1256", "X'41C0989F81AA42'"), ("ce", "cp1250", "X'41819042'"),
+            ("gk", "gbk", "X'41AAA1A2A142'"), ("sj", "sjis", "X'41F04042'"),
+            ("kr", "euckr", "X'41A2E842'")]
+
+
+@pytest.mark.every_source
+def test_bytes_no_character_stands_for_are_published_as_select_shows_them_and_counted(
+        db, tmp_path, source):
+    from tests.e2e.test_snapshot import snapshot_cli
+    name, conn = db
+    cols = ", ".join(f"{c} VARCHAR(8) CHARACTER SET {cs}" for c, cs, _ in UNMAPPED)
+    names = ", ".join(c for c, _, _ in UNMAPPED)
+    support.sql(conn, f"CREATE TABLE un (id INT PRIMARY KEY, {cols}, u VARCHAR(8) CHARACTER SET ucs2)")
+    ns = support.unique("un")
+    f, p = support.master_pos(conn)
+    support.sql(conn, f"INSERT INTO un (id, {names}, u) VALUES "
+                      f"(1, {', '.join(v for _, _, v in UNMAPPED)}, X'0041D8000042')",
+                "INSERT INTO un (id) VALUES (2)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.un"], server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        streamed = support.consume([f"{ns}.{name}.un"], expect=2, decode_ns=ns)
+        support.sql(conn, "ALTER TABLE un DROP COLUMN u")  # a surrogate: SELECT shows no text
+        assert snapshot_cli(cfg, "--tables", f"{name}.un")[0] == 0
+        snapped = support.consume([f"{ns}.{name}.un"], expect=4, decode_ns=ns)[2:]
+        assert proc.stop() == 0, proc.output()[-3000:]
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {names} FROM un WHERE id = 1")
+        shown = cur.fetchone()
+    assert "?" in shown[0] and "?" in shown[1] and "?" in shown[2], shown
+    for msgs in (streamed, snapped):
+        assert [m["key"]["id"] for m in msgs] == [1, 2]
+        assert tuple(msgs[0]["value"]["after"][c] for c, _, _ in UNMAPPED) == shown
+    assert streamed[0]["value"]["after"]["u"] == "A?B"
+    out = proc.output()
+    for col, charset, value in UNMAPPED[:2]:
+        assert (f"invalid {charset} text (bytes {value[2:-1].lower()}) in {name}.un column {col}"
+                in out), out[-3000:]
+
+
 def test_zero_dates_are_published_as_null(db, tmp_path):
     name, conn = db
     support.sql(conn, "SET SESSION sql_mode = ''",

@@ -52,6 +52,38 @@ def test_a_multibyte_table_decodes_two_and_three_byte_sequences_and_refuses_the_
     with pytest.raises(UnicodeDecodeError, match="no such character in the server's table"):
         b"\xa4\xa3".decode("mysql-ujis")
     assert b"\xa4\xa3".decode("mysql-ujis", "replace") == "\ufffd\ufffd"
+    # As the server reads it: one '?' for a pair (or a 0x8F triple) it has no character for.
+    assert b"a\xa4\xa3\x8f\xa1\xa1z\xa4".decode("mysql-ujis", "mysql-replace") == "a??z?"
+
+
+def test_bytes_no_character_stands_for_read_as_the_server_reads_them():
+    # One '?' for each character the server reads: a byte of a single-byte charset, a pair of
+    # a two-byte one (even where Python's codec stops after the first byte), four bytes of a
+    # gb18030 sequence whose second byte is a digit.
+    for raw, encoding, shown in [(b"A\xdb\xdcB", "ascii", "A??B"), (b"A\x81B", "cp1250", "A?B"),
+                                 (b"A\xaa\xa1B", "gbk", "A?B"), (b"A\xf0\x40B", "shift_jis", "A?B"),
+                                 (b"A\xc8\xa1B", "big5", "A?B"), (b"A\xa2\xe8B", "euc_kr", "A?B"),
+                                 (b"A\x80B", "gb2312", "A?B")]:
+        assert raw.decode(encoding, "mysql-replace") == shown, encoding
+
+
+def test_a_value_with_such_bytes_is_published_with_them_as_question_marks_and_counted(caplog):
+    from types import SimpleNamespace
+
+    from streamer.source.rowplan import INVALID
+    packet = SimpleNamespace(read_length_coded_pascal_string=lambda size: b"A\xdbB",
+                             log_pos=900, event_size=100)
+    event = SimpleNamespace(packet=packet, _ignore_decode_errors=False, schema="shop", table="t",
+                            charset_to_encoding=lambda name: name)
+    column = SimpleNamespace(character_set_name="ascii", name="note")
+    before = INVALID.by_column.get(("shop", "t", "note"), 0)
+    assert decoders.read_string(event, 1, column) == "A?B"
+    assert INVALID.by_column[("shop", "t", "note")] == before + 1
+    assert "invalid ascii text (bytes 41db42) in shop.t column note (rows event at offset 800): " \
+           "published as 'A?B'" in caplog.text
+    # The library's ignore_decode_errors keeps its own meaning.
+    event._ignore_decode_errors = True
+    assert decoders.read_string(event, 1, column) == "AB"
 
 
 def test_a_value_in_a_server_defined_charset_asks_for_its_table_once():
