@@ -24,7 +24,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 HELPS = {"messages": "messages published", "rows": "row changes published",
          "bytes": "key and value bytes published", "batches": "Kafka transactions committed",
          "errors": "errors the stream recovered from", "reconnects": "binlog reconnects",
-         "invalid_values": "invalid dates published as null and text with bytes its charset has no character for (each logged: source.rowplan)",
+         "invalid_values": "invalid dates published as null, and texts published with a '?' "
+                           "for bytes their charset has no character for (each logged)",
          "commit_failures": "batches whose Kafka commit failed (aborted and read again)"}
 
 

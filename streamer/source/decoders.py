@@ -146,9 +146,8 @@ def _undecodable(event: Any, column: Any, raw: bytes, text: str) -> None:
                  f"rows event at offset {packet.log_pos - packet.event_size}",
                  published=f"as {text[:64]!r}, a '?' for each character the server has none "
                            f"for, as SELECT shows it",
-                 fix="store the text in a charset that has its characters (ALTER TABLE ... "
-                     "CONVERT TO CHARACTER SET utf8mb4, after converting it), and make "
-                     "sql_mode strict so that such bytes are refused")
+                 fix="store the text in a charset that has its characters: convert the "
+                     "column (to utf8mb4, say) from the charset its bytes are really in")
 
 
 # The length of one character of a MySQL multibyte charset from its first byte, by the codec
