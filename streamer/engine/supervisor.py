@@ -181,7 +181,9 @@ class Supervisor:
                     self.servers.next()
                 self._recover(publisher, exc)
                 self.metrics.on_error(exc, reconnect=True)
-                backoff = retry.next()
+                # Rows a ROLLBACK TO took back are no failure: the batch is read again at once,
+                # however many such transactions it holds, and the attempts are not used up.
+                backoff = 0.0 if isinstance(exc, RolledBackRows) else retry.next()
                 if backoff is None:
                     raise SourceError(f"gave up after {retry.attempts - 1} reconnect attempts: "
                                       f"{exc}")
@@ -267,7 +269,7 @@ class Supervisor:
         try:
             if isinstance(exc, ProducerBroken):
                 raise exc
-            publisher.abort()
+            publisher.abort(drain=isinstance(exc, RolledBackRows))
         except ProducerBroken:
             publisher.reset()
 

@@ -61,8 +61,9 @@ class Sink(Protocol):
     def commit(self, position: Position, timeout: float = 60.0) -> None:
         """Commit the open transaction (begun if needed) with ``position`` as its checkpoint."""
 
-    def abort(self) -> None:
-        """Drop the open transaction."""
+    def abort(self, drain: bool = False) -> None:
+        """Drop the open transaction (``drain``: its messages delivered first, for a
+        transaction that is healthy but must not be committed)."""
 
     def reset(self) -> None:
         """Replace what can't abort any more; ``committed`` is read back."""

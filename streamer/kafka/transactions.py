@@ -319,15 +319,21 @@ class Transactions:
         self.committed = position
         self._take_turns()
 
-    def abort(self) -> None:
+    def abort(self, drain: bool = False) -> None:
         """Abort the open transaction; while Kafka is unreachable, keep trying (unless stopping).
 
         librdkafka needs an abort that timed out to be called again until it completes; a new
-        transaction can't begin before that.
+        transaction can't begin before that. ``drain``: a healthy transaction dropped by choice
+        (engine.stages.savepoints) first has its messages delivered. Aborting with messages
+        still queued purges them after they took their sequence numbers, and the next
+        transaction then fails on the gap (OUT_OF_ORDER_SEQUENCE_NUMBER, seen with librdkafka
+        2.x): one more abort, and the batch read once more.
         """
         assert self.producer is not None
         if not self.in_tx and not self._abort_pending:
             return
+        if drain and self.in_tx:
+            self.producer.flush(self.cfg.shutdown_timeout_s)
         self.in_tx = False
         self._abort_pending = True
         warned = False

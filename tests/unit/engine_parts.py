@@ -207,7 +207,7 @@ class InMemoryPublisher:
         self.open: List[Tuple[str, Optional[bytes], bytes]] = []
         self.log: List[Tuple[List[Tuple[str, Optional[bytes], bytes]], Position]] = []
         self.headers: List[Tuple[str, Any]] = []  # (topic, headers) of each message that had any
-        self.aborts = 0
+        self.aborts = self.drained = 0
 
     def __enter__(self) -> "InMemoryPublisher":
         return self
@@ -256,9 +256,10 @@ class InMemoryPublisher:
         if self.on_commit is not None:
             self.on_commit(position)
 
-    def abort(self) -> None:
+    def abort(self, drain: bool = False) -> None:
         self.open, self.in_tx = [], False
         self.aborts += 1
+        self.drained += drain
 
     def read_checkpoint(self) -> Optional[Position]:
         return self.committed

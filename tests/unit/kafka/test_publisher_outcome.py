@@ -29,6 +29,10 @@ class FailingProducer:
     def abort_transaction(self, timeout):
         self.calls.append("abort")
 
+    def flush(self, timeout):
+        self.calls.append("flush")
+        return 0
+
     def close(self):
         self.calls.append("close")
 
@@ -209,3 +213,15 @@ def test_the_admin_client_is_let_go_at_exit_and_when_the_producers_are_refused(m
     from streamer.kafka import logs
     logs.free_dropped_clients()
     assert [ref() for ref in held] == [None, None]
+
+
+def test_a_healthy_batch_dropped_by_choice_is_delivered_before_its_abort():
+    # Aborting with messages queued purges them after they took sequence numbers; the next
+    # transaction then fails on the gap. A drained abort has nothing left to purge.
+    producer = FailingProducer(None)
+    pub = _publisher(producer)
+    pub.abort(drain=True)
+    assert producer.calls == ["flush", "abort"] and not pub.in_tx
+    pub.in_tx = True
+    pub.abort()  # a failed batch's: nothing waits for messages that may never be delivered
+    assert producer.calls == ["flush", "abort", "abort"]
