@@ -121,8 +121,8 @@ class Tracker:
                 if xa_start:
                     self.xa = True
                 return False
-            # A group of a non-transactional table's changes may end in ROLLBACK (a mixed
-            # MyISAM/InnoDB transaction): its MyISAM rows stay applied, and it ends there.
+            # A transaction that touched a non-transactional table is logged even when rolled
+            # back: its group ends in ROLLBACK (its rows are left out: stages.savepoints).
             if query == "COMMIT" or query == "ROLLBACK" or not self.explicit or not self.in_tx:
                 self.end(event.packet.log_pos)
                 return True

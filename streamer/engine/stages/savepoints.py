@@ -13,6 +13,12 @@ already published, is aborted, and the stream is read again from the last checkp
 (``RolledBackRows``); the rows in a hole are then counted and left out (``Tracker.holes``). A
 batch committed between the savepoint and the rollback (a cut at batch.max_messages) can't be
 taken back: that case is refused, naming the transaction.
+
+Such a transaction rolled back whole is logged too: its rows, then ``ROLLBACK``. In row format
+the servers log a non-transactional table's rows in a group of their own, ended by ``COMMIT``,
+so the rows of a group that ends in ``ROLLBACK`` are all a transactional table's, and none is in
+the table (seen on MariaDB 10.11 and 11.4: tests/e2e/test_tx_random.py). The whole transaction
+is then a hole, taken back as above.
 """
 from __future__ import annotations
 
@@ -57,24 +63,39 @@ class Savepoints:
         if m is not None:
             self.marks[_name(m.group(1))] = (tracker.tx_rows, self.ctx.policy.committed_at)
             return 0
+        if query == "ROLLBACK":
+            if tracker.in_tx:
+                self._take_back((0, tracker.tx_rows), self._committed_inside(), "was rolled back")
+            return 0
         m = _ROLLBACK_TO.match(query)
         if m is None or _name(m.group(1)) not in self.marks:
             return 0
         at, committed_then = self.marks[_name(m.group(1))]
-        hole = (at, tracker.tx_rows)
-        known = self.holes.get(tracker.txid, [])
-        if hole[0] == hole[1] or hole in known:
-            return 0
-        if self.ctx.policy.committed_at != committed_then:
+        self._take_back((at, tracker.tx_rows), self.ctx.policy.committed_at != committed_then,
+                        "rolled back to a savepoint")
+        return 0
+
+    def _committed_inside(self) -> bool:
+        """Whether rows of the open transaction are in a committed batch: one cut inside it, by
+        this run or (the resume's skip) by an earlier one."""
+        tracker = self.tracker
+        file, start, rows = self.ctx.policy.committed_at
+        return tracker.skip > 0 or (rows > 0 and file == tracker.file and start == tracker.tx_start)
+
+    def _take_back(self, hole: Tuple[int, int], committed: bool, what: str) -> None:
+        """Leave out the row changes ``hole`` of the open transaction: raises to read it again."""
+        txid = self.tracker.txid
+        if hole[0] == hole[1] or hole in self.holes.get(txid, ()):
+            return
+        if committed:
             raise UnsupportedEvent(
-                f"the transaction {tracker.txid} rolled back to a savepoint after some of its "
-                f"rows were committed to Kafka (a batch cut at batch.max_messages came between "
-                f"the SAVEPOINT and the ROLLBACK TO): row changes {hole[0]}..{hole[1] - 1} of "
-                f"it are in the topics but not in the table. Raise batch.max_messages above "
-                f"the transaction's size and restart: the transaction is then read again and "
-                f"published without them")
-        self.holes.setdefault(tracker.txid, []).append(hole)
+                f"the transaction {txid} {what} after some of its rows were committed to Kafka "
+                f"(a batch cut at batch.max_messages came inside it): row changes "
+                f"{hole[0]}..{hole[1] - 1} of it are in the topics but not in the table. Raise "
+                f"batch.max_messages above the transaction's size and restart: the transaction "
+                f"is then read again and published without them")
+        self.holes.setdefault(txid, []).append(hole)
         raise RolledBackRows(
-            f"the transaction {tracker.txid} rolled back to a savepoint, taking back its row "
-            f"changes {hole[0]}..{hole[1] - 1}, which touched a non-transactional table too: "
-            f"the open batch is aborted and read again without them")
+            f"the transaction {txid} {what}, taking back its row changes "
+            f"{hole[0]}..{hole[1] - 1}, which the server logged because it touched a "
+            f"non-transactional table too: the open batch is aborted and read again without them")

@@ -291,44 +291,64 @@ def test_under_a_registry_a_truncate_read_first_after_a_restart_is_framed_by_it(
     assert values[0][:5] == b"\x00" + truncate_id.to_bytes(4, "big"), values[0][:8]
 
 
-def test_a_kill_inside_a_group_that_ends_in_rollback_resumes_it_and_the_next_one_whole(make):
-    # binlogs/rollback.sql: 60 MyISAM rows in 8 rows events (the group at 1070), their COMMIT
-    # rewritten into the ROLLBACK MySQL writes when a transaction with non-transactional changes
-    # rolls back. The rows stay applied; the group ends at the ROLLBACK; the next one (t 2, 3)
-    # must not inherit the resume's skip.
+def _rolled_back_group():
+    # binlogs/rollback.sql: 60 rows in 8 rows events (the group at 1070), its COMMIT rewritten
+    # into the ROLLBACK a server writes when a transaction that touched a non-transactional
+    # table too is rolled back (in row format those rows are a group of their own: these 60 are
+    # all a transactional table's, and none is in the table).
     from tests.unit.engine_parts import query_rewritten
-    data = query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
-    expected = [("c", 1)] + [("c", i) for i in range(1, 61)] + [("c", 2), ("c", 3)]
+    return query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
 
-    def run(start, stop_inside):
+
+def test_a_group_that_ends_in_rollback_publishes_none_of_its_rows(make, monkeypatch):
+    from streamer.engine import start as start_mod
+    data = _rolled_back_group()
+    supervisor, publisher = make(supervised=True)
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    sleeps, reads = [], []
+    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
+
+    def reader(cfg, password, start, gtid):
+        reads.append(start)
+        return ReplayedBinlog("rollback.binlog", start, on_end=supervisor.request_stop, data=data)
+
+    supervisor.new_reader = reader
+    assert supervisor.run() == 0
+    # Its rows were in the open batch: aborted (drained first), read again at once without them.
+    assert len(reads) == 2 and sleeps == [0.0] and publisher.drained == 1
+    assert publisher.changes() == [("c", 1), ("c", 2), ("c", 3)]
+
+
+def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(make):
+    from streamer.errors import UnsupportedEvent
+    data = _rolled_back_group()
+    for start in (Position(FILE, 4), Position(FILE, 1070, rows=20)):  # and resumed inside it
         streamer, publisher = make(batch={"max_messages": 10})
-        if stop_inside:
-            publisher.on_commit = lambda p: (p.pos, p.rows > 0) == (1070, True) and \
-                streamer.request_stop()
-        reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop,
-                                data=data)
-        with reader:
+        reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop, data=data)
+        with reader, pytest.raises(UnsupportedEvent) as e:
             streamer.stream(publisher, reader, start)
-        return publisher
-
-    first = run(Position(FILE, 4), True)
-    checkpoint = first.committed
-    assert checkpoint.pos == 1070 and 0 < checkpoint.rows < 60
-    second = run(checkpoint, False)
-    assert first.changes() + second.changes() == expected
+        assert f"the transaction {FILE}:1070 was rolled back after some of its rows were " \
+               f"committed" in str(e.value) and "Raise batch.max_messages" in str(e.value)
+        if not start.rows:  # the cut this run made is inside it
+            assert (publisher.committed.pos, publisher.committed.rows) == (1070, 60)
 
 
-def test_a_group_that_ends_in_rollback_gets_its_end_record_there(make):
-    from tests.unit.engine_parts import query_rewritten
+def test_a_group_that_ends_in_rollback_gets_no_transaction_records(make, monkeypatch):
+    from streamer.engine import start as start_mod
     from tests.unit.engine.test_txmeta import _records
-    data = query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
-    streamer, publisher = make(topics={"transactions": True})
-    reader = ReplayedBinlog("rollback.binlog", Position(FILE, 4), on_end=streamer.request_stop,
-                            data=data)
-    with reader:
-        streamer.stream(publisher, reader, Position(FILE, 4))
+    data = _rolled_back_group()
+    supervisor, publisher = make(supervised=True, topics={"transactions": True})
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    monkeypatch.setattr(supervisor, "_sleep", lambda seconds: None)
+    supervisor.new_reader = lambda cfg, password, start, gtid: ReplayedBinlog(
+        "rollback.binlog", start, on_end=supervisor.request_stop, data=data)
+    assert supervisor.run() == 0
     records = [(r["status"], r["id"], r["event_count"]) for _, r in _records(publisher)]
-    assert records[2:4] == [("BEGIN", f"{FILE}:1070", None), ("END", f"{FILE}:1070", 60)]
+    assert [(status, count) for status, _, count in records] == [
+        ("BEGIN", None), ("END", 1), ("BEGIN", None), ("END", 2)]
+    assert f"{FILE}:1070" not in {i for _, i, _ in records}
 
 
 class ArrivingSoon(ReplayedBinlog):
@@ -404,7 +424,8 @@ def test_rows_a_rollback_to_savepoint_took_back_are_never_published(make, monkey
     supervisor, publisher = make(supervised=True)
     monkeypatch.setattr(start_mod, "probe_source",
                         lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    monkeypatch.setattr(supervisor, "_sleep", lambda seconds: None)
+    sleeps = []
+    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
     reads = []
 
     def reader(cfg, password, start, gtid):
@@ -413,7 +434,8 @@ def test_rows_a_rollback_to_savepoint_took_back_are_never_published(make, monkey
 
     supervisor.new_reader = reader
     assert supervisor.run() == 0
-    assert len(reads) == 2 and publisher.aborts >= 1
+    # No failure: read again at once (no reconnect backoff), the batch drained before the abort.
+    assert len(reads) == 2 and sleeps == [0.0] and publisher.drained == 1
     assert publisher.changes() == [("c", 1), ("c", 1), ("c", 2), ("c", 5), ("c", 6)]
     decoder = publisher.decoder()
     five = [decoder.decode(v) for t, _, v in publisher.messages() if t == "test.app.t"][2]
