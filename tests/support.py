@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 import zlib
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pymysql
 import yaml
@@ -195,11 +195,14 @@ def decoder(namespace: str) -> Decoder:
 
 
 def consume(topics: List[str], expect: Optional[int] = None, idle: float = 3.0,
-            timeout: float = 90.0, decode_ns: Optional[str] = None) -> List[Dict[str, Any]]:
+            timeout: float = 90.0, decode_ns: Optional[str] = None,
+            until: Optional[Callable[[List[Dict[str, Any]]], bool]] = None
+            ) -> List[Dict[str, Any]]:
     """All committed messages of the topics (read_committed), in partition order.
 
-    Stops when ``expect`` messages arrived (then reads ``idle`` more seconds to catch extras),
-    or when nothing arrived for ``idle`` seconds, or at ``timeout``.
+    Stops when ``expect`` messages arrived and ``until`` (of the messages so far) holds, then
+    reads ``idle`` more seconds to catch extras; or when nothing arrived for ``idle`` seconds
+    (with neither given), or at ``timeout``.
     """
     c = Consumer({"bootstrap.servers": KAFKA, "group.id": unique("test-"),
                   "enable.auto.commit": False, "isolation.level": "read_committed",
@@ -228,7 +231,7 @@ def consume(topics: List[str], expect: Optional[int] = None, idle: float = 3.0,
             msg = c.poll(0.2)
             now = time.monotonic()
             if msg is None:
-                if expect is not None and len(out) < expect:
+                if expect is not None and len(out) < expect or until is not None and not until(out):
                     continue
                 if now - last > idle:
                     break
