@@ -186,7 +186,11 @@ class CommitPolicy:
         transaction; commits when due. True when the pipeline is to stop."""
         if sent:
             self.pending += sent
-        if self.full() or self.control.stop_requested:
+        # Once a transaction has rows, only a full batch commits before its end: they may yet
+        # be taken back (a ROLLBACK TO, or a ROLLBACK ending its group: stages.savepoints),
+        # which a batch that committed some of them can't do. A stop waits for that end.
+        in_tx = self.tracker.tx_rows
+        if self.full() or (self.control.stop_requested and not in_tx):
             self.commit()
             return self.control.stop_requested
         now = self.monotonic()
@@ -206,8 +210,8 @@ class CommitPolicy:
         if requested:
             self.commit_requested = False
         waited_for = self.beat or self.pending > self.background
-        if (self.pending or self.beat) and (requested or self._due(now - self.started,
-                                                                   caught_up, waited_for)):
+        if (self.pending or self.beat) and (requested or not in_tx and self._due(
+                now - self.started, caught_up, waited_for)):
             self.commit()
             if waited_for:
                 self.linger.committed(caught_up)

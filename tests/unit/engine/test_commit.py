@@ -17,6 +17,7 @@ class Tracker:
 
     def __init__(self):
         self.in_tx = False
+        self.tx_rows = 0  # row changes of the open transaction read so far
         self.at = 4
 
     def mark(self):
@@ -74,6 +75,26 @@ def test_a_stop_commits_what_is_open_even_nothing_and_says_stop():
     p, _, _, control, metrics = policy()
     control.stop_requested = True
     assert p.after(object, 0, False) is True and metrics.commits == [(4, 0)]
+
+
+def test_once_a_transaction_has_rows_only_a_full_batch_commits_before_its_end():
+    # Its rows may yet be taken back (stages.savepoints): neither the linger nor a stop commits
+    # between two of them; a full batch does (and the stop is honoured there).
+    clock = FakeClock(step=0.0001)
+    p, _, tracker, control, metrics = policy(clock=clock, linger_ms=1, catchup_linger_ms=1)
+    p.open()
+    tracker.in_tx, tracker.tx_rows = True, 3
+    p.after(object, 3, False)
+    clock.sleep(1.0)
+    control.stop_requested = True
+    assert p.after(object, 2, False) is False and metrics.commits == []
+    assert p.after(object, 5, False) is True and metrics.commits == [(4, 10)]  # full
+    control.stop_requested = False
+    p.open()
+    p.after(object, 1, False)
+    clock.sleep(1.0)
+    tracker.in_tx, tracker.tx_rows = False, 0  # its end
+    assert p.after(object, 0, True) is False and metrics.commits == [(4, 10), (4, 1)]
 
 
 def test_an_idle_heartbeat_commits_a_pending_batch_at_once():

@@ -164,7 +164,9 @@ def test_a_ddl_between_batches_announces_the_new_version_before_its_first_row(ma
     assert records[0]["fingerprint"] != records[2]["fingerprint"]
 
 
-def test_shutdown_in_the_middle_of_a_batch_commits_what_was_read_and_stops_there(make):
+def test_shutdown_in_the_middle_of_a_transaction_reads_to_its_end_commits_and_stops_there(make):
+    # A batch that committed part of a transaction could not take its rows back should its
+    # group end in ROLLBACK (stages.savepoints): the stop waits for the transaction's end.
     streamer, publisher = make(batch={"linger_ms": 100000, "catchup_linger_ms": 100000})
     stop_at = 18  # other.skip's row in transaction 2, after the first insert: its batch is open
 
@@ -175,14 +177,25 @@ def test_shutdown_in_the_middle_of_a_batch_commits_what_was_read_and_stops_there
     reader = ReplayedBinlog("engine.binlog", Position(FILE, 4), on_event=stop)
     with reader:
         streamer.stream(publisher, reader, Position(FILE, 4))
-    assert reader.handed_out == stop_at  # nothing read after the stop
+    assert reader.handed_out == 27  # transaction 2's XID, and nothing after it
     assert len(publisher.log) == 1 and not publisher.in_tx
     checkpoint = publisher.committed
-    assert checkpoint.pos == TX2 and checkpoint.rows == 2  # one published, one unpublished
-    assert publisher.changes() == ALL[:4]
+    assert checkpoint.pos == 2289 and checkpoint.rows == 0  # where transaction 3 begins
+    assert publisher.changes() == ALL[:12]
     again, resumed = make()
     replay(again, resumed, start=checkpoint)
     assert publisher.changes() + resumed.changes() == ALL
+
+
+def test_a_batch_past_its_linger_commits_at_the_transaction_end_unless_full(make):
+    # Catching up, a batch past its linger commits at the next transaction end, never between
+    # two rows of one; a full batch (max_messages) still commits where it is.
+    for max_messages, inside in ((10000, False), (3, True)):
+        streamer, publisher = make(batch={"linger_ms": 0, "min_linger_ms": 0,
+                                          "catchup_linger_ms": 0, "max_messages": max_messages})
+        replay(streamer, publisher)
+        assert publisher.changes() == ALL
+        assert any(p.rows for _, p in publisher.log) is inside, publisher.log
 
 
 def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
