@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List
 
 from streamer.engine.commit import StoppedInsideEvent
 from streamer.engine.rows import OPS
+from streamer.engine.stages.savepoints import looked_ahead
 from streamer.source import events
 
 Handler = Callable[[Any], int]
@@ -64,7 +65,7 @@ class Pipeline:
     def stream(self, reader: Any) -> None:
         """Publish what ``reader`` yields until the commit policy says stop (or it ends)."""
         try:
-            self._loop(reader)
+            self._loop(looked_ahead(reader))
         except StoppedInsideEvent:
             pass  # a stop at a batch cut inside an event; its checkpoint says where
 

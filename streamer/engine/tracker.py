@@ -131,6 +131,8 @@ class Tracker:
             self.begin(_start_of(event), event.gtid)
             self.explicit = not (event.flags & FL_STANDALONE)
             self.xa = bool(event.flags & FL_PREPARED_XA)
+            if event.holes is not None:  # a group read whole first (stages.savepoints)
+                self.holes = event.holes
         elif cls is GtidEvent or cls is TaggedGtidEvent:
             self.begin(_start_of(event), event.gtid)
             self.explicit = False

@@ -10,24 +10,39 @@ A ``SAVEPOINT `s``` statement marks how many row changes of the transaction came
 ``ROLLBACK TO `s``` the changes since are a hole in the transaction: it is remembered (by the
 transaction's id, for this process: ``Streamer.holes``), the open batch, which holds the rows
 already published, is aborted, and the stream is read again from the last checkpoint
-(``RolledBackRows``); the rows in a hole are then counted and left out (``Tracker.holes``). A
-batch committed between the savepoint and the rollback (a cut at batch.max_messages) can't be
-taken back: that case is refused, naming the transaction.
+(``RolledBackRows``); the rows in a hole are then counted and left out (``Tracker.holes``), and
+the batch commits at that transaction's end, so that each one costs one reading again. A batch
+commits inside a transaction only when full (engine.commit), and a batch committed between the
+savepoint and the rollback (a cut at batch.max_messages) can't be taken back: that case is
+refused, naming the transaction.
 
 Such a transaction rolled back whole is logged too: its rows, then ``ROLLBACK``. In row format
 the servers log a non-transactional table's rows in a group of their own, ended by ``COMMIT``,
 so the rows of a group that ends in ``ROLLBACK`` are all a transactional table's, and none is in
 the table (seen on MariaDB 10.11 and 11.4: tests/e2e/test_tx_random.py). The whole transaction
 is then a hole, taken back as above.
+
+Reading again costs a reconnect and the batch: a stream with such transactions every few
+hundred ms fell behind for good, and a snapshot in flight never finished a chunk. So MariaDB's
+groups that can hold rows taken back are read whole before their first event is handled
+(``looked_ahead``): only a group whose GTID event lacks FL_TRANSACTIONAL ("can be safely rolled
+back") can, as a transaction that touched a non-transactional table lacks it (a pure InnoDB
+one, rolled back to a savepoint or not, carries it: seen on 10.11 and 11.4). Its statements and
+its end give its holes, set on its GTID event for the tracker, and its rows are left out as
+they come: nothing aborted, nothing read again. A group of more than ``LOOK_AHEAD`` events is
+handed on as it comes, and taken back the way above if it must be.
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from pymysqlreplication.event import QueryEvent
+from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, XidEvent
 
+from streamer.engine.rows import OPS
+from streamer.engine.tracker import FL_PREPARED_XA, FL_STANDALONE
 from streamer.errors import RolledBackRows, UnsupportedEvent
+from streamer.source import rowcount
 
 _SAVEPOINT = re.compile(r"^\s*SAVEPOINT\s+(`(?:[^`]|``)+`|\w+)\s*$", re.I)
 _ROLLBACK_TO = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+)?TO\s+(?:SAVEPOINT\s+)?(`(?:[^`]|``)+`|\w+)"
@@ -36,8 +51,62 @@ _ROLLBACK_TO = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+)?TO\s+(?:SAVEPOINT\s+)?(`(
 Holes = Dict[str, List[Tuple[int, int]]]
 
 
+FL_TRANSACTIONAL = 4  # MariaDB's GTID event: a group that can be safely rolled back
+FL_COMPLETED_XA = 0x80  # an XA COMMIT or XA ROLLBACK (stages.xa)
+# None of these groups is looked ahead: their rows can't be taken back.
+_WHOLE = FL_STANDALONE | FL_TRANSACTIONAL | FL_PREPARED_XA | FL_COMPLETED_XA
+LOOK_AHEAD = 2000  # events of a group read before any is handed on, at most (~16 MB)
+MariadbGtidEvent.holes = None  # what looked_ahead sets on the groups it read whole
+
+
 def _name(text: str) -> str:
     return text[1:-1].replace("``", "`") if text.startswith("`") else text
+
+
+def looked_ahead(events: Iterable[Any]) -> Iterator[Any]:
+    """``events``, with each MariaDB group that may hold rows taken back read to its end first
+    and its holes set on its GTID event (``holes``: None when it has none)."""
+    it = iter(events)
+    for event in it:
+        if event.__class__ is MariadbGtidEvent and not event.flags & _WHOLE:
+            yield from _group(event, it)
+        else:
+            yield event
+
+
+def _group(gtid: Any, it: Iterator[Any]) -> List[Any]:
+    group = [gtid]
+    gtid.holes = None
+    for event in it:
+        group.append(event)
+        cls = event.__class__
+        if cls is XidEvent or (cls is QueryEvent and event.query in ("COMMIT", "ROLLBACK")):
+            gtid.holes = holes_of(group)
+            break
+        if len(group) > LOOK_AHEAD:
+            break
+    return group
+
+
+def holes_of(group: List[Any]) -> Optional[List[Tuple[int, int]]]:
+    """The ranges of a whole group's row changes that its ROLLBACK TO statements and a ROLLBACK
+    at its end took back, counted as the tracker counts them."""
+    rows, marks, holes = 0, {}, []
+    for event in group:
+        if event.__class__ in OPS:
+            rows += rowcount.rows_in(event)
+        elif event.__class__ is QueryEvent:
+            query = event.query
+            m = _SAVEPOINT.match(query)
+            if m is not None:
+                marks[_name(m.group(1))] = rows
+                continue
+            m = _ROLLBACK_TO.match(query)
+            if m is not None and marks.get(_name(m.group(1)), rows) < rows:
+                holes.append((marks[_name(m.group(1))], rows))
+            elif query == "ROLLBACK" and rows:
+                holes.append((0, rows))
+    return holes or None
 
 
 class Savepoints:
@@ -50,6 +119,16 @@ class Savepoints:
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
         return {QueryEvent: self.on_query}
+
+    def tx_end_hooks(self) -> List[Callable[[], int]]:
+        return [self.on_tx_end]
+
+    def on_tx_end(self) -> int:
+        """A transaction read again without its holes ended: commit now, so that the next one
+        taken back is read again from here, not from before this one."""
+        if self.tracker.txid in self.holes:
+            self.ctx.policy.request_commit()
+        return 0
 
     def on_query(self, event: Any) -> int:
         query = event.query
@@ -85,7 +164,8 @@ class Savepoints:
     def _take_back(self, hole: Tuple[int, int], committed: bool, what: str) -> None:
         """Leave out the row changes ``hole`` of the open transaction: raises to read it again."""
         txid = self.tracker.txid
-        if hole[0] == hole[1] or hole in self.holes.get(txid, ()):
+        if hole[0] == hole[1] or hole in self.holes.get(txid, ()) or \
+                hole in (self.tracker.holes or ()):  # known from the start (looked_ahead)
             return
         if committed:
             raise UnsupportedEvent(

@@ -22,9 +22,9 @@ TX4 = 2652  # the transaction that only writes other.skip
 ALTER = 2878
 
 
-def replay(streamer, publisher, start=Position(FILE, 4), **kwargs):
+def replay(streamer, publisher, start=Position(FILE, 4), binlog="engine.binlog", **kwargs):
     """Stream the recording from ``start`` to its end, then stop as a SIGTERM would."""
-    reader = ReplayedBinlog("engine.binlog", start, on_end=streamer.request_stop, **kwargs)
+    reader = ReplayedBinlog(binlog, start, on_end=streamer.request_stop, **kwargs)
     with reader:
         streamer.stream(publisher, reader, start)
     return reader
@@ -313,10 +313,13 @@ def _rolled_back_group():
     return query_rewritten("rollback.binlog", 61944, b"COMMIT", b"ROLLBACK")
 
 
-def test_a_group_that_ends_in_rollback_publishes_none_of_its_rows(make, monkeypatch):
+def _taken_back(make, monkeypatch, binlog, look_ahead, data=None, **kwargs):
+    """Run ``binlog`` supervised; (reads made, sleeps, the publisher). With ``look_ahead`` 0,
+    no group is read whole first: rows taken back are found as they are, and read again."""
     from streamer.engine import start as start_mod
-    data = _rolled_back_group()
-    supervisor, publisher = make(supervised=True)
+    from streamer.engine.stages import savepoints
+    monkeypatch.setattr(savepoints, "LOOK_AHEAD", look_ahead)
+    supervisor, publisher = make(supervised=True, **kwargs)
     monkeypatch.setattr(start_mod, "probe_source",
                         lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
     sleeps, reads = [], []
@@ -324,18 +327,29 @@ def test_a_group_that_ends_in_rollback_publishes_none_of_its_rows(make, monkeypa
 
     def reader(cfg, password, start, gtid):
         reads.append(start)
-        return ReplayedBinlog("rollback.binlog", start, on_end=supervisor.request_stop, data=data)
+        return ReplayedBinlog(binlog, start, on_end=supervisor.request_stop, data=data)
 
     supervisor.new_reader = reader
     assert supervisor.run() == 0
-    # Its rows were in the open batch: aborted (drained first), read again at once without them.
-    assert len(reads) == 2 and sleeps == [0.0] and publisher.drained == 1
+    return len(reads), sleeps, publisher
+
+
+@pytest.mark.parametrize("look_ahead", [10000, 0])
+def test_a_group_that_ends_in_rollback_publishes_none_of_its_rows(make, monkeypatch, look_ahead):
+    reads, sleeps, publisher = _taken_back(make, monkeypatch, "rollback.binlog", look_ahead,
+                                           data=_rolled_back_group())
     assert publisher.changes() == [("c", 1), ("c", 2), ("c", 3)]
+    if look_ahead:  # read whole first: its rows were never published
+        assert (reads, sleeps, publisher.aborts) == (1, [], 0)
+    else:  # in the open batch: aborted (drained first), read again at once without them
+        assert reads == 2 and sleeps == [0.0] and publisher.drained == 1
 
 
-def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(make):
+def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(make, monkeypatch):
+    from streamer.engine.stages import savepoints
     from streamer.errors import UnsupportedEvent
     data = _rolled_back_group()
+    monkeypatch.setattr(savepoints, "LOOK_AHEAD", 0)  # too long a group to be read whole
     for start in (Position(FILE, 4), Position(FILE, 1070, rows=20)):  # and resumed inside it
         streamer, publisher = make(batch={"max_messages": 10})
         reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop, data=data)
@@ -345,19 +359,18 @@ def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(ma
                f"committed" in str(e.value) and "Raise batch.max_messages" in str(e.value)
         if not start.rows:  # the cut this run made is inside it
             assert (publisher.committed.pos, publisher.committed.rows) == (1070, 60)
+    # Read whole first, the same group is left out before a batch could fill with it.
+    monkeypatch.setattr(savepoints, "LOOK_AHEAD", 10000)
+    streamer, publisher = make(batch={"max_messages": 10})
+    replay(streamer, publisher, data=data, binlog="rollback.binlog")
+    assert publisher.changes() == [("c", 1), ("c", 2), ("c", 3)]
 
 
-def test_a_group_that_ends_in_rollback_gets_no_transaction_records(make, monkeypatch):
-    from streamer.engine import start as start_mod
+@pytest.mark.parametrize("look_ahead", [10000, 0])
+def test_a_group_that_ends_in_rollback_gets_no_transaction_records(make, monkeypatch, look_ahead):
     from tests.unit.engine.test_txmeta import _records
-    data = _rolled_back_group()
-    supervisor, publisher = make(supervised=True, topics={"transactions": True})
-    monkeypatch.setattr(start_mod, "probe_source",
-                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    monkeypatch.setattr(supervisor, "_sleep", lambda seconds: None)
-    supervisor.new_reader = lambda cfg, password, start, gtid: ReplayedBinlog(
-        "rollback.binlog", start, on_end=supervisor.request_stop, data=data)
-    assert supervisor.run() == 0
+    _, _, publisher = _taken_back(make, monkeypatch, "rollback.binlog", look_ahead,
+                                  data=_rolled_back_group(), topics={"transactions": True})
     records = [(r["status"], r["id"], r["event_count"]) for _, r in _records(publisher)]
     assert [(status, count) for status, _, count in records] == [
         ("BEGIN", None), ("END", 1), ("BEGIN", None), ("END", 2)]
@@ -428,31 +441,22 @@ def test_live_a_caught_up_batch_waits_for_more_until_its_partitions_register(mak
     assert all(pos.rows == 0 for _, pos in publisher.log)
 
 
-def test_rows_a_rollback_to_savepoint_took_back_are_never_published(make, monkeypatch):
+@pytest.mark.parametrize("look_ahead", [10000, 0])
+def test_rows_a_rollback_to_savepoint_took_back_are_never_published(make, monkeypatch,
+                                                                     look_ahead):
     # binlogs/savepoint.sql: MariaDB writes rows 3 and 4, then ROLLBACK TO `s`, because the
-    # transaction touched a MyISAM table. The batch holding them is aborted and the transaction
-    # read again from the checkpoint without them; their places in it are kept.
-    from streamer.engine import start as start_mod
-
-    supervisor, publisher = make(supervised=True)
-    monkeypatch.setattr(start_mod, "probe_source",
-                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    sleeps = []
-    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
-    reads = []
-
-    def reader(cfg, password, start, gtid):
-        reads.append(start)
-        return ReplayedBinlog("savepoint.binlog", start, on_end=supervisor.request_stop)
-
-    supervisor.new_reader = reader
-    assert supervisor.run() == 0
-    # No failure: read again at once (no reconnect backoff), the batch drained before the abort.
-    assert len(reads) == 2 and sleeps == [0.0] and publisher.drained == 1
+    # transaction touched a MyISAM table. Its group is read whole first and the two left out;
+    # read as it comes, the batch holding them is aborted and the transaction read again from
+    # the checkpoint without them. Either way their places in it are kept.
+    reads, sleeps, publisher = _taken_back(make, monkeypatch, "savepoint.binlog", look_ahead)
     assert publisher.changes() == [("c", 1), ("c", 1), ("c", 2), ("c", 5), ("c", 6)]
     decoder = publisher.decoder()
     five = [decoder.decode(v) for t, _, v in publisher.messages() if t == "test.app.t"][2]
     assert five["after"] == {"id": 5} and five["source"]["tx_row"] == 3  # 2, 3, 4, then 5
+    if look_ahead:
+        assert (reads, sleeps, publisher.aborts) == (1, [], 0)
+    else:  # no failure: read again at once (no reconnect backoff), drained before the abort
+        assert reads == 2 and sleeps == [0.0] and publisher.drained == 1
 
 
 def test_topics_headers_put_op_db_table_and_schema_id_on_every_table_message(make):
@@ -480,3 +484,28 @@ def test_without_topics_headers_no_message_has_any(make):
     streamer, publisher = make()
     replay(streamer, publisher)
     assert publisher.messages() and publisher.headers == []
+
+
+def test_only_a_group_that_may_take_rows_back_is_read_whole_before_it_is_handed_on():
+    from pymysqlreplication.event import MariadbGtidEvent, XidEvent
+    from streamer.engine.stages.savepoints import looked_ahead
+
+    def event(cls, **attrs):
+        e = cls.__new__(cls)
+        e.__dict__.update(attrs)
+        return e
+
+    xid = event(XidEvent)
+    group = [event(MariadbGtidEvent, flags=4 | 8), xid,  # FL_TRANSACTIONAL: InnoDB alone
+             event(MariadbGtidEvent, flags=8), xid]  # a non-transactional table was touched
+    pulled = []
+
+    def server():
+        for e in group:
+            pulled.append(e)
+            yield e
+
+    events = looked_ahead(server())
+    assert next(events) is group[0] and len(pulled) == 1  # handed on as it came
+    assert next(events) is xid
+    assert next(events) is group[2] and len(pulled) == 4 and group[2].holes is None
