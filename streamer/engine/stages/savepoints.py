@@ -37,7 +37,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, XidEvent
+from pymysqlreplication.event import (GtidEvent, HeartbeatLogEvent, MariadbGtidEvent,
+                                      QueryEvent, RotateEvent, XAPrepareEvent, XidEvent)
 
 from streamer.engine.rows import OPS
 from streamer.engine.tracker import FL_PREPARED_XA, FL_STANDALONE
@@ -57,6 +58,7 @@ FL_COMPLETED_XA = 0x80  # an XA COMMIT or XA ROLLBACK (stages.xa)
 _WHOLE = FL_STANDALONE | FL_TRANSACTIONAL | FL_PREPARED_XA | FL_COMPLETED_XA
 LOOK_AHEAD = 2000  # events of a group read before any is handed on, at most (~16 MB)
 MariadbGtidEvent.holes = None  # what looked_ahead sets on the groups it read whole
+_OUTSIDE = (MariadbGtidEvent, GtidEvent, HeartbeatLogEvent, RotateEvent)  # never in a group
 
 
 def _name(text: str) -> str:
@@ -68,24 +70,33 @@ def looked_ahead(events: Iterable[Any]) -> Iterator[Any]:
     and its holes set on its GTID event (``holes``: None when it has none)."""
     it = iter(events)
     for event in it:
-        if event.__class__ is MariadbGtidEvent and not event.flags & _WHOLE:
-            yield from _group(event, it)
-        else:
+        while event is not None and event.__class__ is MariadbGtidEvent and \
+                not event.flags & _WHOLE:
+            group, event = _group(event, it)
+            yield from group
+        if event is not None:
             yield event
 
 
-def _group(gtid: Any, it: Iterator[Any]) -> List[Any]:
+def _group(gtid: Any, it: Iterator[Any]) -> Tuple[List[Any], Any]:
+    """The group ``gtid`` begins, read to its end (as the tracker ends one) or ``LOOK_AHEAD``
+    events; and an event read after it that can't be in it (a group that ended without an end
+    the tracker knows), else None: nothing is read past a group's end, which may come long
+    before the next event."""
     group = [gtid]
     gtid.holes = None
     for event in it:
-        group.append(event)
         cls = event.__class__
-        if cls is XidEvent or (cls is QueryEvent and event.query in ("COMMIT", "ROLLBACK")):
+        if cls in _OUTSIDE:
+            return group, event
+        group.append(event)
+        if cls is XidEvent or cls is XAPrepareEvent or (
+                cls is QueryEvent and event.query in ("COMMIT", "ROLLBACK")):
             gtid.holes = holes_of(group)
             break
         if len(group) > LOOK_AHEAD:
             break
-    return group
+    return group, None
 
 
 def holes_of(group: List[Any]) -> Optional[List[Tuple[int, int]]]:

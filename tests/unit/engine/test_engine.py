@@ -509,3 +509,30 @@ def test_only_a_group_that_may_take_rows_back_is_read_whole_before_it_is_handed_
     assert next(events) is group[0] and len(pulled) == 1  # handed on as it came
     assert next(events) is xid
     assert next(events) is group[2] and len(pulled) == 4 and group[2].holes is None
+
+
+def test_a_group_read_whole_that_ends_unknown_is_handed_on_when_the_next_begins():
+    from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, XidEvent
+    from streamer.engine.stages.savepoints import looked_ahead
+
+    def event(cls, **attrs):
+        e = cls.__new__(cls)
+        e.__dict__.update(attrs)
+        return e
+
+    stray = event(QueryEvent, query="DO 1")  # no end the tracker knows
+    group = [event(MariadbGtidEvent, flags=8), stray, event(MariadbGtidEvent, flags=8),
+             event(QueryEvent, query="ROLLBACK")]
+    pulled = []
+
+    def server():
+        for e in group:
+            pulled.append(e)
+            yield e
+
+    events = looked_ahead(server())
+    assert next(events) is group[0] and len(pulled) == 3  # read up to the next group's start
+    assert next(events) is stray
+    assert next(events) is group[2] and len(pulled) == 4  # itself read whole, then
+    assert group[2].holes is None and next(events) is group[3]  # (no rows to take back)
+    assert next(events, None) is None
