@@ -187,7 +187,7 @@ def test_random_transactions_savepoints_and_engines_each_row_chains_to_what_sele
     f, p = support.master_pos(conn)
     other = source.admin(name)
     try:
-        seen = _run_workload([conn, other], random.Random(f"tx {source.name}"), 1500)
+        seen = _run_workload([conn, other], random.Random(f"tx {source.name}"), 1000)
     finally:
         other.close()
     final = _tables(conn)
@@ -213,7 +213,7 @@ def test_random_transactions_savepoints_and_engines_each_row_chains_to_what_sele
 def test_a_snapshot_under_random_transactions_reads_each_row_as_its_changes_left_it(
         db, source, tmp_path):
     name, conn = db
-    rows = 1000
+    rows = 600
     _create(conn, 2 * rows)
     ns = support.unique("txs")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
