@@ -486,51 +486,43 @@ def test_without_topics_headers_no_message_has_any(make):
     assert publisher.messages() and publisher.headers == []
 
 
+def _fake(cls, **attrs):
+    """An event of the library's class ``cls`` with only ``attrs`` set."""
+    e = cls.__new__(cls)
+    e.__dict__.update(attrs)
+    return e
+
+
+def _served(events, pulled):
+    """``events`` as a server sends them, each noted in ``pulled`` as it is read."""
+    for e in events:
+        pulled.append(e)
+        yield e
+
+
 def test_only_a_group_that_may_take_rows_back_is_read_whole_before_it_is_handed_on():
     from pymysqlreplication.event import MariadbGtidEvent, XidEvent
     from streamer.engine.stages.savepoints import looked_ahead
 
-    def event(cls, **attrs):
-        e = cls.__new__(cls)
-        e.__dict__.update(attrs)
-        return e
-
-    xid = event(XidEvent)
-    group = [event(MariadbGtidEvent, flags=4 | 8), xid,  # FL_TRANSACTIONAL: InnoDB alone
-             event(MariadbGtidEvent, flags=8), xid]  # a non-transactional table was touched
+    xid = _fake(XidEvent)
+    group = [_fake(MariadbGtidEvent, flags=4 | 8), xid,  # FL_TRANSACTIONAL: InnoDB alone
+             _fake(MariadbGtidEvent, flags=8), xid]  # a non-transactional table was touched
     pulled = []
-
-    def server():
-        for e in group:
-            pulled.append(e)
-            yield e
-
-    events = looked_ahead(server())
+    events = looked_ahead(_served(group, pulled))
     assert next(events) is group[0] and len(pulled) == 1  # handed on as it came
     assert next(events) is xid
     assert next(events) is group[2] and len(pulled) == 4 and group[2].holes is None
 
 
 def test_a_group_read_whole_that_ends_unknown_is_handed_on_when_the_next_begins():
-    from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, XidEvent
+    from pymysqlreplication.event import MariadbGtidEvent, QueryEvent
     from streamer.engine.stages.savepoints import looked_ahead
 
-    def event(cls, **attrs):
-        e = cls.__new__(cls)
-        e.__dict__.update(attrs)
-        return e
-
-    stray = event(QueryEvent, query="DO 1")  # no end the tracker knows
-    group = [event(MariadbGtidEvent, flags=8), stray, event(MariadbGtidEvent, flags=8),
-             event(QueryEvent, query="ROLLBACK")]
+    stray = _fake(QueryEvent, query="DO 1")  # no end the tracker knows
+    group = [_fake(MariadbGtidEvent, flags=8), stray, _fake(MariadbGtidEvent, flags=8),
+             _fake(QueryEvent, query="ROLLBACK")]
     pulled = []
-
-    def server():
-        for e in group:
-            pulled.append(e)
-            yield e
-
-    events = looked_ahead(server())
+    events = looked_ahead(_served(group, pulled))
     assert next(events) is group[0] and len(pulled) == 3  # read up to the next group's start
     assert next(events) is stray
     assert next(events) is group[2] and len(pulled) == 4  # itself read whole, then
