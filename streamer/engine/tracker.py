@@ -18,6 +18,8 @@ from streamer.position import GtidSet, Position
 from streamer.source.events import xa_id
 from streamer.source.gtidtag import TaggedGtidEvent
 
+# What stages.savepoints.looked_ahead sets on a MariaDB group it read whole: its holes.
+MariadbGtidEvent.holes = None
 # MariaDB's GTID event flag for a statement that is a transaction of its own (no BEGIN follows).
 FL_STANDALONE = 1
 # MariaDB's GTID event flag for the group of an XA transaction's XA START ... XA PREPARE.

@@ -57,7 +57,6 @@ FL_COMPLETED_XA = 0x80  # an XA COMMIT or XA ROLLBACK (stages.xa)
 # None of these groups is looked ahead: their rows can't be taken back.
 _WHOLE = FL_STANDALONE | FL_TRANSACTIONAL | FL_PREPARED_XA | FL_COMPLETED_XA
 LOOK_AHEAD = 2000  # events of a group read before any is handed on, at most (~16 MB)
-MariadbGtidEvent.holes = None  # what looked_ahead sets on the groups it read whole
 _OUTSIDE = (MariadbGtidEvent, GtidEvent, HeartbeatLogEvent, RotateEvent)  # never in a group
 
 
@@ -89,6 +88,11 @@ def _group(gtid: Any, it: Iterator[Any]) -> Tuple[List[Any], Any]:
         cls = event.__class__
         if cls in _OUTSIDE:
             return group, event
+        if cls in OPS:
+            # The library keeps one table map per table id, the last it read: the next
+            # statement's map, read ahead, would be what this event's rows are decoded by,
+            # without the plan the stream gives its own map (source.rowplan). Its own is kept.
+            event.table_map = {event.table_id: event.table_map[event.table_id]}
         group.append(event)
         if cls is XidEvent or cls is XAPrepareEvent or (
                 cls is QueryEvent and event.query in ("COMMIT", "ROLLBACK")):
@@ -101,11 +105,17 @@ def _group(gtid: Any, it: Iterator[Any]) -> Tuple[List[Any], Any]:
 
 def holes_of(group: List[Any]) -> Optional[List[Tuple[int, int]]]:
     """The ranges of a whole group's row changes that its ROLLBACK TO statements and a ROLLBACK
-    at its end took back, counted as the tracker counts them."""
+    at its end took back, counted as the tracker counts them; None when it has none, or when a
+    rows event can't be counted without decoding it. Its rows are never decoded here: their
+    table's plan is made when the stream reaches its table map (source.rowplan), and rows read
+    before would be read the library's way, and kept. Such a group is taken back as it comes."""
     rows, marks, holes = 0, {}, []
     for event in group:
         if event.__class__ in OPS:
-            rows += rowcount.rows_in(event)
+            n = rowcount.count(event)
+            if n is None:
+                return None
+            rows += n
         elif event.__class__ is QueryEvent:
             query = event.query
             m = _SAVEPOINT.match(query)

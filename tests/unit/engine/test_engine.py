@@ -528,3 +528,47 @@ def test_a_group_read_whole_that_ends_unknown_is_handed_on_when_the_next_begins(
     assert next(events) is group[2] and len(pulled) == 4  # itself read whole, then
     assert group[2].holes is None and next(events) is group[3]  # (no rows to take back)
     assert next(events, None) is None
+
+
+def test_a_group_read_whole_never_decodes_its_rows_to_count_them(monkeypatch):
+    # Read before the stream reaches their table map, rows would be decoded without their
+    # table's plan, and kept so: a row that can't be counted undecoded leaves the group's holes
+    # to be found as it comes.
+    from pymysqlreplication.event import MariadbGtidEvent, QueryEvent
+    from pymysqlreplication.row_event import WriteRowsEvent
+    from streamer.engine.stages import savepoints
+
+    rows = _fake(WriteRowsEvent)  # nothing set: reading its rows would raise
+    group = [_fake(MariadbGtidEvent, flags=8), _fake(QueryEvent, query="SAVEPOINT `s`"), rows,
+             _fake(QueryEvent, query="ROLLBACK TO `s`"), _fake(QueryEvent, query="COMMIT")]
+    monkeypatch.setattr(savepoints.rowcount, "count", lambda event: None)
+    assert savepoints.holes_of(group) is None
+    monkeypatch.setattr(savepoints.rowcount, "count", lambda event: 2)
+    assert savepoints.holes_of(group) == [(0, 2)]
+
+
+def test_a_group_read_whole_decodes_each_rows_event_by_its_own_table_map():
+    # The library keeps the last table map read for each table id; read ahead, a rows event
+    # would be decoded by the next statement's map, which has no plan attached yet.
+    from pymysqlreplication.event import MariadbGtidEvent, XidEvent
+    from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
+    from streamer.engine.stages.savepoints import looked_ahead
+
+    from types import SimpleNamespace
+
+    library = {}
+    # The Table objects of two maps of table 7 (no columns: the rows go uncounted).
+    first, second = SimpleNamespace(columns=[]), SimpleNamespace(columns=[])
+    maps = [_fake(TableMapEvent, table_id=7, table=t) for t in (first, second)]
+    rows = [_fake(WriteRowsEvent, table_id=7, table_map=library, number_of_columns=1)
+            for _ in maps]
+
+    def server():
+        for e in [_fake(MariadbGtidEvent, flags=8), maps[0], rows[0], maps[1], rows[1],
+                  _fake(XidEvent)]:
+            if e.__class__ is TableMapEvent:
+                library[7] = e.table  # as the library does when it reads one
+            yield e
+
+    assert len(list(looked_ahead(server()))) == 6 and library[7] is second
+    assert rows[0].table_map[7] is first and rows[1].table_map[7] is second
