@@ -64,6 +64,20 @@ def _name(text: str) -> str:
     return text[1:-1].replace("``", "`") if text.startswith("`") else text
 
 
+def statement_of(query: str) -> Optional[Tuple[str, str]]:
+    """("SAVEPOINT", name), ("ROLLBACK TO", name) or ("ROLLBACK", "") for a statement that marks
+    or takes back rows of its transaction; None for any other."""
+    if query == "ROLLBACK":
+        return "ROLLBACK", ""
+    m = _SAVEPOINT.match(query)
+    if m is not None:
+        return "SAVEPOINT", _name(m.group(1))
+    m = _ROLLBACK_TO.match(query)
+    if m is not None:
+        return "ROLLBACK TO", _name(m.group(1))
+    return None
+
+
 def looked_ahead(events: Iterable[Any]) -> Iterator[Any]:
     """``events``, with each MariaDB group that may hold rows taken back read to its end first
     and its holes set on its GTID event (``holes``: None when it has none)."""
@@ -117,16 +131,17 @@ def holes_of(group: List[Any]) -> Optional[List[Tuple[int, int]]]:
                 return None
             rows += n
         elif event.__class__ is QueryEvent:
-            query = event.query
-            m = _SAVEPOINT.match(query)
-            if m is not None:
-                marks[_name(m.group(1))] = rows
+            found = statement_of(event.query)
+            if found is None:
                 continue
-            m = _ROLLBACK_TO.match(query)
-            if m is not None and marks.get(_name(m.group(1)), rows) < rows:
-                holes.append((marks[_name(m.group(1))], rows))
-            elif query == "ROLLBACK" and rows:
-                holes.append((0, rows))
+            kind, name = found
+            if kind == "SAVEPOINT":
+                marks[name] = rows
+            elif kind == "ROLLBACK":
+                if rows:
+                    holes.append((0, rows))
+            elif marks.get(name, rows) < rows:
+                holes.append((marks[name], rows))
     return holes or None
 
 
@@ -159,20 +174,19 @@ class Savepoints:
         tracker = self.tracker
         if tracker.txid != self.txid:
             self.txid, self.marks = tracker.txid, {}
-        m = _SAVEPOINT.match(query)
-        if m is not None:
-            self.marks[_name(m.group(1))] = (tracker.tx_rows, self.ctx.policy.committed_at)
+        found = statement_of(query)
+        if found is None:
             return 0
-        if query == "ROLLBACK":
+        kind, name = found
+        if kind == "SAVEPOINT":
+            self.marks[name] = (tracker.tx_rows, self.ctx.policy.committed_at)
+        elif kind == "ROLLBACK":
             if tracker.in_tx:
                 self._take_back((0, tracker.tx_rows), self._committed_inside(), "was rolled back")
-            return 0
-        m = _ROLLBACK_TO.match(query)
-        if m is None or _name(m.group(1)) not in self.marks:
-            return 0
-        at, committed_then = self.marks[_name(m.group(1))]
-        self._take_back((at, tracker.tx_rows), self.ctx.policy.committed_at != committed_then,
-                        "rolled back to a savepoint")
+        elif name in self.marks:
+            at, committed_then = self.marks[name]
+            self._take_back((at, tracker.tx_rows), self.ctx.policy.committed_at != committed_then,
+                            "rolled back to a savepoint")
         return 0
 
     def _committed_inside(self) -> bool:
