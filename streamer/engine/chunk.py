@@ -42,7 +42,7 @@ class Chunk:
     __slots__ = ("job", "low", "high", "tv", "db", "table", "key_names", "rows", "keys",
                  "last_key", "final", "low_set", "high_set", "reading", "changed", "raw_keys",
                  "literals", "landed", "at", "sent", "parts", "unpack", "key_of", "held",
-                 "writer")
+                 "writer", "readable")
 
     def __init__(self, job_: Dict[str, Any], low: str, high: str, tv: TableVersion,
                  key_names: List[str], last_key: Optional[List[str]], final: bool,
@@ -72,6 +72,8 @@ class Chunk:
         self.sent = 0
         self.parts: Any = None
         self.unpack = getattr(reading, "unpack", None)
+        # A held row whose text its encoding can't read, made readable (source.textrows).
+        self.readable = getattr(reading, "readable", None)
         self.held = self.unpack is not None
         self.key_of = self.writer = None
         if self.held:
@@ -142,10 +144,25 @@ class Chunk:
                 message = write(item, mid, row, txid, flag)
             except StreamerError:
                 raise
+            except UnicodeDecodeError as exc:
+                message = self._written_readable(write, item, exc, mid, row, txid, flag)
             except Exception as exc:
                 raise RowUnreadable(exc) from exc
             yield message
             row += 1
+
+    def _written_readable(self, write: Any, held: Any, exc: UnicodeDecodeError,
+                          *parts: Any) -> Tuple[bytes, Optional[bytes]]:
+        """The message of a held row whose text its encoding can't read: made readable (each
+        such value noted), as the binlog's reader publishes it."""
+        if self.readable is None:
+            raise RowUnreadable(exc) from exc
+        try:
+            return write(self.readable(held), *parts)
+        except StreamerError:
+            raise
+        except Exception as again:
+            raise RowUnreadable(again) from again
 
     def _encode(self, datum: Dict[str, Any], mid: bytes, row: int, txid: bytes,
                 flag: bytes) -> Tuple[bytes, Optional[bytes]]:
@@ -159,7 +176,12 @@ class Chunk:
         convert = self.tv.convert
         for row in held:
             try:
-                values = unpack(row)
+                try:
+                    values = unpack(row)
+                except UnicodeDecodeError:
+                    if self.readable is None:
+                        raise
+                    values = unpack(self.readable(row))
                 convert(values)
             except StreamerError:
                 raise

@@ -24,6 +24,7 @@ from streamer.errors import SnapshotRefused, UnsupportedColumn
 from streamer.source import definitions
 from streamer.source.definitions import NONE, Definition
 from streamer.source.rowplan import INVALID
+from streamer.source.textrows import readable
 
 # information_schema DATA_TYPE -> the field type a table-map event gives for it (MariaDB, with
 # mysql56_temporal_format on, its default).
@@ -426,7 +427,10 @@ class ServerRead:
             # the next starts after it (the rest of this SELECT is read and dropped).
             self.done, self.final = True, False
         read_key = self.read_key
-        self.keys = [read_key(r) for r in raw]
+        try:
+            self.keys = [read_key(r) for r in raw]
+        except UnicodeDecodeError as exc:
+            raise self._unreadable_key(raw) from exc
         if raw:
             self.last_read = self.keys[-1]
         if self.done:
@@ -434,6 +438,27 @@ class ServerRead:
             if self.last_read is not None:
                 self.last_key = self.literals(self.last_read)
         return raw
+
+    def _unreadable_key(self, raw: List[Any]) -> SnapshotRefused:
+        """Why a chunk whose rows' keys can't all be read as text is refused: a text made
+        readable (``readable``) would not say where the next chunk starts."""
+        plan = self.plan or []
+        for data in raw:
+            for i, sent, _ in readable(plan, data)[1]:
+                if i in self.key_at:
+                    return SnapshotRefused(
+                        f"chunk key column {self.names[i]} of {self.d.schema}.{self.d.table} "
+                        f"holds bytes that are not {plan[i][0]} text (as the server sent them: "
+                        f"{sent[:64].hex()}), so where the next chunk starts can't be said; "
+                        f"correct the value on the server, or leave the table out of the "
+                        f"snapshot")
+        return SnapshotRefused(f"a chunk key of {self.d.schema}.{self.d.table} can't be read "
+                               f"as text")
+
+    def readable(self, payload: Any) -> Any:
+        """A row ``fetch`` handed out whose text can't be read, made readable and noted
+        (``textrows.FastResult.readable``)."""
+        return self.result.readable(payload)
 
     def unpack(self, payload: Any) -> Dict[str, Any]:
         """A row ``fetch`` handed out, as the binlog reader shapes it: a dict by column name."""

@@ -138,12 +138,19 @@ def _undecodable(event: Any, column: Any, raw: bytes, text: str) -> None:
     them: any byte in an ascii column, a pair its big5 table has no character for): published
     as SELECT shows it, each such character a '?', and counted and logged with its bytes as
     the invalid dates are (rowplan.INVALID), so that they are not lost."""
-    from streamer.source.rowplan import INVALID  # rowplan imports this module
     packet = event.packet
-    INVALID.note(event.schema, event.table, column.name,
-                 f"{column.character_set_name} text (bytes {raw[:64].hex()}"
-                 f"{'...' if len(raw) > 64 else ''})",
-                 f"rows event at offset {packet.log_pos - packet.event_size}",
+    note_undecodable(event.schema, event.table, column.name, column.character_set_name, raw,
+                     text, f"rows event at offset {packet.log_pos - packet.event_size}")
+
+
+def note_undecodable(db: str, table: str, column: str, charset: str, raw: bytes, text: str,
+                     where: str) -> None:
+    """Text of ``charset`` with bytes no character stands for, published as ``text``: counted
+    and logged (rowplan.INVALID), by the binlog's reader and a snapshot's alike."""
+    from streamer.source.rowplan import INVALID  # rowplan imports this module
+    INVALID.note(db, table, column,
+                 f"{charset} text (bytes {raw[:64].hex()}{'...' if len(raw) > 64 else ''})",
+                 where,
                  published=f"as {text[:64]!r}, a '?' for each character the server has none "
                            f"for, as SELECT shows it",
                  fix="store the text in a charset that has its characters: convert the "
@@ -160,12 +167,25 @@ def _fixed(n: int) -> Callable[[bytes, int], int]:
     return lambda data, i: n
 
 
+def _utf8(data: bytes, i: int) -> int:
+    """One character's bytes from a UTF-8 lead byte: the continuation bytes that follow it, up
+    to the length it announces (a UTF-16 surrogate that MariaDB sends as three UTF-8 bytes is
+    one '?', as the binlog's ucs2 or utf16 bytes of it are)."""
+    first = data[i]
+    size = 2 if first < 0xE0 else 3 if first < 0xF0 else 4
+    j = i + 1
+    while j < i + size and j < len(data) and 0x80 <= data[j] < 0xC0:
+        j += 1
+    return j - i
+
+
 def _gb18030(data: bytes, i: int) -> int:
     return 4 if i + 1 < len(data) and 0x30 <= data[i + 1] <= 0x39 else 2
 
 
 for _names, _units in (
         (("gbk", "mysql-euckr", "euc_kr"), [(range(0x81, 0xFF), _fixed(2))]),
+        (("utf-8",), [(range(0xC2, 0xF5), _utf8)]),
         (("gb2312",), [(range(0xA1, 0xF8), _fixed(2))]),
         (("gb18030",), [(range(0x81, 0xFF), _gb18030)]),
         (("mysql-big5", "big5"), [(range(0xA1, 0xFA), _fixed(2))]),

@@ -13,3 +13,13 @@ def read(data: bytes, at: int) -> Tuple[int, int]:
         return first, at + 1
     width = _WIDTH[first]
     return int.from_bytes(data[at + 1:at + 1 + width], "little"), at + 1 + width
+
+
+def write(n: int) -> bytes:
+    """``n`` as a length-encoded integer (what ``read`` reads)."""
+    if n < 0xFB:
+        return bytes((n,))
+    for first, width in _WIDTH.items():
+        if n < 1 << (8 * width):
+            return bytes((first,)) + n.to_bytes(width, "little")
+    raise ValueError(f"{n} is too large for a length-encoded integer")

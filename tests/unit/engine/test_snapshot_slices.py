@@ -12,10 +12,12 @@ from streamer.codec.decode import Decoder
 from streamer.engine import snapshot
 from streamer.engine.snapshot import Chunk, Snapshots, job
 from streamer.engine.stages.snapshot import SHARE_S, SnapshotStage
+from streamer.errors import SnapshotRefused
 from streamer.position import Position
 from streamer.schema.versions import TableFilter
 from streamer.source import chunks
-from streamer.source.textrows import row_reader
+from streamer.source.rowplan import INVALID
+from streamer.source.textrows import FastResult, row_reader
 from tests.unit.schema.test_textavro import packet
 from tests.unit.engine.test_snapshot import shop_t
 from tests.unit.engine.test_stages import ctx  # noqa: F401 - the fixture
@@ -63,6 +65,9 @@ class PacketServer(Server):
     (id INT, v VARCHAR utf8mb4): a chunk's messages are written from them (schema.textavro)."""
 
     converters = [("ascii", int), ("utf8", None)]
+    fields = [SimpleNamespace(db=b"shop", table_name="t", org_table="t", name=n, org_name=n)
+              for n in ("id", "v")]
+    readable = FastResult.readable  # a row whose text can't be read, made readable
 
     def __init__(self, rows, fail_after=None):
         super().__init__([packet(*r) for r in rows], fail_after)
@@ -252,8 +257,8 @@ def test_a_table_dropped_while_its_chunk_is_read_ends_its_snapshot_and_the_strea
     assert "the table was dropped" in caplog.text
 
 
-def _read_keys(context):
-    """The keys of the op r messages in the open batch."""
+def _reads(context):
+    """The (key, value) of the op r messages in the open batch, decoded."""
     pub = context.publisher
     schemas = {}
     for topic, _, value in pub.open:
@@ -261,8 +266,43 @@ def _read_keys(context):
             record = json.loads(value)
             schemas[record["fingerprint"]] = json.loads(record["schema"])
     dec = Decoder(lambda: schemas)
-    return [dec.decode(key)["id"] for topic, key, value in pub.open
-            if topic.endswith(".shop.t") and dec.decode(value)["op"] == "r"]
+    decoded = [(dec.decode(key), dec.decode(value)) for topic, key, value in pub.open
+               if topic.endswith(".shop.t")]
+    return [(key, value) for key, value in decoded if value["op"] == "r"]
+
+
+def _read_keys(context):
+    """The keys of the op r messages in the open batch."""
+    return [key["id"] for key, _ in _reads(context)]
+
+
+@pytest.mark.parametrize("from_packets", [True, False])
+def test_a_row_whose_text_its_encoding_cant_read_is_published_as_the_binlogs_and_noted(
+        ctx, from_packets):  # noqa: F811
+    # MariaDB's SELECT sends a lone UTF-16 surrogate a ucs2 column holds as three bytes no
+    # UTF-8 character stands for. The binlog's reader publishes it as one '?' and notes it;
+    # the snapshot does the same, written from its packet (schema.textavro) or unpacked.
+    tables = Tables([])
+    tables.server = PacketServer([(1, "a"), (2, b"A\xed\xa0\x80B"), (3, "\u00e9")])
+    ctx, snaps, stage = _stage(ctx, tables)
+    noted = INVALID.by_column.get(("shop", "t", "v"), 0)
+    snaps.read_whole()
+    if not from_packets:
+        snaps.chunk.writer = None
+    _publish_all(snaps, stage)
+    assert [(k["id"], v["after"]["v"]) for k, v in _reads(ctx)] == [
+        (1, "a"), (2, "A?B"), (3, "\u00e9")]
+    assert INVALID.by_column[("shop", "t", "v")] == noted + 1
+
+
+def test_a_chunk_key_its_encoding_cant_read_refuses_the_snapshot_naming_the_column():
+    # Made readable, the key would not say where the next chunk starts.
+    server = PacketServer([(b"\xed\xa0\x80", "x")])
+    server.converters = [("utf8", None), ("utf8", None)]
+    read = chunks.ServerRead(server, shop_t(False), None, None, 30)
+    with pytest.raises(SnapshotRefused, match="chunk key column id of shop.t holds bytes that "
+                                               "are not utf8 text .*: eda080"):
+        read.fetch(4)
 
 
 @pytest.mark.parametrize("server", [Server, PacketServer])
@@ -454,13 +494,13 @@ def test_a_streamer_error_of_a_held_row_still_stops_the_stream(ctx):  # noqa: F8
 def test_a_row_whose_message_cant_be_written_ends_its_tables_snapshot_not_the_stream(
         ctx, caplog):  # noqa: F811
     tables = Tables(range(1, 8), server=PacketServer)
-    tables.server.rows[2] = packet(3, b"caf\xc3")  # not UTF-8: the general way fails on it too
+    tables.server.rows[2] = packet(3)  # a packet without its second field
     ctx, snaps, stage = _stage(ctx, tables)
     stage.work()
     chunk = snaps.window = snaps.chunk
     assert chunk.writer is not None and stage.publish(chunk, None) == 2
     assert stage.work() == 0 and _read_keys(ctx) == [1, 2]
-    assert "after 2 of its rows were published (request 1): UnicodeDecodeError" in caplog.text
+    assert "after 2 of its rows were published (request 1): IndexError" in caplog.text
     assert snaps.queue == [] and snaps.done == 1 and snaps.chunk is None
 
 

@@ -142,3 +142,55 @@ def test_the_key_readers_kept_are_bounded(monkeypatch):
     kept = textrows.key_reader(PLAN, [3])
     assert list(textrows._KEY_READERS.values()) == [kept]
     assert textrows.key_reader(PLAN, [3]) is kept
+
+
+def test_lengths_written_as_the_server_writes_them_read_back_at_every_width():
+    from streamer.source import lenenc as lengths
+
+    for n, written in [(0, b"\0"), (250, b"\xfa"), (251, b"\xfc\xfb\0"),
+                       (65535, b"\xfc\xff\xff"), (65536, b"\xfd\0\0\x01"),
+                       ((1 << 24) - 1, b"\xfd\xff\xff\xff"),
+                       (1 << 24, b"\xfe\0\0\0\x01\0\0\0\0"),
+                       (1 << 40, b"\xfe\0\0\0\0\0\x01\0\0")]:
+        assert lengths.write(n) == written
+        assert lengths.read(written + b"x", 0) == (n, len(written))
+
+
+# MariaDB's SELECT sends a lone UTF-16 surrogate of a ucs2 column as three bytes (ED A0 80) that
+# no UTF-8 character stands for; a stray byte or a character cut short are one '?' each too.
+BAD = [(b"A\xed\xa0\x80B", "A?B"), (b"\xff\xfeA", "??A"), (b"caf\xc3", "caf?"),
+       (b"\xc3(" * 130, "?(" * 130)]  # 260 bytes made 260 characters: the length's width stays
+
+
+@pytest.mark.parametrize("raw,text", BAD)
+def test_a_row_with_text_its_encoding_cant_read_is_made_readable_as_the_binlog_publishes_it(
+        raw, text):
+    row = ROWS[5][:5] + [raw, None, b"0"]
+    data = b"".join(lenenc(v) for v in row)
+    with pytest.raises(UnicodeDecodeError):
+        textrows.row_reader(PLAN)(data)
+    fixed, changed = textrows.readable(PLAN, data)
+    assert changed == [(5, raw, text)]
+    assert textrows.row_reader(PLAN)(fixed) == _pymysql(
+        b"".join(lenenc(v) for v in row[:5] + [text.encode(), None, b"0"]))
+
+
+def test_a_readable_row_is_left_as_it_is():
+    for row in ROWS:
+        data = b"".join(lenenc(v) for v in row)
+        assert textrows.readable(PLAN, data) == (data, [])
+
+
+def test_a_result_reads_a_row_with_unreadable_text_made_readable_and_notes_each_value():
+    from types import SimpleNamespace
+
+    from streamer.source.rowplan import INVALID
+
+    result = _Fields()
+    result.fields = [SimpleNamespace(db=b"shop", table_name="a", org_table="t", name=f"c{i}",
+                                     org_name=f"col{i}") for i in range(len(PLAN))]
+    row = ROWS[2][:5] + [b"A\xed\xa0\x80B", None, b"0"]
+    before = INVALID.by_column.get(("shop", "t", "col5"), 0)
+    got = result._read_row_from_packet(MysqlPacket(b"".join(lenenc(v) for v in row), "utf8"))
+    assert got[5] == "A?B" and got[:5] == result.reader()(b"".join(lenenc(v) for v in ROWS[2]))[:5]
+    assert INVALID.by_column[("shop", "t", "col5")] == before + 1
