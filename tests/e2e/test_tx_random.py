@@ -10,9 +10,14 @@ nothing), and the last after image must be what SELECT shows at the end. A rolle
 published, a change lost or one published twice breaks a chain or the end.
 
 The same workload also runs while a snapshot of the tables is taken (chunks of 40 rows): each
-row's snapshot read must show it as the changes published before it left it."""
+row's snapshot read must show it as the changes published before it left it; and while the
+streamer is SIGKILLed again and again, catching up in batches of 10 messages, so that it
+resumes inside transactions, their rows taken back read whole again."""
 import random
+import re
+import signal
 import threading
+import time
 
 import pymysql
 import pytest
@@ -241,3 +246,55 @@ def test_a_snapshot_under_random_transactions_reads_each_row_as_its_changes_left
     assert not broken, f"{len(msgs)} messages, {seen}: {sorted(broken)[:5]}"
     reads = sum(1 for m in msgs if m["value"]["op"] == "r")
     assert reads > len(TABLES) * rows and seen["committed"] > 20, (reads, seen)
+
+
+@pytest.mark.every_source
+def test_sigkills_under_random_transactions_lose_and_double_nothing(db, source, tmp_path):
+    name, conn = db
+    _create(conn, 0)
+    f, p = support.master_pos(conn)
+    rng = random.Random(f"txk {source.name}")
+    sessions, stop, seen = [source.admin(name), source.admin(name)], threading.Event(), {}
+    _run_workload(sessions, rng, 1000)  # a backlog: each run catches up, cutting batches
+    load = threading.Thread(target=lambda: seen.update(_run_workload(
+        sessions, random.Random(f"txk load {source.name}"), 10 ** 6, stop)))
+    ns = support.unique("txk")
+    # Batches of 10: a full one commits inside a transaction, and a kill after it resumes there.
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
+                               batch={"max_messages": 10, "linger_ms": 20})
+    positions, resumed, log = f"{ns}.__positions", [], tmp_path / "log"
+    load.start()
+    try:
+        # Four runs, and more (ten at most) until one resumed inside a transaction.
+        while len(resumed) < 4 or (not any(resumed) and len(resumed) < 10):
+            before = support.end_offsets(positions)
+            args = () if before else ("--start-file", f, "--start-pos", str(p))
+            logged = len(log.read_text(errors="replace")) if log.exists() else 0  # the runs write one log
+            with support.StreamerProcess(cfg, str(log), *args) as proc:
+                support.wait_for(lambda: proc.proc.poll() is not None or
+                                 support.end_offsets(positions) > before, timeout=120,
+                                 what="a commit by this run")
+                time.sleep(rng.uniform(0.0, 0.5))
+                assert proc.proc.poll() is None, proc.output()[-3000:]
+                proc.stop(signal.SIGKILL)
+                start = re.search(r"reading the binlog from \S+( \+\d+ rows)?",
+                                  log.read_text(errors="replace")[logged:])
+                resumed.append(start.group(1) if start else None)
+    finally:
+        stop.set()
+        load.join()
+    for session in sessions:
+        session.close()
+    final = _tables(conn)
+    _end_rows(conn, final)
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+    with support.StreamerProcess(cfg, str(log)) as proc:  # the rest, at full pace
+        msgs = [m for m in support.consume([f"{ns}.{name}.{t}" for t in TABLES],
+                                           decode_ns=ns, until=_ended, timeout=240)
+                if m["value"] is not None]  # tombstones aside
+        assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    broken = _broken_chains(msgs, final)
+    assert not broken, f"{len(msgs)} messages, {seen}, resumed {resumed}: {sorted(broken)[:5]}"
+    assert "taking back" not in out and "aborted" not in out, out[-3000:]
+    assert any(resumed), f"no run resumed inside a transaction (+N rows): {resumed}"
