@@ -312,6 +312,10 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
     with conn.cursor() as cur:
         cur.execute(sql)
         raw = cur.fetchall()
+        result = cur._result
+    for i, sent in getattr(result, "unreadable", ()):  # rows made readable (textrows)
+        if i in key_at:
+            raise key_refused(d, i, result.converters[i][0], sent)
     final = len(raw) <= limit
     if not final:
         raw = raw[:limit]
@@ -334,6 +338,16 @@ def _shaped_row(row: tuple, names: List[str], fix: Fixes) -> Dict[str, Any]:
         if values[i] is not None:
             values[i] = shape(values[i])
     return dict(zip(names, values))
+
+
+def key_refused(d: Described, i: int, encoding: str, sent: bytes) -> SnapshotRefused:
+    """Why a chunk whose key column ``i`` holds bytes ``encoding`` can't read is refused: the
+    text made readable (``textrows.readable``) would not say where the next chunk starts."""
+    return SnapshotRefused(
+        f"chunk key column {d.columns[i].name} of {d.schema}.{d.table} holds bytes that are not "
+        f"{encoding} text (as the server sent them: {sent[:64].hex()}), so where the next chunk "
+        f"starts can't be said; correct the value on the server, or leave the table out of the "
+        f"snapshot")
 
 
 class ListRead:
@@ -440,18 +454,12 @@ class ServerRead:
         return raw
 
     def _unreadable_key(self, raw: List[Any]) -> SnapshotRefused:
-        """Why a chunk whose rows' keys can't all be read as text is refused: a text made
-        readable (``readable``) would not say where the next chunk starts."""
+        """Why a chunk whose rows' keys can't all be read as text is refused (``key_refused``)."""
         plan = self.plan or []
         for data in raw:
             for i, sent, _ in readable(plan, data)[1]:
                 if i in self.key_at:
-                    return SnapshotRefused(
-                        f"chunk key column {self.names[i]} of {self.d.schema}.{self.d.table} "
-                        f"holds bytes that are not {plan[i][0]} text (as the server sent them: "
-                        f"{sent[:64].hex()}), so where the next chunk starts can't be said; "
-                        f"correct the value on the server, or leave the table out of the "
-                        f"snapshot")
+                    return key_refused(self.d, i, plan[i][0], sent)
         return SnapshotRefused(f"a chunk key of {self.d.schema}.{self.d.table} can't be read "
                                f"as text")
 

@@ -68,6 +68,7 @@ class PacketServer(Server):
     fields = [SimpleNamespace(db=b"shop", table_name="t", org_table="t", name=n, org_name=n)
               for n in ("id", "v")]
     readable = FastResult.readable  # a row whose text can't be read, made readable
+    unreadable = ()
 
     def __init__(self, rows, fail_after=None):
         super().__init__([packet(*r) for r in rows], fail_after)
@@ -303,6 +304,46 @@ def test_a_chunk_key_its_encoding_cant_read_refuses_the_snapshot_naming_the_colu
     with pytest.raises(SnapshotRefused, match="chunk key column id of shop.t holds bytes that "
                                                "are not utf8 text .*: eda080"):
         read.fetch(4)
+
+
+def test_a_chunk_read_whole_whose_key_was_made_readable_refuses_the_snapshot_too():
+    # Read-only mode's chunks are read whole (read_chunk): the rows made readable as they came
+    # (textrows.FastResult) are the same refusal when a key is among them; a value is not.
+    class Conn:
+        def __init__(self, unreadable):
+            self.result = SimpleNamespace(converters=PacketServer.converters,
+                                          unreadable=unreadable)
+
+        def cursor(self):
+            conn = self
+
+            class Cursor:
+                _result = conn.result
+
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    pass
+
+                def execute(self, sql):
+                    pass
+
+                def fetchall(self):
+                    return [(1, "A?B")]
+
+                def close(self):
+                    pass
+            return Cursor()
+
+        def escape(self, value):
+            return str(value)
+
+    rows, last, final = chunks.read_chunk(Conn(((1, b"A\xed\xa0\x80B"),)), shop_t(False),
+                                          None, None, 10)
+    assert rows == [{"id": 1, "v": "A?B"}] and final
+    with pytest.raises(SnapshotRefused, match="chunk key column id of shop.t"):
+        chunks.read_chunk(Conn(((0, b"\xed\xa0\x80"),)), shop_t(False), None, None, 10)
 
 
 @pytest.mark.parametrize("server", [Server, PacketServer])
