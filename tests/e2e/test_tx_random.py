@@ -184,6 +184,19 @@ def _end_rows(conn, final):
         final[(table, END)] = {"id": END, "v": 0, "s": "end"}
 
 
+def _to_the_end(proc, ns, name):
+    """The row changes published up to each table's last row (tombstones aside), after which
+    ``proc`` stops cleanly; and its log, which must show no batch aborted to take rows back:
+    MariaDB's groups with rows taken back are read whole first (stages.savepoints)."""
+    msgs = [m for m in support.consume([f"{ns}.{name}.{t}" for t in TABLES], decode_ns=ns,
+                                       until=_ended, timeout=240)
+            if m["value"] is not None]
+    assert proc.stop() == 0, proc.output()[-3000:]
+    log = proc.output()
+    assert "taking back" not in log and "aborted" not in log, log[-3000:]
+    return msgs
+
+
 @pytest.mark.every_source
 def test_random_transactions_savepoints_and_engines_each_row_chains_to_what_select_shows(
         db, source, tmp_path):
@@ -201,17 +214,10 @@ def test_random_transactions_savepoints_and_engines_each_row_chains_to_what_sele
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
                                  "--start-pos", str(p)) as proc:
-        msgs = [m for m in support.consume([f"{ns}.{name}.{t}" for t in TABLES],
-                                           decode_ns=ns, until=_ended, timeout=180)
-                if m["value"] is not None]  # tombstones aside
-        assert proc.stop() == 0, proc.output()[-3000:]
-        log = proc.output()
+        msgs = _to_the_end(proc, ns, name)  # (without the look-ahead, the chains break)
     broken = _broken_chains(msgs, final)
     assert not broken, f"{len(msgs)} messages, {seen}: {sorted(broken)[:5]}"
     assert min(n for what, n in seen.items() if what != "lock waits") > 5, seen
-    # MariaDB's groups with rows taken back were read whole first: no batch was aborted for
-    # them (stages.savepoints; without that, the chains above break on MariaDB).
-    assert "taking back" not in log and "aborted" not in log, log[-3000:]
 
 
 @pytest.mark.every_source
@@ -236,10 +242,7 @@ def test_a_snapshot_under_random_transactions_reads_each_row_as_its_changes_left
             load.join()
         final = _tables(conn)
         _end_rows(conn, final)
-        msgs = [m for m in support.consume([f"{ns}.{name}.{t}" for t in TABLES],
-                                           decode_ns=ns, until=_ended, timeout=180)
-                if m["value"] is not None]  # tombstones aside
-        assert proc.stop() == 0, proc.output()[-3000:]
+        msgs = _to_the_end(proc, ns, name)
     for session in sessions:
         session.close()
     broken = _broken_chains(msgs, final, known=False)
@@ -289,12 +292,7 @@ def test_sigkills_under_random_transactions_lose_and_double_nothing(db, source, 
     _end_rows(conn, final)
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
     with support.StreamerProcess(cfg, str(log)) as proc:  # the rest, at full pace
-        msgs = [m for m in support.consume([f"{ns}.{name}.{t}" for t in TABLES],
-                                           decode_ns=ns, until=_ended, timeout=240)
-                if m["value"] is not None]  # tombstones aside
-        assert proc.stop() == 0, proc.output()[-3000:]
-        out = proc.output()
+        msgs = _to_the_end(proc, ns, name)  # (the runs' log: none of them aborted a batch)
     broken = _broken_chains(msgs, final)
     assert not broken, f"{len(msgs)} messages, {seen}, resumed {resumed}: {sorted(broken)[:5]}"
-    assert "taking back" not in out and "aborted" not in out, out[-3000:]
     assert any(resumed), f"no run resumed inside a transaction (+N rows): {resumed}"
