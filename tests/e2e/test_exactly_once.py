@@ -243,15 +243,8 @@ def test_sigkills_under_load_lose_and_double_nothing_on_every_server(db, tmp_pat
     positions = f"{ns}.__positions"
     try:
         for i in range(6):
-            before = support.end_offsets(positions)
-            args = () if before else ("--start-file", start[0], "--start-pos", str(start[1]))
-            with support.StreamerProcess(cfg, str(tmp_path / "log"), *args) as proc:
-                support.wait_for(lambda: proc.proc.poll() is not None or
-                                 support.end_offsets(positions) > before, timeout=120,
-                                 what="a commit by this run")
-                time.sleep(rng.uniform(0.0, 1.0))
-                assert proc.proc.poll() is None, proc.output()[-3000:]
-                proc.stop(signal.SIGKILL)
+            support.killed_after_a_commit(cfg, str(tmp_path / "log"), positions, start,
+                                          rng.uniform(0.0, 1.0))
     finally:
         load.stop()
     truth = load.changes_since(start)

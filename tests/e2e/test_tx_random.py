@@ -15,9 +15,7 @@ streamer is SIGKILLed again and again, catching up in batches of 10 messages, so
 resumes inside transactions, their rows taken back read whole again."""
 import random
 import re
-import signal
 import threading
-import time
 
 import pymysql
 import pytest
@@ -265,24 +263,15 @@ def test_sigkills_under_random_transactions_lose_and_double_nothing(db, source, 
     # Batches of 10: a full one commits inside a transaction, and a kill after it resumes there.
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
                                batch={"max_messages": 10, "linger_ms": 20})
-    positions, resumed, log = f"{ns}.__positions", [], tmp_path / "log"
+    positions, resumed, log = f"{ns}.__positions", [], str(tmp_path / "log")
     load.start()
     try:
         # Four runs, and more (ten at most) until one resumed inside a transaction.
         while len(resumed) < 4 or (not any(resumed) and len(resumed) < 10):
-            before = support.end_offsets(positions)
-            args = () if before else ("--start-file", f, "--start-pos", str(p))
-            logged = len(log.read_text(errors="replace")) if log.exists() else 0  # the runs write one log
-            with support.StreamerProcess(cfg, str(log), *args) as proc:
-                support.wait_for(lambda: proc.proc.poll() is not None or
-                                 support.end_offsets(positions) > before, timeout=120,
-                                 what="a commit by this run")
-                time.sleep(rng.uniform(0.0, 0.5))
-                assert proc.proc.poll() is None, proc.output()[-3000:]
-                proc.stop(signal.SIGKILL)
-                start = re.search(r"reading the binlog from \S+( \+\d+ rows)?",
-                                  log.read_text(errors="replace")[logged:])
-                resumed.append(start.group(1) if start else None)
+            out = support.killed_after_a_commit(cfg, log, positions, (f, p),
+                                                rng.uniform(0.0, 0.5))
+            start = re.search(r"reading the binlog from \S+( \+\d+ rows)?", out)
+            resumed.append(start and start.group(1))
     finally:
         stop.set()
         load.join()
@@ -291,7 +280,7 @@ def test_sigkills_under_random_transactions_lose_and_double_nothing(db, source, 
     final = _tables(conn)
     _end_rows(conn, final)
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
-    with support.StreamerProcess(cfg, str(log)) as proc:  # the rest, at full pace
+    with support.StreamerProcess(cfg, log) as proc:  # the rest, at full pace
         msgs = _to_the_end(proc, ns, name)  # (the runs' log: none of them aborted a batch)
     broken = _broken_chains(msgs, final)
     assert not broken, f"{len(msgs)} messages, {seen}, resumed {resumed}: {sorted(broken)[:5]}"
