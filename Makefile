@@ -16,12 +16,13 @@ SLOWEST := --durations=15 --durations-min=20
 # crashed so while collecting).
 PYTEST_PYPY := PYPY_GC_INCREMENT_STEP=64GB $(VENV_PYPY)/bin/python -m pytest
 
-.PHONY: help deps venv up up-replica down config run demo-load test test-pypy test-cpython unit lint docs bench bench-compare bench-targets clean \
+.PHONY: help deps venv up up-replica down config run demo-load test test-pypy test-cpython soak unit lint docs bench bench-compare bench-targets clean \
 	constraints ffi build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
 
 help:
 	@echo "make run        set everything up and stream the local MariaDB into the local Kafka"
 	@echo "make test       the whole suite under PyPy and CPython against real servers"
+	@echo "make soak       the kill loops at full length (make test runs them shorter)"
 	@echo "make up/down    start/stop the private MariaDB and Kafka (state in .local/)"
 	@echo "make up-replica a GTID replica of the local MariaDB on 13307, to try mysql.hosts failover"
 	@echo "make demo-load  write demo row changes to watch with 'streamer tail'"
@@ -84,6 +85,11 @@ test-cpython: venv up
 		$(VENV_CPY)/bin/python -m pytest -q tests $(SLOWEST) $(PYTEST_ARGS)
 
 test: lint test-pypy test-cpython
+
+# The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak).
+soak: venv up
+	STREAMER_SOAK=1 $(PYTEST_PYPY) -q tests/e2e/test_exactly_once.py tests/e2e/test_standby.py \
+		$(SLOWEST) $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV_CPY)/bin/ruff check streamer tests bench

@@ -23,6 +23,12 @@ MYSQL_PORT = int(os.environ.get("STREAMER_MYSQL_PORT", "13306"))
 KAFKA = f"127.0.0.1:{os.environ.get('STREAMER_KAFKA_PORT', '9092')}"
 
 
+def soak(quick: int, full: int) -> int:
+    """How many times a kill loop kills: ``quick`` in `make test`, ``full`` in `make soak`
+    (STREAMER_SOAK=1)."""
+    return full if os.environ.get("STREAMER_SOAK") == "1" else quick
+
+
 class Source:
     """One server of the source matrix: the default MariaDB 10.11 (deploy/local/up.sh), MySQL
     8.0 and MariaDB 11.4 (deploy/local/sources.sh), all opened by the same passwords."""
