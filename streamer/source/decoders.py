@@ -170,7 +170,7 @@ def _fixed(n: int) -> Callable[[bytes, int], int]:
 def _utf8(data: bytes, i: int) -> int:
     """One character's bytes from a UTF-8 lead byte: the continuation bytes that follow it, up
     to the length it announces (a UTF-16 surrogate that MariaDB sends as three UTF-8 bytes is
-    one '?', as the binlog's ucs2 or utf16 bytes of it are)."""
+    one '?', as the binlog's ucs2 bytes of it are)."""
     first = data[i]
     size = 2 if first < 0xE0 else 3 if first < 0xF0 else 4
     j = i + 1

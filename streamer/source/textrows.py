@@ -126,7 +126,7 @@ def row_reader(plan: List[Tuple[Optional[str], Converter]]) -> Callable[[bytes],
 def readable(plan: List[Tuple[Optional[str], Converter]],
              data: bytes) -> Tuple[bytes, List[Tuple[int, bytes, str]]]:
     """A row packet with text ``plan``'s encodings can't read (MariaDB sends a lone UTF-16
-    surrogate of a ucs2 or utf16 column as three bytes no UTF-8 character stands for), made
+    surrogate of a ucs2 column as three bytes no UTF-8 character stands for), made
     readable: each such field's text as the binlog's reader publishes it, a '?' for each
     character no encoding has ("mysql-replace": source.decoders); and (field, its bytes as sent,
     its text) of each field changed."""
