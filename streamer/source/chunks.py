@@ -313,7 +313,7 @@ def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition
         cur.execute(sql)
         raw = cur.fetchall()
         result = cur._result
-    for i, sent in getattr(result, "unreadable", ()):  # rows made readable (textrows)
+    for i, sent in getattr(result, "unreadable", {}).items():  # made readable (textrows)
         if i in key_at:
             raise key_refused(d, i, result.converters[i][0], sent)
     final = len(raw) <= limit

@@ -212,8 +212,6 @@ class FastResult(MySQLResult):
     they are asked for (unbuffered: ``_read_row_from_packet``)."""
 
     _row_read: Optional[Callable[[bytes], tuple]] = None
-    # (field, its bytes as sent) of each value ``readable`` changed.
-    unreadable: Tuple[Tuple[int, bytes], ...] = ()
 
     def _read_row_from_packet(self, packet: Any) -> tuple:
         try:
@@ -233,8 +231,11 @@ class FastResult(MySQLResult):
         readable (``readable``), each value changed counted and logged with its column, as the
         binlog's reader does (source.decoders): published as the binlog's would be."""
         fixed, changed = readable(self.converters, data)
-        self.unreadable += tuple((i, raw) for i, raw, _ in changed)
+        # The fields it changed, each with the first bytes changed (``unreadable``: made once a
+        # value needs it, bounded by the fields however many rows are made readable).
+        unreadable: Dict[int, bytes] = self.__dict__.setdefault("unreadable", {})
         for i, raw, text in changed:
+            unreadable.setdefault(i, raw)
             field, db = self.fields[i], self.fields[i].db
             note_undecodable(db.decode("utf-8", "replace") if isinstance(db, bytes) else db,
                              field.org_table or field.table_name, field.org_name or field.name,

@@ -68,7 +68,6 @@ class PacketServer(Server):
     fields = [SimpleNamespace(db=b"shop", table_name="t", org_table="t", name=n, org_name=n)
               for n in ("id", "v")]
     readable = FastResult.readable  # a row whose text can't be read, made readable
-    unreadable = ()
 
     def __init__(self, rows, fail_after=None):
         super().__init__([packet(*r) for r in rows], fail_after)
@@ -339,11 +338,11 @@ def test_a_chunk_read_whole_whose_key_was_made_readable_refuses_the_snapshot_too
         def escape(self, value):
             return str(value)
 
-    rows, last, final = chunks.read_chunk(Conn(((1, b"A\xed\xa0\x80B"),)), shop_t(False),
+    rows, last, final = chunks.read_chunk(Conn({1: b"A\xed\xa0\x80B"}), shop_t(False),
                                           None, None, 10)
     assert rows == [{"id": 1, "v": "A?B"}] and final
     with pytest.raises(SnapshotRefused, match="chunk key column id of shop.t"):
-        chunks.read_chunk(Conn(((0, b"\xed\xa0\x80"),)), shop_t(False), None, None, 10)
+        chunks.read_chunk(Conn({0: b"\xed\xa0\x80"}), shop_t(False), None, None, 10)
 
 
 @pytest.mark.parametrize("server", [Server, PacketServer])

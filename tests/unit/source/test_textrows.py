@@ -194,3 +194,6 @@ def test_a_result_reads_a_row_with_unreadable_text_made_readable_and_notes_each_
     got = result._read_row_from_packet(MysqlPacket(b"".join(lenenc(v) for v in row), "utf8"))
     assert got[5] == "A?B" and got[:5] == result.reader()(b"".join(lenenc(v) for v in ROWS[2]))[:5]
     assert INVALID.by_column[("shop", "t", "col5")] == before + 1
+    # Which fields were changed, each once with its first bytes, however many rows were.
+    result._read_row_from_packet(MysqlPacket(b"".join(lenenc(v) for v in row), "utf8"))
+    assert result.unreadable == {5: b"A\xed\xa0\x80B"}
