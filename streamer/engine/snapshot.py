@@ -54,9 +54,10 @@ RATE_WINDOW_S = 30.0
 
 def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
     """A table to snapshot: ``last_key`` holds the SQL literals of the last chunk's last key,
-    ``key`` the names of the columns they are of."""
+    ``key`` the names of the columns they are of, ``order`` how those sort (their types and
+    collations)."""
     return {"id": request_id, "table": table, "where": where, "last_key": None, "key": None,
-            "chunk": 0, "rows": 0, "estimate": 0}
+            "order": None, "chunk": 0, "rows": 0, "estimate": 0}
 
 
 # A slice is read READ_BATCH rows at a time, each batch converted and kept before the next is
@@ -441,23 +442,35 @@ class Snapshots:
             self.chunk.close()
         self.chunk = self.window = None
 
-    def _same_key(self, j: Dict[str, Any], key: List[str]) -> None:
+    def _same_key(self, j: Dict[str, Any], described: Any) -> None:
         """The chunks go on after the last one's key only while the table's chunk key is the one
-        that key was taken by: after a change of the primary key (or of the unique key chunks
-        follow), the table's snapshot starts again from its first row. Rows published twice are
-        harmless (op r); rows skipped would be lost."""
+        that key was taken by, sorted the same way: after a change of the primary key (or of
+        the unique key chunks follow), or of a key column's type or collation (the rows sort
+        another way, and the next chunk would skip some), the table's snapshot starts again from
+        its first row. Rows published twice are harmless (op r); rows skipped would be lost."""
+        key, order = list(described.chunk_key), list(described.key_order)
         if j["last_key"] is None:
-            j["key"] = list(key)
+            j.update(key=key, order=order)
             return
-        was = j.get("key")
-        if was == list(key) or (was is None and len(j["last_key"]) == len(key)):
-            j["key"] = list(key)
+        was, was_order = j.get("key"), j.get("order")
+        same = was == key or (was is None and len(j["last_key"]) == len(key))
+        # A checkpoint written before the order was kept: the order it was taken by is unknown.
+        if same and (was_order is None or was_order == order):
+            j.update(key=key, order=order)
             return
-        log.warning("snapshot of %s: its chunk key changed from (%s) to (%s) after %d rows; it "
-                    "starts again from the first row (rows read again are published again as op "
-                    "r, none is skipped)", j["table"], ", ".join(was or ["?"] * len(j["last_key"])),
-                    ", ".join(key), j["rows"], extra={"table": j["table"]})
-        j.update(last_key=None, key=list(key), chunk=0)
+        if same:
+            log.warning("snapshot of %s: its chunk key (%s) changed its order (%s to %s) after %d "
+                        "rows; it starts again from the first row (rows read again are published "
+                        "again as op r, none is skipped)", j["table"], ", ".join(key),
+                        ", ".join(was_order), ", ".join(order), j["rows"],
+                        extra={"table": j["table"]})
+        else:
+            log.warning("snapshot of %s: its chunk key changed from (%s) to (%s) after %d rows; "
+                        "it starts again from the first row (rows read again are published "
+                        "again as op r, none is skipped)", j["table"],
+                        ", ".join(was or ["?"] * len(j["last_key"])), ", ".join(key), j["rows"],
+                        extra={"table": j["table"]})
+        j.update(last_key=None, key=key, order=order, chunk=0)
         self._progress = None
 
     def _drop(self) -> None:
@@ -495,7 +508,7 @@ class Snapshots:
                      "%d rows, at most %d) (request %s)", j["table"], described.estimate,
                      self.sizes.budget / 1e6, self.sizes.rows(j["table"], described.row_bytes),
                      self.sizes.most, j["id"], extra={"table": j["table"]})
-        self._same_key(j, described.chunk_key)
+        self._same_key(j, described)
         tv = self._version_for(j, described)
         described = described.leaving_out(tv.row_schema.get("streamer.excluded", ()))
         # Marks unique to this run and chunk: a mark read again after a restart matches nothing.

@@ -114,6 +114,9 @@ class Described(NamedTuple):
     definition: Definition = NONE  # MariaDB's plugin types and system versioning
     row_bytes: int = 0        # information_schema's average row length (0: none given)
     unread: FrozenSet[str] = frozenset()  # columns selected as NULL (``leaving_out``)
+    # How the chunk key sorts: each key column's type and collation (an ENUM's type names its
+    # members). Chunks go on after the last key only while this is unchanged.
+    key_order: Tuple[str, ...] = ()
 
     def leaving_out(self, excluded: Iterable[str]) -> "Described":
         """The table read without the values of the ``excluded`` columns (tables.columns.exclude):
@@ -142,7 +145,8 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
     where = f"{db}.{table}"
     with conn.cursor() as cur:
         cur.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
-                    "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_OCTET_LENGTH "
+                    "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_OCTET_LENGTH, "
+                    "COLLATION_NAME "
                     "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
                     "ORDER BY ORDINAL_POSITION", (db, table))
         names = [d[0].upper() for d in cur.description]
@@ -177,8 +181,11 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
             f"table {where} has no primary key and no unique key of NOT NULL columns, so its "
             f"rows can't be read in chunks exactly once; add one (ALTER TABLE ... ADD PRIMARY KEY), "
             f"or leave the table out of the snapshot")
+    by_name = {r["COLUMN_NAME"]: r for r in rows}
+    order = tuple(" ".join(filter(None, (by_name.get(k, {}).get("COLUMN_TYPE"),
+                                         by_name.get(k, {}).get("COLLATION_NAME")))) for k in key)
     return Described(db, table, [column_of(r, primary, where) for r in rows], key, estimate,
-                     Definition(types, period), int(found[2] or 0))
+                     Definition(types, period), int(found[2] or 0), key_order=order)
 
 
 # -- values: text protocol -> what the binlog reader hands back -------------------------------------

@@ -470,3 +470,31 @@ def test_a_table_dropped_mid_snapshot_ends_its_snapshot_with_a_warning_and_the_n
     assert re.search(rf"WARNING .*snapshot of {name}\.a ends: the table (was dropped|no longer "
                      rf"exists) \(\d+ rows published\)", out), out[-3000:]
     assert sorted(m["key"]["id"] for m in msgs) == [1, 2]
+
+
+def test_a_chunk_key_whose_order_changes_mid_snapshot_starts_the_snapshot_again(db, tmp_path):
+    """The chunks follow the key's order: a key column of another collation (or type) orders the
+    rows another way, and the next chunk after the last key would skip rows. Here the lowercase
+    keys sort after every uppercase one by bytes, before half of them case-insensitively."""
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (w VARCHAR(20) COLLATE utf8mb4_bin PRIMARY KEY, n INT)",
+                "INSERT INTO t SELECT CONCAT('K', LPAD(seq, 5, '0')), seq FROM seq_1_to_4000",
+                "INSERT INTO t SELECT CONCAT('a', LPAD(seq, 5, '0')), seq FROM seq_1_to_4000")
+    ns = support.unique("so")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               start={"initial": "snapshot"}, snapshot={"chunk_rows": 50})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        support.wait_for(lambda: support.end_offsets(f"{ns}.{name}.t") > 0,
+                         what="the snapshot's first chunk")
+        support.sql(conn, "ALTER TABLE t MODIFY w VARCHAR(20) COLLATE utf8mb4_general_ci")
+        support.wait_for(lambda: " done: " in proc.output(), timeout=120, what="the snapshot")
+        msgs = support.consume([f"{ns}.{name}.t"], idle=3, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    read = collections.Counter(m["key"]["w"] for m in msgs if m["value"]["op"] == "r")
+    want = {r[0] for r in support.sql(conn, "SELECT w FROM t")}
+    assert not want - set(read), f"{len(want - set(read))} rows never read"
+    assert re.search(rf"WARNING .*snapshot of {name}\.t: its chunk key \(w\) changed its order "
+                     rf"\(.*utf8mb4_bin.* to .*utf8mb4_general_ci.*\) after \d+ rows; it starts "
+                     rf"again from the first row", out), out[-3000:]
+    assert max(read.values()) == 2 and len(read) == 8000, "read again from the first row once"

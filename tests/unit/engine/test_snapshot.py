@@ -499,24 +499,53 @@ def test_a_failed_watermark_or_request_write_names_its_fix():
     assert "snapshot.mode: read_only" in str(err) and err.exit_code == 3
 
 
+def _keyed(key, order=None):
+    return chunks.Described("shop", "t", [], key, 1, key_order=tuple(order or ["int"] * len(key)))
+
+
 def test_a_changed_chunk_key_starts_the_tables_snapshot_again_from_its_first_row(tmp_path, caplog):
     from streamer.engine.snapshot import job
 
     snaps = Snapshots(_cfg(tmp_path), "pw", TableFilter(["shop.*"], []))
-    j = dict(job("r1", "shop.t", None), last_key=["1000"], key=["id"], chunk=3, rows=30000)
-    snaps._same_key(j, ["id"])
+    j = dict(job("r1", "shop.t", None), last_key=["1000"], key=["id"], order=["int"], chunk=3,
+             rows=30000)
+    snaps._same_key(j, _keyed(["id"]))
     assert (j["last_key"], j["chunk"]) == (["1000"], 3)  # the same key: on from where it was
-    snaps._same_key(j, ["id", "b"])  # the primary key got longer
+    snaps._same_key(j, _keyed(["id", "b"]))  # the primary key got longer
     assert (j["last_key"], j["key"], j["chunk"]) == (None, ["id", "b"], 0)
     assert "chunk key changed from (id) to (id, b) after 30000 rows" in caplog.text
     j.update(last_key=["'a'"], key=["id", "b"])
-    snaps._same_key(j, ["uuid"])  # replaced: its literals would be compared with the wrong column
+    snaps._same_key(j, _keyed(["uuid"]))  # replaced: its literals would be compared with the wrong column
     assert j["last_key"] is None
     # A checkpoint written before the key's names were kept: its length tells a longer key.
     old = dict(job("r2", "shop.t", None), last_key=["7"], chunk=1)
-    del old["key"]
-    snaps._same_key(old, ["id", "b"])
+    del old["key"], old["order"]
+    snaps._same_key(old, _keyed(["id", "b"]))
     assert old["last_key"] is None
+
+
+def test_a_chunk_key_sorted_another_way_starts_the_tables_snapshot_again(tmp_path, caplog):
+    from streamer.engine.snapshot import job
+
+    snaps = Snapshots(_cfg(tmp_path), "pw", TableFilter(["shop.*"], []))
+    bin_, ci = "varchar(20) utf8mb4_bin", "varchar(20) utf8mb4_general_ci"
+    j = dict(job("r1", "shop.t", None), last_key=["'K1'"], key=["w"], order=[bin_], chunk=3,
+             rows=150)
+    snaps._same_key(j, _keyed(["w"], [bin_]))
+    assert (j["last_key"], j["chunk"]) == (["'K1'"], 3)
+    snaps._same_key(j, _keyed(["w"], [ci]))  # 'a…' sorted after 'K1', now before it
+    assert (j["last_key"], j["key"], j["order"], j["chunk"]) == (None, ["w"], [ci], 0)
+    assert (f"chunk key (w) changed its order ({bin_} to {ci}) after 150 rows; it starts again "
+            f"from the first row") in caplog.text
+    # An ENUM's members are in its type: a member added in front renumbers the key literals.
+    j.update(last_key=["2"], order=["enum('a','b')"])
+    snaps._same_key(j, _keyed(["w"], ["enum('z','a','b')"]))
+    assert j["last_key"] is None
+    # A checkpoint written before the order was kept goes on, and keeps the order from then.
+    old = dict(job("r2", "shop.t", None), last_key=["7"], key=["w"], chunk=1)
+    del old["order"]
+    snaps._same_key(old, _keyed(["w"], [ci]))
+    assert (old["last_key"], old["order"]) == (["7"], [ci])
 
 
 def test_enum_set_and_bit_keys_are_compared_as_the_numbers_they_sort_by():
