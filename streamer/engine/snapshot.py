@@ -49,6 +49,10 @@ from streamer.source import chunks, condition, server, signals
 log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
+# How long a chunk whose table's columns kept changing under its SELECT waits before it is read
+# again: doubling from LATER_S each time in a row, up to LATER_MOST_S (``Snapshots._later``).
+LATER_S = 0.1
+LATER_MOST_S = 5.0
 RATE_WINDOW_S = 30.0
 
 
@@ -171,6 +175,9 @@ class Snapshots:
         self.chunks = 0
         self.chunk: Optional[Chunk] = None
         self.window: Optional[Chunk] = None
+        # A chunk whose SELECT met changing columns is read again from then (``_later``).
+        self.retry_at = 0.0
+        self.changing = 0
         self._progress: Optional[Dict[str, Any]] = None
         self._run = uuid.uuid4().hex[:12] + "-"
         self._marks = 0
@@ -190,6 +197,7 @@ class Snapshots:
         self.catalog = catalog
         self.chunk = self.window = None
         self._progress = None
+        self.retry_at, self.changing = 0.0, 0
         self.samples.clear()
 
     def progress(self) -> Optional[Dict[str, Any]]:
@@ -362,6 +370,9 @@ class Snapshots:
         connection is retried like a dropped stream; a source that refuses the watermarks stops
         the streamer, naming the grant to give.)"""
         while self.queue and self.chunk is None:
+            if self.retry_at and self.clock.monotonic() < self.retry_at:
+                return  # the stage pumps again after each transaction (``_later``)
+            self.retry_at = 0.0
             self._guarded(self._read)
 
     def step(self) -> bool:
@@ -442,6 +453,19 @@ class Snapshots:
             self.chunk.close()
         self.chunk = self.window = None
 
+    def _later(self, j: Dict[str, Any]) -> None:
+        """The table's columns changed between its description and its chunk's SELECT twice in
+        a row: statements on it one after another, as a migration runs them. Its chunk is read
+        again later (``retry_at``), waiting longer each time in a row, while the stream goes on
+        and reads those statements; the snapshot never ends for it."""
+        self.changing += 1
+        wait = min(LATER_MOST_S, LATER_S * 2 ** (self.changing - 1))
+        self.retry_at = self.clock.monotonic() + wait
+        log.warning("snapshot of %s: its columns changed between its description and its "
+                    "chunk's SELECT twice in a row (%d times in a row now); reading that chunk "
+                    "again in %.1f s", j["table"], self.changing, wait,
+                    extra={"table": j["table"]})
+
     def _same_key(self, j: Dict[str, Any], described: Any) -> None:
         """The chunks go on after the last one's key only while the table's chunk key is the one
         that key was taken by, sorted the same way: after a change of the primary key (or of
@@ -520,11 +544,11 @@ class Snapshots:
             got = self._select(source, described, j)
         except _ReadAgain:
             if retried:
-                raise SnapshotRefused(f"a column of {j['table']} went between its description "
-                                      f"and its chunk's SELECT twice in a row") from None
+                return self._later(j)
             return self._read(j, retried=True)
         if got is None:
             return
+        self.changing = 0
         reading, read_at = got
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.

@@ -87,8 +87,10 @@ class SnapshotStage:
         """Slices of the chunk in flight (read, or published once landed) until the server sends
         more changes; the messages published."""
         chunk = self.snaps.chunk
-        if chunk is None or (chunk.reading is None and not chunk.landed):
-            return 0  # none, or waiting for its high mark
+        if chunk is None:
+            return self._resume()
+        if chunk.reading is None and not chunk.landed:
+            return 0  # waiting for its high mark
         policy = self.ctx.policy
         arrived = policy.reader.more_arrived
         monotonic = self.ctx.clock.monotonic
@@ -124,12 +126,19 @@ class SnapshotStage:
     def on_position(self) -> int:
         """Read-only mode, between transactions: a chunk whose high position was reached."""
         if self.snaps.chunk is None:
-            return 0
+            return self._resume()
         chunk = self.snaps.on_position(self.tracker.gtids)
         sent = 0 if chunk is None else self.publish(chunk, None)
         self._follow()
         self.ctx.policy.in_background(sent)
         return sent
+
+    def _resume(self) -> int:
+        """No chunk in flight: one to read later (``Snapshots.retry_at``) is read once due."""
+        if self.snaps.queue:
+            self.snaps.pump()
+            self._follow()
+        return 0
 
     def on_change(self, tv: Any, event: Any, op: str) -> None:
         self.snaps.on_change(tv, event, op)

@@ -591,3 +591,45 @@ def test_the_rate_is_the_last_windows_own_and_falls_while_a_snapshot_stalls(tmp_
     assert snaps.rate() == pytest.approx(1000.0, rel=0.05)  # the slow start has left the window
     clock.now += RATE_WINDOW_S  # no chunk ends for a window: the rate halves, it does not stay
     assert snaps.rate() < 600.0
+
+
+def test_a_chunk_whose_columns_keep_changing_under_its_select_is_read_later(tmp_path, caplog):
+    import pymysql
+
+    from streamer.schema.versions import TableCatalog
+
+    class Changing(Tables):
+        """A column goes between each description and SELECT, ``times`` times."""
+
+        def __init__(self, times):
+            super().__init__([CHUNK1], [shop_t(False)])
+            self.times = times
+
+        def open(self, *args):
+            if self.times:
+                self.times -= 1
+                raise pymysql.err.OperationalError(1054, "Unknown column 'v' in 'field list'")
+            return super().open(*args)
+
+    clock = FakeClock(step=0)
+    table_filter = TableFilter(["shop.*"], [])
+    tables = Changing(7)
+    snaps = Snapshots(_cfg(tmp_path, "snapshot: {chunk_rows: 4}\n"), "pw", table_filter,
+                      clock=clock, tables=lambda: tables)
+    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
+                            "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
+                TableCatalog("ns", table_filter))
+    waits = []
+    for _ in range(3):
+        snaps.pump()  # twice in a row: read again later, waiting longer each time
+        assert snaps.chunk is None and len(snaps.queue) == 1
+        waits.append(round(snaps.retry_at - clock.now, 3))
+        snaps.pump()  # not due yet: nothing is read
+        assert tables.times == 7 - 2 * len(waits)
+        clock.now = snaps.retry_at
+    assert waits == [0.1, 0.2, 0.4]
+    assert "changed between its description and its chunk's SELECT twice in a row (3 times in " \
+           "a row now); reading that chunk again in 0.4 s" in caplog.text
+    snaps.pump()  # the seventh change, then the chunk is read
+    assert snaps.chunk is not None and snaps.changing == 0 and tables.times == 0
+    assert "ends" not in caplog.text
