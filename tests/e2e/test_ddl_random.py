@@ -2,6 +2,7 @@
 last), dropped and added again with another type, widened and moved, renamed, between inserts,
 updates and deletes. Each message's before and after images are what SELECT showed of the row
 just before and just after its change, whatever the table's shape was then."""
+import collections
 import datetime
 import decimal
 import random
@@ -40,15 +41,18 @@ class _Table:
     """The table ``t`` as this test changed it: its columns in order, their types, and each row
     change's (before, after), as SELECT showed the row around it."""
 
-    def __init__(self, conn, rng):
+    def __init__(self, conn, rng, rows=0):
         self.conn, self.rng = conn, rng
         self.types = {"a": "INT", "b": "VARCHAR(20)"}
         self.order = ["a", "b"]
-        self.changes = {}
+        self.changes = {i: [] for i in range(1, rows + 1)}  # rows there before (no changes)
         self.ddl = []
         self.names = 0
         support.sql(conn, "SET time_zone = '+00:00'",
                     "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20))")
+        for first in range(1, rows + 1, 500):
+            support.sql(conn, "INSERT INTO t VALUES " + ", ".join(
+                f"({i}, {rng.randint(-9, 9)}, 'b{i}')" for i in range(first, min(rows, first + 499) + 1)))
 
     def step(self):
         rng, r = self.rng, self.rng.random()
@@ -85,6 +89,14 @@ class _Table:
     def _alter(self, change):
         support.sql(self.conn, f"ALTER TABLE t {change}")
         self.ddl.append(change)
+        self.altered()
+
+    def altered(self):
+        """After each DDL statement (a hook)."""
+
+    def changed(self, row, before, after):
+        """Each row change, as SELECT showed the row just before and just after it."""
+        self.changes.setdefault(row, []).append((before, after))
 
     def _add(self, col, sql_type, where):
         self._alter(f"ADD COLUMN {col} {sql_type}{where}")
@@ -98,7 +110,7 @@ class _Table:
         self.types[col] = sql_type
 
     def _change_a_row(self):
-        rng, ids = self.rng, [i for i, c in self.changes.items() if c[-1][1] is not None]
+        rng, ids = self.rng, [i for i, c in self.changes.items() if not c or c[-1][1] is not None]
         if rng.random() < 0.5 or not ids:
             row = max(self.changes, default=0) + 1
             cols = [c for c in self.order if rng.random() < 0.8]
@@ -117,7 +129,7 @@ class _Table:
         before = self._select(row)
         with self.conn.cursor() as cur:
             if cur.execute(statement, args):  # a row changed: the binlog has it
-                self.changes.setdefault(row, []).append((before, self._select(row)))
+                self.changed(row, before, self._select(row))
 
     def _select(self, row):
         with self.conn.cursor() as cur:
@@ -159,3 +171,90 @@ def test_random_ddl_between_random_row_changes_each_image_is_what_select_showed(
     assert not wrong, f"{len(msgs)} of {expect} messages; {wrong[:3]}; DDL: {table.ddl}"
     assert len(table.ddl) > 20 and {c.split()[0] for c in table.ddl} == {
         "ADD", "DROP", "MODIFY", "RENAME"}
+
+
+class _Watched(_Table):
+    """The table with each state each row was in, numbered in the order they came: the image
+    after each of its changes (``at``: their numbers), and every row's after each DDL statement
+    (a column added, dropped, moved, widened or renamed changes every row's image)."""
+
+    def __init__(self, conn, rng, rows):
+        super().__init__(conn, rng, rows)
+        self.seq, self.states, self.at = 0, {}, {}
+        self.altered()
+
+    def altered(self):
+        self.seq += 1
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT * FROM t")
+            names = [d[0] for d in cur.description]
+            for image in (dict(zip(names, r)) for r in cur.fetchall()):
+                self.states.setdefault(image["id"], []).append((self.seq, image))
+
+    def changed(self, row, before, after):
+        super().changed(row, before, after)
+        self.seq += 1
+        self.at.setdefault(row, []).append(self.seq)
+        self.states.setdefault(row, []).append((self.seq, after))
+
+    def misread(self, row, values):
+        """What of a row's messages (``values``, in order) is not what it should be: each change
+        must be the row's next one, and a snapshot read a state the row was in between the
+        changes published around it."""
+        changes, at, done = self.changes.get(row, []), self.at.get(row, []), 0
+        for v in values:
+            image = (_as_selected(v["before"]), _as_selected(v["after"]))
+            if v["op"] != "r":
+                if done == len(changes) or image != changes[done]:
+                    return "a change", image, changes[done:done + 1]
+                done += 1
+                continue
+            lo, hi = at[done - 1] if done else 0, at[done] if done < len(at) else float("inf")
+            held = [image for seq, image in self.states.get(row, ()) if lo <= seq < hi]
+            if image[1] not in held:
+                return "a read", image[1], held[-2:]
+        return ("changes missing", changes[done:]) if done < len(changes) else None
+
+
+@pytest.mark.every_source
+def test_random_ddl_and_row_changes_during_a_snapshot_each_read_is_a_state_the_row_was_in(
+        db, source, tmp_path):
+    """A snapshot in chunks of 10 rows while columns are added, dropped, moved, widened and
+    renamed between row changes: every change is published once, in order, with the images
+    SELECT showed around it; every row is read once, as it was at some moment between the
+    changes published before and after its read, in the shape the table had then."""
+    name, conn = db
+    rows, last = 2000, 10 ** 6
+    table = _Watched(conn, random.Random(f"ddls {source.name}"), rows)
+    ns = support.unique("ds")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
+                               start={"initial": "snapshot"}, snapshot={"chunk_rows": 10})
+    during = 0
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        support.wait_for(lambda: " begins: " in proc.output(), what="the snapshot")
+        while " done: " not in proc.output() and proc.proc.poll() is None and during < 3000:
+            table.step()
+            during += 1
+        support.sql(conn, f"INSERT INTO t (id) VALUES ({last})")
+        table.changed(last, None, table._select(last))
+        msgs = support.consume([f"{ns}.{name}.t"], decode_ns=ns, timeout=120, until=lambda out: any(
+            m["key"]["id"] == last for m in out))
+        assert proc.stop() == 0, proc.output()[-3000:]
+        log = proc.output()
+    by_row = {}
+    for m in msgs:
+        if m["value"] is not None:  # tombstones aside
+            by_row.setdefault(m["key"]["id"], []).append(m["value"])
+    wrong = {row: table.misread(row, values) for row, values in by_row.items()}
+    wrong = {row: why for row, why in wrong.items() if why}
+    wrong.update({row: "no message" for row, c in table.changes.items() if c and row not in by_row})
+    assert not wrong, f"{len(wrong)} rows: {sorted(wrong.items())[:3]}; DDL: {table.ddl}"
+    reads = collections.Counter(m["key"]["id"] for m in msgs if m["value"] and
+                                m["value"]["op"] == "r")
+    # A row changed while its chunk's window was open is left out of the chunk, its change
+    # published instead: only a row never changed must be read.
+    off = [(row, reads[row]) for row in set(reads) | set(range(1, rows + 1))
+           if reads[row] > 1 or not reads[row] and not table.changes[row]]
+    assert not off, (len(off), sorted(off)[:10], [ln for ln in log.splitlines() if " snapshot" in ln][-20:])
+    ddl = len(table.ddl)
+    assert ddl > 20 and during > 100, (ddl, during, log[-2000:])
