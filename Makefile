@@ -89,6 +89,7 @@ test: lint test-pypy test-cpython
 # The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak).
 soak: venv up
 	STREAMER_SOAK=1 $(PYTEST_PYPY) -q tests/e2e/test_exactly_once.py tests/e2e/test_standby.py \
+		tests/e2e/test_ddl_random.py::test_sigkills_and_random_ddl_during_a_snapshot_lose_and_double_nothing \
 		$(SLOWEST) $(PYTEST_ARGS)
 
 lint: venv

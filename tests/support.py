@@ -197,13 +197,13 @@ class StreamerProcess:
 
 
 def killed_after_a_commit(config_path: str, log_path: str, positions: str,
-                          start: Tuple[str, int], pause: float) -> str:
+                          start: Optional[Tuple[str, int]], pause: float) -> str:
     """One run of the streamer, SIGKILLed ``pause`` s after its first commit to ``positions``
     (however long start-up took); what it logged. Until a checkpoint is committed it starts at
-    ``start``, as an operator would restart with the same explicit position; after that, it
-    resumes from the checkpoint."""
+    ``start`` (None: as the config says), as an operator would restart with the same explicit
+    position; after that, it resumes from the checkpoint."""
     before = end_offsets(positions)
-    args = () if before else ("--start-file", start[0], "--start-pos", str(start[1]))
+    args = () if before or start is None else ("--start-file", start[0], "--start-pos", str(start[1]))
     logged = os.path.getsize(log_path) if os.path.exists(log_path) else 0
     with StreamerProcess(config_path, log_path, *args) as proc:
         wait_for(lambda: proc.proc.poll() is not None or end_offsets(positions) > before,
