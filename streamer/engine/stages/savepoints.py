@@ -57,6 +57,9 @@ FL_COMPLETED_XA = 0x80  # an XA COMMIT or XA ROLLBACK (stages.xa)
 # None of these groups is looked ahead: their rows can't be taken back.
 _WHOLE = FL_STANDALONE | FL_TRANSACTIONAL | FL_PREPARED_XA | FL_COMPLETED_XA
 LOOK_AHEAD = 2000  # events of a group read before any is handed on, at most (~16 MB)
+# Transactions whose holes are kept for reading them again (``Streamer.holes``), the latest: one
+# dropped would only be found again the same way, and read once more.
+HOLES_KEPT = 256
 _OUTSIDE = (MariadbGtidEvent, GtidEvent, HeartbeatLogEvent, RotateEvent)  # never in a group
 
 
@@ -209,6 +212,8 @@ class Savepoints:
                 f"{hole[0]}..{hole[1] - 1} of it are in the topics but not in the table. Raise "
                 f"batch.max_messages above the transaction's size and restart: the transaction "
                 f"is then read again and published without them")
+        if txid not in self.holes and len(self.holes) >= HOLES_KEPT:
+            del self.holes[next(iter(self.holes))]  # the oldest: long since committed past
         self.holes.setdefault(txid, []).append(hole)
         raise RolledBackRows(
             f"the transaction {txid} {what}, taking back its row changes "

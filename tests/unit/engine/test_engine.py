@@ -572,3 +572,21 @@ def test_a_group_read_whole_decodes_each_rows_event_by_its_own_table_map():
 
     assert len(list(looked_ahead(server()))) == 6 and library[7] is second
     assert rows[0].table_map[7] is first and rows[1].table_map[7] is second
+
+
+def test_the_holes_kept_for_reading_transactions_again_are_the_latest_few(monkeypatch):
+    from types import SimpleNamespace
+
+    from streamer.engine.stages import savepoints
+    from streamer.errors import RolledBackRows
+    monkeypatch.setattr(savepoints, "HOLES_KEPT", 3)
+    tracker = SimpleNamespace(txid="", holes=None)
+    stage = savepoints.Savepoints(SimpleNamespace(tracker=tracker), {})
+    for n in range(5):
+        tracker.txid = f"{FILE}:{n}"
+        for hole in ((0, 2), (4, 6)):
+            with pytest.raises(RolledBackRows):
+                stage._take_back(hole, False, "rolled back to a savepoint")
+    # A long-lived process doesn't keep every one; a transaction's own holes stay together.
+    assert stage.holes == {f"{FILE}:{n}": [(0, 2), (4, 6)] for n in (2, 3, 4)}
+    stage._take_back((4, 6), False, "rolled back to a savepoint")  # known: read on without it
