@@ -214,7 +214,7 @@ class _Watched(_Table):
                 done += 1
                 continue
             lo, hi = at[done - 1] if done else 0, at[done] if done < len(at) else float("inf")
-            held = [image for seq, image in self.states.get(row, ()) if lo <= seq < hi]
+            held = [state for seq, state in self.states.get(row, ()) if lo <= seq < hi]
             if image[1] not in held:
                 return "a read", image[1], held[-2:]
         return ("changes missing", changes[done:]) if done < len(changes) else None
