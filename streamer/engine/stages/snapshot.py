@@ -88,7 +88,7 @@ class SnapshotStage:
         more changes; the messages published."""
         chunk = self.snaps.chunk
         if chunk is None:
-            return self._resume()
+            return self._resume() if self.snaps.queue else 0
         if chunk.reading is None and not chunk.landed:
             return 0  # waiting for its high mark
         policy = self.ctx.policy
