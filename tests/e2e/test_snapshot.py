@@ -1,6 +1,7 @@
 """Snapshots against the real servers: exactly once under load and SIGKILLs, on demand, every type,
 an ALTER in the middle, and one clear error for each bad request."""
 import collections
+import contextlib
 import datetime
 import decimal
 import os
@@ -300,11 +301,11 @@ def test_on_demand_snapshots_while_running_and_while_stopped(db, tmp_path):
     assert len(set(order)) == 8
 
 
-def test_an_alter_in_the_middle_of_a_snapshot_shapes_every_row_read_after_it(db, tmp_path):
-    name, conn = db
-    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
-                "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_20000")
-    ns = support.unique("sa")
+@contextlib.contextmanager
+def _altered_mid_snapshot(conn, tmp_path, name, prefix, alter):
+    """A streamer snapshotting ``t`` in chunks of 50 rows, ``alter`` run once its first chunk is
+    published: (its namespace, the process)."""
+    ns = support.unique(prefix)
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
                                start={"initial": "snapshot"}, snapshot={"chunk_rows": 50})
     with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
@@ -312,7 +313,16 @@ def test_an_alter_in_the_middle_of_a_snapshot_shapes_every_row_read_after_it(db,
         # order. "begins" alone raced the first chunk (a clean-clone CI run read none before).
         support.wait_for(lambda: support.end_offsets(f"{ns}.{name}.t") > 0,
                          what="the snapshot's first chunk")
-        support.sql(conn, "ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 7")
+        support.sql(conn, alter)
+        yield ns, proc
+
+
+def test_an_alter_in_the_middle_of_a_snapshot_shapes_every_row_read_after_it(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+                "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_20000")
+    with _altered_mid_snapshot(conn, tmp_path, name, "sa",
+                               "ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 7") as (ns, proc):
         alter = support.master_pos(conn)
         support.sql(conn, "UPDATE t SET n = 8 WHERE id % 1000 = 0")
         support.wait_for(lambda: " done: " in proc.output(), timeout=120, what="the snapshot")
@@ -482,13 +492,8 @@ def test_a_chunk_key_whose_order_changes_mid_snapshot_starts_the_snapshot_again(
     support.sql(conn, "CREATE TABLE t (w VARCHAR(20) COLLATE utf8mb4_bin PRIMARY KEY, n INT)",
                 "INSERT INTO t SELECT CONCAT('K', LPAD(seq, 5, '0')), seq FROM seq_1_to_15000",
                 "INSERT INTO t SELECT CONCAT('a', LPAD(seq, 5, '0')), seq FROM seq_1_to_15000")
-    ns = support.unique("so")
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
-                               start={"initial": "snapshot"}, snapshot={"chunk_rows": 50})
-    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-        support.wait_for(lambda: support.end_offsets(f"{ns}.{name}.t") > 0,
-                         what="the snapshot's first chunk")
-        support.sql(conn, "ALTER TABLE t MODIFY w VARCHAR(20) COLLATE utf8mb4_general_ci")
+    with _altered_mid_snapshot(conn, tmp_path, name, "so", "ALTER TABLE t MODIFY w VARCHAR(20) "
+                               "COLLATE utf8mb4_general_ci") as (ns, proc):
         support.wait_for(lambda: " done: " in proc.output(), timeout=120, what="the snapshot")
         msgs = support.consume([f"{ns}.{name}.t"], idle=3, decode_ns=ns)
         assert proc.stop() == 0, proc.output()[-3000:]
