@@ -126,7 +126,7 @@ class SnapshotStage:
     def on_position(self) -> int:
         """Read-only mode, between transactions: a chunk whose high position was reached."""
         if self.snaps.chunk is None:
-            return self._resume()
+            return self._resume() if self.snaps.queue else 0
         chunk = self.snaps.on_position(self.tracker.gtids)
         sent = 0 if chunk is None else self.publish(chunk, None)
         self._follow()
@@ -134,10 +134,10 @@ class SnapshotStage:
         return sent
 
     def _resume(self) -> int:
-        """No chunk in flight: one to read later (``Snapshots.retry_at``) is read once due."""
-        if self.snaps.queue:
-            self.snaps.pump()
-            self._follow()
+        """No chunk in flight, tables queued: one to read later (``Snapshots.retry_at``) is read
+        once due."""
+        self.snaps.pump()
+        self._follow()
         return 0
 
     def on_change(self, tv: Any, event: Any, op: str) -> None:
