@@ -431,7 +431,7 @@ class Snapshots:
             left = size = self.read_slices.size(j["table"])
             while left > 0 and not reading.done:
                 n = min(left, READ_BATCH)
-                rows = self._query(j, lambda: reading.fetch(n))
+                rows = self._query(j, lambda: reading.fetch(n), reading.d)
                 if rows is None:
                     return  # the table was dropped
                 chunk.add(rows, reading.keys)
@@ -598,11 +598,12 @@ class Snapshots:
                 return chunks.ListRead(rows, last, final), at
             return source.open(described, j["last_key"], j["where"], limit,
                                self.sizes.most_bytes), None
-        return self._query(j, select)
+        return self._query(j, select, described)
 
-    def _query(self, j: Dict[str, Any], query: Callable[[], Any]) -> Any:
+    def _query(self, j: Dict[str, Any], query: Callable[[], Any], described: Any) -> Any:
         """``query()``'s result; a MySQL error of the chunk's SELECT or of reading its rows is
-        said as what it means for the snapshot (None: the table was dropped)."""
+        said as what it means for the snapshot (None: the table was dropped). ``described``:
+        the table as the SELECT was written for it."""
         try:
             return query()
         except pymysql.err.MySQLError as exc:
@@ -614,7 +615,7 @@ class Snapshots:
                             j["table"], j["rows"], extra={"table": j["table"]})
                 self._drop()
                 return None
-            if code == ER_BAD_FIELD and not j["where"]:
+            if code == ER_BAD_FIELD and self._column_went(j, described):
                 raise _ReadAgain() from None  # a column went between describe and SELECT
             if code in chunks.ER_STATEMENT_TIMEOUT:
                 raise SnapshotRefused(f"the chunk's SELECT ran longer than "
@@ -624,6 +625,20 @@ class Snapshots:
             raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
                                   + (f"; check the request's condition {j['where']!r}"
                                      if j["where"] else "")) from None
+
+    def _column_went(self, j: Dict[str, Any], described: Any) -> bool:
+        """Whether a column the chunk's SELECT names is no longer the table's. Without a
+        condition, an unknown column can only be one that went. A condition was checked against
+        the columns, but names the checker takes for keywords (``hour``, ``date``) or a
+        qualified name (``id.x``) can still be unknown to the server: the condition's error
+        unless a column went."""
+        if not j["where"] or described is None:
+            return True
+        db, _, table = j["table"].partition(".")
+        now = self._tables().describe(db, table)
+        if now is None:
+            return True  # dropped since: the next read says so
+        return bool({c.name for c in described.columns} - {c.name for c in now.columns})
 
     # -- read-only mode -----------------------------------------------------------------------------
     def seed(self, gtids: GtidSet, start: Position) -> None:

@@ -367,6 +367,7 @@ class ListRead:
     keys = None
     literals = None
     unpack = None
+    d = None  # its rows were read: no SELECT is left to meet a changed table
     given = bytes_read = 0  # its rows came as dicts: no length measured (engine.snapshot.ChunkSize)
 
     def __init__(self, rows: List[Dict[str, Any]], last_key: Optional[List[str]],
