@@ -540,36 +540,100 @@ KEY_TYPES = ["VARCHAR(8) COLLATE utf8mb4_general_ci", "VARCHAR(8) COLLATE utf8mb
              "YEAR", "ENUM('z','a','m')", "SET('x','y','z')", "BIT(10)"]
 
 
+class _KeyLoad(threading.Thread):
+    """Changes to the key-kinds tables while they are snapshotted, mostly to the one being
+    snapshotted (``log()`` says which): each step adds 1 to ``v`` of each of its rows (the
+    chunk in flight then has all its rows changed in its window), deletes a random row, or
+    inserts a random one."""
+
+    def __init__(self, source, db, key_types, rng, log):
+        super().__init__(daemon=True)
+        self.conn, self.key_types, self.rng, self.log = source.admin(db), key_types, rng, log
+        self.stop_flag, self.error, self.steps = threading.Event(), None, 0
+
+    def run(self):
+        rng, names, current = self.rng, list(self.key_types), None
+        try:
+            support.sql(self.conn, "SET time_zone = '+00:00'")
+            with self.conn.cursor() as cur:
+                while not self.stop_flag.is_set():
+                    if self.steps % 10 == 0:
+                        begun = re.findall(r"snapshot of \w+\.(k\d+c?) begins", self.log())
+                        current = begun[-1] if begun else None
+                    t = current if current and rng.random() < 0.8 else rng.choice(names)
+                    r = rng.random()
+                    if r < 0.5:
+                        cur.execute(f"UPDATE {t} SET v = v + 1")
+                    elif r < 0.75:
+                        cur.execute(f"DELETE FROM {t} ORDER BY RAND() LIMIT 1")
+                    else:
+                        cur.execute(f"INSERT IGNORE INTO {t} VALUES (%s, %s, 0)",
+                                    (_key_value(self.key_types[t], rng), rng.randint(0, 3)))
+                    self.steps += 1
+                    time.sleep(0.005)
+        except Exception as exc:  # noqa: BLE001 - surfaced by the test through self.error
+            self.error = exc
+
+
 @pytest.mark.every_source
-def test_chunks_follow_every_kind_of_key_each_row_read_once(db, source, tmp_path):
+def test_chunks_follow_every_kind_of_key_under_changes_each_row_once_and_current(db, source,
+                                                                                tmp_path):
     """Chunks of 2 rows follow keys of each type, alone and before another column, with the
-    values that sort differently as text or bytes: each row is read exactly once."""
+    values that sort differently as text or bytes, while rows are changed, deleted and
+    inserted: no row is read twice, and a compacting consumer ends with the tables' rows. A
+    chunk's window finds a changed row by its key as the binlog gives it, beside the chunk's
+    as read: were they to differ, the row read before its change would be published after
+    it (stale), or a row deleted in the window would come back."""
     name, conn = db
     rng = random.Random(f"keys {source.name}")
     support.sql(conn, "SET time_zone = '+00:00'")
-    tables = {}
+    key_types = {}
     for i, key_type in enumerate(KEY_TYPES):
         for composite in (False, True):
             t = f"k{i}{'c' if composite else ''}"
-            key = "k, n" if composite else "k"
+            key_types[t] = key_type
             support.sql(conn, f"CREATE TABLE {t} (k {key_type} NOT NULL, n INT NOT NULL, "
-                              f"PRIMARY KEY ({key}))")
+                              f"v INT NOT NULL, PRIMARY KEY ({'k, n' if composite else 'k'}))")
             with conn.cursor() as cur:
                 for _ in range(40):
-                    cur.execute(f"INSERT IGNORE INTO {t} VALUES (%s, %s)",
+                    cur.execute(f"INSERT IGNORE INTO {t} VALUES (%s, %s, 0)",
                                 (_key_value(key_type, rng), rng.randint(0, 3)))
-            tables[t] = support.sql(conn, f"SELECT COUNT(*) FROM {t}")[0][0]
+    support.sql(conn, "CREATE TABLE fin (id INT PRIMARY KEY)")
     ns = support.unique("sk")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
                                start={"initial": "snapshot"}, snapshot={"chunk_rows": 2})
-    topics = [f"{ns}.{name}.{t}" for t in tables]
+    topics = [f"{ns}.{name}.{t}" for t in key_types]
     with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-        msgs = support.consume(topics, expect=sum(tables.values()), timeout=180)
+        load = _KeyLoad(source, name, key_types, random.Random(f"load {source.name}"), proc.output)
+        support.wait_for(lambda: " begins: " in proc.output(), what="the snapshot")
+        load.start()
+        try:
+            support.wait_for(lambda: proc.output().count(" done: ") >= len(key_types) + 1,
+                             timeout=180, what="every table's snapshot")
+        finally:
+            load.stop_flag.set()
+            load.join()
+        assert load.error is None, load.error
+        support.sql(conn, "INSERT INTO fin VALUES (1)")
+        # fin is the binlog's last change: once it is read, all before it was committed.
+        msgs = support.consume(topics + [f"{ns}.{name}.fin"], decode_ns=ns, timeout=180, idle=1,
+                               until=lambda out: any(m["topic"].endswith(".fin") for m in out))
         assert proc.stop() == 0, proc.output()[-3000:]
     wrong = {}
-    for t, rows in tables.items():
-        keys = collections.Counter(m["raw_key"] for m in msgs if m["topic"].endswith(f".{t}"))
-        if len(keys) != rows or max(keys.values()) != 1:
-            wrong[t] = (rows, len(keys), max(keys.values(), default=0))
-    assert not wrong, (wrong, {t: KEY_TYPES[int(t[1:].rstrip("c"))] for t in wrong})
-    assert min(tables.values()) >= 3  # (an ENUM of three members alone)
+    for t, key_type in key_types.items():
+        mine = [m for m in msgs if m["topic"].endswith(f".{t}") and m["value"] is not None]
+        reads = collections.Counter(m["raw_key"] for m in mine if m["value"]["op"] == "r")
+        state = {}
+        for m in mine:
+            v = m["value"]
+            if v["op"] == "d":
+                state.pop(m["raw_key"], None)
+            else:
+                state[m["raw_key"]] = (v["after"]["n"], v["after"]["v"])
+        want = sorted(support.sql(conn, f"SELECT n, v FROM {t}"))
+        if max(reads.values(), default=0) > 1 or sorted(state.values()) != want:
+            wrong[t] = (key_type, max(reads.values(), default=0), len(state), len(want))
+    assert not wrong, wrong
+    # The load ran through the snapshots.
+    assert load.steps > 200, load.steps
+    assert sum(1 for m in msgs if m["value"] and m["value"]["op"] == "u") > 1000
