@@ -166,6 +166,41 @@ def test_partial_json_updates_are_applied_and_equal_select(db, tmp_path, source)
     assert got == docs
 
 
+@pytest.mark.every_source
+def test_partition_statements_that_move_rows_without_row_events_are_warned_about(db, tmp_path,
+                                                                                 source):
+    """Dropping, emptying, exchanging or converting a partition moves its rows with no row
+    event: the stream goes on, and a WARNING names each statement and the tables whose topics
+    no longer follow them. Emptying every partition is a TRUNCATE, published as one."""
+    name, conn = db
+    support.sql(conn, "CREATE TABLE p (id INT PRIMARY KEY) PARTITION BY RANGE (id) ("
+                      "PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), "
+                      "PARTITION p2 VALUES LESS THAN (30), PARTITION p3 VALUES LESS THAN MAXVALUE)",
+                "CREATE TABLE px (id INT PRIMARY KEY)", "INSERT INTO px VALUES (25)")
+
+    def changes():
+        support.sql(conn, "INSERT INTO p VALUES (1), (11), (21), (31)",
+                    "ALTER TABLE p DROP PARTITION p0", "ALTER TABLE p TRUNCATE PARTITION p1",
+                    "ALTER TABLE p EXCHANGE PARTITION p2 WITH TABLE px")
+        if not source.mysql:  # MariaDB 10.7 and later
+            support.sql(conn, "ALTER TABLE p CONVERT PARTITION p2 TO TABLE pout")
+        support.sql(conn, "INSERT INTO p VALUES (32)", "ALTER TABLE p TRUNCATE PARTITION ALL",
+                    "INSERT INTO p VALUES (33)")
+
+    msgs, out = _stream_from(tmp_path, conn, source, name, "p", 7, changes)
+    assert [(m["value"]["op"], (m["value"]["after"] or {}).get("id")) for m in msgs] == [
+        ("c", 1), ("c", 11), ("c", 21), ("c", 31), ("c", 32), ("t", None), ("c", 33)]
+    said = [ln for ln in out.splitlines() if "logs no row event for such rows" in ln]
+    want = [f"on {name}.p dropped a partition: its rows left the table",
+            f"on {name}.p emptied a partition: its rows left the table",
+            f"on {name}.p swapped a partition's rows with those of {name}.px"]
+    if not source.mysql:
+        want.append(f"on {name}.p moved a partition's rows out to the table {name}.pout")
+    assert len(said) == len(want) and all(w in ln and "WARNING" in ln for w, ln in zip(want, said)), \
+        said
+    assert f"the topics of {name}.p and {name}.px keep" in said[2]
+
+
 def test_rows_a_rollback_to_savepoint_took_back_are_not_published(db, tmp_path):
     """MariaDB writes a rolled-back savepoint's rows when the transaction also touched a
     non-transactional table, then ROLLBACK TO for a replica: the topic must hold what the table

@@ -1,18 +1,23 @@
 """The statements stage: query events other than BEGIN and COMMIT.
 
-DDL needs no parsing: a changed table shows up in its next table map. Two kinds of statement
+DDL needs no parsing: a changed table shows up in its next table map. Three kinds of statement
 matter here: row changes that a session logged as a statement, in a published table, which are
-refused (``source.events``), and TRUNCATE TABLE, the one DDL published, as op ``t``
-(``engine.rows.publish_truncate``).
+refused (``source.events``); TRUNCATE TABLE, the one DDL published, as op ``t``
+(``engine.rows.publish_truncate``); and the ALTER TABLEs that take rows out or put rows in with no
+row event (a partition dropped, emptied, exchanged: ``source.rowless``), which are warned about.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict
 
 from pymysqlreplication.event import QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
+from streamer.source.rowless import RowlessChange, rowless_change
+
+log = logging.getLogger(__name__)
 
 
 class Statements:
@@ -33,6 +38,11 @@ class Statements:
         self.tables.on_statement(query)
         tv = truncated_version(event, self.tables)
         if tv is None:
+            schema = event.schema
+            change = rowless_change(query, schema.decode("utf-8", "replace")
+                                    if isinstance(schema, bytes) else schema or "")
+            if change is not None:
+                self._rowless(change, event)
             return 0
         ctx = self.ctx
         # Its version's schema goes out first when no table map of this stream announced it
@@ -43,3 +53,26 @@ class Statements:
         if ctx.published:
             sent += ctx.after_publishing(tracker, tv.topic, sent, event.timestamp * 1000)
         return sent
+
+    def _rowless(self, change: RowlessChange, event: Any) -> None:
+        """Say that a statement took rows out of published tables, or put rows in, that no
+        message will show. A system-versioned table's partitions that can be dropped or
+        emptied hold its history only, which is never published."""
+        tables = self.tables
+        if change.what in ("drop", "truncate"):
+            tv = tables.last_version(change.db, change.table)
+            if getattr(tv, "versioning", None) is not None:
+                return
+        named = [(change.db, change.table)] + ([change.other] if change.other else [])
+        published = [f"{db}.{table}" for db, table in named if tables.filter(db, table)]
+        if not published:
+            return
+        packet = event.packet
+        log.warning("the statement at %s:%d on %s.%s %s, and the server logs no row event for "
+                    "such rows: the topics of %s keep the rows it took out and never get those "
+                    "it put in. If consumers must follow, publish those rows' deletes yourself, "
+                    "or read the table again (streamer snapshot --tables %s: it publishes the "
+                    "rows there now; rows taken out stay in the topic)", self.tracker.file,
+                    packet.log_pos - packet.event_size, change.db, change.table, change.says(),
+                    " and ".join(published), " ".join(published),
+                    extra={"table": published[0]})

@@ -150,6 +150,41 @@ def test_a_truncate_is_published_with_the_tables_current_version(ctx):
     assert ctx.publisher.changes() == [("t", None)]
 
 
+def test_rows_a_partition_statement_moves_without_row_events_are_warned_about(ctx, caplog):
+    stage = Statements(ctx)
+    assert stage.on_query(query("ALTER TABLE t DROP PARTITION p0")) == 0
+    assert "the statement at f:250 on app.t dropped a partition: its rows left the table, " \
+        "and the server logs no row event for such rows: the topics of app.t keep" in caplog.text
+    assert "streamer snapshot --tables app.t" in caplog.text
+    caplog.clear()
+    # An exchange with a table of another database: each published one is named.
+    stage.on_query(query("ALTER TABLE other.t EXCHANGE PARTITION p0 WITH TABLE app.old"))
+    assert "on other.t swapped a partition's rows with those of app.old" in caplog.text
+    assert "the topics of app.old keep" in caplog.text
+    caplog.clear()
+    # Tables not published, and partitions' rows that stay: nothing said, nothing published.
+    for text in ("ALTER TABLE other.t DROP PARTITION p0", "ALTER TABLE t ADD PARTITION "
+                 "(PARTITION p9 VALUES LESS THAN (9))", "ALTER TABLE t REORGANIZE PARTITION p0 "
+                 "INTO (PARTITION p1 VALUES LESS THAN (5))"):
+        assert stage.on_query(query(text)) == 0
+    assert caplog.text == "" and ctx.publisher.open == []
+
+
+def test_a_system_versioned_tables_dropped_history_partition_is_no_change(ctx, caplog):
+    TableMaps(ctx, Rows(ctx)).on_event(table_map(7))
+    ctx.tables.current[("app", "t")].versioning = object()  # its period's end: history rows
+    assert Statements(ctx).on_query(query("ALTER TABLE t DROP PARTITION p_hist")) == 0
+    assert caplog.text == ""
+
+
+def test_truncating_every_partition_is_published_as_a_truncate(ctx):
+    TableMaps(ctx, Rows(ctx)).on_event(table_map(7))
+    begin(ctx)
+    assert Statements(ctx).on_query(query("ALTER TABLE t TRUNCATE PARTITION ALL")) == 1
+    ctx.policy.commit()
+    assert ctx.publisher.changes() == [("t", None)]
+
+
 def test_a_heartbeat_opens_the_batch_marks_it_and_publishes_nothing(ctx):
     rows = Rows(ctx)
     tables = TableMaps(ctx, rows)

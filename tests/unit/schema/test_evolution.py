@@ -145,6 +145,11 @@ def test_lineage_is_each_topics_last_value_schema():
     ("DELETE FROM t", None),
     ("INSERT INTO truncate_log VALUES (1)", None),
     ("CREATE TABLE truncate_me (id INT)", None),
+    # Every partition emptied: the whole table.
+    ("ALTER TABLE shop.t TRUNCATE PARTITION ALL", ("shop", "t")),
+    ("alter table `t` truncate partition all;", ("cur", "t")),
+    ("ALTER TABLE t TRUNCATE PARTITION p0", None),
+    ("ALTER TABLE t TRUNCATE PARTITION all_rows", None),
 ])
 def test_truncate_statements_are_recognised(query, expected):
     assert truncated_table(query, "cur") == expected

@@ -1,0 +1,42 @@
+"""The ALTER TABLEs that take rows out of a table or put rows in with no row event."""
+import pytest
+
+from streamer.source.rowless import RowlessChange, rowless_change
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("ALTER TABLE t DROP PARTITION p0", ("cur", "t", "drop", None)),
+    ("alter table shop.`or``ders` drop partition if exists p0, p1", ("shop", "or`ders", "drop", None)),
+    ("/* retention */ ALTER TABLE t TRUNCATE PARTITION p2020", ("cur", "t", "truncate", None)),
+    ("ALTER ONLINE TABLE t TRUNCATE PARTITION p0, p1;", ("cur", "t", "truncate", None)),
+    ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE t_old WITHOUT VALIDATION",
+     ("cur", "t", "exchange", ("cur", "t_old"))),
+    ("ALTER TABLE a.t EXCHANGE PARTITION `p 0` WITH TABLE b.`x`", ("a", "t", "exchange", ("b", "x"))),
+    ("ALTER TABLE t CONVERT PARTITION p0 TO TABLE arch.t0", ("cur", "t", "out", ("arch", "t0"))),
+    ("ALTER TABLE t CONVERT TABLE t_new TO PARTITION p9 VALUES LESS THAN (90)",
+     ("cur", "t", "into", ("cur", "t_new"))),
+    ("ALTER TABLE t IMPORT TABLESPACE", ("cur", "t", "import", None)),
+    ("ALTER TABLE t IMPORT PARTITION p0, p1 TABLESPACE", ("cur", "t", "import", None)),
+    # Rows stay where they are: nothing to say.
+    ("ALTER TABLE t TRUNCATE PARTITION ALL", None),  # a TRUNCATE: source.truncate publishes it
+    ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", None),
+    ("ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), "
+     "PARTITION b VALUES LESS THAN (10))", None),
+    ("ALTER TABLE t COALESCE PARTITION 2", None),
+    ("ALTER TABLE t REMOVE PARTITIONING", None),
+    ("ALTER TABLE t PARTITION BY HASH(id) PARTITIONS 4", None),
+    ("ALTER TABLE t DROP COLUMN partition_key", None),
+    ("ALTER TABLE t DISCARD TABLESPACE", None),  # nothing can be read from it until imported
+    ("DROP TABLE t", None),
+    ("CREATE TABLE drop_partition_log (id INT)", None),
+])
+def test_statements_that_change_rows_without_row_events_are_recognised(query, expected):
+    found = rowless_change(query, "cur")
+    assert (tuple(found[:3]) + (found.other,) if found else None) == expected
+
+
+def test_what_each_says_names_the_other_table():
+    assert RowlessChange("a", "t", "exchange", ("b", "x")).says() == \
+        "swapped a partition's rows with those of b.x"
+    assert RowlessChange("a", "t", "drop", None).says() == \
+        "dropped a partition: its rows left the table"
