@@ -163,6 +163,7 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
                             "published table's change logged otherwise stops the streamer (exit "
                             "3), naming the setting"))
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
+            results.extend((prefix + name, ok, text) for name, ok, text in _cascade_checks(cfg, conn))
         finally:
             conn.close()
     try:
@@ -196,6 +197,19 @@ def _privilege_checks(conn: Any) -> List[Tuple[str, bool, str]]:
         fix = "granted" if ok else (f"missing ({why}): GRANT {name} ON *.* TO the streamer's user")
         out.append((f"privilege {name}", ok, fix))
     return out
+
+
+def _cascade_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:
+    """The published tables whose rows foreign keys' actions change, with no row event: a
+    check that fails, as their topics can't follow the tables (source.rowless)."""
+    from streamer.schema.versions import TableFilter
+    from streamer.source import rowless
+
+    said = rowless.cascades_said(rowless.cascading(conn, TableFilter.streamed(cfg)))
+    if not said:
+        return [("foreign key actions", True, "none changes a published table's rows (the "
+                                              "server logs no row event for what they change)")]
+    return [(f"foreign key actions on {table}", False, text) for table, text in said]
 
 
 def cmd_check(args: argparse.Namespace) -> int:

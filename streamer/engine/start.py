@@ -6,10 +6,12 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tuple, TypeVar
 
+import pymysql
+
 from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.position import Position
-from streamer.source import charsets, server
+from streamer.source import charsets, rowless, server
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,8 @@ def probe_source(cfg: Config, password: str,
         if problems:
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
+        if table_filter is not None:
+            warn_of_cascades(server.connection_settings(cfg, password), table_filter)
         # The charsets Python decodes otherwise than the server: by the server's tables, asked
         # of the server in use when a value first needs one (after a failover, the new one).
         charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
@@ -109,6 +113,25 @@ def probe_source(cfg: Config, password: str,
                           gtids_at)
     finally:
         conn.close()
+
+
+def warn_of_cascades(settings: Dict[str, Any], published: Callable[[str, str], bool]) -> None:
+    """Name the published tables whose rows foreign keys' actions change with no row event
+    (source.rowless), from a thread of its own: on a server of many tables information_schema
+    takes its time, and the stream does not wait for a warning."""
+    def look() -> None:
+        try:
+            conn = server.connect(settings)
+            try:
+                for table, said in rowless.cascades_said(rowless.cascading(conn, published)):
+                    log.warning("%s: %s", table, said, extra={"table": table})
+            finally:
+                conn.close()
+        except pymysql.err.MySQLError as exc:  # only a warning lost: said, and the stream goes on
+            log.warning("the foreign keys of the published tables were not looked up (%s): "
+                        "`streamer check` lists those whose actions the topics can't follow",
+                        exc)
+    threading.Thread(target=look, name="streamer-cascades", daemon=True).start()
 
 
 def explicit_start(cfg: Config, override: Optional[Position]) -> Optional[Tuple[str, int]]:

@@ -1,4 +1,4 @@
-"""ALTER TABLE statements that take rows out of a table, or put rows in, with no row event.
+"""Rows changed with no row event: partition statements, and foreign keys' actions.
 
 In row format the server logs each changed row, except where a statement moves whole storage:
 a partition's rows dropped or emptied (``DROP PARTITION``, ``TRUNCATE PARTITION``), swapped with
@@ -11,11 +11,24 @@ stop the stream, but it must not go unsaid (engine.stages.statements warns, nami
 
 ``TRUNCATE PARTITION ALL`` empties the whole table: it is published as a TRUNCATE
 (source.truncate), nothing is lost.
+
+A foreign key's ON DELETE / ON UPDATE action (CASCADE, SET NULL) is carried out by InnoDB inside
+the statement on the parent, below the layer that logs rows: the binlog holds the parent's row
+changes and none of the child's (seen on MariaDB 10.11 and 11.4 and MySQL 8.0; a replica repeats
+the action from its own foreign keys). In the child's topic a row the action deleted stays, and a
+column it set keeps its old value. So the streamer says which published tables such keys change:
+at start (``cascading``, engine.start), in ``streamer check``, and when a statement adds one
+(``cascade_added``, engine.stages.statements).
 """
 from __future__ import annotations
 
+import logging
 import re
-from typing import NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import pymysql
+
+log = logging.getLogger(__name__)
 
 _NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
 _TABLE = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
@@ -82,3 +95,97 @@ def rowless_change(query: str, default_db: str) -> Optional[RowlessChange]:
             other = _table(found.group(1), found.group(2), db) if found.groups() else None
             return RowlessChange(db, table, what, other)
     return None
+
+
+# -- foreign keys' actions ------------------------------------------------------------------------
+ACTIONS = ("CASCADE", "SET NULL", "SET DEFAULT")
+
+_CREATE = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*)*create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?"
+    + _TABLE + r"\s*(.*)$", _I)
+_ACTION = re.compile(r"\bon\s+(?:delete|update)\s+(?:cascade|set\s+null|set\s+default)\b", _I)
+
+
+class Cascade(NamedTuple):
+    """A foreign key of ``db.table`` whose action on ``parent`` changes rows of ``db.table``."""
+    db: str
+    table: str
+    name: str
+    parent: str  # db.table
+    on_delete: str
+    on_update: str
+
+    def says(self) -> str:
+        acts = [f"ON {what} {rule}" for what, rule in (("DELETE", self.on_delete),
+                                                        ("UPDATE", self.on_update))
+                if rule in ACTIONS]
+        return f"`{self.name}` on {self.parent} ({', '.join(acts)})"
+
+
+# A foreign key as SHOW CREATE TABLE writes it, with its actions.
+_FOREIGN_KEY = re.compile(
+    r"CONSTRAINT `((?:[^`]|``)+)` FOREIGN KEY \(.*?\) REFERENCES ((?:`(?:[^`]|``)+`\.)?`(?:[^`]|``)+`)"
+    r" \(.*?\)((?: ON (?:DELETE|UPDATE) (?:CASCADE|SET NULL|SET DEFAULT|RESTRICT|NO ACTION))*)")
+
+
+def cascading(conn: Any, published: Callable[[str, str], bool]) -> List[Cascade]:
+    """The foreign keys whose actions change rows of published tables. KEY_COLUMN_USAGE names
+    the tables with foreign keys, and SHOW CREATE TABLE their actions: MariaDB shows
+    REFERENTIAL_CONSTRAINTS to a user with more than SELECT only."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE "
+                    "WHERE REFERENCED_TABLE_NAME IS NOT NULL ORDER BY TABLE_SCHEMA, TABLE_NAME")
+        children = [(db, table) for db, table in cur.fetchall() if published(db, table)]
+        found = []
+        for db, table in children:
+            try:
+                cur.execute(f"SHOW CREATE TABLE {_quote(db)}.{_quote(table)}")
+            except pymysql.err.ProgrammingError:  # dropped since: nothing to say of it
+                continue
+            row = cur.fetchone()
+            found.extend(_actions(db, table, str(row[1]) if row else ""))
+    return found
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _actions(db: str, table: str, definition: str) -> List[Cascade]:
+    """The foreign keys with an action in a SHOW CREATE TABLE ``definition``."""
+    out = []
+    for m in _FOREIGN_KEY.finditer(definition):
+        rules = dict(re.findall(r" ON (DELETE|UPDATE) (CASCADE|SET NULL|SET DEFAULT|RESTRICT|"
+                                r"NO ACTION)", m.group(3)))
+        if any(rule in ACTIONS for rule in rules.values()):
+            parent = [_name(p) for p in re.findall(r"`(?:[^`]|``)+`", m.group(2))]
+            out.append(Cascade(db, table, m.group(1).replace("``", "`"),
+                               ".".join(parent if len(parent) == 2 else [db] + parent),
+                               rules.get("DELETE", "RESTRICT"), rules.get("UPDATE", "RESTRICT")))
+    return out
+
+
+def unlogged_actions(table: str) -> str:
+    """What a consumer of ``table``'s topic misses of its foreign keys' actions, and the ways on."""
+    return (f"the server logs no row event for what those actions change: the topic of {table} "
+            f"keeps the rows they delete and the values they replace. Delete or update the "
+            f"child rows in the statement that changes the parent, or read the table again "
+            f"(streamer snapshot --tables {table})")
+
+
+def cascades_said(found: List[Cascade]) -> List[Tuple[str, str]]:
+    """(db.table, what to say of it) per published table that foreign keys' actions change."""
+    by_table: Dict[str, List[str]] = {}
+    for c in found:
+        by_table.setdefault(f"{c.db}.{c.table}", []).append(c.says())
+    return [(table, f"its rows are changed by foreign key actions: {'; '.join(keys)}; "
+                    f"{unlogged_actions(table)}") for table, keys in by_table.items()]
+
+
+def cascade_added(query: str, default_db: str) -> Optional[Tuple[str, str]]:
+    """(db, table) of a CREATE or ALTER TABLE ``query`` that gives it a foreign key with an
+    action, else None."""
+    m = _ALTER.match(query) or _CREATE.match(query)
+    if m is None or _ACTION.search(m.group(3)) is None:
+        return None
+    return _table(m.group(1), m.group(2), default_db)

@@ -1,6 +1,8 @@
 """Binlog events on a real server: compressed ones read as their plain twins, and those the
 streamer can't read stopping it by name, never a silent skip."""
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -199,6 +201,49 @@ def test_partition_statements_that_move_rows_without_row_events_are_warned_about
     assert len(said) == len(want) and all(w in ln and "WARNING" in ln for w, ln in zip(want, said)), \
         said
     assert f"the topics of {name}.p and {name}.px keep" in said[2]
+
+
+@pytest.mark.every_source
+def test_tables_foreign_key_actions_change_are_named_at_start_in_check_and_when_added(
+        db, tmp_path, source):
+    """InnoDB carries out ON DELETE CASCADE and ON UPDATE SET NULL below the binlog: the
+    parent's change is logged, the child's not. The streamer names each published table such a
+    key changes: at start, in `streamer check` (a failed check), and when DDL adds one."""
+    name, conn = db
+    support.sql(conn, "CREATE TABLE p (id INT PRIMARY KEY)",
+                "CREATE TABLE c (id INT PRIMARY KEY, pid INT, CONSTRAINT c_p FOREIGN KEY (pid) "
+                "REFERENCES p (id) ON DELETE CASCADE ON UPDATE SET NULL)",
+                "CREATE TABLE r (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p (id))",
+                "CREATE TABLE later (id INT PRIMARY KEY, pid INT)",
+                "INSERT INTO p VALUES (1), (2)", "INSERT INTO c VALUES (10, 1), (20, 2)")
+    f, p = support.master_pos(conn)
+    support.sql(conn, "DELETE FROM p WHERE id = 1", "UPDATE p SET id = 3 WHERE id = 2")
+    # The fact behind it all: the binlog has the parent's rows events and none of the child's.
+    kinds = [(e[2], e[5]) for e in support.sql(conn, f"SHOW BINLOG EVENTS IN '{f}' FROM {p}")]
+    assert len([k for k, _ in kinds if k.startswith(("Delete_rows", "Update_rows"))]) == 2, kinds
+    assert [tuple(r) for r in support.sql(conn, "SELECT id, pid FROM c")] == [(20, None)]
+    ns = support.unique("fk")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        support.wait_for(lambda: "its rows are changed by foreign key actions" in proc.output(),
+                         what="the start's warning")
+        support.sql(conn, "ALTER TABLE later ADD CONSTRAINT l_p FOREIGN KEY (pid) REFERENCES p (id) "
+                          "ON DELETE SET NULL", "INSERT INTO p VALUES (9)")
+        support.consume([f"{ns}.{name}.p"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    out = proc.output()
+    warned = [ln for ln in out.splitlines() if "WARNING" in ln and "foreign key" in ln]
+    assert len(warned) == 2, warned
+    assert f"{name}.c: its rows are changed by foreign key actions: `c_p` on {name}.p (ON DELETE " \
+           f"CASCADE, ON UPDATE SET NULL); the server logs no row event" in warned[0]
+    assert f"{name}.later has a foreign key with an ON DELETE or ON UPDATE action now" in warned[1]
+    assert f"{name}.r" not in out  # a key without an action changes nothing
+    checked = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
+                             cwd=support.ROOT, capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    failed = [ln for ln in checked.stdout.splitlines() if ln.startswith("✗")]
+    assert [ln.split(":")[0] for ln in failed] == [f"✗ foreign key actions on {name}.c",
+                                                   f"✗ foreign key actions on {name}.later"]
 
 
 def test_rows_a_rollback_to_savepoint_took_back_are_not_published(db, tmp_path):

@@ -15,7 +15,8 @@ from pymysqlreplication.event import QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
-from streamer.source.rowless import RowlessChange, rowless_change
+from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
+                                     unlogged_actions)
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,7 @@ class Statements:
         self.tables.on_statement(query)
         tv = truncated_version(event, self.tables)
         if tv is None:
-            schema = event.schema
-            change = rowless_change(query, schema.decode("utf-8", "replace")
-                                    if isinstance(schema, bytes) else schema or "")
-            if change is not None:
-                self._rowless(change, event)
+            self._unlogged(event)
             return 0
         ctx = self.ctx
         # Its version's schema goes out first when no table map of this stream announced it
@@ -53,6 +50,23 @@ class Statements:
         if ctx.published:
             sent += ctx.after_publishing(tracker, tv.topic, sent, event.timestamp * 1000)
         return sent
+
+    def _unlogged(self, event: Any) -> None:
+        """Warn of a statement that changed rows, or gave a table a foreign key that will
+        change rows, with no row event (source.rowless)."""
+        schema = event.schema
+        db = schema.decode("utf-8", "replace") if isinstance(schema, bytes) else schema or ""
+        change = rowless_change(event.query, db)
+        if change is not None:
+            self._rowless(change, event)
+            return
+        added = cascade_added(event.query, db)
+        if added is not None and self.tables.filter(*added):
+            table = "%s.%s" % added
+            log.warning("%s has a foreign key with an ON DELETE or ON UPDATE action now (the "
+                        "statement at %s:%d): %s", table, self.tracker.file,
+                        event.packet.log_pos - event.packet.event_size, unlogged_actions(table),
+                        extra={"table": table})
 
     def _rowless(self, change: RowlessChange, event: Any) -> None:
         """Say that a statement took rows out of published tables, or put rows in, that no

@@ -170,6 +170,17 @@ def test_rows_a_partition_statement_moves_without_row_events_are_warned_about(ct
     assert caplog.text == "" and ctx.publisher.open == []
 
 
+def test_a_statement_giving_a_published_table_a_foreign_key_action_is_warned_about(ctx, caplog):
+    stage = Statements(ctx)
+    stage.on_query(query("ALTER TABLE other.c ADD FOREIGN KEY (p) REFERENCES app.t (id) "
+                         "ON DELETE CASCADE", db="other"))
+    assert caplog.text == ""  # not published
+    stage.on_query(query("CREATE TABLE c (id INT, p INT REFERENCES t (id) ON DELETE CASCADE)"))
+    assert "app.c has a foreign key with an ON DELETE or ON UPDATE action now (the statement " \
+        "at f:250): the server logs no row event for what those actions change: the topic of " \
+        "app.c keeps the rows they delete" in caplog.text
+
+
 def test_a_system_versioned_tables_dropped_history_partition_is_no_change(ctx, caplog):
     TableMaps(ctx, Rows(ctx)).on_event(table_map(7))
     ctx.tables.current[("app", "t")].versioning = object()  # its period's end: history rows

@@ -1,7 +1,7 @@
 """The ALTER TABLEs that take rows out of a table or put rows in with no row event."""
 import pytest
 
-from streamer.source.rowless import RowlessChange, rowless_change
+from streamer.source.rowless import RowlessChange, cascade_added, cascades_said, rowless_change
 
 
 @pytest.mark.parametrize("query, expected", [
@@ -40,3 +40,40 @@ def test_what_each_says_names_the_other_table():
         "swapped a partition's rows with those of b.x"
     assert RowlessChange("a", "t", "drop", None).says() == \
         "dropped a partition: its rows left the table"
+
+
+def test_foreign_keys_with_actions_are_read_from_the_tables_definition():
+    from streamer.source.rowless import _actions
+
+    definition = (
+        "CREATE TABLE `c` (\n  `id` int(11) NOT NULL,\n  `a` int DEFAULT NULL,\n"
+        "  CONSTRAINT `c_a` FOREIGN KEY (`a`) REFERENCES `p` (`id`) ON DELETE CASCADE,\n"
+        "  CONSTRAINT `c``b` FOREIGN KEY (`b`, `x`) REFERENCES `other`.`q` (`id`, `y`) "
+        "ON DELETE RESTRICT ON UPDATE SET NULL,\n"
+        "  CONSTRAINT `c_plain` FOREIGN KEY (`d`) REFERENCES `p` (`id`),\n"
+        "  CONSTRAINT `c_none` FOREIGN KEY (`e`) REFERENCES `p` (`id`) ON DELETE NO ACTION\n"
+        ") ENGINE=InnoDB")
+    found = _actions("shop", "c", definition)
+    assert found == [("shop", "c", "c_a", "shop.p", "CASCADE", "RESTRICT"),
+                     ("shop", "c", "c`b", "other.q", "RESTRICT", "SET NULL")]
+    assert found[1].says() == "`c`b` on other.q (ON UPDATE SET NULL)"
+    said = cascades_said(found)
+    assert [t for t, _ in said] == ["shop.c"]
+    assert said[0][1].startswith("its rows are changed by foreign key actions: `c_a` on shop.p "
+                                 "(ON DELETE CASCADE); `c`b` on other.q (ON UPDATE SET NULL); "
+                                 "the server logs no row event for what those actions change")
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("CREATE TABLE c (id INT, pid INT, FOREIGN KEY (pid) REFERENCES p (id) ON DELETE CASCADE)",
+     ("cur", "c")),
+    ("create table if not exists s.`c`(id int references p(id) on update set null)", ("s", "c")),
+    ("ALTER TABLE c ADD CONSTRAINT f FOREIGN KEY (pid) REFERENCES p (id) ON DELETE SET NULL",
+     ("cur", "c")),
+    ("ALTER TABLE c ADD FOREIGN KEY (pid) REFERENCES p (id) ON DELETE RESTRICT", None),
+    ("CREATE TABLE t (ts TIMESTAMP DEFAULT NOW() ON UPDATE CURRENT_TIMESTAMP)", None),
+    ("ALTER TABLE c DROP FOREIGN KEY f", None),
+    ("INSERT INTO log VALUES ('ON DELETE CASCADE')", None),
+])
+def test_a_statement_giving_a_table_a_foreign_key_action_is_recognised(query, expected):
+    assert cascade_added(query, "cur") == expected
