@@ -595,7 +595,7 @@ def test_chunks_follow_every_kind_of_key_under_changes_each_row_once_and_current
             support.sql(conn, f"CREATE TABLE {t} (k {key_type} NOT NULL, n INT NOT NULL, "
                               f"v INT NOT NULL, PRIMARY KEY ({'k, n' if composite else 'k'}))")
             with conn.cursor() as cur:
-                for _ in range(40):
+                for _ in range(24):
                     cur.execute(f"INSERT IGNORE INTO {t} VALUES (%s, %s, 0)",
                                 (_key_value(key_type, rng), rng.randint(0, 3)))
     support.sql(conn, "CREATE TABLE fin (id INT PRIMARY KEY)")
