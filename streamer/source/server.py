@@ -198,8 +198,43 @@ def settings_checks(conn: Any) -> List[Setting]:
     run`` refuses to start on a wrong one (settings_problems)."""
     found = variables(conn, [n for n, _, _ in REQUIRED_SETTINGS])
     # A setting whose value is empty ('' is binlog_row_value_options' default) is there.
-    return [Setting(name, want, found[name] if name in found else "not available", fix)
-            for name, want, fix in REQUIRED_SETTINGS]
+    checks = [Setting(name, want, found[name] if name in found else "not available", fix)
+              for name, want, fix in REQUIRED_SETTINGS]
+    return checks + replica_checks(conn)
+
+
+# A replica logs what it applies only with this on (MySQL 8.0.26 and later call it
+# log_replica_updates, and keep the old name as an alias until 8.4).
+_LOG_UPDATES = ("log_slave_updates", "log_replica_updates")
+
+
+def replica_checks(conn: Any) -> List[Setting]:
+    """On a server that replicates another: that its binlog holds what it applies. Without
+    log_slave_updates its binlog has its own writes only, and a stream of it would miss every
+    change it replicates, silently."""
+    if not replicating(conn):
+        return []
+    found = variables(conn, list(_LOG_UPDATES))
+    name = next((n for n in reversed(_LOG_UPDATES) if n in found), _LOG_UPDATES[0])
+    return [Setting(name, "ON", found.get(name, "not available"),
+                    f"this server replicates another, and its binlog holds what it replicates "
+                    f"only with {name}=ON (not dynamic: set it in my.cnf and restart); or read "
+                    f"the primary")]
+
+
+def replicating(conn: Any) -> bool:
+    """Whether the server applies another's changes now: a replica whose threads run."""
+    try:
+        if is_mariadb(conn):
+            row = query_one(conn, "SHOW GLOBAL STATUS LIKE 'Slaves_running'")
+            return bool(row) and int(row[1] or 0) > 0
+        row = query_one(conn, "SELECT COUNT(*) FROM performance_schema.replication_applier_status "
+                              "WHERE SERVICE_STATE = 'ON'")
+        return bool(row) and int(row[0] or 0) > 0
+    except pymysql.err.MySQLError as exc:
+        if exc.args and isinstance(exc.args[0], int) and exc.args[0] >= CR_MIN:
+            raise  # the connection, not the question
+        return False  # not allowed to ask (performance_schema off, or no grant): unknown
 
 
 def settings_noted(conn: Any) -> List[Tuple[str, str, str]]:

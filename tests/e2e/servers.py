@@ -49,10 +49,10 @@ class PrivateMariaDB:
         self.secrets_base = os.path.dirname(self.env.get("STREAMER_MYSQL_SECRETS", "")) or base
         self.script = os.path.join(support.ROOT, "deploy/local/mysql.sh")
 
-    def replica(self, base: str, server_id: int = 2) -> "PrivateMariaDB":
+    def replica(self, base: str, server_id: int = 2, extra_args: str = "") -> "PrivateMariaDB":
         """A GTID replica of this server (deploy/local/mysql.sh, STREAMER_MYSQL_REPLICA_OF),
         with the same passwords; not started."""
-        return PrivateMariaDB(base, env={"STREAMER_MYSQL_SERVER_ID": str(server_id),
+        return PrivateMariaDB(base, extra_args, env={"STREAMER_MYSQL_SERVER_ID": str(server_id),
                                          "STREAMER_MYSQL_SECRETS": os.path.join(self.base, "secrets"),
                                          "STREAMER_MYSQL_REPLICA_OF": str(self.port)},
                               flavour=self.flavour)

@@ -80,6 +80,33 @@ def test_check_checks_every_server_of_the_list(pair, tmp_path):
         assert f"✓ MySQL login streamer@127.0.0.1:{port}" in out.stdout, out.stdout
         assert f"✓ 127.0.0.1:{port}: binlog_format = ROW" in out.stdout, out.stdout
     assert "✗ MySQL login streamer@127.0.0.1:1" in out.stdout, out.stdout
+    # A server that replicates: its binlog must hold what it applies.
+    assert f"✓ 127.0.0.1:{replica.port}: log_slave_updates = ON" in out.stdout, out.stdout
+    assert f"127.0.0.1:{primary.port}: log_slave_updates" not in out.stdout, out.stdout
+
+
+def test_a_replica_that_does_not_log_what_it_replicates_is_refused(pair, tmp_path):
+    """Its binlog holds its own writes only: a stream of it would miss every change it
+    replicates, and nothing would say so."""
+    primary, _ = pair
+    quiet = primary.replica(str(tmp_path / "quiet"), server_id=3,
+                            extra_args="--log-slave-updates=OFF")
+    quiet.up()
+    try:
+        cfg = _config(tmp_path, support.unique("fq"), "f0", [quiet.port], primary.password_file())
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            code = proc.wait(60)
+        out = proc.output()
+        assert code == 3, out[-3000:]
+        assert "log_slave_updates is OFF, must be ON: this server replicates another, and its " \
+               "binlog holds what it replicates only with log_slave_updates=ON" in out, out[-3000:]
+        checked = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
+                                 cwd=support.ROOT, capture_output=True, text=True, timeout=120)
+        assert checked.returncode == 1
+        assert "✗ log_slave_updates = ON: is OFF: this server replicates another" in \
+            checked.stdout, checked.stdout
+    finally:
+        quiet.down()
 
 
 def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pair, tmp_path):
