@@ -163,7 +163,7 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
                             "published table's change logged otherwise stops the streamer (exit "
                             "3), naming the setting"))
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
-            results.extend((prefix + name, ok, text) for name, ok, text in _cascade_checks(cfg, conn))
+            results.extend((prefix + name, ok, text) for name, ok, text in _unlogged_checks(cfg, conn))
         finally:
             conn.close()
     try:
@@ -199,17 +199,23 @@ def _privilege_checks(conn: Any) -> List[Tuple[str, bool, str]]:
     return out
 
 
-def _cascade_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:
-    """The published tables whose rows foreign keys' actions change, with no row event: a
-    check that fails, as their topics can't follow the tables (source.rowless)."""
+def _unlogged_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:
+    """What the binlog will not show of the published tables (source.rowless): tables or the
+    streamer's own databases its filters leave out, and tables whose rows foreign keys'
+    actions change. Checks that fail: the topics can't follow those tables."""
     from streamer.schema.versions import TableFilter
     from streamer.source import rowless
 
-    said = rowless.cascades_said(rowless.cascading(conn, TableFilter.streamed(cfg)))
+    published = TableFilter.streamed(cfg)
+    left_out = rowless.left_out(conn, published, [cfg.heartbeat.database, cfg.snapshot.database])
+    out = [("binlog filters", not left_out, left_out or "binlog_do_db and binlog_ignore_db "
+                                                        "leave out no published table")]
+    said = rowless.cascades_said(rowless.cascading(conn, published))
     if not said:
-        return [("foreign key actions", True, "none changes a published table's rows (the "
-                                              "server logs no row event for what they change)")]
-    return [(f"foreign key actions on {table}", False, text) for table, text in said]
+        return out + [("foreign key actions", True, "none changes a published table's rows (the "
+                                                    "server logs no row event for what they "
+                                                    "change)")]
+    return out + [(f"foreign key actions on {table}", False, text) for table, text in said]
 
 
 def cmd_check(args: argparse.Namespace) -> int:

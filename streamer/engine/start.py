@@ -75,7 +75,8 @@ def probe_source(cfg: Config, password: str,
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
         if table_filter is not None:
-            warn_of_cascades(server.connection_settings(cfg, password), table_filter)
+            warn_of_unlogged(server.connection_settings(cfg, password), table_filter,
+                             [cfg.heartbeat.database, cfg.snapshot.database])
         # The charsets Python decodes otherwise than the server: by the server's tables, asked
         # of the server in use when a value first needs one (after a failover, the new one).
         charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
@@ -115,23 +116,28 @@ def probe_source(cfg: Config, password: str,
         conn.close()
 
 
-def warn_of_cascades(settings: Dict[str, Any], published: Callable[[str, str], bool]) -> None:
-    """Name the published tables whose rows foreign keys' actions change with no row event
-    (source.rowless), from a thread of its own: on a server of many tables information_schema
-    takes its time, and the stream does not wait for a warning."""
+def warn_of_unlogged(settings: Dict[str, Any], published: Callable[[str, str], bool],
+                     own: List[str]) -> None:
+    """Name what the binlog will not show of the published tables (source.rowless): tables
+    whose rows foreign keys' actions change, and tables or the streamer's own databases that
+    the binlog's filters leave out. From a thread of its own: on a server of many tables
+    information_schema takes its time, and the stream does not wait for a warning."""
     def look() -> None:
         try:
             conn = server.connect(settings)
             try:
+                left_out = rowless.left_out(conn, published, own)
+                if left_out:
+                    log.warning(left_out)
                 for table, said in rowless.cascades_said(rowless.cascading(conn, published)):
                     log.warning("%s: %s", table, said, extra={"table": table})
             finally:
                 conn.close()
         except pymysql.err.MySQLError as exc:  # only a warning lost: said, and the stream goes on
-            log.warning("the foreign keys of the published tables were not looked up (%s): "
-                        "`streamer check` lists those whose actions the topics can't follow",
+            log.warning("the binlog filters and foreign keys of the published tables were not "
+                        "looked up (%s): `streamer check` lists what the topics can't follow",
                         exc)
-    threading.Thread(target=look, name="streamer-cascades", daemon=True).start()
+    threading.Thread(target=look, name="streamer-unlogged", daemon=True).start()
 
 
 def explicit_start(cfg: Config, override: Optional[Position]) -> Optional[Tuple[str, int]]:

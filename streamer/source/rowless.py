@@ -19,6 +19,11 @@ the action from its own foreign keys). In the child's topic a row the action del
 column it set keeps its old value. So the streamer says which published tables such keys change:
 at start (``cascading``, engine.start), in ``streamer check``, and when a statement adds one
 (``cascade_added``, engine.stages.statements).
+
+A server started with ``binlog_do_db`` or ``binlog_ignore_db`` logs no row of the databases they
+leave out: a published table there never has a message, and the streamer's own tables there
+(heartbeat, snapshot watermarks) never come back. ``left_out`` names them, at start and in
+``streamer check``.
 """
 from __future__ import annotations
 
@@ -189,3 +194,33 @@ def cascade_added(query: str, default_db: str) -> Optional[Tuple[str, str]]:
     if m is None or _ACTION.search(m.group(3)) is None:
         return None
     return _table(m.group(1), m.group(2), default_db)
+
+
+# -- binlog filters -------------------------------------------------------------------------------
+def left_out(conn: Any, published: Callable[[str, str], bool], own: List[str]) -> Optional[str]:
+    """What to say of what the server's binlog filters leave out that the streamer needs: each
+    published table and each of its own databases (``own``) they cover; None when nothing."""
+    from streamer.source import server
+
+    do, ignore = server.binlog_filters(conn)
+    if not do and not ignore:
+        return None
+
+    def out(db: str) -> bool:
+        return db in ignore or bool(do) and db not in do
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                    "TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
+                    "ORDER BY TABLE_SCHEMA, TABLE_NAME")
+        found = [f"{db}.{table}" for db, table in cur.fetchall()
+                 if out(db) and published(db, table)]
+    found = [f"the streamer's own database {db}" for db in own if out(db)] + found
+    if not found:
+        return None
+    shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    filters = "; ".join(f"{name}={','.join(dbs)}" for name, dbs in
+                        (("binlog_do_db", do), ("binlog_ignore_db", ignore)) if dbs)
+    return (f"the server's binlog leaves out {shown} ({filters}): no change there is ever "
+            f"logged, so none is published (nor do heartbeats or snapshot watermarks there come "
+            f"back). Remove the filter (my.cnf, a restart), or leave those tables out "
+            f"(tables.exclude)")

@@ -288,6 +288,16 @@ def binlog_status(conn: Any) -> Tuple:
     return row
 
 
+def binlog_filters(conn: Any) -> Tuple[List[str], List[str]]:
+    """The databases the server's binlog is limited to (binlog_do_db) and those it leaves out
+    (binlog_ignore_db), as its binlog status shows them."""
+    row = binlog_status(conn)
+
+    def names(value: Any) -> List[str]:
+        return [d for d in str(value or "").split(",") if d]
+    return (names(row[2]), names(row[3])) if len(row) > 3 else ([], [])
+
+
 def master_status(conn: Any) -> Tuple[str, int]:
     row = binlog_status(conn)
     return row[0], int(row[1])

@@ -24,11 +24,13 @@ def _streamer(*args, env=None):
 
 @pytest.fixture(scope="module")
 def statement_server(tmp_path_factory):
-    """A second, private MariaDB started without the ROW/FULL binlog settings."""
+    """A second, private MariaDB started without the ROW/FULL binlog settings, its binlog
+    leaving out the database x_ignored."""
     base = str(tmp_path_factory.mktemp("stmt-mariadb"))
     port = _free_port()
     env = dict(os.environ, STREAMER_MYSQL_DIR=base, STREAMER_MYSQL_PORT=str(port),
-               STREAMER_MYSQL_EXTRA_ARGS="--binlog-format=STATEMENT --binlog-row-metadata=MINIMAL")
+               STREAMER_MYSQL_EXTRA_ARGS="--binlog-format=STATEMENT --binlog-row-metadata=MINIMAL "
+                                         "--binlog-ignore-db=x_ignored")
     script = os.path.join(support.ROOT, "deploy/local/mysql.sh")
     subprocess.run([script, "up"], env=env, check=True, capture_output=True)
     yield base, port
@@ -69,6 +71,19 @@ def test_check_fails_on_a_server_without_row_binlog_and_full_metadata(statement_
     assert run.returncode == 3, run.stdout + run.stderr
     assert "binlog_format is STATEMENT, must be ROW" in run.stderr
     assert "binlog_row_metadata is MINIMAL, must be FULL" in run.stderr
+    assert "✓ binlog filters: binlog_do_db and binlog_ignore_db leave out no published" in \
+        out.stdout  # x_ignored is not published here
+
+    # A published table in a database the binlog leaves out: none of its changes would come.
+    conn = support.admin(port=port, base=base)
+    support.sql(conn, "CREATE DATABASE IF NOT EXISTS x_ignored",
+                "CREATE TABLE IF NOT EXISTS x_ignored.t (id INT PRIMARY KEY)")
+    cfg = support.write_config(
+        str(tmp_path / "i.yaml"), support.unique("ck"), ["x.*", "x_ignored.*"],
+        mysql={"port": port, "password_file": os.path.join(base, "secrets", "streamer.password")})
+    out = _streamer("check", "-c", cfg)
+    assert "✗ binlog filters: the server's binlog leaves out x_ignored.t (binlog_ignore_db=" \
+           "x_ignored): no change there is ever logged" in out.stdout, out.stdout
 
 
 def test_check_fails_for_a_user_without_replication_slave(tmp_path):
