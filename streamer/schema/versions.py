@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import hashlib
 import logging
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -81,7 +82,23 @@ NO_HEADERS: Dict[str, Any] = {op: None for op in ("c", "u", "d", "r", "t")}
 
 
 def topic_name(template: str, namespace: str, db: str, table: str) -> str:
-    return template.replace("{namespace}", namespace).replace("{db}", db).replace("{table}", table)
+    return template.replace("{namespace}", namespace).replace("{db}", topic_part(db)) \
+        .replace("{table}", topic_part(table))
+
+
+# What a Kafka topic name can't hold: anything but ASCII letters, digits, '.', '_' and '-'.
+_NOT_IN_TOPICS = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def topic_part(name: str) -> str:
+    """A database or table name as a topic name can hold it. MySQL takes any character in a
+    name (`café`, `order$items`), Kafka refuses the topic: such a name has each character a topic
+    can't hold made '_' and 8 hex digits of its SHA-1 appended, so that two names never share a
+    topic (`café$x` is `caf__x_` and the digits). Other names are kept as they are."""
+    if _NOT_IN_TOPICS.search(name) is None:
+        return name
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{_NOT_IN_TOPICS.sub('_', name)}_{digest}"
 
 
 class TableVersion:
@@ -584,9 +601,11 @@ class TableCatalog:
                               definition=definition, fmt=self.fmt,
                               topic_template=self.topic_template)
             self._by_signature[sig] = tv
-            log.info("table %s.%s: new schema version %s (%d columns)", tv.db, tv.table,
+            log.info("table %s.%s: new schema version %s (%d columns)%s", tv.db, tv.table,
                      tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]),
-                     extra={"table": f"{tv.db}.{tv.table}"})
+                     "" if topic_part(tv.db) == tv.db and topic_part(tv.table) == tv.table else
+                     f", on topic {tv.topic} (a topic name holds ASCII letters, digits, '.', '_' "
+                     f"and '-' only)", extra={"table": f"{tv.db}.{tv.table}"})
             if previous is not None:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))

@@ -4,6 +4,8 @@ import hashlib
 import hmac
 import time
 
+import pytest
+
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests import support
@@ -145,3 +147,50 @@ def test_tail_shows_a_tombstone_as_one(db, tmp_path):
     assert [(line["value"] or {}).get("op") for line in lines] == ["c", "d", None]
     assert lines[2]["tombstone"] is True and lines[2]["value"] is None
     assert lines[2]["key"] == {"id": 1} and "tombstone" not in lines[1]
+
+
+@pytest.mark.every_source
+def test_names_a_topic_or_avro_cant_hold_are_published_under_names_they_can(db, tmp_path, source):
+    """MySQL takes any character in a table or column name; Kafka's topic names and Avro's
+    field names take a few. The table's rows go to a topic named with '_' for the others and a
+    hash of the name (two names never share one), its columns under Avro names, in the binlog
+    and in a snapshot; a table whose name a topic can hold keeps it."""
+    from streamer.schema.versions import topic_part
+
+    name, conn = db
+    support.sql(conn, "CREATE TABLE `café$x` (id INT PRIMARY KEY, `naïve col` INT, `1st` INT)",
+                "CREATE TABLE `café_x` (id INT PRIMARY KEY)",
+                "INSERT INTO `café$x` VALUES (1, 10, 100)")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO `café$x` VALUES (2, 20, 200)", "INSERT INTO `café_x` VALUES (5)",
+                "UPDATE `café$x` SET `naïve col` = 11 WHERE id = 1", "DELETE FROM `café$x` WHERE id = 2")
+    topic, other = (f"{name}.{topic_part(t)}" for t in ("café$x", "café_x"))
+    # Both are caf__x with '_' for what a topic can't hold: the hashes keep them apart.
+    assert topic.startswith(f"{name}.caf__x_") and other.startswith(f"{name}.caf__x_")
+    assert topic != other
+    ns = support.unique("nm")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        msgs = support.consume([f"{ns}.{topic}"], expect=4, decode_ns=ns, idle=1)
+        assert len(support.consume([f"{ns}.{other}"], expect=1, decode_ns=ns, idle=1)) == 1
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert f"on topic {ns}.{topic} (a topic name holds ASCII letters" in proc.output()
+    got = [(m["value"]["op"], m["value"]["before"], m["value"]["after"]) for m in msgs
+           if m["value"] is not None]
+    # (Decoded by the columns' MySQL names, which each field keeps beside its Avro name.)
+    row = lambda i, a, b: {"id": i, "naïve col": a, "1st": b}  # noqa: E731
+    schema = support.decoder(ns).schema_of(msgs[0]["raw_value"])
+    fields = schema["fields"][0]["type"][1]["fields"]
+    assert [(f["name"], f.get("mysql.column")) for f in fields] == [
+        ("id", None), ("na_ve_col", "naïve col"), ("_1st", "1st")]
+    assert got == [("c", None, row(2, 20, 200)), ("u", row(1, 10, 100), row(1, 11, 100)),
+                   ("d", row(2, 20, 200), None)], got
+    # A snapshot reads the table by its MySQL names into the same topic.
+    ns2 = support.unique("nms")
+    cfg2 = support.write_config(str(tmp_path / "s.yaml"), ns2, [f"{name}.café$x"], server=source,
+                                start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg2, str(tmp_path / "log2")) as proc:
+        snapped = support.consume([f"{ns2}.{topic}"], expect=1, decode_ns=ns2, idle=1)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [(m["value"]["op"], m["value"]["after"]) for m in snapped] == [("r", row(1, 11, 100))]

@@ -1,4 +1,6 @@
 """Per-table versions built from table-map events, without a server."""
+import hashlib
+
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE
 
@@ -28,6 +30,21 @@ def test_columns_without_names_are_never_published():
         TableVersion("ns", event)
     with pytest.raises(MissingColumnNames):
         TableVersion("ns", TableMap([Col(None, FIELD_TYPE.LONG)]))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("orders", "orders"), ("order-items.v2", "order-items.v2"), ("Order_Items", "Order_Items"),
+    ("café", "caf__" + hashlib.sha1("café".encode()).hexdigest()[:8]),
+    ("order$items", "order_items_" + hashlib.sha1(b"order$items").hexdigest()[:8]),
+    ("sales 2024", "sales_2024_" + hashlib.sha1(b"sales 2024").hexdigest()[:8]),
+])
+def test_a_name_a_topic_cant_hold_gets_one_it_can_and_never_anothers(name, expected):
+    from streamer.schema.versions import topic_name, topic_part
+
+    assert topic_part(name) == expected
+    assert topic_part("order$items") != topic_part("order_items") != topic_part("order items")
+    assert topic_name("{namespace}.{db}.{table}", "ns", "shop$1", name) == \
+        f"ns.{topic_part('shop$1')}.{expected}"
 
 
 def test_topic_key_and_nullability_come_from_the_table_map():
