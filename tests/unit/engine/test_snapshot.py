@@ -594,32 +594,37 @@ def test_the_rate_is_the_last_windows_own_and_falls_while_a_snapshot_stalls(tmp_
     assert snaps.rate() < 600.0
 
 
-def test_a_chunk_whose_columns_keep_changing_under_its_select_is_read_later(tmp_path, caplog):
-    import pymysql
+class _Unknown(Tables):
+    """Its chunk's SELECT meets an unknown column ``times`` times."""
 
+    def __init__(self, times, versions):
+        super().__init__([CHUNK1], versions)
+        self.times = times
+
+    def open(self, *args):
+        if self.times:
+            self.times -= 1
+            raise pymysql.err.OperationalError(1054, "Unknown column 'n' in 'field list'")
+        return super().open(*args)
+
+
+def _queued(tmp_path, tables, where, clock=None):
+    """Snapshots of shop.t in chunks of 4 rows, read from ``tables``, asked with ``where``."""
     from streamer.schema.versions import TableCatalog
 
-    class Changing(Tables):
-        """A column goes between each description and SELECT, ``times`` times."""
-
-        def __init__(self, times):
-            super().__init__([CHUNK1], [shop_t(False)])
-            self.times = times
-
-        def open(self, *args):
-            if self.times:
-                self.times -= 1
-                raise pymysql.err.OperationalError(1054, "Unknown column 'v' in 'field list'")
-            return super().open(*args)
-
-    clock = FakeClock(step=0)
     table_filter = TableFilter(["shop.*"], [])
-    tables = Changing(7)
     snaps = Snapshots(_cfg(tmp_path, "snapshot: {chunk_rows: 4}\n"), "pw", table_filter,
-                      clock=clock, tables=lambda: tables)
-    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
+                      clock=clock or FakeClock(step=0), tables=lambda: tables)
+    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": where, "last_key": None,
                             "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
                 TableCatalog("ns", table_filter))
+    return snaps
+
+
+def test_a_chunk_whose_columns_keep_changing_under_its_select_is_read_later(tmp_path, caplog):
+    clock = FakeClock(step=0)
+    tables = _Unknown(7, [shop_t(False)])  # a column goes between each description and SELECT
+    snaps = _queued(tmp_path, tables, None, clock)
     waits = []
     for _ in range(3):
         snaps.pump()  # twice in a row: read again later, waiting longer each time
@@ -636,37 +641,11 @@ def test_a_chunk_whose_columns_keep_changing_under_its_select_is_read_later(tmp_
     assert "ends" not in caplog.text
 
 
-class _Unknown(Tables):
-    """Its chunk's SELECT meets an unknown column ``times`` times."""
-
-    def __init__(self, times, versions):
-        super().__init__([CHUNK1], versions)
-        self.times = times
-
-    def open(self, *args):
-        if self.times:
-            self.times -= 1
-            raise pymysql.err.OperationalError(1054, "Unknown column 'n' in 'field list'")
-        return super().open(*args)
-
-
-def _conditioned(tmp_path, tables, where):
-    from streamer.schema.versions import TableCatalog
-
-    table_filter = TableFilter(["shop.*"], [])
-    snaps = Snapshots(_cfg(tmp_path, "snapshot: {chunk_rows: 4}\n"), "pw", table_filter,
-                      clock=FakeClock(step=0), tables=lambda: tables)
-    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": where, "last_key": None,
-                            "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
-                TableCatalog("ns", table_filter))
-    return snaps
-
-
 def test_a_column_going_under_a_conditioned_chunk_has_it_read_again(tmp_path, caplog):
     # Described with n; n dropped before the SELECT: the table now has no n, so the chunk is
     # read again for the table as it is, the condition kept.
     tables = _Unknown(1, [shop_t(True), shop_t(False)])
-    snaps = _conditioned(tmp_path, tables, "v <> 'x'")
+    snaps = _queued(tmp_path, tables, "v <> 'x'")
     snaps.pump()
     assert snaps.chunk is not None and tables.times == 0
     assert tables.reads == [(None, "v <> 'x'", 4, ["id", "v"])]
@@ -678,7 +657,7 @@ def test_a_condition_the_server_finds_a_column_unknown_in_ends_the_snapshot_by_n
     # "hour" passes the check as a keyword, but the server reads it as a column: the table's
     # columns did not change, so it is the condition, and reading again would not help.
     tables = _Unknown(5, [shop_t(False)])
-    snaps = _conditioned(tmp_path, tables, "hour > 3")
+    snaps = _queued(tmp_path, tables, "hour > 3")
     snaps.pump()
     assert snaps.queue == [] and snaps.chunk is None and tables.times == 4
     assert "snapshot of shop.t ends without its remaining rows: the server refused the chunk's " \

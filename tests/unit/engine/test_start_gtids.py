@@ -4,6 +4,7 @@ from streamer import config
 from streamer.engine.start import SourceInfo, explicit_start, initial_position
 from streamer.engine.tracker import Tracker
 from streamer.position import Position
+from tests.fakeserver import FakeConnection
 
 
 def _cfg(**start):
@@ -74,37 +75,16 @@ def test_mysql_84_tagged_gtids_are_parsed_kept_and_compared_like_untagged_ones()
 def test_the_binlog_end_comes_from_show_binary_log_status_on_mysql_84_and_later():
     from streamer.source import server
 
-    class Conn:
-        def __init__(self, version):
-            self.version, self.ran = version, []
-
-        def get_server_info(self):
-            return self.version
-
-        def cursor(self):
-            conn = self
-
-            class Cursor:
-                def __enter__(self):
-                    return self
-
-                def __exit__(self, *exc):
-                    pass
-
-                def execute(self, sql):
-                    if sql == "SHOW MASTER STATUS" and conn.version.startswith(("8.4", "9.")):
-                        raise AssertionError("removed in MySQL 8.4")
-                    conn.ran.append(sql)
-
-                def fetchone(self):
-                    return ("binlog.000003", 157, "", "", "")
-            return Cursor()
+    def answer(sql, args):
+        if sql == "SHOW MASTER STATUS" and conn.server_info.startswith(("8.4", "9.")):
+            raise AssertionError("removed in MySQL 8.4")
+        return [("binlog.000003", 157, "", "", "")]
 
     for version, statement in (("8.4.3", "SHOW BINARY LOG STATUS"),
                                ("9.1.0", "SHOW BINARY LOG STATUS"),
                                ("8.0.15", "SHOW MASTER STATUS"),
                                ("5.5.5-10.11.19-MariaDB-log", "SHOW MASTER STATUS"),
                                ("11.4.5-MariaDB-log", "SHOW MASTER STATUS")):
-        conn = Conn(version)
+        conn = FakeConnection(answer, version)
         assert server.master_status(conn) == ("binlog.000003", 157)
         assert conn.ran == [statement], version

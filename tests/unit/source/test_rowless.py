@@ -1,6 +1,7 @@
 """The ALTER TABLEs that take rows out of a table or put rows in with no row event."""
 import pytest
 
+from tests.fakeserver import FakeConnection
 from streamer.source.rowless import RowlessChange, cascade_added, cascades_said, rowless_change
 
 
@@ -79,36 +80,10 @@ def test_a_statement_giving_a_table_a_foreign_key_action_is_recognised(query, ex
     assert cascade_added(query, "cur") == expected
 
 
-class _Server:
+def _server(do="", ignore="", tables=()):
     """A server's answers to left_out's questions: its binlog status and its tables."""
-
-    def __init__(self, do="", ignore="", tables=()):
-        self.status = ("mysql-bin.000001", 4, do, ignore)
-        self.tables = list(tables)
-
-    def get_server_info(self):
-        return "10.11.19-MariaDB"
-
-    def cursor(self):
-        server = self
-
-        class Cursor:
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                pass
-
-            def execute(self, sql, args=None):
-                self.rows = [server.status] if sql.startswith("SHOW MASTER STATUS") else \
-                    server.tables
-
-            def fetchone(self):
-                return self.rows[0]
-
-            def fetchall(self):
-                return self.rows
-        return Cursor()
+    return FakeConnection(lambda sql, args: [("mysql-bin.000001", 4, do, ignore)]
+                          if sql.startswith("SHOW MASTER STATUS") else list(tables))
 
 
 def test_what_the_binlogs_filters_leave_out_of_the_published_tables_is_named():
@@ -117,15 +92,15 @@ def test_what_the_binlogs_filters_leave_out_of_the_published_tables_is_named():
     tables = [("shop", "a"), ("shop", "b"), ("scratch", "c"), ("streamer_heartbeat", "heartbeat")]
     published = lambda db, table: db == "shop" or table == "c"  # noqa: E731
     own = ["streamer_heartbeat"]
-    assert left_out(_Server(tables=tables), published, own) is None  # no filter
-    assert left_out(_Server(ignore="tmp", tables=tables), published, own) is None
-    said = left_out(_Server(ignore="tmp,scratch", tables=tables), published, own)
+    assert left_out(_server(tables=tables), published, own) is None  # no filter
+    assert left_out(_server(ignore="tmp", tables=tables), published, own) is None
+    said = left_out(_server(ignore="tmp,scratch", tables=tables), published, own)
     assert said.startswith("the server's binlog leaves out scratch.c (binlog_ignore_db=tmp,"
                            "scratch): no change there is ever logged")
     # Limited to shop: the rest is left out, the streamer's own database too.
-    said = left_out(_Server(do="shop", tables=tables), published, own)
+    said = left_out(_server(do="shop", tables=tables), published, own)
     assert said.startswith("the server's binlog leaves out the streamer's own database "
                            "streamer_heartbeat, scratch.c (binlog_do_db=shop)")
     many = [("big", f"t{i}") for i in range(12)]
     assert "big.t9 and 2 more (binlog_ignore_db=big)" in left_out(
-        _Server(ignore="big", tables=many), lambda db, t: True, [])
+        _server(ignore="big", tables=many), lambda db, t: True, [])
