@@ -27,13 +27,10 @@ leave out: a published table there never has a message, and the streamer's own t
 """
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import pymysql
-
-log = logging.getLogger(__name__)
 
 _NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
 _TABLE = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"

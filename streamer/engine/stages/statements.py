@@ -88,5 +88,5 @@ class Statements:
                     "or read the table again (streamer snapshot --tables %s: it publishes the "
                     "rows there now; rows taken out stay in the topic)", self.tracker.file,
                     packet.log_pos - packet.event_size, change.db, change.table, change.says(),
-                    " and ".join(published), " ".join(published),
+                    " and ".join(published), ",".join(published),
                     extra={"table": published[0]})

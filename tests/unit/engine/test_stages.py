@@ -162,6 +162,10 @@ def test_rows_a_partition_statement_moves_without_row_events_are_warned_about(ct
     assert "on other.t swapped a partition's rows with those of app.old" in caplog.text
     assert "the topics of app.old keep" in caplog.text
     caplog.clear()
+    stage.on_query(query("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE old"))
+    assert "the topics of app.t and app.old keep" in caplog.text
+    assert "streamer snapshot --tables app.t,app.old" in caplog.text
+    caplog.clear()
     # Tables not published, and partitions' rows that stay: nothing said, nothing published.
     for text in ("ALTER TABLE other.t DROP PARTITION p0", "ALTER TABLE t ADD PARTITION "
                  "(PARTITION p9 VALUES LESS THAN (9))", "ALTER TABLE t REORGANIZE PARTITION p0 "
