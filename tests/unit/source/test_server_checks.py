@@ -1,0 +1,45 @@
+"""The server checks that need a replica to be seen whole, without a server."""
+import pymysql
+import pytest
+
+from streamer.source import server
+from tests.fakeserver import FakeConnection
+
+
+def _replica(running, log_updates, info="10.11.19-MariaDB", refuse=None,
+             names=("log_slave_updates",)):
+    """A server whose replication threads run (``running``), with ``names`` among its
+    variables, each ``log_updates``."""
+    def answer(sql, args):
+        if refuse is not None and ("Slaves_running" in sql or "replication_applier_status" in sql):
+            raise refuse
+        if "Slaves_running" in sql:
+            return [("Slaves_running", str(running))]
+        if "replication_applier_status" in sql:
+            return [(running,)]
+        if sql.startswith("SHOW GLOBAL VARIABLES"):
+            return [(name, log_updates) for name in args if name in names]
+        raise AssertionError(sql)
+    return FakeConnection(answer, info)
+
+
+@pytest.mark.parametrize("info", ["10.11.19-MariaDB", "8.0.15"])
+def test_a_running_replica_must_log_what_it_applies(info):
+    [check] = server.replica_checks(_replica(1, "OFF", info))
+    assert (check.name, check.ok, check.have) == ("log_slave_updates", False, "OFF")
+    assert "this server replicates another" in check.fix
+    assert server.replica_checks(_replica(1, "ON", info))[0].ok
+    assert server.replica_checks(_replica(0, "OFF", info)) == []  # a primary: nothing asked
+
+
+def test_mysqls_new_name_is_the_one_shown_where_both_are():
+    conn = _replica(1, "OFF", "8.0.36", names=("log_slave_updates", "log_replica_updates"))
+    assert server.replica_checks(conn)[0].name == "log_replica_updates"
+
+
+def test_a_server_that_wont_say_is_taken_for_a_primary_and_a_lost_connection_raises():
+    denied = pymysql.err.OperationalError(1227, "Access denied; you need the PROCESS privilege")
+    assert server.replica_checks(_replica(1, "OFF", refuse=denied)) == []
+    lost = pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")
+    with pytest.raises(pymysql.err.OperationalError):
+        server.replica_checks(_replica(1, "OFF", refuse=lost))
