@@ -99,8 +99,16 @@ _DML = re.compile(
     re.IGNORECASE | re.DOTALL)
 
 
-def _name(part: str) -> str:
+def unquote(part: str) -> str:
+    """An identifier as the server knows it: back-quotes taken off, doubled ones made one."""
     return part[1:-1].replace("``", "`") if part.startswith("`") else part
+
+
+def table_named(first: str, second: Optional[str], default_db: str) -> Tuple[str, str]:
+    """(db, table) of a statement's ``first[.second]`` table name, in ``default_db`` if bare."""
+    if second is None:
+        return default_db, unquote(first)
+    return unquote(first), unquote(second)
 
 
 def statement_target(query: str, default_db: str) -> Optional[Tuple[str, str]]:
@@ -109,10 +117,7 @@ def statement_target(query: str, default_db: str) -> Optional[Tuple[str, str]]:
     m = _DML.match(query)
     if m is None:
         return None
-    first, second = m.group(1), m.group(2)
-    if second is None:
-        return default_db, _name(first)
-    return _name(first), _name(second)
+    return table_named(m.group(1), m.group(2), default_db)
 
 
 def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool]) -> None:

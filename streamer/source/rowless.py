@@ -32,6 +32,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import pymysql
 
+from streamer.source.events import table_named, unquote
+
 _NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
 _TABLE = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
 
@@ -73,28 +75,18 @@ class RowlessChange(NamedTuple):
         return _SAYS[self.what].format(other=other)
 
 
-def _name(part: str) -> str:
-    return part[1:-1].replace("``", "`") if part.startswith("`") else part
-
-
-def _table(first: Optional[str], second: Optional[str], default_db: str) -> Tuple[str, str]:
-    if second is None:
-        return default_db, _name(str(first))
-    return _name(str(first)), _name(second)
-
-
 def rowless_change(query: str, default_db: str) -> Optional[RowlessChange]:
     """The ALTER TABLE ``query`` changes rows with no row event for them: what it does, else
     None (``TRUNCATE PARTITION ALL`` too, a TRUNCATE: source.truncate)."""
     m = _ALTER.match(query)
     if m is None:
         return None
-    db, table = _table(m.group(1), m.group(2), default_db)
+    db, table = table_named(m.group(1), m.group(2), default_db)
     rest = m.group(3)
     for what, pattern in _KINDS:
         found = pattern.search(rest)
         if found is not None:
-            other = _table(found.group(1), found.group(2), db) if found.groups() else None
+            other = table_named(found.group(1), found.group(2), db) if found.groups() else None
             return RowlessChange(db, table, what, other)
     return None
 
@@ -160,7 +152,7 @@ def _actions(db: str, table: str, definition: str) -> List[Cascade]:
         rules = dict(re.findall(r" ON (DELETE|UPDATE) (CASCADE|SET NULL|SET DEFAULT|RESTRICT|"
                                 r"NO ACTION)", m.group(3)))
         if any(rule in ACTIONS for rule in rules.values()):
-            parent = [_name(p) for p in re.findall(r"`(?:[^`]|``)+`", m.group(2))]
+            parent = [unquote(p) for p in re.findall(r"`(?:[^`]|``)+`", m.group(2))]
             out.append(Cascade(db, table, m.group(1).replace("``", "`"),
                                ".".join(parent if len(parent) == 2 else [db] + parent),
                                rules.get("DELETE", "RESTRICT"), rules.get("UPDATE", "RESTRICT")))
@@ -190,7 +182,7 @@ def cascade_added(query: str, default_db: str) -> Optional[Tuple[str, str]]:
     m = _ALTER.match(query) or _CREATE.match(query)
     if m is None or _ACTION.search(m.group(3)) is None:
         return None
-    return _table(m.group(1), m.group(2), default_db)
+    return table_named(m.group(1), m.group(2), default_db)
 
 
 # -- binlog filters -------------------------------------------------------------------------------
