@@ -126,6 +126,8 @@ def cascading(conn: Any, published: Callable[[str, str], bool]) -> List[Cascade]
     """The foreign keys whose actions change rows of published tables. KEY_COLUMN_USAGE names
     the tables with foreign keys, and SHOW CREATE TABLE their actions: MariaDB shows
     REFERENTIAL_CONSTRAINTS to a user with more than SELECT only."""
+    from streamer.source.chunks import quote
+
     with conn.cursor() as cur:
         cur.execute("SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE "
                     "WHERE REFERENCED_TABLE_NAME IS NOT NULL ORDER BY TABLE_SCHEMA, TABLE_NAME")
@@ -133,16 +135,12 @@ def cascading(conn: Any, published: Callable[[str, str], bool]) -> List[Cascade]
         found = []
         for db, table in children:
             try:
-                cur.execute(f"SHOW CREATE TABLE {_quote(db)}.{_quote(table)}")
+                cur.execute(f"SHOW CREATE TABLE {quote(db)}.{quote(table)}")
             except pymysql.err.ProgrammingError:  # dropped since: nothing to say of it
                 continue
             row = cur.fetchone()
             found.extend(_actions(db, table, str(row[1]) if row else ""))
     return found
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _actions(db: str, table: str, definition: str) -> List[Cascade]:
