@@ -7,7 +7,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import ConfigResource, NewTopic
 
 from streamer.errors import KafkaFatal
 from streamer.kafka.settings import DEFAULT_PRODUCER, kafka_error
@@ -42,9 +42,11 @@ class TopicAdmin:
     """The topics one publisher has made sure of, and the admin client that made them.
     ``producers()`` gives the producers whose metadata a new topic is fetched into."""
 
-    def __init__(self, topics_cfg: Any, admin: Optional[Any],
-                 producers: Callable[[], List[Any]]) -> None:
+    def __init__(self, topics_cfg: Any, admin: Optional[Any], producers: Callable[[], List[Any]],
+                 message_max_bytes: int = DEFAULT_PRODUCER["message.max.bytes"]) -> None:
         self.topics_cfg = topics_cfg
+        # A topic made here takes the messages the producer sends (kafka.message.max.bytes).
+        self.message_max_bytes = message_max_bytes
         self.admin = admin
         self.producers = producers
         self.known: set = set() if admin is not None else EveryTopic()
@@ -97,11 +99,22 @@ class TopicAdmin:
         self.creating[topic] = created
         threading.Thread(target=create, name=f"create topic {topic}", daemon=True).start()
 
-    @staticmethod
-    def _config(config: Optional[Dict[str, str]]) -> Dict[str, str]:
-        conf = {"max.message.bytes": str(DEFAULT_PRODUCER["message.max.bytes"])}
+    def _config(self, config: Optional[Dict[str, str]]) -> Dict[str, str]:
+        conf = {"max.message.bytes": str(self.message_max_bytes)}
         conf.update(config or {})
         return conf
+
+    def message_limit(self, topic: str) -> Optional[int]:
+        """``topic``'s max.message.bytes, or None when it can't be read (no admin client, an
+        ACL without DescribeConfigs, Kafka away)."""
+        if self.admin is None:
+            return None
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        try:
+            found = self.admin.describe_configs([res])[res].result(timeout=10)
+            return int(found["max.message.bytes"].value)
+        except Exception:  # noqa: BLE001 - only to name the limit in an error
+            return None
 
     def learn(self, topics: List[str]) -> None:
         """Fetch the topics' metadata into the producers now. Left to itself, librdkafka looks

@@ -39,7 +39,8 @@ class Publisher(Transactions):
         super().__init__(cfg)
         self.schemas_topic = f"{cfg.namespace}.__schemas"
         self.admin: Optional[AdminClient] = None
-        self.topics = TopicAdmin(cfg.topics, None, lambda: self.producers)
+        self.topics = TopicAdmin(cfg.topics, None, lambda: self.producers,
+                                 self._producer_settings()["message.max.bytes"])
         self.topics.known = set()
         self.checkpoint_records_read = 0
 
@@ -102,6 +103,9 @@ class Publisher(Transactions):
 
     def partitions_of(self, topic: str) -> int:
         return self.topics.partitions_of(topic)
+
+    def message_limit(self, topic: str) -> Optional[int]:
+        return self.topics.message_limit(topic)
 
     def reachable(self) -> bool:
         return self.topics.reachable()

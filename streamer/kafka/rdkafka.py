@@ -80,6 +80,19 @@ rd_kafka_event_t *rd_kafka_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms);
 void rd_kafka_event_destroy(rd_kafka_event_t *rkev);
 int rd_kafka_event_type(const rd_kafka_event_t *rkev);
 int rd_kafka_event_log(rd_kafka_event_t *rkev, const char **fac, const char **str, int *level);
+typedef struct rd_kafka_message_s {
+    int err;
+    rd_kafka_topic_t *rkt;
+    int32_t partition;
+    void *payload;
+    size_t len;
+    void *key;
+    size_t key_len;
+    int64_t offset;
+    void *_private;
+} rd_kafka_message_t;
+const rd_kafka_message_t *rd_kafka_event_message_next(rd_kafka_event_t *rkev);
+const char *rd_kafka_topic_name(const rd_kafka_topic_t *rkt);
 int rd_kafka_set_log_queue(rd_kafka_t *rk, rd_kafka_queue_t *rkqu);
 int rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
 int rd_kafka_outq_len(rd_kafka_t *rk);
@@ -107,6 +120,8 @@ DRAIN_WAIT_S = 0.1  # the drain thread's poll: how long close() may wait for it
 ERR_QUEUE_FULL = -184
 ERR_FATAL = -150
 ERR_INVALID_ARG = -186
+ERR_MSG_SIZE_TOO_LARGE = 10  # the broker's MESSAGE_TOO_LARGE: over the topic's max.message.bytes
+KEY_SHOWN = 64  # bytes of a refused message's key kept to name it
 MIN_VERSION = 0x01060000  # error objects, the transactional API and produceva as used here
 # rd_kafka_vtype_t: what each rd_kafka_vu_t of a produceva call holds.
 VTYPE_RKT, VTYPE_PARTITION, VTYPE_VALUE, VTYPE_KEY, VTYPE_MSGFLAGS, VTYPE_HEADER = 2, 3, 4, 5, 7, 9
@@ -209,6 +224,20 @@ def _library() -> Any:
     return _lib
 
 
+class Refused:
+    """The largest message of a topic that Kafka refused as too large (MESSAGE_TOO_LARGE: over
+    the topic's ``max.message.bytes``), and how many it refused. Only a delivery report says
+    which topic and row: the transaction's own error names neither."""
+
+    def __init__(self, topic: str, size: int, key: Optional[bytes], key_len: int,
+                 count: int) -> None:
+        self.topic = topic
+        self.size = size  # value and key
+        self.key = key  # its first KEY_SHOWN bytes; None for a keyless message
+        self.key_len = key_len
+        self.count = count  # refused messages seen, of any topic
+
+
 def _text(ptr: Any) -> str:
     return _ffi.string(ptr).decode("utf-8", "replace") if ptr != _ffi.NULL else ""
 
@@ -259,6 +288,8 @@ class Producer:
         self._rk = rk
         self._events = lib.rd_kafka_queue_get_main(rk)
         self._closing = False
+        # Set by the drain thread, read (and cleared) by the publisher when a transaction fails.
+        self.too_large: Optional[Refused] = None
         self._drainer = threading.Thread(target=self._drain, name="rdkafka-failures", daemon=True)
         self._drainer.start()
         self._topics: Dict[str, Any] = {}
@@ -372,12 +403,33 @@ class Producer:
         n = 0
         ev = lib.rd_kafka_queue_poll(self._events, _ms(timeout))
         while ev != _ffi.NULL:
-            if lib.rd_kafka_event_type(ev) == EVENT_LOG:
+            kind = lib.rd_kafka_event_type(ev)
+            if kind == EVENT_LOG:
                 self._log(ev)
+            elif kind == EVENT_DR:
+                self._failed(ev)
             lib.rd_kafka_event_destroy(ev)
             n += 1
             ev = lib.rd_kafka_queue_poll(self._events, 0)
         return n
+
+    def _failed(self, ev: Any) -> None:
+        """Keep the largest of the failed messages Kafka refused as too large (``too_large``);
+        the other failures are the transaction's to report."""
+        lib = self._lib
+        msg = lib.rd_kafka_event_message_next(ev)
+        while msg != _ffi.NULL:
+            if msg.err == ERR_MSG_SIZE_TOO_LARGE:
+                size = int(msg.len) + int(msg.key_len)
+                seen = self.too_large
+                if seen is None or size > seen.size:
+                    key = None if msg.key == _ffi.NULL else \
+                        bytes(_ffi.buffer(msg.key, min(int(msg.key_len), KEY_SHOWN)))
+                    self.too_large = Refused(_text(lib.rd_kafka_topic_name(msg.rkt)), size, key,
+                                             int(msg.key_len), 1 + (seen.count if seen else 0))
+                else:
+                    seen.count += 1
+            msg = lib.rd_kafka_event_message_next(ev)
 
     def _log(self, ev: Any) -> None:
         fac = _ffi.new(_TEXT_OUT)

@@ -41,6 +41,15 @@ log = logging.getLogger(__name__)
 
 # A Kafka outage makes the queue fill again and again; say so once, not once per message.
 QUEUE_FULL_LOG_EVERY_S = 300.0
+WAYS_ON = ("keep the big column out with tables.columns.exclude or mask ('truncate:N'), then "
+           "restart: the position is before this row")
+
+
+def _key_text(key: Optional[bytes], length: int) -> str:
+    """A message's key as an error names it: its first 64 bytes in hex."""
+    if key is None:
+        return "none (a keyless table)"
+    return key[:64].hex() + ("..." if length > 64 else "")
 
 
 class Transactions:
@@ -86,6 +95,10 @@ class Transactions:
 
     def read_checkpoint(self) -> Optional[Position]:
         return self.committed
+
+    def message_limit(self, topic: str) -> Optional[int]:
+        """The topic's max.message.bytes, when it can be read."""
+        return None
 
     def _producer_settings(self) -> Dict[str, Any]:
         """The producer's settings: the defaults, overridden by the config's kafka section."""
@@ -193,6 +206,8 @@ class Transactions:
             self.prepare()
         if self._abort_pending:
             self.abort()
+        if getattr(self.producer, "too_large", None) is not None:
+            self.producer.too_large = None  # of a transaction that ended: not this one's
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
@@ -217,14 +232,36 @@ class Transactions:
         size = len(value or b"") + len(key or b"")
         limit = self._producer_settings()["message.max.bytes"]
         self.abort()
-        shown = "none (a keyless table)" if key is None else key[:64].hex() + (
-            "..." if len(key) > 64 else "")
         raise OversizedRow(
             f"a row change of topic {topic} is {size} bytes, over the {limit} bytes Kafka takes "
             f"(kafka.message.max.bytes; the topic's max.message.bytes and the broker's "
-            f"message.max.bytes must allow it too); its key, Avro-encoded: {shown}. Raise those "
-            f"limits, or keep the big column out with tables.columns.exclude or mask "
-            f"('truncate:N'), then restart: the position is before this row")
+            f"message.max.bytes must allow it too); its key, Avro-encoded: "
+            f"{_key_text(key, len(key or b''))}. Raise those limits, or {WAYS_ON}")
+
+    def _stop_if_refused(self) -> None:
+        """After a failed transaction is aborted: when Kafka refused one of its messages as too
+        large (over the topic's max.message.bytes, below the producer's limit), stop, naming it,
+        rather than read the batch again and again into the same refusal."""
+        refused = None
+        for producer in self.producers:
+            seen = getattr(producer, "too_large", None)
+            if seen is not None:
+                producer.too_large = None
+                if refused is None or seen.size > refused.size:
+                    refused = seen
+        if refused is None:
+            return
+        topic, limit = refused.topic, self.message_limit(refused.topic)
+        batch = "" if limit is None or refused.size > limit else (
+            f"; the message is under it, the batch it went in was not: set kafka.batch.size "
+            f"below {limit}")
+        raise OversizedRow(
+            f"Kafka refused {refused.count} message(s) as too large (MESSAGE_TOO_LARGE); the "
+            f"largest, {refused.size} bytes, is a row change of topic {topic}, which takes "
+            f"{'fewer' if limit is None else limit} bytes (its max.message.bytes){batch}; its "
+            f"key, Avro-encoded: {_key_text(refused.key, refused.key_len)}. Raise the topic's "
+            f"limit (kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
+            f"--add-config max.message.bytes=N), or {WAYS_ON}")
 
     def _wait_for_room(self, topic: str, value: Optional[bytes], key: Optional[bytes],
                        headers: Optional[Headers]) -> None:
@@ -312,6 +349,7 @@ class Transactions:
                                          f"{self.cfg.commit_retries} retries): replacing "
                                          f"the producer") from None
                 self.abort()
+                self._stop_if_refused()
                 raise BatchAborted(f"commit failed ({err.str()}); the batch was aborted and "
                                    f"will be re-read from {self.committed.describe() if self.committed else 'the start'}") from None
         self.in_tx = False
@@ -370,6 +408,7 @@ class Transactions:
         # down) and only accepts an abort; the batch is re-read after it.
         if err.txn_requires_abort() or err.retriable() or err.code() == KafkaError._STATE:
             self.abort()
+            self._stop_if_refused()
             raise BatchAborted(f"{what} failed ({err.str()}); the batch was aborted") from None
         raise KafkaFatal(f"Kafka error during {what}: {err.str()}") from None
 

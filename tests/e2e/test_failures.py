@@ -1,5 +1,6 @@
 """Server restarts, a second instance and a purged binlog: no loss, no duplicate, clear errors."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -332,3 +333,41 @@ def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_
     assert len(keys) == 200 and len(set(keys)) == 200, (len(keys), len(set(keys)))
     # Waiting for the broker costs next to nothing (a busy loop would burn a core: 4 s).
     assert idle_cpu < 0.5, idle_cpu
+
+
+def test_a_row_its_topic_refuses_as_too_large_stops_naming_it_and_streams_once_allowed(db,
+                                                                                       tmp_path):
+    # A topic made by someone else, at a smaller max.message.bytes than the producer's limit:
+    # the broker refuses the row's batch, the transaction fails, and reading it again would
+    # meet the same refusal for good. The streamer stops, naming the topic, the row and the fix.
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, b MEDIUMTEXT)")
+    ns = support.unique("big")
+    topic = f"{ns}.{name}.t"
+    admin = AdminClient({"bootstrap.servers": support.KAFKA})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": "50000"})])[
+        topic].result(30)
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"])
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        # ~190 KB of hex, which lz4 does not make small enough.
+        support.sql(conn, "INSERT INTO t SELECT 2, GROUP_CONCAT(MD5(RAND()) SEPARATOR '') "
+                          "FROM seq_1_to_6000", "INSERT INTO t VALUES (3, 'after')")
+        code = proc.wait(90)
+    out = proc.output()
+    assert code == 3, out[-3000:]
+    assert f"is a row change of topic {topic}, which takes 50000 bytes (its max.message.bytes)" \
+        in out and f"--entity-name {topic} --add-config max.message.bytes=N" in out, out[-3000:]
+    # Single-object encoding: the marker, the key schema's fingerprint, then id 2 (zigzag).
+    assert re.search(r"its key, Avro-encoded: c301[0-9a-f]{16}04\. ", out), out[-3000:]
+    assert support.consume([topic], idle=1.0, decode_ns=ns) == []
+    # Allowed, the same start goes on from before the row: each row once.
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={"max.message.bytes": "1000000"})
+    admin.alter_configs([res])[res].result(timeout=30)
+    with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+        msgs = support.consume([topic], expect=2, decode_ns=ns, timeout=60)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [2, 3]
+    assert len(msgs[0]["value"]["after"]["b"]) == 192000

@@ -153,6 +153,63 @@ def test_a_message_over_the_size_limit_stops_once_naming_the_topic_key_size_and_
     assert err.value.exit_code == 3
 
 
+class Refused(FailingProducer):
+    """Kafka refused one of the transaction's messages as too large: the commit fails and needs
+    an abort, and the drain thread has noted the message (rdkafka.Producer.too_large)."""
+
+    def __init__(self, size):
+        super().__init__(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too "
+                                    "large", txn_requires_abort=True))
+        self.too_large = None
+        self.size = size
+
+    def commit_transaction(self, timeout):
+        from streamer.kafka.rdkafka import Refused as Noted
+        self.too_large = Noted("ns.db.t", self.size, b"\x02\x04", 2, 2)
+        super().commit_transaction(timeout)
+
+
+@pytest.mark.parametrize("limit", [50000, None])
+def test_a_message_the_topic_refuses_as_too_large_stops_naming_it_not_a_retry_loop(
+        monkeypatch, limit):
+    from streamer.errors import OversizedRow
+
+    producer = Refused(200073)
+    pub = _publisher(producer)
+    before = pub.committed
+    monkeypatch.setattr(Publisher, "message_limit", lambda self, topic: limit)
+    with pytest.raises(OversizedRow) as err:
+        pub.commit(Position("f", 100))
+    text = str(err.value)
+    takes = "50000" if limit else "fewer"
+    assert (f"Kafka refused 2 message(s) as too large (MESSAGE_TOO_LARGE); the largest, 200073 "
+            f"bytes, is a row change of topic ns.db.t, which takes {takes} bytes") in text
+    assert "its key, Avro-encoded: 0204." in text and "--entity-name ns.db.t" in text
+    assert "kafka.batch.size" not in text
+    # Aborted, never committed: the checkpoint stays before the row.
+    assert producer.calls[-1] == "abort" and pub.committed is before
+    assert err.value.exit_code == 3 and producer.too_large is None
+
+
+def test_a_batch_over_the_topics_limit_of_messages_under_it_names_the_batch_size(monkeypatch):
+    from streamer.errors import OversizedRow
+
+    pub = _publisher(Refused(30000))
+    monkeypatch.setattr(Publisher, "message_limit", lambda self, topic: 50000)
+    with pytest.raises(OversizedRow, match="the message is under it, the batch it went in was "
+                                           "not: set kafka.batch.size below 50000"):
+        pub.commit(Position("f", 100))
+
+
+def test_a_failed_commit_with_nothing_refused_is_read_again():
+    producer = Refused(0)
+    producer.commit_transaction = lambda timeout: FailingProducer.commit_transaction(producer,
+                                                                                      timeout)
+    pub = _publisher(producer)
+    with pytest.raises(BatchAborted):
+        pub.commit(Position("f", 100))
+
+
 class FullFor(FailingProducer):
     """Its queue is full for the first ``full`` tries of each message; ``poll`` drains it."""
 

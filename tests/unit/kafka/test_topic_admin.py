@@ -96,3 +96,24 @@ def test_a_topic_that_exists_already_is_fine_and_one_not_asked_soon_is_created_i
     topics.ensure(["ns.db.a", "ns.db.b"])
     assert topics.known >= {"ns.db.a", "ns.db.b"}
     assert [a[0] for a in admin.asked] == [["ns.db.a"], ["ns.db.b"]]
+
+
+def test_a_topic_made_takes_the_messages_the_producer_sends():
+    from streamer import config
+    from streamer.kafka.publisher import Publisher
+
+    # The producer's limit raised in the config: the topics made take as much (a topic at the
+    # default would refuse what the producer lets through, batch after batch).
+    cfg = config.validate(config._merge(config.DEFAULTS, {
+        "mysql": {"server_id": 9}, "kafka": {"message.max.bytes": 33554432}}))
+    pub = Publisher(cfg)
+    admin = Admin()
+    admin.release.set()
+    pub.topics.admin = admin
+    pub.topics.ensure(["ns.db.t"], config={"cleanup.policy": "compact"})
+    assert admin.asked[0][1][0] == {"max.message.bytes": "33554432", "cleanup.policy": "compact"}
+    # Left alone, the producer's default.
+    topics, admin, _ = _admin()
+    admin.release.set()
+    topics.ensure(["ns.db.u"])
+    assert admin.asked[0][1][0] == {"max.message.bytes": "16777216"}
