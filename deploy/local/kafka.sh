@@ -96,6 +96,9 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.segment.bytes=67108864
 message.max.bytes=16777216
+# The log cleaner looks for compactable logs every second (15 s by default): the compacted
+# topic test waits for two of its passes.
+log.cleaner.backoff.ms=1000
 $tls
 PROPS
     mv "$DIR/server.properties.tmp" "$DIR/server.properties"

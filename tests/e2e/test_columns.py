@@ -68,7 +68,7 @@ def test_a_compacted_topic_forgets_a_deleted_key(db, tmp_path):
             if not kept & set(range(1, 12)) - {11} and \
                     sum(1 for m in msgs if m["key"]["id"] == 11) == 1:
                 break
-            time.sleep(3)
+            time.sleep(1)
         assert proc.stop() == 0, proc.output()[-3000:]
     # The deleted keys are gone: their creates, deletes and tombstones alike. The rest are
     # there, each once, with its last value.
