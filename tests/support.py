@@ -220,16 +220,20 @@ def decoder(namespace: str) -> Decoder:
     return Decoder(kafka_schema_source({"bootstrap.servers": KAFKA}, namespace))
 
 
-def consume(topics: List[str], expect: Optional[int] = None, idle: float = 3.0,
+def consume(topics: List[str], expect: Optional[int] = None, idle: Optional[float] = None,
             timeout: float = 90.0, decode_ns: Optional[str] = None,
             until: Optional[Callable[[List[Dict[str, Any]]], bool]] = None
             ) -> List[Dict[str, Any]]:
     """All committed messages of the topics (read_committed), in partition order.
 
     Stops when ``expect`` messages arrived and ``until`` (of the messages so far) holds, then
-    reads ``idle`` more seconds to catch extras; or when nothing arrived for ``idle`` seconds
-    (with neither given), or at ``timeout``.
+    reads ``idle`` more seconds (1 s unless given) to catch extras: a streamer commits what it
+    has read within milliseconds, so an extra one comes in that second or with a restart, which
+    its test reads after. With neither given, stops when nothing arrived for ``idle`` seconds
+    (3 s unless given: the consumer's first fetch comes in that time), or at ``timeout``.
     """
+    if idle is None:
+        idle = 1.0 if expect is not None or until is not None else 3.0
     c = Consumer({"bootstrap.servers": KAFKA, "group.id": unique("test-"),
                   "enable.auto.commit": False, "isolation.level": "read_committed",
                   "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
