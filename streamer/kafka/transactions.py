@@ -31,7 +31,7 @@ from confluent_kafka import KafkaError, KafkaException
 from streamer.config import Config
 from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, OversizedRow,
                              ProducerBroken)
-from streamer.kafka.rdkafka import Producer
+from streamer.kafka.rdkafka import KEY_SHOWN, Producer
 from streamer.kafka.settings import kafka_error as _kafka_error
 from streamer.kafka.settings import producer_settings, transactional_ids
 from streamer.kafka.sink import Headers
@@ -46,10 +46,10 @@ WAYS_ON = ("keep the big column out with tables.columns.exclude or mask ('trunca
 
 
 def _key_text(key: Optional[bytes], length: int) -> str:
-    """A message's key as an error names it: its first 64 bytes in hex."""
+    """A message's key as an error names it: its first KEY_SHOWN bytes in hex."""
     if key is None:
         return "none (a keyless table)"
-    return key[:64].hex() + ("..." if length > 64 else "")
+    return key[:KEY_SHOWN].hex() + ("..." if length > KEY_SHOWN else "")
 
 
 class Transactions:
