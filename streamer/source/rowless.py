@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import pymysql
 
+from streamer.source.chunks import quote
 from streamer.source.events import table_named, unquote
 
 _NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
@@ -126,8 +127,6 @@ def cascading(conn: Any, published: Callable[[str, str], bool]) -> List[Cascade]
     """The foreign keys whose actions change rows of published tables. KEY_COLUMN_USAGE names
     the tables with foreign keys, and SHOW CREATE TABLE their actions: MariaDB shows
     REFERENTIAL_CONSTRAINTS to a user with more than SELECT only."""
-    from streamer.source.chunks import quote
-
     with conn.cursor() as cur:
         cur.execute("SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE "
                     "WHERE REFERENCED_TABLE_NAME IS NOT NULL ORDER BY TABLE_SCHEMA, TABLE_NAME")

@@ -202,10 +202,9 @@ def test_a_batch_over_the_topics_limit_of_messages_under_it_names_the_batch_size
 
 
 def test_a_failed_commit_with_nothing_refused_is_read_again():
-    producer = Refused(0)
-    producer.commit_transaction = lambda timeout: FailingProducer.commit_transaction(producer,
-                                                                                      timeout)
-    pub = _publisher(producer)
+    # The same abortable error, with no refused message noted: the batch is read again.
+    pub = _publisher(FailingProducer(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message "
+                                                "size too large", txn_requires_abort=True)))
     with pytest.raises(BatchAborted):
         pub.commit(Position("f", 100))
 
