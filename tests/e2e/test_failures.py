@@ -217,14 +217,28 @@ def test_purged_binlog_is_a_clear_error_and_a_non_zero_exit(tmp_path):
             support.consume([f"{ns}.p.t"], expect=1)
             assert proc.stop() == 0
         support.sql(conn, "FLUSH BINARY LOGS", "INSERT INTO p.t VALUES (2)", "FLUSH BINARY LOGS")
-        current = support.master_pos(conn)[0]
-        support.sql(conn, f"PURGE BINARY LOGS TO '{current}'")
+        _purge_to_current(conn)
         out = subprocess.run([sys.executable, "-m", "streamer.cli", "run", "-c", cfg],
                              cwd=support.ROOT, capture_output=True, text=True, timeout=120,
                              env=dict(os.environ))
     assert out.returncode == 3, out.stderr[-2000:]
     assert f"binlog file {start[0]}" in out.stderr and "snapshot" in out.stderr
     assert out.stderr.count("streamer: error:") == 1
+
+
+def _purge_to_current(conn, timeout: float = 60) -> None:
+    """Purge every binlog file before the current one. A file a dump thread still reads is kept
+    (the stopped streamer's, until the server notices its connection is gone), so the purge is
+    asked again until the current file is the first."""
+    current = support.master_pos(conn)[0]
+    deadline = time.monotonic() + timeout
+    while True:
+        support.sql(conn, f"PURGE BINARY LOGS TO '{current}'")
+        first = support.sql(conn, "SHOW BINARY LOGS")[0][0]
+        if first == current:
+            return
+        assert time.monotonic() < deadline, f"{first} is still not purged"
+        time.sleep(0.5)
 
 
 def test_sigterm_flushes_and_exits_zero_and_the_next_start_resumes_after_it(db, tmp_path):
