@@ -65,6 +65,11 @@ class OversizedRow(SourceError):
     """A row change's message is bigger than Kafka takes: no retry can publish it."""
 
 
+class RefusedRow(SourceError):
+    """Kafka refuses a row change's message for a setting of its topic (INVALID_RECORD: a
+    keyless one in a compacted topic): no retry can publish it."""
+
+
 class SnapshotRefused(SourceError):
     """A snapshot can't be done as asked (no key to chunk by, a table not included, a condition
     the server refuses); the message names the table and the fix."""

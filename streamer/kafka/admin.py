@@ -104,17 +104,17 @@ class TopicAdmin:
         conf.update(config or {})
         return conf
 
-    def message_limit(self, topic: str) -> Optional[int]:
-        """``topic``'s max.message.bytes, or None when it can't be read (no admin client, an
-        ACL without DescribeConfigs, Kafka away)."""
+    def topic_config(self, topic: str) -> Dict[str, str]:
+        """``topic``'s settings (max.message.bytes, cleanup.policy ...), or {} when they can't be
+        read (no admin client, an ACL without DescribeConfigs, Kafka away)."""
         if self.admin is None:
-            return None
+            return {}
         res = ConfigResource(ConfigResource.Type.TOPIC, topic)
         try:
             found = self.admin.describe_configs([res])[res].result(timeout=10)
-            return int(found["max.message.bytes"].value)
-        except Exception:  # noqa: BLE001 - only to name the limit in an error
-            return None
+        except Exception:  # noqa: BLE001 - only to name a setting in an error
+            return {}
+        return {name: entry.value for name, entry in found.items() if entry.value is not None}
 
     def learn(self, topics: List[str]) -> None:
         """Fetch the topics' metadata into the producers now. Left to itself, librdkafka looks

@@ -104,8 +104,8 @@ class Publisher(Transactions):
     def partitions_of(self, topic: str) -> int:
         return self.topics.partitions_of(topic)
 
-    def message_limit(self, topic: str) -> Optional[int]:
-        return self.topics.message_limit(topic)
+    def topic_config(self, topic: str) -> Dict[str, str]:
+        return self.topics.topic_config(topic)
 
     def reachable(self) -> bool:
         return self.topics.reachable()

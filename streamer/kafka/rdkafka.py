@@ -121,6 +121,8 @@ ERR_QUEUE_FULL = -184
 ERR_FATAL = -150
 ERR_INVALID_ARG = -186
 ERR_MSG_SIZE_TOO_LARGE = 10  # the broker's MESSAGE_TOO_LARGE: over the topic's max.message.bytes
+ERR_INVALID_RECORD = 87  # the broker's validation refused it (a keyless record, compacted topic)
+ERR_PURGED = (-152, -151)  # _PURGE_QUEUE, _PURGE_INFLIGHT: an abort's doing, not Kafka's answer
 KEY_SHOWN = 64  # bytes of a refused message's key kept to name it
 MIN_VERSION = 0x01060000  # error objects, the transactional API and produceva as used here
 # rd_kafka_vtype_t: what each rd_kafka_vu_t of a produceva call holds.
@@ -225,17 +227,20 @@ def _library() -> Any:
 
 
 class Refused:
-    """The largest message of a topic that Kafka refused as too large (MESSAGE_TOO_LARGE: over
-    the topic's ``max.message.bytes``), and how many it refused. Only a delivery report says
-    which topic and row: the transaction's own error names neither."""
+    """A message Kafka refused, and how many it refused: the largest of those refused as too
+    large (MESSAGE_TOO_LARGE: over the topic's ``max.message.bytes``), or the first of the
+    others. Only a delivery report says which topic and row, and why: the transaction's own
+    error names none of them once it has failed (later calls say "Erroneous state")."""
 
     def __init__(self, topic: str, size: int, key: Optional[bytes], key_len: int,
-                 count: int) -> None:
+                 count: int, err: int = ERR_MSG_SIZE_TOO_LARGE, reason: str = "") -> None:
         self.topic = topic
         self.size = size  # value and key
         self.key = key  # its first KEY_SHOWN bytes; None for a keyless message
         self.key_len = key_len
         self.count = count  # refused messages seen, of any topic
+        self.err = err
+        self.reason = reason  # librdkafka's text for err
 
 
 def _text(ptr: Any) -> str:
@@ -290,6 +295,7 @@ class Producer:
         self._closing = False
         # Set by the drain thread, read (and cleared) by the publisher when a transaction fails.
         self.too_large: Optional[Refused] = None
+        self.refused: Optional[Refused] = None  # the first failure of any other kind
         self._drainer = threading.Thread(target=self._drain, name="rdkafka-failures", daemon=True)
         self._drainer.start()
         self._topics: Dict[str, Any] = {}
@@ -414,22 +420,37 @@ class Producer:
         return n
 
     def _failed(self, ev: Any) -> None:
-        """Keep the largest of the failed messages Kafka refused as too large (``too_large``);
-        the other failures are the transaction's to report."""
+        """Keep the largest of the failed messages Kafka refused as too large (``too_large``)
+        and the first that failed otherwise (``refused``), for the publisher to name; the
+        messages an abort purged are no failure of theirs."""
         lib = self._lib
         msg = lib.rd_kafka_event_message_next(ev)
         while msg != _ffi.NULL:
-            if msg.err == ERR_MSG_SIZE_TOO_LARGE:
-                size = int(msg.len) + int(msg.key_len)
+            err = int(msg.err)
+            if err == ERR_MSG_SIZE_TOO_LARGE:
                 seen = self.too_large
-                if seen is None or size > seen.size:
-                    key = None if msg.key == _ffi.NULL else \
-                        bytes(_ffi.buffer(msg.key, min(int(msg.key_len), KEY_SHOWN)))
-                    self.too_large = Refused(_text(lib.rd_kafka_topic_name(msg.rkt)), size, key,
-                                             int(msg.key_len), 1 + (seen.count if seen else 0))
+                if seen is None or int(msg.len) + int(msg.key_len) > seen.size:
+                    self.too_large = self._refused(msg, err, seen)
+                else:
+                    seen.count += 1
+            elif err not in ERR_PURGED:
+                seen = self.refused
+                # The first, unless a keyless one of the same refusal comes: it names the cause
+                # (a compacted topic refuses a whole batch for one keyless record).
+                if seen is None or (err == seen.err and seen.key is not None
+                                    and msg.key == _ffi.NULL):
+                    self.refused = self._refused(msg, err, seen)
                 else:
                     seen.count += 1
             msg = lib.rd_kafka_event_message_next(ev)
+
+    def _refused(self, msg: Any, err: int, seen: Optional[Refused]) -> Refused:
+        key = None if msg.key == _ffi.NULL else \
+            bytes(_ffi.buffer(msg.key, min(int(msg.key_len), KEY_SHOWN)))
+        return Refused(_text(self._lib.rd_kafka_topic_name(msg.rkt)),
+                       int(msg.len) + int(msg.key_len), key, int(msg.key_len),
+                       1 + (seen.count if seen else 0), err,
+                       _text(self._lib.rd_kafka_err2str(err)))
 
     def _log(self, ev: Any) -> None:
         fac = _ffi.new(_TEXT_OUT)

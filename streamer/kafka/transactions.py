@@ -30,8 +30,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from streamer.config import Config
 from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, OversizedRow,
-                             ProducerBroken)
-from streamer.kafka.rdkafka import KEY_SHOWN, Producer
+                             ProducerBroken, RefusedRow)
+from streamer.kafka.rdkafka import ERR_INVALID_RECORD, KEY_SHOWN, Producer, Refused
 from streamer.kafka.settings import kafka_error as _kafka_error
 from streamer.kafka.settings import producer_settings, transactional_ids
 from streamer.kafka.sink import Headers
@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 # A Kafka outage makes the queue fill again and again; say so once, not once per message.
 QUEUE_FULL_LOG_EVERY_S = 300.0
+ERR_TOPIC_AUTHORIZATION = 29  # TOPIC_AUTHORIZATION_FAILED: no ACL lets the streamer write the topic
 WAYS_ON = ("keep the big column out with tables.columns.exclude or mask ('truncate:N'), then "
            "restart: the position is before this row")
 
@@ -96,9 +97,9 @@ class Transactions:
     def read_checkpoint(self) -> Optional[Position]:
         return self.committed
 
-    def message_limit(self, topic: str) -> Optional[int]:
-        """The topic's max.message.bytes, when it can be read."""
-        return None
+    def topic_config(self, topic: str) -> Dict[str, str]:
+        """The topic's settings, when they can be read (an error names them)."""
+        return {}
 
     def _producer_settings(self) -> Dict[str, Any]:
         """The producer's settings: the defaults, overridden by the config's kafka section."""
@@ -208,6 +209,8 @@ class Transactions:
             self.abort()
         if getattr(self.producer, "too_large", None) is not None:
             self.producer.too_large = None  # of a transaction that ended: not this one's
+        if getattr(self.producer, "refused", None) is not None:
+            self.producer.refused = None
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
@@ -238,30 +241,72 @@ class Transactions:
             f"message.max.bytes must allow it too); its key, Avro-encoded: "
             f"{_key_text(key, len(key or b''))}. Raise those limits, or {WAYS_ON}")
 
-    def _stop_if_refused(self) -> None:
-        """After a failed transaction is aborted: when Kafka refused one of its messages as too
-        large (over the topic's max.message.bytes, below the producer's limit), stop, naming it,
-        rather than read the batch again and again into the same refusal."""
-        refused = None
+    def _stop_if_refused(self) -> str:
+        """After a failed transaction is aborted: stop when Kafka refused one of its messages in
+        a way no retry can change (too large for its topic, or invalid there), naming it, rather
+        than read the batch again and again into the same refusal. Otherwise, what Kafka refused
+        and why, for the warning of the retry ("" if nothing): once a transaction has failed,
+        the calls after it say only "Erroneous state"."""
+        too_large: Optional[Refused] = None
+        refused: Optional[Refused] = None
         for producer in self.producers:
-            seen = getattr(producer, "too_large", None)
+            seen, other = getattr(producer, "too_large", None), getattr(producer, "refused", None)
             if seen is not None:
                 producer.too_large = None
-                if refused is None or seen.size > refused.size:
-                    refused = seen
+                if too_large is None or seen.size > too_large.size:
+                    too_large = seen
+            if other is not None:
+                producer.refused = None
+                refused = refused or other
+        if too_large is not None:
+            raise self._too_large(too_large)
         if refused is None:
-            return
-        topic, limit = refused.topic, self.message_limit(refused.topic)
+            return ""
+        if refused.err == ERR_INVALID_RECORD:
+            raise self._invalid(refused)
+        name = KafkaError(refused.err).name()
+        grant = (f": grant the streamer's principal WRITE on topic {refused.topic} (it goes on "
+                 f"by itself once granted)" if refused.err == ERR_TOPIC_AUTHORIZATION else "")
+        return (f"; {refused.count} message(s) failed, the first of topic {refused.topic}: "
+                f"{refused.reason} ({name}){grant}")
+
+    def _too_large(self, refused: Refused) -> OversizedRow:
+        topic = refused.topic
+        text = self.topic_config(topic).get("max.message.bytes")
+        limit = int(text) if text is not None and text.isdigit() else None
         batch = "" if limit is None or refused.size > limit else (
             f"; the message is under it, the batch it went in was not: set kafka.batch.size "
             f"below {limit}")
-        raise OversizedRow(
+        return OversizedRow(
             f"Kafka refused {refused.count} message(s) as too large (MESSAGE_TOO_LARGE); the "
             f"largest, {refused.size} bytes, is a row change of topic {topic}, which takes "
             f"{'fewer' if limit is None else limit} bytes (its max.message.bytes){batch}; its "
             f"key, Avro-encoded: {_key_text(refused.key, refused.key_len)}. Raise the topic's "
             f"limit (kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
             f"--add-config max.message.bytes=N), or {WAYS_ON}")
+
+    def _invalid(self, refused: Refused) -> RefusedRow:
+        """INVALID_RECORD: the topic's settings refuse the message. A compacted topic refuses
+        every keyless record (a TRUNCATE, a row of a table without a primary key); a broker may
+        validate more (a schema, on some distributions)."""
+        topic = refused.topic
+        policy = self.topic_config(topic).get("cleanup.policy", "")
+        head = (f"Kafka refused {refused.count} message(s) of topic {topic} as invalid "
+                f"(INVALID_RECORD: {refused.reason})")
+        if refused.key is None and "compact" in policy:
+            return RefusedRow(
+                f"{head}: the topic is compacted (cleanup.policy {policy}), which takes only "
+                f"keyed records, and the message has none: a TRUNCATE, or a row of a table "
+                f"without a primary key. Nothing from it on was published. Set the topic's "
+                f"cleanup.policy to delete (kafka-configs.sh --alter --entity-type topics "
+                f"--entity-name {topic} --add-config cleanup.policy=delete), or leave the table "
+                f"out (tables.exclude), then restart: the position is before this message")
+        return RefusedRow(
+            f"{head}: the topic's settings refuse it (the broker's log names the check that "
+            f"failed); its key, Avro-encoded: {_key_text(refused.key, refused.key_len)}. Nothing "
+            f"from it on was published. Change the topic's settings (kafka-configs.sh "
+            f"--describe --entity-type topics --entity-name {topic}), then restart: the position "
+            f"is before this message")
 
     def _wait_for_room(self, topic: str, value: Optional[bytes], key: Optional[bytes],
                        headers: Optional[Headers]) -> None:
@@ -349,8 +394,8 @@ class Transactions:
                                          f"{self.cfg.commit_retries} retries): replacing "
                                          f"the producer") from None
                 self.abort()
-                self._stop_if_refused()
-                raise BatchAborted(f"commit failed ({err.str()}); the batch was aborted and "
+                why = self._stop_if_refused()
+                raise BatchAborted(f"commit failed ({err.str()}){why}; the batch was aborted and "
                                    f"will be re-read from {self.committed.describe() if self.committed else 'the start'}") from None
         self.in_tx = False
         self.last_commit_s = time.monotonic() - started
@@ -408,8 +453,8 @@ class Transactions:
         # down) and only accepts an abort; the batch is re-read after it.
         if err.txn_requires_abort() or err.retriable() or err.code() == KafkaError._STATE:
             self.abort()
-            self._stop_if_refused()
-            raise BatchAborted(f"{what} failed ({err.str()}); the batch was aborted") from None
+            why = self._stop_if_refused()
+            raise BatchAborted(f"{what} failed ({err.str()}){why}; the batch was aborted") from None
         raise KafkaFatal(f"Kafka error during {what}: {err.str()}") from None
 
     def queue_depth(self) -> int:

@@ -7,6 +7,8 @@ import sys
 import threading
 import time
 
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
 from tests import support
 from tests.e2e.servers import PrivateKafka, PrivateMariaDB, binlog_rows
 
@@ -354,7 +356,6 @@ def test_a_row_its_topic_refuses_as_too_large_stops_naming_it_and_streams_once_a
     # A topic made by someone else, at a smaller max.message.bytes than the producer's limit:
     # the broker refuses the row's batch, the transaction fails, and reading it again would
     # meet the same refusal for good. The streamer stops, naming the topic, the row and the fix.
-    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, b MEDIUMTEXT)")
@@ -385,3 +386,39 @@ def test_a_row_its_topic_refuses_as_too_large_stops_naming_it_and_streams_once_a
         assert proc.stop() == 0, proc.output()[-3000:]
     assert [m["key"]["id"] for m in msgs] == [2, 3]
     assert len(msgs[0]["value"]["after"]["b"]) == 192000
+
+
+def test_a_keyless_message_a_topic_compacted_elsewhere_refuses_stops_naming_it_and_goes_on_after(
+        db, tmp_path):
+    # topics.compact is off, but someone made the topic compacted: Kafka refuses the TRUNCATE
+    # (keyless) with the whole batch, for good. The streamer stops naming the policy, not a
+    # retry loop whose warnings say "Erroneous state"; nothing from the TRUNCATE on is published.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    ns = support.unique("cpx")
+    topic = f"{ns}.{name}.t"
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"])
+    admin = AdminClient({"bootstrap.servers": support.KAFKA})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO t VALUES (1)")
+        support.consume([topic], expect=1)
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={"cleanup.policy": "compact"})
+        admin.alter_configs([res])[res].result(timeout=30)
+        support.sql(conn, "TRUNCATE TABLE t", "INSERT INTO t VALUES (2)")
+        code = proc.wait(90)
+    out = proc.output()
+    assert code == 3, out[-3000:]
+    assert (f"of topic {topic} as invalid (INVALID_RECORD: Broker: Broker failed to validate "
+            f"record): the topic is compacted (cleanup.policy compact)") in out, out[-3000:]
+    assert f"--entity-name {topic} --add-config cleanup.policy=delete" in out, out[-3000:]
+    assert "Erroneous state" not in out, out[-3000:]
+    assert [m["key"]["id"] for m in support.consume([topic], decode_ns=ns)] == [1]
+    # The policy set back, the restart goes on from before the TRUNCATE: each message once.
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={"cleanup.policy": "delete"})
+    admin.alter_configs([res])[res].result(timeout=30)
+    with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+        msgs = support.consume([topic], expect=3, decode_ns=ns, timeout=60)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [(m["value"]["op"], m["key"] and m["key"]["id"]) for m in msgs] == \
+        [("c", 1), ("t", None), ("c", 2)]

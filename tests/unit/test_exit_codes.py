@@ -16,6 +16,7 @@ BY_CODE = [
     (errors.PurgedBinlog("binlog file mysql-bin.000001 is no longer on the server"), 3, "error"),
     (errors.MissingColumnNames("set binlog_row_metadata=FULL"), 3, "error"),
     (errors.SnapshotRefused("table db.t has no primary key"), 3, "error"),
+    (errors.RefusedRow("Kafka refused 1 message(s) of topic ns.db.t as invalid"), 3, "error"),
     (errors.LibraryVersionUnsupported("untested library version"), 3, "error"),
     (errors.PatchTargetMissing("library fix target is missing"), 3, "error"),
     (errors.StreamInterrupted("gave up"), 3, "error"),

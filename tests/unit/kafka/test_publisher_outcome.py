@@ -154,19 +154,29 @@ def test_a_message_over_the_size_limit_stops_once_naming_the_topic_key_size_and_
 
 
 class Refused(FailingProducer):
-    """Kafka refused one of the transaction's messages as too large: the commit fails and needs
-    an abort, and the drain thread has noted the message (rdkafka.Producer.too_large)."""
+    """Kafka refused one of the transaction's messages: the commit fails and needs an abort, and
+    the drain thread has noted the message (rdkafka.Producer.too_large, or .refused for a
+    refusal of another kind)."""
 
-    def __init__(self, size):
-        super().__init__(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too "
-                                    "large", txn_requires_abort=True))
-        self.too_large = None
-        self.size = size
+    def __init__(self, size, err=KafkaError.MSG_SIZE_TOO_LARGE, key=b"\x02\x04",
+                 reason="Broker: Message size too large"):
+        super().__init__(KafkaError(err, reason, txn_requires_abort=True))
+        self.too_large = self.refused = None
+        self.size, self.err, self.key, self.reason = size, err, key, reason
 
     def commit_transaction(self, timeout):
         from streamer.kafka.rdkafka import Refused as Noted
-        self.too_large = Noted("ns.db.t", self.size, b"\x02\x04", 2, 2)
+        noted = Noted("ns.db.t", self.size, self.key, len(self.key or b""), 2, self.err,
+                      self.reason)
+        if self.err == KafkaError.MSG_SIZE_TOO_LARGE:
+            self.too_large = noted
+        else:
+            self.refused = noted
         super().commit_transaction(timeout)
+
+
+def _topic_config(monkeypatch, conf):
+    monkeypatch.setattr(Publisher, "topic_config", lambda self, topic: conf)
 
 
 @pytest.mark.parametrize("limit", [50000, None])
@@ -177,7 +187,7 @@ def test_a_message_the_topic_refuses_as_too_large_stops_naming_it_not_a_retry_lo
     producer = Refused(200073)
     pub = _publisher(producer)
     before = pub.committed
-    monkeypatch.setattr(Publisher, "message_limit", lambda self, topic: limit)
+    _topic_config(monkeypatch, {"max.message.bytes": "50000"} if limit else {})
     with pytest.raises(OversizedRow) as err:
         pub.commit(Position("f", 100))
     text = str(err.value)
@@ -195,10 +205,59 @@ def test_a_batch_over_the_topics_limit_of_messages_under_it_names_the_batch_size
     from streamer.errors import OversizedRow
 
     pub = _publisher(Refused(30000))
-    monkeypatch.setattr(Publisher, "message_limit", lambda self, topic: 50000)
+    _topic_config(monkeypatch, {"max.message.bytes": "50000"})
     with pytest.raises(OversizedRow, match="the message is under it, the batch it went in was "
                                            "not: set kafka.batch.size below 50000"):
         pub.commit(Position("f", 100))
+
+
+def test_a_keyless_message_a_compacted_topic_refuses_stops_naming_the_policy_and_the_fix(
+        monkeypatch):
+    from streamer.errors import RefusedRow
+
+    producer = Refused(300, KafkaError.INVALID_RECORD, None, "Broker: Broker failed to validate "
+                                                             "record")
+    pub = _publisher(producer)
+    before = pub.committed
+    _topic_config(monkeypatch, {"cleanup.policy": "compact", "max.message.bytes": "1048588"})
+    with pytest.raises(RefusedRow) as err:
+        pub.commit(Position("f", 100))
+    text = str(err.value)
+    assert text.startswith("Kafka refused 2 message(s) of topic ns.db.t as invalid "
+                           "(INVALID_RECORD: Broker: Broker failed to validate record): the "
+                           "topic is compacted (cleanup.policy compact)")
+    assert "a TRUNCATE, or a row of a table without a primary key" in text
+    assert "--entity-name ns.db.t --add-config cleanup.policy=delete" in text
+    assert producer.calls[-1] == "abort" and pub.committed is before
+    assert err.value.exit_code == 3 and producer.refused is None
+
+
+def test_an_invalid_message_of_another_cause_stops_naming_its_key_and_the_topic_s_settings(
+        monkeypatch):
+    from streamer.errors import RefusedRow
+
+    pub = _publisher(Refused(300, KafkaError.INVALID_RECORD, b"\x02\x06", "Broker: Broker "
+                                                                      "failed to validate record"))
+    _topic_config(monkeypatch, {"cleanup.policy": "delete"})
+    with pytest.raises(RefusedRow, match=r"the topic's settings refuse it \(the broker's log "
+                                         r"names the check that failed\); its key, Avro-encoded: "
+                                         r"0206\. "):
+        pub.commit(Position("f", 100))
+
+
+def test_another_refusal_is_named_in_the_retry_s_message_and_read_again(monkeypatch):
+    # An ACL can be granted while the streamer runs: the batch is read again, and the retry's
+    # warning names the topic and the reason, not the "Erroneous state" of the calls after it.
+    producer = Refused(300, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                       reason="Broker: Topic authorization failed")
+    pub = _publisher(producer)
+    _topic_config(monkeypatch, {})
+    with pytest.raises(BatchAborted) as err:
+        pub.commit(Position("f", 100))
+    assert ("; 2 message(s) failed, the first of topic ns.db.t: Broker: Topic authorization "
+            "failed (TOPIC_AUTHORIZATION_FAILED): grant the streamer's principal WRITE on topic "
+            "ns.db.t") in str(err.value)
+    assert producer.refused is None and producer.calls[-1] == "abort"
 
 
 def test_a_failed_commit_with_nothing_refused_is_read_again():

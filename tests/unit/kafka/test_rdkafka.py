@@ -59,6 +59,22 @@ def test_a_failed_message_does_not_stay_outstanding_and_close_stops_the_drain_th
     assert not p._drainer.is_alive()
 
 
+def test_a_failed_message_is_kept_to_name_its_topic_key_and_reason_a_keyless_one_first():
+    # Two messages time out (nothing listens): the one kept is the keyless one, which names a
+    # compacted topic's refusal of a whole batch; both are counted.
+    p = rdkafka.Producer({"bootstrap.servers": NOWHERE, "message.timeout.ms": 200})
+    try:
+        p.produce("t", b"value", b"k")
+        p.produce("u", b"v", None)
+        assert p.flush(20) == 0
+    finally:
+        p.close()
+    assert p.too_large is None and p.refused is not None
+    got = p.refused
+    assert (got.topic, got.key, got.key_len, got.size, got.count) == ("u", None, 0, 1, 2)
+    assert got.err == -192 and got.reason == "Local: Message timed out"
+
+
 def test_a_broker_error_on_the_event_queue_is_not_counted_as_a_message():
     # A refused connection puts an error op on the main queue, which rd_kafka_outq_len counts.
     # CI once saw flush() report that op as a message still queued.
