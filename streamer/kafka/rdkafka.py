@@ -22,6 +22,7 @@ import hashlib
 import importlib
 import logging
 import os
+import re
 import threading
 import time
 from typing import Any, Dict, Optional, Tuple
@@ -133,6 +134,7 @@ PREBUILT = "_rdkafka_ffi"  # streamer/kafka/_rdkafka_ffi.py, written by `make ff
 NO_SPIN = 0x02040000  # 2.4.0: the main thread no longer polls out waits shorter than 1 ms
 
 log = logging.getLogger(__name__)
+_THREAD = re.compile(r"^\[thrd:[^\]]*\]: ")  # a log line's thread tag
 
 
 def cdef_digest() -> str:
@@ -296,6 +298,10 @@ class Producer:
         # Set by the drain thread, read (and cleared) by the publisher when a transaction fails.
         self.too_large: Optional[Refused] = None
         self.refused: Optional[Refused] = None  # the first failure of any other kind
+        # Why the open transaction failed (librdkafka's TXNERR line): the calls after it say
+        # only "Erroneous state", and a refusal outside a delivery (an ACL refusing a topic
+        # its partitions) has no report.
+        self.txn_failure: Optional[str] = None
         self._drainer = threading.Thread(target=self._drain, name="rdkafka-failures", daemon=True)
         self._drainer.start()
         self._topics: Dict[str, Any] = {}
@@ -457,7 +463,10 @@ class Producer:
         text = _ffi.new(_TEXT_OUT)
         level = _ffi.new(_INT_OUT)
         if self._lib.rd_kafka_event_log(ev, fac, text, level) == 0:
-            logs.emit(level[0], _text(fac[0]), _text(text[0]))
+            facility, line = _text(fac[0]), _text(text[0])
+            if facility == "TXNERR":
+                self.txn_failure = _THREAD.sub("", line, 1)
+            logs.emit(level[0], facility, line)
 
     def flush(self, timeout: float = 60.0) -> int:
         """Wait until every message is acknowledged or its failure discarded; returns how many

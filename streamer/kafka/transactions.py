@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 # A Kafka outage makes the queue fill again and again; say so once, not once per message.
 QUEUE_FULL_LOG_EVERY_S = 300.0
-ERR_TOPIC_AUTHORIZATION = 29  # TOPIC_AUTHORIZATION_FAILED: no ACL lets the streamer write the topic
 WAYS_ON = ("keep the big column out with tables.columns.exclude or mask ('truncate:N'), then "
            "restart: the position is before this row")
 
@@ -211,6 +210,8 @@ class Transactions:
             self.producer.too_large = None  # of a transaction that ended: not this one's
         if getattr(self.producer, "refused", None) is not None:
             self.producer.refused = None
+        if getattr(self.producer, "txn_failure", None) is not None:
+            self.producer.txn_failure = None
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
@@ -264,11 +265,18 @@ class Transactions:
             return ""
         if refused.err == ERR_INVALID_RECORD:
             raise self._invalid(refused)
-        name = KafkaError(refused.err).name()
-        grant = (f": grant the streamer's principal WRITE on topic {refused.topic} (it goes on "
-                 f"by itself once granted)" if refused.err == ERR_TOPIC_AUTHORIZATION else "")
         return (f"; {refused.count} message(s) failed, the first of topic {refused.topic}: "
-                f"{refused.reason} ({name}){grant}")
+                f"{refused.reason} ({KafkaError(refused.err).name()})")
+
+    def _txn_failure(self) -> str:
+        """Why the open transaction failed, as librdkafka logged it, for a call refused after it
+        ("Erroneous state"); a topic the streamer may not write names its fix."""
+        failure = getattr(self.producer, "txn_failure", None)
+        if not failure:
+            return ""
+        grant = ("; grant the streamer's principal WRITE on that topic: it goes on by itself "
+                 "once granted" if "TOPIC_AUTHORIZATION_FAILED" in failure else "")
+        return f": the transaction had failed: {failure}{grant}"
 
     def _too_large(self, refused: Refused) -> OversizedRow:
         topic = refused.topic
@@ -452,9 +460,11 @@ class Transactions:
         # _STATE: the transaction already failed (e.g. messages timed out while the broker was
         # down) and only accepts an abort; the batch is re-read after it.
         if err.txn_requires_abort() or err.retriable() or err.code() == KafkaError._STATE:
-            self.abort()
+            self.abort()  # (librdkafka's line saying why has been read by then)
+            failure = self._txn_failure() if err.code() == KafkaError._STATE else ""
             why = self._stop_if_refused()
-            raise BatchAborted(f"{what} failed ({err.str()}){why}; the batch was aborted") from None
+            raise BatchAborted(f"{what} failed ({err.str()}{failure}){why}; the batch was "
+                               f"aborted") from None
         raise KafkaFatal(f"Kafka error during {what}: {err.str()}") from None
 
     def queue_depth(self) -> int:

@@ -246,18 +246,50 @@ def test_an_invalid_message_of_another_cause_stops_naming_its_key_and_the_topic_
 
 
 def test_another_refusal_is_named_in_the_retry_s_message_and_read_again(monkeypatch):
-    # An ACL can be granted while the streamer runs: the batch is read again, and the retry's
-    # warning names the topic and the reason, not the "Erroneous state" of the calls after it.
-    producer = Refused(300, KafkaError.TOPIC_AUTHORIZATION_FAILED,
-                       reason="Broker: Topic authorization failed")
+    # Messages that timed out (a broker away): the batch is read again, and the retry's warning
+    # names the topic and the reason.
+    producer = Refused(300, KafkaError._MSG_TIMED_OUT, reason="Local: Message timed out")
     pub = _publisher(producer)
-    _topic_config(monkeypatch, {})
     with pytest.raises(BatchAborted) as err:
         pub.commit(Position("f", 100))
-    assert ("; 2 message(s) failed, the first of topic ns.db.t: Broker: Topic authorization "
-            "failed (TOPIC_AUTHORIZATION_FAILED): grant the streamer's principal WRITE on topic "
-            "ns.db.t") in str(err.value)
+    assert ("commit failed (Local: Message timed out); 2 message(s) failed, the first of topic "
+            "ns.db.t: Local: Message timed out (_MSG_TIMED_OUT); the batch was aborted") in \
+        str(err.value)
     assert producer.refused is None and producer.calls[-1] == "abort"
+
+
+class FailedBefore(FailingProducer):
+    """Its transaction failed when the broker refused to add a topic's partition to it (an
+    ACL): librdkafka logged why (``txn_failure``), and a produce after it is refused with
+    _STATE; no delivery report names it."""
+
+    def __init__(self, failure):
+        super().__init__(KafkaError(KafkaError._STATE, "Local: Erroneous state"))
+        self.txn_failure = failure
+        self.refused = self.too_large = None
+
+    def produce(self, topic, value, key, headers=None):
+        self.calls.append("produce")
+        raise KafkaException(self.error)
+
+
+def test_a_call_refused_after_the_transaction_failed_names_why_it_failed():
+    failure = ("Current transaction failed in state InTransaction: Failed to add partition(s) "
+               "to transaction on broker 1: Broker: Topic authorization failed (after 2 ms) "
+               "(TOPIC_AUTHORIZATION_FAILED)")
+    producer = FailedBefore(failure)
+    pub = _publisher(producer)
+    with pytest.raises(BatchAborted) as err:
+        pub.produce("ns.db.t", b"v", b"k")
+    assert str(err.value) == (
+        f"produce to ns.db.t failed (Local: Erroneous state: the transaction had failed: "
+        f"{failure}; grant the streamer's principal WRITE on that topic: it goes on by itself "
+        f"once granted); the batch was aborted")
+    assert producer.calls == ["produce", "abort"]
+    # The next transaction's failures are its own: begin forgets this one's.
+    pub.prepared = True  # (its topics made)
+    pub._begin()
+    assert producer.txn_failure is None and producer.calls[-1] == "begin"
 
 
 def test_a_failed_commit_with_nothing_refused_is_read_again():
