@@ -123,6 +123,7 @@ ERR_FATAL = -150
 ERR_INVALID_ARG = -186
 ERR_MSG_SIZE_TOO_LARGE = 10  # the broker's MESSAGE_TOO_LARGE: over the topic's max.message.bytes
 ERR_INVALID_RECORD = 87  # the broker's validation refused it (a keyless record, compacted topic)
+LOG_ERR = 3  # syslog's level of librdkafka's error lines (its debug lines share facilities)
 ERR_PURGED = (-152, -151)  # _PURGE_QUEUE, _PURGE_INFLIGHT: an abort's doing, not Kafka's answer
 KEY_SHOWN = 64  # bytes of a refused message's key kept to name it
 MIN_VERSION = 0x01060000  # error objects, the transactional API and produceva as used here
@@ -302,6 +303,7 @@ class Producer:
         # only "Erroneous state", and a refusal outside a delivery (an ACL refusing a topic
         # its partitions) has no report.
         self.txn_failure: Optional[str] = None
+        self.partition_failure: Optional[str] = None  # a partition it could not be given
         self._drainer = threading.Thread(target=self._drain, name="rdkafka-failures", daemon=True)
         self._drainer.start()
         self._topics: Dict[str, Any] = {}
@@ -425,6 +427,11 @@ class Producer:
             ev = lib.rd_kafka_queue_poll(self._events, 0)
         return n
 
+    def forget_failures(self) -> None:
+        """What the last transaction's failures noted (a new one's are its own)."""
+        self.too_large = self.refused = None
+        self.txn_failure = self.partition_failure = None
+
     def _failed(self, ev: Any) -> None:
         """Keep the largest of the failed messages Kafka refused as too large (``too_large``)
         and the first that failed otherwise (``refused``), for the publisher to name; the
@@ -464,8 +471,11 @@ class Producer:
         level = _ffi.new(_INT_OUT)
         if self._lib.rd_kafka_event_log(ev, fac, text, level) == 0:
             facility, line = _text(fac[0]), _text(text[0])
-            if facility == "TXNERR":
-                self.txn_failure = _THREAD.sub("", line, 1)
+            if level[0] <= LOG_ERR:
+                if facility == "TXNERR":
+                    self.txn_failure = _THREAD.sub("", line, 1)
+                elif facility == "ADDPARTS":  # it names the topic; TXNERR only the broker
+                    self.partition_failure = _THREAD.sub("", line, 1)
             logs.emit(level[0], facility, line)
 
     def flush(self, timeout: float = 60.0) -> int:

@@ -206,12 +206,9 @@ class Transactions:
             self.prepare()
         if self._abort_pending:
             self.abort()
-        if getattr(self.producer, "too_large", None) is not None:
-            self.producer.too_large = None  # of a transaction that ended: not this one's
-        if getattr(self.producer, "refused", None) is not None:
-            self.producer.refused = None
-        if getattr(self.producer, "txn_failure", None) is not None:
-            self.producer.txn_failure = None
+        forget = getattr(self.producer, "forget_failures", None)
+        if forget is not None:
+            forget()  # of a transaction that ended: not this one's
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
@@ -274,7 +271,10 @@ class Transactions:
         failure = getattr(self.producer, "txn_failure", None)
         if not failure:
             return ""
-        grant = ("; grant the streamer's principal WRITE on that topic: it goes on by itself "
+        partition = getattr(self.producer, "partition_failure", None)
+        if partition:
+            failure += f"; {partition}"
+        grant = ("; grant the streamer's principal WRITE on the topic: it goes on by itself "
                  "once granted" if "TOPIC_AUTHORIZATION_FAILED" in failure else "")
         return f": the transaction had failed: {failure}{grant}"
 

@@ -266,6 +266,8 @@ class FailedBefore(FailingProducer):
     def __init__(self, failure):
         super().__init__(KafkaError(KafkaError._STATE, "Local: Erroneous state"))
         self.txn_failure = failure
+        self.partition_failure = ('Failed to add partition "ns.db.t" [0] to transaction: '
+                                  'Broker: Topic authorization failed')
         self.refused = self.too_large = None
 
     def produce(self, topic, value, key, headers=None):
@@ -283,13 +285,28 @@ def test_a_call_refused_after_the_transaction_failed_names_why_it_failed():
         pub.produce("ns.db.t", b"v", b"k")
     assert str(err.value) == (
         f"produce to ns.db.t failed (Local: Erroneous state: the transaction had failed: "
-        f"{failure}; grant the streamer's principal WRITE on that topic: it goes on by itself "
-        f"once granted); the batch was aborted")
+        f"{failure}; Failed to add partition \"ns.db.t\" [0] to transaction: Broker: Topic "
+        f"authorization failed; grant the streamer's principal WRITE on the topic: it goes on "
+        f"by itself once granted); the batch was aborted")
     assert producer.calls == ["produce", "abort"]
-    # The next transaction's failures are its own: begin forgets this one's.
+
+
+def test_a_transaction_begins_forgetting_the_failures_the_last_one_noted():
+    from streamer.kafka.rdkafka import Producer
+
+    class Noted(FailingProducer):
+        forget_failures = Producer.forget_failures
+
+    producer = Noted(None)
+    producer.too_large = producer.refused = object()
+    producer.txn_failure, producer.partition_failure = "failed", "a partition"
+    pub = _publisher(producer)
+    pub.in_tx = False
     pub.prepared = True  # (its topics made)
     pub._begin()
-    assert producer.txn_failure is None and producer.calls[-1] == "begin"
+    assert producer.calls == ["begin"] and pub.in_tx
+    assert (producer.too_large, producer.refused, producer.txn_failure,
+            producer.partition_failure) == (None, None, None, None)
 
 
 def test_a_failed_commit_with_nothing_refused_is_read_again():

@@ -76,33 +76,43 @@ def test_a_failed_message_is_kept_to_name_its_topic_key_and_reason_a_keyless_one
 
 
 class LogEvents:
-    """rd_kafka_event_log of a librdkafka that logged ``lines`` ((facility, text) each)."""
+    """rd_kafka_event_log of a librdkafka that logged ``lines`` ((facility, syslog level, text)
+    each)."""
 
     def __init__(self, lines):
         self.lines = lines
         self.kept = []
 
     def rd_kafka_event_log(self, ev, fac, text, level):
-        facility, line = self.lines[ev]
+        facility, syslog_level, line = self.lines[ev]
         self.kept += [rdkafka._ffi.new("char[]", facility.encode()),
                       rdkafka._ffi.new("char[]", line.encode())]
-        fac[0], text[0], level[0] = self.kept[-2], self.kept[-1], 3
+        fac[0], text[0], level[0] = self.kept[-2], self.kept[-1], syslog_level
         return 0
 
 
-def test_why_a_transaction_failed_is_kept_from_librdkafka_s_line_without_its_thread_tag():
+def test_why_a_transaction_failed_is_kept_from_librdkafka_s_error_lines_without_thread_tags():
     p = rdkafka.Producer.__new__(rdkafka.Producer)
-    p.txn_failure = None
+    p.txn_failure = p.partition_failure = None
     p._lib = LogEvents([
-        ("TXNERR", "[thrd:127.0.0.1:9092/1]: Current transaction failed in state InTransaction: "
-                   "Failed to add partition(s) to transaction on broker 1: Broker: Topic "
-                   "authorization failed (TOPIC_AUTHORIZATION_FAILED)"),
-        ("ADDPARTS", "[thrd:main]: Failed to add partition \"ns.db.t\" [0] to transaction")])
-    p._log(0)
-    p._log(1)  # another facility's line leaves it
+        ("ADDPARTS", 3, "[thrd:127.0.0.1:9092/1]: Failed to add partition \"ns.db.t\" [0] to "
+                        "transaction: Broker: Topic authorization failed"),
+        ("TXNERR", 3, "[thrd:127.0.0.1:9092/1]: Current transaction failed in state "
+                      "InTransaction: Failed to add partition(s) to transaction on broker 1: "
+                      "Broker: Topic authorization failed (TOPIC_AUTHORIZATION_FAILED)"),
+        # Debug lines of the same facilities (debug=eos) leave them.
+        ("TXNERR", 7, "[thrd:main]: Ignoring sub-sequent abortable transaction error"),
+        ("ADDPARTS", 7, "[thrd:main]: AddPartitionsToTxn response: partition ...")])
+    for ev in range(4):
+        p._log(ev)
     assert p.txn_failure == ("Current transaction failed in state InTransaction: Failed to add "
                              "partition(s) to transaction on broker 1: Broker: Topic "
                              "authorization failed (TOPIC_AUTHORIZATION_FAILED)")
+    assert p.partition_failure == ('Failed to add partition "ns.db.t" [0] to transaction: '
+                                   'Broker: Topic authorization failed')
+    p.too_large = p.refused = object()
+    p.forget_failures()
+    assert (p.too_large, p.refused, p.txn_failure, p.partition_failure) == (None,) * 4
 
 
 def test_a_broker_error_on_the_event_queue_is_not_counted_as_a_message():
