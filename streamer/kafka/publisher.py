@@ -107,6 +107,11 @@ class Publisher(Transactions):
     def topic_config(self, topic: str) -> Dict[str, str]:
         return self.topics.topic_config(topic)
 
+    def forget_topic(self, topic: str) -> None:
+        self.topics.known.discard(topic)
+        if topic in (self.positions_topic, self.schemas_topic):
+            self.prepared = False  # the next transaction makes them sure again (prepare)
+
     def reachable(self) -> bool:
         return self.topics.reachable()
 

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 # A Kafka outage makes the queue fill again and again; say so once, not once per message.
 QUEUE_FULL_LOG_EVERY_S = 300.0
+# A topic that doesn't exist (deleted while the streamer ran): librdkafka's and the broker's code.
+GONE = (KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART)
 WAYS_ON = ("keep the big column out with tables.columns.exclude or mask ('truncate:N'), then "
            "restart: the position is before this row")
 
@@ -223,9 +225,23 @@ class Transactions:
         except BufferError:
             self._wait_for_room(topic, value, key, headers)
         except KafkaException as exc:
-            if _kafka_error(exc).code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            code = _kafka_error(exc).code()
+            if code == KafkaError.MSG_SIZE_TOO_LARGE:
                 self._oversized(topic, value, key)
+            if code in GONE:
+                self._gone(topic)
             self._raise(exc, f"produce to {topic}")
+
+    def _gone(self, topic: str) -> None:
+        """A topic deleted while the streamer runs: the batch is read again, and the topic made
+        again first, as a restart would (librdkafka refuses every message to it from then on)."""
+        self.forget_topic(topic)
+        self.abort()
+        raise BatchAborted(f"topic {topic} is gone (deleted while the streamer ran?): the batch "
+                           f"was aborted, and the topic is made again before it is read again")
+
+    def forget_topic(self, topic: str) -> None:
+        """``topic`` is to be made sure of again (Publisher: it was deleted)."""
 
     def _oversized(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
         """Stop at a message no retry can publish, naming it and the ways on. The batch is
@@ -262,6 +278,8 @@ class Transactions:
             return ""
         if refused.err == ERR_INVALID_RECORD:
             raise self._invalid(refused)
+        if refused.err in GONE:
+            self.forget_topic(refused.topic)
         return (f"; {refused.count} message(s) failed, the first of topic {refused.topic}: "
                 f"{refused.reason} ({KafkaError(refused.err).name()})")
 

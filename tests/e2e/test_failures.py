@@ -410,3 +410,33 @@ def test_a_keyless_message_a_topic_compacted_elsewhere_refuses_stops_naming_it_a
         assert proc.stop() == 0, proc.output()[-3000:]
     assert [(m["value"]["op"], m["key"] and m["key"]["id"]) for m in msgs] == \
         [("c", 1), ("t", None), ("c", 2)]
+
+
+def test_a_topic_deleted_while_streaming_is_made_again_and_the_stream_goes_on(db, tmp_path):
+    # With the broker's auto-creation off (as in most production clusters), a deleted topic
+    # stopped the streamer (exit 4, "Local: Unknown topic"). The batch is read again, after the
+    # topic is made again, as a restart would: each row once, the one in flight included.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    ns = support.unique("gone")
+    topic = f"{ns}.{name}.t"
+    # (Shorter librdkafka waits for a message and a topic's metadata than the defaults, 60 and
+    # 30 s, so that the test takes seconds.)
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               kafka={"bootstrap.servers": support.KAFKA,
+                                      "allow.auto.create.topics": False,
+                                      "message.timeout.ms": 5000,
+                                      "topic.metadata.propagation.max.ms": 2000})
+    admin = AdminClient({"bootstrap.servers": support.KAFKA})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO t VALUES (1)")
+        support.consume([topic], expect=1)
+        admin.delete_topics([topic])[topic].result(30)
+        support.wait_for(lambda: topic not in admin.list_topics(timeout=10).topics, timeout=30,
+                         what="the topic's deletion")
+        support.sql(conn, "INSERT INTO t VALUES (2)", "INSERT INTO t VALUES (3)")
+        msgs = support.consume([topic], expect=2, decode_ns=ns, timeout=120)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [2, 3]
+    assert proc.output().count(f"created topic {topic}") == 2, proc.output()[-3000:]

@@ -389,3 +389,39 @@ def test_a_healthy_batch_dropped_by_choice_is_delivered_before_its_abort():
     pub.in_tx = True
     pub.abort()  # a failed batch's: nothing waits for messages that may never be delivered
     assert producer.calls == ["flush", "abort", "abort"]
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_a_topic_deleted_under_the_streamer_is_made_again_before_the_batch_is_read_again(own):
+    # librdkafka refuses every message to a topic it learnt is gone (_UNKNOWN_TOPIC): the batch
+    # is aborted and read again (not an exit), and the topic made sure of again first; the
+    # checkpoint topic by the next transaction's prepare.
+    class Gone(FailingProducer):
+        def produce(self, topic, value, key, headers=None):
+            self.calls.append("produce")
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Local: Unknown topic"))
+
+    producer = Gone(None)
+    pub = _publisher(producer)
+    topic = pub.positions_topic if own else "ns.db.t"
+    pub.topics.known = {topic, "ns.other"}
+    pub.prepared = True
+    with pytest.raises(BatchAborted) as err:
+        pub.produce(topic, b"v", b"k")
+    assert str(err.value) == (f"topic {topic} is gone (deleted while the streamer ran?): the "
+                              f"batch was aborted, and the topic is made again before it is "
+                              f"read again")
+    assert pub.topics.known == {"ns.other"} and producer.calls == ["produce", "abort"]
+    assert pub.prepared is not own
+
+
+def test_a_message_refused_as_its_topic_is_unknown_has_the_topic_made_again():
+    producer = Refused(300, KafkaError.UNKNOWN_TOPIC_OR_PART,
+                       reason="Broker: Unknown topic or partition")
+    pub = _publisher(producer)
+    pub.topics.known = {"ns.db.t", "ns.other"}
+    with pytest.raises(BatchAborted, match="the first of topic ns.db.t: Broker: Unknown topic or "
+                                           "partition .UNKNOWN_TOPIC_OR_PART.; the batch was "
+                                           "aborted"):
+        pub.commit(Position("f", 100))
+    assert pub.topics.known == {"ns.other"}
