@@ -260,7 +260,8 @@ class Transactions:
         a way no retry can change (too large for its topic, or invalid there), naming it, rather
         than read the batch again and again into the same refusal. Otherwise, what Kafka refused
         and why, for the warning of the retry ("" if nothing): once a transaction has failed,
-        the calls after it say only "Erroneous state"."""
+        the calls after it say only "Erroneous state". A topic refused as unknown is made again
+        before the retry (``_gone``)."""
         too_large: Optional[Refused] = None
         refused: Optional[Refused] = None
         for producer in self.producers:
