@@ -122,7 +122,6 @@ ERR_QUEUE_FULL = -184
 ERR_FATAL = -150
 ERR_INVALID_ARG = -186
 ERR_MSG_SIZE_TOO_LARGE = 10  # the broker's MESSAGE_TOO_LARGE: over the topic's max.message.bytes
-ERR_INVALID_RECORD = 87  # the broker's validation refused it (a keyless record, compacted topic)
 LOG_ERR = 3  # syslog's level of librdkafka's error lines (its debug lines share facilities)
 ERR_PURGED = (-152, -151)  # _PURGE_QUEUE, _PURGE_INFLIGHT: an abort's doing, not Kafka's answer
 KEY_SHOWN = 64  # bytes of a refused message's key kept to name it

@@ -31,7 +31,7 @@ from confluent_kafka import KafkaError, KafkaException
 from streamer.config import Config
 from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, OversizedRow,
                              ProducerBroken, RefusedRow)
-from streamer.kafka.rdkafka import ERR_INVALID_RECORD, KEY_SHOWN, Producer, Refused
+from streamer.kafka.rdkafka import KEY_SHOWN, Producer, Refused
 from streamer.kafka.settings import kafka_error as _kafka_error
 from streamer.kafka.settings import producer_settings, transactional_ids
 from streamer.kafka.sink import Headers
@@ -277,7 +277,7 @@ class Transactions:
             raise self._too_large(too_large)
         if refused is None:
             return ""
-        if refused.err == ERR_INVALID_RECORD:
+        if refused.err == KafkaError.INVALID_RECORD:
             raise self._invalid(refused)
         if refused.err in GONE:
             self.forget_topic(refused.topic)
