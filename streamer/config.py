@@ -24,6 +24,7 @@ from streamer.settings import (Check, Free, Key, Section, choice, flag, matches,
 _NAME = r"^[A-Za-z0-9_.\-]+$"
 _DB_NAME = r"^[A-Za-z0-9_]+$"
 _TOPIC = re.compile(r"^[A-Za-z0-9._{}-]+$")
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 NAME_WORDS = "letters, digits, '_', '-', '.'"
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 PEM = "a PEM file's path"
@@ -226,6 +227,8 @@ KEYS = Section("a streamer's config", {
         "name": Key("{namespace}.{db}.{table}", Check(_topic_template, "a template naming {db} "
                     "and {table} (and {namespace}, if you like), of the characters a Kafka topic "
                     "may hold: letters, digits, '.', '_', '-'"), "a table's topic"),
+        "names": Free({}, "'db.table': its topic, instead of topics.name's (for two tables "
+                      "whose names would meet in one topic)", "'db.table' to topic names"),
         "headers": Key(False, flag(), "Kafka headers op, db, table, schema_id on each message"),
     }),
     "format": Key("streamer", choice("streamer", "debezium", "json", allowed="streamer (Avro, the "
@@ -528,6 +531,22 @@ def _validate_key_columns(cfg: Config) -> None:
                  f"tables.key_columns.{table}", columns, "a list of the table's column names")
 
 
+def _validate_topic_names(cfg: Config) -> None:
+    seen: Dict[str, str] = {}
+    for table, topic in cfg["topics"]["names"].items():
+        _require(isinstance(table, str) and "." in table.strip("."), "topics.names", table,
+                 "'db.table' keys")
+        _require(isinstance(topic, str) and bool(_TOPIC_NAME.match(topic))
+                 and not topic.startswith("__") and len(topic) <= 249, f"topics.names.{table}",
+                 topic, "a topic name: up to 249 letters, digits, '.', '_', '-', not starting "
+                 "with '__'")
+        # Kafka's rule (schema.naming.kafka_form): '.' and '_' make no difference.
+        other = seen.setdefault(topic.replace(".", "_"), table)
+        _require(other == table, f"topics.names.{table}", topic,
+                 f"a topic no other table has: {other}'s is {cfg['topics']['names'][other]} "
+                 "(Kafka takes '.' and '_' in topic names as the same)")
+
+
 def _validate_debezium_avro(cfg: Config) -> None:
     if cfg["format"] == "debezium" and cfg["debezium"]["encoding"] == "avro":
         _require(bool(cfg["schema_registry"]["url"]), "schema_registry.url", None,
@@ -644,8 +663,8 @@ def _validate_profiler(cfg: Config) -> None:
 
 # The rules between keys, run in this order once every key passed its own check.
 RULES = (_validate_mysql, _validate_ha, _validate_start, _validate_kafka, _validate_registry_auth,
-         _validate_debezium_avro, _validate_key_columns, _validate_masks, _validate_profiler,
-         _derive_names)
+         _validate_debezium_avro, _validate_key_columns, _validate_topic_names, _validate_masks,
+         _validate_profiler, _derive_names)
 
 
 def _yaml() -> Any:

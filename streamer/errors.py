@@ -31,6 +31,11 @@ class ConfigError(StreamerError, ValueError):
     label = "config error"
 
 
+class TopicClash(ConfigError):
+    """Two tables (or a table and one of the streamer's own topics) would go to one topic, or to
+    two that Kafka takes as one: topics.names gives one of them its own."""
+
+
 # -- the MySQL source ------------------------------------------------------------------------------
 class SourceError(StreamerError):
     """A problem with the MySQL source that a retry will not fix; the message names the fix."""

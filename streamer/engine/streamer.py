@@ -39,6 +39,7 @@ from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
+from streamer.schema.naming import TopicNames
 from streamer.schema.versions import TableCatalog, TableFilter
 from streamer.source import server
 from streamer.source.definitions import Definitions
@@ -181,7 +182,7 @@ class Streamer:
                             compact=cfg.topics.compact,
                             schemas=evolution.schemas_from_records(records),
                             definitions=self.definitions if read_definitions else None,
-                            fmt=self.format, topic_template=cfg.topics.name)
+                            fmt=self.format, topics=TopicNames.from_config(cfg))
 
     def _collection(self, topic: str) -> str:
         """The ``db.table`` whose messages go to ``topic`` (Debezium's data_collection)."""

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource, NewTopic
 
-from streamer.errors import KafkaFatal
+from streamer.errors import KafkaFatal, TopicClash
 from streamer.kafka.settings import DEFAULT_PRODUCER, kafka_error
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,12 @@ def create_topics(admin: Any, topics: List[str], partitions: int, replication_fa
             log.info("created topic %s", topic)
         except KafkaException as exc:
             err = kafka_error(exc)
+            if err.code() == KafkaError.TOPIC_EXCEPTION and "collides" in err.str():
+                raise TopicClash(
+                    f"cannot create topic {topic}: {err.str()}. Kafka takes '.' and '_' in topic "
+                    f"names as the same, and the other topic exists already (made by an earlier "
+                    f"run, or outside the streamer): give the table a topic of its own with "
+                    f"topics.names, or leave it out with tables.exclude") from None
             if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import hashlib
 import logging
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -16,6 +15,7 @@ from streamer.codec import avro
 from streamer.errors import ConfigError, MissingColumnNames, UnsupportedValue
 from streamer.schema import columns, evolution, masking
 from streamer.schema.masking import ColumnRules
+from streamer.schema.naming import TOPIC_TEMPLATE, TopicNames, topic_name, topic_part
 from streamer.source import rowplan
 from streamer.source.definitions import NONE as NO_DEFINITION
 from streamer.source.definitions import Definition
@@ -73,32 +73,8 @@ def signature(event: Any) -> Tuple:
     return (event.schema, event.table, tuple(cols))
 
 
-# topics.name: a table's topic (config.py checks that it names {db} and {table}).
-TOPIC_TEMPLATE = "{namespace}.{db}.{table}"
-
-
 # A message's Kafka headers by op, for a version that has none.
 NO_HEADERS: Dict[str, Any] = {op: None for op in ("c", "u", "d", "r", "t")}
-
-
-def topic_name(template: str, namespace: str, db: str, table: str) -> str:
-    return template.replace("{namespace}", namespace).replace("{db}", topic_part(db)) \
-        .replace("{table}", topic_part(table))
-
-
-# What a Kafka topic name can't hold: anything but ASCII letters, digits, '.', '_' and '-'.
-_NOT_IN_TOPICS = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def topic_part(name: str) -> str:
-    """A database or table name as a topic name can hold it. MySQL takes any character in a
-    name (`café`, `order$items`), Kafka refuses the topic: such a name has each character a topic
-    can't hold made '_' and 8 hex digits of its SHA-1 appended, so that two names never share a
-    topic (`café$x` is `caf__x_` and the digits). Other names are kept as they are."""
-    if _NOT_IN_TOPICS.search(name) is None:
-        return name
-    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{_NOT_IN_TOPICS.sub('_', name)}_{digest}"
 
 
 class TableVersion:
@@ -112,10 +88,12 @@ class TableVersion:
                  previous: Optional[evolution.Previous] = None, binlog: bool = True,
                  rules: Optional[ColumnRules] = None, tombstones: bool = False,
                  compact: bool = False, definition: Definition = NO_DEFINITION,
-                 fmt: Optional[Any] = None, topic_template: str = TOPIC_TEMPLATE):
+                 fmt: Optional[Any] = None, topic_template: str = TOPIC_TEMPLATE,
+                 topic: Optional[str] = None):
         self.db: str = event.schema
         self.table: str = event.table
-        self.topic = topic_name(topic_template, namespace, self.db, self.table)
+        # A catalog's version has its topic from the catalog's TopicNames (topics.names too).
+        self.topic = topic or topic_name(topic_template, namespace, self.db, self.table)
         self.conversions: List[Tuple[str, str, Optional[Callable[[Any], Any]], Any]] = []
         # (Avro name, nullable, the value of an empty SET as published)
         self.empty_set_columns: List[Tuple[str, bool, str]] = []
@@ -430,10 +408,10 @@ class TopicSchema:
     a TRUNCATE of it (``engine.rows.publish_truncate``) when no row of it was read in this run."""
 
     def __init__(self, namespace: str, db: str, table: str, value_schema: Dict[str, Any],
-                 keyed: bool, compact: bool, topic_template: str = TOPIC_TEMPLATE) -> None:
+                 keyed: bool, compact: bool, topic: str) -> None:
         self.db = db
         self.table = table
-        self.topic = topic_name(topic_template, namespace, db, table)
+        self.topic = topic
         self.value_schema = value_schema
         self.value_writer = avro.Writer(value_schema)
         self.key_writer: Optional[avro.Writer] = None
@@ -474,9 +452,11 @@ class TableCatalog:
                  compact: bool = False,
                  schemas: Optional[Dict[str, Tuple[Dict[str, Any], bool]]] = None,
                  definitions: Optional[Any] = None, fmt: Optional[Any] = None,
-                 topic_template: str = TOPIC_TEMPLATE):
+                 topic_template: str = TOPIC_TEMPLATE, topics: Optional[TopicNames] = None):
         self.namespace = namespace
-        self.topic_template = topic_template
+        # Each table's topic; a table takes it when its first version is built here, and two
+        # tables can't take one (naming.TopicNames.claim).
+        self.topics = topics if topics is not None else TopicNames(namespace, topic_template)
         # The message format's attach(version) (codec.formats), or None: the streamer's Avro.
         self.fmt = fmt
         # What a MariaDB table map hides (source.definitions.Definitions), or None.
@@ -495,7 +475,9 @@ class TableCatalog:
         self._lineage = dict(lineage or {})
 
     def topic_of(self, db: str, table: str) -> str:
-        return topic_name(self.topic_template, self.namespace, db, table)
+        """The table's topic, which the table takes: another table of this run that would go
+        to it makes a TopicClash (naming.TopicNames.claim)."""
+        return self.topics.claim(db, table)
 
     def forget_current(self) -> None:
         """After a reconnect: announce each table's version again (its schema record may have
@@ -513,11 +495,11 @@ class TableCatalog:
         found = self.current.get((db, table)) or self._last.get((db, table))
         if found is not None:
             return found
-        known = self._schemas.get(self.topic_of(db, table))
+        known = self._schemas.get(self.topics.of(db, table))
         if known is None:
             return None
         found = TopicSchema(self.namespace, db, table, known[0], known[1], self.compact,
-                            self.topic_template)
+                            self.topic_of(db, table))
         if self.fmt is not None:
             self.fmt.attach_topic(found)
         return found
@@ -562,13 +544,14 @@ class TableCatalog:
         tv = self._described.get(sig)
         cur = self.current.get((described.schema, described.table))
         if tv is None:
-            previous = self._lineage.get(self.topic_of(described.schema, described.table))
+            topic = self.topic_of(described.schema, described.table)
+            previous = self._lineage.get(topic)
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
             tv = TableVersion(self.namespace, described, previous, binlog=False,
                               rules=self.rules, tombstones=self.tombstones,
                               compact=self.compact, definition=definition, fmt=self.fmt,
-                              topic_template=self.topic_template)
+                              topic=topic)
             self._described[sig] = tv
         if cur is not None and cur.value_writer.fingerprint == tv.value_writer.fingerprint and \
                 cur.key_schema == tv.key_schema:
@@ -593,13 +576,13 @@ class TableCatalog:
         key = (event.schema, event.table)
         cur = self.current.get(key)
         if tv is None:
-            previous = self._lineage.get(self.topic_of(event.schema, event.table))
+            topic = self.topic_of(event.schema, event.table)
+            previous = self._lineage.get(topic)
             if cur is not None:
                 previous = evolution.previous_of(cur.row_schema["fields"], cur.pk_names)
             tv = TableVersion(self.namespace, event, previous, rules=self.rules,
                               tombstones=self.tombstones, compact=self.compact,
-                              definition=definition, fmt=self.fmt,
-                              topic_template=self.topic_template)
+                              definition=definition, fmt=self.fmt, topic=topic)
             self._by_signature[sig] = tv
             log.info("table %s.%s: new schema version %s (%d columns)%s", tv.db, tv.table,
                      tv.value_writer.fingerprint.hex(), len(tv.row_schema["fields"]),

@@ -155,7 +155,7 @@ def test_names_a_topic_or_avro_cant_hold_are_published_under_names_they_can(db, 
     field names take a few. The table's rows go to a topic named with '_' for the others and a
     hash of the name (two names never share one), its columns under Avro names, in the binlog
     and in a snapshot; a table whose name a topic can hold keeps it."""
-    from streamer.schema.versions import topic_part
+    from streamer.schema.naming import topic_part
 
     name, conn = db
     support.sql(conn, "CREATE TABLE `café$x` (id INT PRIMARY KEY, `naïve col` INT, `1st` INT)",
@@ -194,6 +194,51 @@ def test_names_a_topic_or_avro_cant_hold_are_published_under_names_they_can(db, 
         snapped = support.consume([f"{ns2}.{topic}"], expect=1, decode_ns=ns2, idle=1)
         assert proc.stop() == 0, proc.output()[-3000:]
     assert [(m["value"]["op"], m["value"]["after"]) for m in snapped] == [("r", row(1, 11, 100))]
+
+
+def test_two_tables_kafka_takes_as_one_topic_stop_naming_the_fix_and_go_on_once_named(db, tmp_path):
+    # `app`.`user_roles` and `app_user`.`roles` make ns.app.user_roles and ns.app_user.roles,
+    # one topic to Kafka ('.' and '_' the same). The second table's first row stops the stream
+    # (exit 2) naming both and topics.names, before anything of it is published; a restart with
+    # the same config is refused by Kafka itself, named the same way; with topics.names, the
+    # second table goes to its own topic, and each row is published once.
+    name, conn = db
+    other = f"{name}_x"
+    support.sql(conn, "CREATE TABLE x_y (id INT PRIMARY KEY)",
+                f"CREATE DATABASE {other}", f"CREATE TABLE {other}.y (id INT PRIMARY KEY)")
+    try:
+        ns = support.unique("clash")
+        first, second = f"{ns}.{name}.x_y", f"{ns}.{other}.y"
+        include = [f"{name}.x_y", f"{other}.y"]
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, include)
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            proc.wait_reading()
+            support.sql(conn, "INSERT INTO x_y VALUES (1)")
+            support.consume([first], expect=1)
+            support.sql(conn, f"INSERT INTO {other}.y VALUES (10)", "INSERT INTO x_y VALUES (2)")
+            code = proc.wait(60)
+        out = proc.output()
+        assert code == 2, out[-3000:]
+        assert (f"table `{other}`.`y` would publish to topic {second}, which Kafka takes as "
+                f"{first}, table `{name}`.`x_y`'s topic") in out, out[-3000:]
+        assert f'topics.names: {{"{other}.y": "{second.replace(".", "-")}"}}' in out
+        with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+            code = proc.wait(60)
+        out = proc.output()
+        assert code == 2, out[-3000:]
+        assert f"cannot create topic {second}: Topic '{second}' collides with existing topic: " \
+               f"{first}" in out and "topics.names" in out, out[-3000:]
+        own = f"{ns}-{other}-y"
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, include,
+                                   topics={"names": {f"{other}.y": own}})
+        with support.StreamerProcess(cfg, str(tmp_path / "log3")) as proc:
+            moved = support.consume([own], expect=1, decode_ns=ns, timeout=60)
+            kept = support.consume([first], expect=2, decode_ns=ns, timeout=60, idle=1)
+            assert proc.stop() == 0, proc.output()[-3000:]
+        assert [m["key"]["id"] for m in moved] == [10]
+        assert [m["key"]["id"] for m in kept] == [1, 2]
+    finally:
+        support.sql(conn, f"DROP DATABASE {other}")
 
 
 def test_a_row_event_over_one_protocol_packet_is_read_whole_with_its_big_columns_left_out(

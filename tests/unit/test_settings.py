@@ -125,7 +125,8 @@ def test_the_package_reads_its_config_only_through_the_typed_views(tmp_path):
 
 
 def test_free_mappings_keep_the_users_keys_and_refuse_other_values():
-    assert config.FREE_MAPPINGS == ("kafka", "tables.key_columns", "tables.columns.mask")
+    assert config.FREE_MAPPINGS == ("kafka", "topics.names", "tables.key_columns",
+                                    "tables.columns.mask")
     assert all(isinstance(e, Free) for d, e in config.KEYS.walk() if d in config.FREE_MAPPINGS)
     cfg = _cfg(kafka={"linger.ms": 5})
     assert cfg.kafka == {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5}

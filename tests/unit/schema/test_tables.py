@@ -39,7 +39,7 @@ def test_columns_without_names_are_never_published():
     ("sales 2024", "sales_2024_" + hashlib.sha1(b"sales 2024").hexdigest()[:8]),
 ])
 def test_a_name_a_topic_cant_hold_gets_one_it_can_and_never_anothers(name, expected):
-    from streamer.schema.versions import topic_name, topic_part
+    from streamer.schema.naming import topic_name, topic_part
 
     assert topic_part(name) == expected
     assert topic_part("order$items") != topic_part("order_items") != topic_part("order items")
