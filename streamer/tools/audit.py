@@ -38,6 +38,7 @@ from streamer.kafka.topics import TopicReader, kafka_schema_source, read_schema_
 from streamer.position import Position
 from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
+from streamer.schema.naming import TopicNames
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
 from streamer.source import chunks, server
 from streamer.tools.snapshot import check
@@ -285,7 +286,8 @@ def _version(cfg: Config, described: chunks.Described) -> TableVersion:
     records = read_schema_records(cfg.kafka, cfg.namespace)
     catalog = TableCatalog(cfg.namespace, TableFilter.streamed(cfg),
                            lineage=evolution.lineage_from_records(records),
-                           rules=ColumnRules.from_config(cfg, config_mod.mask_salt(cfg)))
+                           rules=ColumnRules.from_config(cfg, config_mod.mask_salt(cfg)),
+                           topics=TopicNames.from_config(cfg))
     return catalog.snapshot_version(described)
 
 

@@ -159,3 +159,24 @@ def test_audit_of_a_table_whose_key_is_masked_with_hash(db, tmp_path):
     # Rechecked by reading the table again (a hash can't be looked up), and still different.
     assert found["different"] == [{"id": hashed5}] and found["rechecks"] == 3
     assert found["missing"] == [] and found["extra"] == []
+
+
+def test_audit_reads_the_topic_that_topics_name_and_topics_names_give(db, tmp_path):
+    # The audit compared a table with {namespace}.{db}.{table} whatever the config said.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)",
+                "INSERT INTO a SELECT seq FROM seq_1_to_50", "INSERT INTO b SELECT seq FROM seq_1_to_30")
+    ns = support.unique("an")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               start={"initial": "snapshot"},
+                               topics={"name": "{namespace}-{db}-{table}",
+                                       "names": {f"{name}.b": f"{ns}-b-own"}})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        assert len(support.consume([f"{ns}-{name}-a"], expect=50)) == 50
+        assert len(support.consume([f"{ns}-b-own"], expect=30)) == 30
+        assert proc.stop() == 0, proc.output()[-3000:]
+    done = _audit(cfg, "--tables", f"{name}.a,{name}.b", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    reports = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert sorted((r["topic"], r["rows"]) for r in reports) == [
+        (f"{ns}-b-own", 30), (f"{ns}-{name}-a", 50)], done.stdout
