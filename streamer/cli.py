@@ -164,6 +164,7 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
                             "3), naming the setting"))
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
             results.extend((prefix + name, ok, text) for name, ok, text in _unlogged_checks(cfg, conn))
+            results.extend((prefix + name, ok, text) for name, ok, text in _topic_checks(cfg, conn))
         finally:
             conn.close()
     try:
@@ -216,6 +217,28 @@ def _unlogged_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:
                                                     "server logs no row event for what they "
                                                     "change)")]
     return out + [(f"foreign key actions on {table}", False, text) for table, text in said]
+
+
+def _topic_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:
+    """Published tables that would meet in one topic (schema.naming): the second one's first
+    change would stop the streamer, exit 2."""
+    from streamer.errors import TopicClash
+    from streamer.schema.naming import TopicNames
+    from streamer.schema.versions import TableFilter
+    from streamer.source import server
+
+    tables = server.user_tables(conn, TableFilter.streamed(cfg))
+    names = TopicNames.from_config(cfg)
+    clashes = []
+    for db, table in tables:
+        try:
+            names.claim(db, table)
+        except TopicClash as exc:
+            clashes.append(str(exc))
+    if not clashes:
+        return [("topic names", True, f"each of the {len(tables)} published tables has a topic "
+                                      f"of its own")]
+    return [("topic names", False, text) for text in clashes]
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -671,12 +671,7 @@ class Snapshots:
 def initial_jobs(conn: Any, table_filter: TableFilter) -> List[Dict[str, Any]]:
     """``start.initial: snapshot``: every streamed table, in name order. Refuses, naming them all,
     when some have no key to chunk by."""
-    with conn.cursor() as cur:
-        # A system-versioned table (MariaDB) is a table like any other: its current rows.
-        cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
-                    "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN "
-                    "('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1, 2")
-        names = [(db, t) for db, t in cur.fetchall() if table_filter(db, t)]
+    names = server.user_tables(conn, table_filter)
     keyless = []
     for db, t in names:
         try:

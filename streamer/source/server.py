@@ -288,6 +288,16 @@ def binlog_status(conn: Any) -> Tuple:
     return row
 
 
+def user_tables(conn: Any, taken: Callable[[str, str], bool]) -> List[Tuple[str, str]]:
+    """The (db, table) of each table ``taken`` takes, in name order, the server's own schemas
+    aside. A system-versioned table (MariaDB) is a table like any other: its current rows."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                    "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN "
+                    "('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1, 2")
+        return [(db, t) for db, t in cur.fetchall() if taken(db, t)]
+
+
 def binlog_filters(conn: Any) -> Tuple[List[str], List[str]]:
     """The databases the server's binlog is limited to (binlog_do_db) and those it leaves out
     (binlog_ignore_db), as its binlog status shows them."""

@@ -54,6 +54,29 @@ def test_check_passes_on_the_local_setup(tmp_path, source):
         assert "binlog_row_value_options" not in out.stdout
     assert "✓ binlog_expire_logs_seconds: is " in out.stdout
     assert "✓ per-session settings: binlog_format and binlog_row_image" in out.stdout
+    assert "✓ topic names: each of the " in out.stdout
+
+
+def test_check_names_two_tables_that_would_meet_in_one_topic(db, tmp_path):
+    name, conn = db
+    other = f"{name}_x"
+    support.sql(conn, "CREATE TABLE x_y (id INT PRIMARY KEY)", f"CREATE DATABASE {other}",
+                f"CREATE TABLE {other}.y (id INT PRIMARY KEY)", "CREATE TABLE z (id INT PRIMARY KEY)")
+    try:
+        ns = support.unique("ck")
+        include = [f"{name}.*", f"{other}.*"]
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, include)
+        out = _streamer("check", "-c", cfg)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert (f"✗ topic names: table `{other}`.`y` would publish to topic {ns}.{other}.y, which "
+                f"Kafka takes as {ns}.{name}.x_y") in out.stdout, out.stdout
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, include,
+                                   topics={"names": {f"{other}.y": f"{ns}-y"}})
+        out = _streamer("check", "-c", cfg)
+        assert "✓ topic names: each of the 3 published tables has a topic of its own" in out.stdout, \
+            out.stdout
+    finally:
+        support.sql(conn, f"DROP DATABASE {other}")
 
 
 def test_check_fails_on_a_server_without_row_binlog_and_full_metadata(statement_server, tmp_path):
