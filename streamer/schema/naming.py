@@ -15,10 +15,13 @@ import hashlib
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from streamer.errors import TopicClash
+from streamer.errors import ConfigError, TopicClash
 
 # topics.name: a table's topic (config.py checks that it names {db} and {table}).
 TOPIC_TEMPLATE = "{namespace}.{db}.{table}"
+
+# The longest topic name Kafka takes (its Topic.MAX_NAME_LENGTH).
+MAX_TOPIC = 249
 
 # What a Kafka topic name can't hold: anything but ASCII letters, digits, '.', '_' and '-'.
 _NOT_IN_TOPICS = re.compile(r"[^A-Za-z0-9._-]")
@@ -77,6 +80,11 @@ class TopicNames:
     def claim(self, db: str, table: str) -> str:
         """``db.table``'s topic, once no other table of this run has it (in Kafka's form)."""
         topic = self.of(db, table)
+        if len(topic) > MAX_TOPIC:
+            raise ConfigError(
+                f"table `{db}`.`{table}` would publish to topic {topic}, {len(topic)} characters: "
+                f"Kafka takes {MAX_TOPIC} at most; give the table a shorter one with topics.names, "
+                f"or make topics.name (or the namespace) shorter")
         taken, by = self._taken.setdefault(kafka_form(topic), (topic, (db, table)))
         if by != (db, table):
             raise TopicClash(_clash(db, table, topic, taken, by))

@@ -128,3 +128,11 @@ def test_kafkas_refusal_of_a_colliding_topic_names_the_fix():
     with pytest.raises(Exception) as err:
         create_topics(_Refusing(other), ["ns.x"], 1, 1, {})
     assert not isinstance(err.value, TopicClash) and "Topic name is invalid" in str(err.value)
+
+
+def test_a_topic_name_longer_than_kafka_takes_is_one_clear_error():
+    names = TopicNames("n" * 120)
+    assert names.claim("shop", "orders") == "n" * 120 + ".shop.orders"
+    with pytest.raises(ConfigError, match=r"would publish to topic n+\.shop\.o+, 250 characters: "
+                                          r"Kafka takes 249 at most; .*topics.names"):
+        names.claim("shop", "o" * 124)
