@@ -214,12 +214,19 @@ def replica_checks(conn: Any) -> List[Setting]:
     change it replicates, silently."""
     if not replicating(conn):
         return []
-    found = variables(conn, list(_LOG_UPDATES))
-    name = next((n for n in reversed(_LOG_UPDATES) if n in found), _LOG_UPDATES[0])
-    return [Setting(name, "ON", found.get(name, "not available"),
+    name, value = logs_replicated(conn)
+    return [Setting(name, "ON", value,
                     f"this server replicates another, and its binlog holds what it replicates "
                     f"only with {name}=ON (not dynamic: set it in my.cnf and restart); or read "
                     f"the primary")]
+
+
+def logs_replicated(conn: Any) -> Tuple[str, str]:
+    """(name, value) of the setting that makes a replica log what it applies: ON or OFF, or
+    "not available"."""
+    found = variables(conn, list(_LOG_UPDATES))
+    name = next((n for n in reversed(_LOG_UPDATES) if n in found), _LOG_UPDATES[0])
+    return name, found.get(name, "not available")
 
 
 def replicating(conn: Any) -> bool:
