@@ -53,6 +53,8 @@ class Metrics:
         self.lag_bytes: Optional[int] = None
         # The retention guard's state (ops.retention), set by the reporter's poll.
         self.retention: Optional[Dict[str, Any]] = None
+        # The replica guard's state (ops.replica), set by the reporter's poll.
+        self.replication: Optional[Dict[str, Any]] = None
         self.position: Dict[str, Any] = {"file": None, "pos": None, "gtid_set": None, "rows": 0,
                                          "needs_file": None}
         self.last_event_ts: Optional[float] = None
@@ -216,6 +218,8 @@ class Metrics:
             return "ok", "standby: another instance holds the lease; this one takes over"
         if self.last_error is not None:
             return "error", self.last_error[1]
+        if self.replication is not None and self.replication["status"] == "unlogged":
+            return "error", self.replication["reason"]
         progress = [t for t in (self.last_commit_mono, self.last_idle_mono) if t is not None]
         if not progress:
             return "starting", "no batch committed and the binlog reader has not caught up yet"
@@ -250,6 +254,7 @@ class Metrics:
             "uptime_s": round(time.monotonic() - self.started_mono, 3),
             "snapshot": self.snapshot_status(),
             "retention": self.retention,
+            "replication": self.replication,
             "ha": None if self.ha is None else {
                 "role": self.ha.role, "takeovers": self.ha.takeovers,
                 "since": round(self.ha.since, 3), "group": self.ha.group},

@@ -10,7 +10,7 @@ test checks that each one it uses exists.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
@@ -27,6 +27,22 @@ HELPS = {"messages": "messages published", "rows": "row changes published",
          "invalid_values": "invalid dates published as null, and texts published with a '?' "
                            "for bytes their charset has no character for (each logged)",
          "commit_failures": "batches whose Kafka commit failed (aborted and read again)"}
+
+
+def _guards(gauge: Callable[[str, str, Optional[float]], Any], st: Dict[str, Any]) -> Iterator[Any]:
+    """The retention and replica guards' gauges (ops.retention, ops.replica)."""
+    guard = st["retention"] or {}
+    yield gauge("streamer_retention_warning", "1 while a binlog file the checkpoint needs is at "
+                "risk of being purged (ops/retention.py)",
+                None if not guard else int(guard["status"] == "warning"))
+    yield gauge("streamer_binlog_expires_in_seconds", "at least this long until the server's "
+                "expiry purges the checkpoint's binlog file (absent: the active file, or no "
+                "expiry)", guard.get("expires_in_s"))
+    replication = st["replication"]
+    yield gauge("streamer_unlogged_replication", "1 while the server replicates another and its "
+                "binlog does not log what it applies: none of that is published "
+                "(ops/replica.py)",
+                None if replication is None else int(replication["status"] == "unlogged"))
 
 
 class StreamerCollector:
@@ -66,13 +82,7 @@ class StreamerCollector:
                     ("ok", "warning") else 0)
         yield gauge("streamer_last_commit_age_seconds", "seconds since the last batch committed",
                     m.last_commit_age())
-        guard = st["retention"] or {}
-        yield gauge("streamer_retention_warning", "1 while a binlog file the checkpoint needs is "
-                    "at risk of being purged (ops/retention.py)",
-                    None if not guard else int(guard["status"] == "warning"))
-        yield gauge("streamer_binlog_expires_in_seconds", "at least this long until the "
-                    "server's expiry purges the checkpoint's binlog file (absent: the active "
-                    "file, or no expiry)", guard.get("expires_in_s"))
+        yield from _guards(gauge, st)
         yield from self._latency(names, values, st)
         ha = st.get("ha")
         if ha is not None:

@@ -17,7 +17,7 @@ import pymysql
 
 from streamer.config import Config
 from streamer import config as config_mod
-from streamer.ops import retention
+from streamer.ops import replica, retention
 from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, latency_text, snapshot_line
 from streamer.source.server import connect, connection_settings
 
@@ -74,6 +74,8 @@ def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
     gauge("streamer.queue_depth", st["queue_depth"])
     gauge("streamer.commit_seconds", st["commit_seconds"])
     gauge("streamer.batch_size", st["batch_size"])
+    if st["replication"] is not None:
+        gauge("streamer.unlogged_replication", int(st["replication"]["status"] == "unlogged"))
     guard = st["retention"]
     if guard is not None:
         gauge("streamer.retention_warning", int(guard["status"] == "warning"))
@@ -121,6 +123,7 @@ class Reporter:
             self.sfx = client.ingest(signalfx_token(cfg))
         self._conn: Any = None
         self._expiry: Optional[Tuple[float, float]] = None  # (when read, seconds)
+        self.replica = replica.ReplicaGuard()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="streamer-reporter", daemon=True)
 
@@ -143,6 +146,7 @@ class Reporter:
             if self._conn is None:
                 # On the server in use when it connects (source.failover).
                 self._conn = connect(connection_settings(self.cfg, self.password))
+                self.replica.forget()
             with self._conn.cursor() as cur:
                 cur.execute("SHOW BINARY LOGS")
                 logs = [(row[0], int(row[1])) for row in cur.fetchall()]
@@ -153,6 +157,7 @@ class Reporter:
         pos = self.metrics.position
         self.metrics.lag_bytes = backlog_bytes(logs, pos["file"], pos["pos"])
         self.guard_retention([name for name, _ in logs])
+        self.guard_replica()
 
     def guard_retention(self, files: List[str]) -> None:
         """The retention guard's state (ops.retention), logged when it changes."""
@@ -182,6 +187,23 @@ class Reporter:
                 log.warning("%s", state["reason"])
             else:
                 log.info("the checkpoint's binlog file is no longer at risk of being purged")
+
+    def guard_replica(self) -> None:
+        """The replica guard's state (ops.replica), logged when it changes."""
+        try:
+            state = self.replica.poll(self._conn)
+        except pymysql.err.MySQLError as exc:
+            log.warning("replication state read failed (will retry): %s", exc)
+            return
+        if state is None:
+            return
+        before = self.metrics.replication
+        self.metrics.replication = state
+        if state["status"] != (before or {}).get("status", "ok"):
+            if state["status"] == "unlogged":
+                log.error("%s", state["reason"])
+            else:
+                log.info("the server no longer replicates another unlogged")
 
     def report(self) -> None:
         self.metrics.roll()

@@ -109,6 +109,56 @@ def test_a_replica_that_does_not_log_what_it_replicates_is_refused(pair, tmp_pat
         quiet.down()
 
 
+def test_a_replica_that_starts_replicating_unlogged_while_streamed_is_an_error_health_shows(
+        pair, tmp_path):
+    """Its replication stopped at the streamer's start (a maintenance window), the start's check
+    passes; once it runs again, what it applies reaches neither its binlog nor Kafka. The
+    reporter's guard sees it: one ERROR line, /health 503 naming the fix; a restart is refused."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from tests.e2e.servers import free_port
+
+    primary, _ = pair
+    quiet = primary.replica(str(tmp_path / "stopped"), server_id=4,
+                            extra_args="--log-slave-updates=OFF")
+    quiet.up()
+    try:
+        support.sql(quiet.admin(), "STOP SLAVE")
+        port = free_port()
+        cfg = _config(tmp_path, support.unique("fs"), "f0", [quiet.port], primary.password_file(),
+                      metrics={"http_port": port})
+
+        def health():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                return e.code, json.loads(e.read())
+            except urllib.error.URLError:
+                return 0, None
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            proc.wait_reading()
+            support.wait_for(lambda: health()[0] == 200, timeout=60, what="/health 200")
+            support.sql(quiet.admin(), "START SLAVE")
+            support.wait_for(lambda: "replicates another now" in proc.output(), timeout=60,
+                             what="the replica guard's error")
+            code, body = health()
+            assert code == 503 and body["status"] == "error", body
+            assert "log_slave_updates is OFF: what it applies is not in its binlog" in \
+                body["reason"], body
+            assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+        said = [line for line in out.splitlines() if "replicates another now" in line]
+        assert len(said) == 1 and "ERROR" in said[0], out[-3000:]
+        with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+            assert proc.wait(60) == 3, proc.output()[-3000:]
+        assert "log_slave_updates is OFF, must be ON" in proc.output()
+    finally:
+        quiet.down()
+
+
 def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pair, tmp_path):
     primary, replica = pair
     support.sql(primary.admin(), "CREATE DATABASE f1",

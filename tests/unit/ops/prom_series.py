@@ -25,6 +25,7 @@ def metrics_with_everything():
                                  "table_rows": 10, "table_estimate": 20}
     m.retention = {"status": "ok", "reason": "", "files_before": 1, "expires_in_s": 100.0,
                    "expiry_s": 86400.0}
+    m.replication = {"status": "ok", "reason": None}
     m.on_heartbeat(1700000000000000)
     m.lag_bytes = 4096
     m.on_commit(type("P", (), {"file": "f", "pos": 4, "gtid_set": "", "rows": 0, "xa": None})(),
