@@ -142,10 +142,18 @@ class Transactions:
                             "waiting longer", first)
                 producer.init_transactions(self.cfg.shutdown_timeout_s + 30)
         except KafkaException as exc:
-            raise KafkaFatal(f"Kafka at {conf.get('bootstrap.servers')} did not accept the "
-                             f"transactional producer {txid}: {_kafka_error(exc).str()}. "
-                             f"Check that the brokers are reachable and support transactions, "
-                             f"and that this source may use the transactional ids "
+            err = _kafka_error(exc)
+            head = (f"Kafka at {conf.get('bootstrap.servers')} did not accept the transactional "
+                    f"producer {txid}: {err.str()}. ")
+            if err.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT or \
+                    "transaction timeout is larger" in err.str().lower():
+                # (Kafka's text calls the broker's setting max.transaction.timeout.ms.)
+                raise KafkaFatal(
+                    f"{head}Set kafka.transaction.timeout.ms (now "
+                    f"{conf.get('transaction.timeout.ms')}) to at most the brokers' "
+                    f"transaction.max.timeout.ms (900000 unless set), or raise theirs") from None
+            raise KafkaFatal(f"{head}Check that the brokers are reachable and support "
+                             f"transactions, and that this source may use the transactional ids "
                              f"{self.txids[0]}* (kafka.bootstrap.servers; "
                              f"kafka_connect_timeout_s is {first:g})") from None
 

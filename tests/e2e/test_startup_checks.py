@@ -201,3 +201,19 @@ def _plus(gtids, gtid):
     out = GtidSet(gtids)
     out.add(gtid)
     return str(out)
+
+
+def test_a_transaction_timeout_over_the_brokers_maximum_names_both_settings(db, tmp_path):
+    # Kafka refuses the producer (INVALID_TRANSACTION_TIMEOUT); its text names the broker's
+    # setting backwards. The error names the streamer's key and the broker's.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("tt"), [f"{name}.t"],
+                               kafka={"bootstrap.servers": support.KAFKA,
+                                      "transaction.timeout.ms": 1000000})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        code = proc.wait(60)
+    out = proc.output()
+    assert code == 4, out[-3000:]
+    assert "Set kafka.transaction.timeout.ms (now 1000000) to at most the brokers' " \
+           "transaction.max.timeout.ms (900000 unless set)" in out, out[-3000:]
