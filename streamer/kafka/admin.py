@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource, NewTopic
@@ -13,6 +14,9 @@ from streamer.errors import KafkaFatal, TopicClash
 from streamer.kafka.settings import DEFAULT_PRODUCER, kafka_error
 
 log = logging.getLogger(__name__)
+
+# How long a topic's partition count is taken as known (a TRUNCATE's, TopicAdmin.partitions_of).
+PARTITIONS_FRESH_S = 10.0
 
 
 def create_topics(admin: Any, topics: List[str], partitions: int, replication_factor: int,
@@ -56,7 +60,8 @@ class TopicAdmin:
         self.admin = admin
         self.producers = producers
         self.known: set = set() if admin is not None else EveryTopic()
-        self.partitions: Dict[str, int] = {}
+        self.partitions: Dict[str, Tuple[int, float]] = {}  # (count, when asked), by topic
+        self.clock = time.monotonic
         self.creating: Dict[str, Future] = {}  # topics ``soon`` is creating, by name
 
     def ensure(self, topics: List[str], partitions: Optional[int] = None,
@@ -135,14 +140,22 @@ class TopicAdmin:
                 log.debug("metadata for %s not fetched ahead: %s", topic, exc)
 
     def partitions_of(self, topic: str) -> int:
-        """How many partitions ``topic`` has (asked once)."""
-        found = self.partitions.get(topic)
-        if found is None:
-            if self.admin is None:
-                return 1
-            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
-            found = len(md.partitions) if md is not None and md.partitions else 1
-            self.partitions[topic] = found
+        """How many partitions ``topic`` has, asked again when the last answer is older than
+        ``PARTITIONS_FRESH_S``: partitions added to a topic while it is streamed must each get
+        a TRUNCATE (``produce_everywhere``), as the producer sends keys there once its metadata
+        refresh learns of them. A count not seen before is fetched into the producers too: a
+        producer refuses a partition its metadata does not have yet ("Unknown partition")."""
+        now = self.clock()
+        known = self.partitions.get(topic)
+        if known is not None and now - known[1] < PARTITIONS_FRESH_S:
+            return known[0]
+        if self.admin is None:
+            return 1
+        md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+        found = len(md.partitions) if md is not None and md.partitions else 1
+        self.partitions[topic] = (found, now)
+        if known is None or known[0] != found:
+            self.learn([topic])
         return found
 
     def reachable(self) -> bool:

@@ -1,6 +1,7 @@
 """Topics with several partitions: each key where the Java clients put it (murmur2), per-key order,
 and a TRUNCATE in every partition."""
 import collections
+import time
 
 from confluent_kafka.admin import AdminClient
 
@@ -46,3 +47,32 @@ def test_keys_land_where_murmur2_puts_them_in_order_and_a_truncate_reaches_every
         same = [m for m in msgs if m["partition"] == t["partition"]]
         after = [m for m in same if m["offset"] > t["offset"]]
         assert all(m["value"]["after"] == {"id": 1, "v": 9} for m in after)
+
+
+def test_a_truncate_reaches_partitions_added_while_streaming(db, tmp_path):
+    # The partition count was asked once per run: a TRUNCATE after partitions were added missed
+    # them, and a consumer of a new partition kept the rows Kafka had sent there.
+    from confluent_kafka.admin import NewPartitions
+
+    from streamer.kafka.admin import PARTITIONS_FRESH_S
+
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    ns = support.unique("grow")
+    topic = f"{ns}.{name}.t"
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                               topics={"partitions": 2, "replication_factor": 1})
+    admin = AdminClient({"bootstrap.servers": support.KAFKA})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO t VALUES (1)", "TRUNCATE TABLE t")
+        support.consume([topic], expect=3)  # c, then t in each of the 2 partitions
+        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+        support.wait_for(lambda: len(admin.list_topics(topic, timeout=10).topics[topic]
+                                     .partitions) == 4, timeout=30, what="4 partitions")
+        time.sleep(PARTITIONS_FRESH_S)  # the count the streamer asked for before is stale
+        support.sql(conn, "TRUNCATE TABLE t")
+        msgs = support.consume([topic], expect=3 + 4, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    truncates = [m["partition"] for m in msgs if m["value"] and m["value"]["op"] == "t"]
+    assert sorted(truncates) == [0, 0, 1, 1, 2, 3], truncates

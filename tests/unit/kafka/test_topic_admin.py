@@ -117,3 +117,32 @@ def test_a_topic_made_takes_the_messages_the_producer_sends():
     admin.release.set()
     topics.ensure(["ns.db.u"])
     assert admin.asked[0][1][0] == {"max.message.bytes": "16777216"}
+
+
+def test_partitions_added_while_streaming_are_counted_within_seconds():
+    # A TRUNCATE goes to every partition: one added since the last count must not be missed
+    # for longer than the producer takes to send a key there.
+    from streamer.kafka.admin import PARTITIONS_FRESH_S
+
+    counts, asked = {"ns.db.t": 2}, []
+
+    class Metadata:
+        def list_topics(self, topic, timeout):
+            asked.append(topic)
+            md = SimpleNamespace(partitions=dict.fromkeys(range(counts[topic])))
+            return SimpleNamespace(topics={topic: md})
+    now, producer = [0.0], Producer()
+    topics = TopicAdmin(SimpleNamespace(partitions=1, replication_factor=1), Metadata(),
+                        lambda: [producer])
+    topics.clock = lambda: now[0]
+    assert topics.partitions_of("ns.db.t") == 2
+    counts["ns.db.t"] = 4  # kafka-topics.sh --alter --partitions 4
+    now[0] += PARTITIONS_FRESH_S / 2
+    assert topics.partitions_of("ns.db.t") == 2 and len(asked) == 1  # a TRUNCATE storm asks once
+    assert producer.looked_up == ["ns.db.t"]
+    now[0] += PARTITIONS_FRESH_S
+    assert topics.partitions_of("ns.db.t") == 4 and len(asked) == 2
+    # The producer learns of the new partitions, or it refuses to produce to them.
+    assert producer.looked_up == ["ns.db.t", "ns.db.t"]
+    now[0] += PARTITIONS_FRESH_S
+    assert topics.partitions_of("ns.db.t") == 4 and len(producer.looked_up) == 2  # no change
