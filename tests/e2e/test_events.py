@@ -332,3 +332,29 @@ def test_each_change_names_its_rows_events_offset_as_the_server_shows_it(db, tmp
     got = [(m["value"]["source"]["file"], m["value"]["source"]["pos"]) for m in msgs]
     # Rows events: the first insert, the two-row insert (two changes), the update, the last insert.
     assert got == [shown[0], shown[1], shown[1], shown[2], shown[3]], (got, shown)
+
+
+@pytest.mark.every_source
+def test_generated_columns_virtual_and_stored_are_published_as_select_shows_them(
+        db, tmp_path, source):
+    # A VIRTUAL column is computed on read, not stored: each server still logs its value in a
+    # full row image, and the binlog's rows equal what a snapshot's SELECT reads.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE g (id INT PRIMARY KEY, a INT, b INT, v INT AS (a + b) "
+                "VIRTUAL, s INT AS (a * b) STORED, t VARCHAR(20) AS (CONCAT('x', a)) VIRTUAL)")
+
+    def changes():
+        support.sql(conn, "INSERT INTO g (id, a, b) VALUES (1, 2, 3)",
+                    "UPDATE g SET a = 5 WHERE id = 1")
+    msgs, _ = _stream_from(tmp_path, conn, source, name, "g", 2, changes)
+    first = {"id": 1, "a": 2, "b": 3, "v": 5, "s": 6, "t": "x2"}
+    now = {"id": 1, "a": 5, "b": 3, "v": 8, "s": 15, "t": "x5"}
+    assert [(m["value"]["before"], m["value"]["after"]) for m in msgs] == \
+        [(None, first), (first, now)]
+    ns = support.unique("gs")
+    cfg = support.write_config(str(tmp_path / "s.yaml"), ns, [f"{name}.g"], server=source,
+                               start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
+        snapped = support.consume([f"{ns}.{name}.g"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["value"]["after"] for m in snapped] == [now]
