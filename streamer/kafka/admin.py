@@ -31,14 +31,33 @@ def create_topics(admin: Any, topics: List[str], partitions: int, replication_fa
             log.info("created topic %s", topic)
         except KafkaException as exc:
             err = kafka_error(exc)
-            if err.code() == KafkaError.TOPIC_EXCEPTION and "collides" in err.str():
-                raise TopicClash(
-                    f"cannot create topic {topic}: {err.str()}. Kafka takes '.' and '_' in topic "
-                    f"names as the same, and the other topic exists already (made by an earlier "
-                    f"run, or outside the streamer): give the table a topic of its own with "
-                    f"topics.names, or leave it out with tables.exclude") from None
             if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise KafkaFatal(f"cannot create topic {topic}: {err.str()}") from None
+                raise _refused(topic, err, partitions, replication_factor, config) from None
+
+
+def _refused(topic: str, err: Any, partitions: int, replication_factor: int,
+             config: Dict[str, str]) -> Exception:
+    """The error for a topic Kafka would not create, with the way on for what a user can fix."""
+    head = f"cannot create topic {topic}: {err.str().rstrip('.')}"
+    code = err.code()
+    if code == KafkaError.TOPIC_EXCEPTION and "collides" in err.str():
+        return TopicClash(
+            f"{head}. Kafka takes '.' and '_' in topic names as the same, and the other topic "
+            f"exists already (made by an earlier run, or outside the streamer): give the table a "
+            f"topic of its own with topics.names, or leave it out with tables.exclude")
+    if code == KafkaError.INVALID_REPLICATION_FACTOR:
+        return KafkaFatal(f"{head}. Set topics.replication_factor (now {replication_factor}) to "
+                          f"at most the number of brokers")
+    made = (f"kafka-topics.sh --create --topic {topic} --partitions {partitions} "
+            f"--replication-factor {replication_factor}"
+            + "".join(f" --config {k}={v}" for k, v in sorted(config.items())))
+    if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+        return KafkaFatal(f"{head}. Grant the streamer's principal CREATE on the topic (or the "
+                          f"cluster), or create the topic beforehand: {made}")
+    if code == KafkaError.POLICY_VIOLATION:
+        return KafkaFatal(f"{head}. The cluster's topic creation policy refused it: create the "
+                          f"topic as the policy allows, beforehand, e.g. {made}")
+    return KafkaFatal(head)
 
 
 class EveryTopic(set):

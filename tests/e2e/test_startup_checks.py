@@ -217,3 +217,16 @@ def test_a_transaction_timeout_over_the_brokers_maximum_names_both_settings(db, 
     assert code == 4, out[-3000:]
     assert "Set kafka.transaction.timeout.ms (now 1000000) to at most the brokers' " \
            "transaction.max.timeout.ms (900000 unless set)" in out, out[-3000:]
+
+
+def test_a_replication_factor_over_the_brokers_is_one_clear_error(db, tmp_path):
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("rf"), [f"{name}.t"],
+                               topics={"replication_factor": 3})
+    with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+        code = proc.wait(60)
+    out = proc.output()
+    assert code == 4, out[-3000:]
+    assert "Set topics.replication_factor (now 3) to at most the number of brokers" in out, \
+        out[-3000:]

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from streamer.errors import KafkaFatal
-from streamer.kafka.admin import TopicAdmin
+from streamer.errors import KafkaFatal, TopicClash
+from streamer.kafka.admin import TopicAdmin, create_topics
 
 
 class Admin:
@@ -146,3 +146,49 @@ def test_partitions_added_while_streaming_are_counted_within_seconds():
     assert producer.looked_up == ["ns.db.t", "ns.db.t"]
     now[0] += PARTITIONS_FRESH_S
     assert topics.partitions_of("ns.db.t") == 4 and len(producer.looked_up) == 2  # no change
+
+
+class _Refusing:
+    """An admin client whose every creation Kafka refuses with ``error``."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def create_topics(self, new_topics, operation_timeout):
+        out = {}
+        for t in new_topics:
+            out[t.topic] = f = Future()
+            f.set_exception(KafkaException(self.error))
+        return out
+
+
+def test_kafkas_refusal_of_a_colliding_topic_names_the_fix():
+    # A topic an earlier run (or someone else) made, which this run never claimed.
+    refused = KafkaError(KafkaError.TOPIC_EXCEPTION,
+                         "Topic 'ns.shop.eu_orders' collides with existing topic: ns.shop_eu.orders")
+    with pytest.raises(TopicClash, match=r"cannot create topic ns\.shop\.eu_orders: Topic .* "
+                                         r"collides .*: give the table a topic of its own with "
+                                         r"topics\.names"):
+        create_topics(_Refusing(refused), ["ns.shop.eu_orders"], 1, 1, {})
+    other = KafkaError(KafkaError.TOPIC_EXCEPTION, "Topic name is invalid")
+    with pytest.raises(Exception) as err:
+        create_topics(_Refusing(other), ["ns.x"], 1, 1, {})
+    assert not isinstance(err.value, TopicClash) and "Topic name is invalid" in str(err.value)
+
+
+def test_a_topic_kafka_will_not_create_names_the_way_on():
+    def refused(code, text):
+        with pytest.raises(Exception) as err:
+            create_topics(_Refusing(KafkaError(code, text)), ["ns.db.t"], 3, 2,
+                          {"max.message.bytes": "1048588", "cleanup.policy": "compact"})
+        return str(err.value)
+    made = ("kafka-topics.sh --create --topic ns.db.t --partitions 3 --replication-factor 2 "
+            "--config cleanup.policy=compact --config max.message.bytes=1048588")
+    text = refused(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    assert text == ("cannot create topic ns.db.t: Authorization failed. Grant the streamer's "
+                    "principal CREATE on the topic (or the cluster), or create the topic "
+                    f"beforehand: {made}")
+    assert made in refused(KafkaError.POLICY_VIOLATION, "refused by policy")
+    assert "Set topics.replication_factor (now 2) to at most the number of brokers" in refused(
+        KafkaError.INVALID_REPLICATION_FACTOR, "Replication factor: 2 larger than available "
+                                               "brokers: 1.")

@@ -1,15 +1,12 @@
 """Each table's topic (topics.name, topics.names), and two tables never sharing one, as Kafka
 tells topics apart ('.' and '_' the same)."""
-from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer import config
 from streamer.errors import ConfigError, TopicClash
-from streamer.kafka.admin import create_topics
 from streamer.schema.naming import TopicNames, kafka_form
 from streamer.schema.versions import TableCatalog, TableFilter
 
@@ -100,34 +97,6 @@ def test_a_catalog_stops_the_second_table_before_it_has_a_version():
         "ns", names={"app_user.roles": "ns.app-user.roles"}))
     named.on_table_map(_table_map("app", "user_roles"))
     assert named.on_table_map(_table_map("app_user", "roles")).topic == "ns.app-user.roles"
-
-
-class _Refusing:
-    """An admin client whose every creation Kafka refuses with ``error``."""
-
-    def __init__(self, error):
-        self.error = error
-
-    def create_topics(self, new_topics, operation_timeout):
-        out = {}
-        for t in new_topics:
-            out[t.topic] = f = Future()
-            f.set_exception(KafkaException(self.error))
-        return out
-
-
-def test_kafkas_refusal_of_a_colliding_topic_names_the_fix():
-    # A topic an earlier run (or someone else) made, which this run never claimed.
-    refused = KafkaError(KafkaError.TOPIC_EXCEPTION,
-                         "Topic 'ns.shop.eu_orders' collides with existing topic: ns.shop_eu.orders")
-    with pytest.raises(TopicClash, match=r"cannot create topic ns\.shop\.eu_orders: Topic .* "
-                                         r"collides .*: give the table a topic of its own with "
-                                         r"topics\.names"):
-        create_topics(_Refusing(refused), ["ns.shop.eu_orders"], 1, 1, {})
-    other = KafkaError(KafkaError.TOPIC_EXCEPTION, "Topic name is invalid")
-    with pytest.raises(Exception) as err:
-        create_topics(_Refusing(other), ["ns.x"], 1, 1, {})
-    assert not isinstance(err.value, TopicClash) and "Topic name is invalid" in str(err.value)
 
 
 def test_a_topic_name_longer_than_kafka_takes_is_one_clear_error():
