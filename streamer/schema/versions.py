@@ -112,6 +112,8 @@ class TableVersion:
         self._schemas(table_space, fields, excluded)
         # A version described for a snapshot (binlog False) reads no binlog rows.
         self.read_plan = rowplan.plan_for(event.columns) if binlog else None
+        # Columns of the table map that rows events leave out (source.definitions).
+        self.hidden = frozenset(definition.hidden)
         key_columns = rules.key_columns(self.db, self.table) if rules is not None else None
         if key_columns is not None:
             pk = _key_fields(self.db, self.table, key_columns, fields)
@@ -156,6 +158,8 @@ class TableVersion:
                     f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
             if period is not None and period.hidden and col.name in (period.start, period.end):
                 continue  # the server's hidden period columns: SELECT * shows neither
+            if col.name in definition.hidden:
+                continue  # a functional index's hidden column: not in rows events either
             rule = rules.rule(self.db, self.table, col.name) if rules else None
             if rule is not None and col.is_primary and rule.method != "hash":
                 raise ConfigError(
@@ -593,7 +597,7 @@ class TableCatalog:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
-        rowplan.attach(event, tv, tv.read_plan, bool(tv.empty_set_columns))
+        rowplan.attach(event, tv, tv.read_plan, bool(tv.empty_set_columns), tv.hidden)
         if cur is tv:
             return None
         self.current[key] = tv

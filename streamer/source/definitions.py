@@ -1,16 +1,22 @@
-"""What the server's table definition says and a MariaDB table map does not.
+"""What the server's table definition says and a table map does not.
 
 A table map (binlog_row_metadata=FULL) gives each column's name, storage type and charset. Two
-MariaDB features hide behind storage types the map shares with others:
+MariaDB features hide behind storage types the map shares with others, and one MySQL feature
+adds a column the table does not show:
 
 - **Data-type plugins.** ``UUID`` (10.7+) and ``INET6`` (10.5+) are written as ``BINARY(16)``,
   ``INET4`` (10.10+) as ``BINARY(4)``; ``SELECT`` shows them as text.
 - **System versioning.** A ``WITH SYSTEM VERSIONING`` table's rows carry their period
   (``row_start``, ``row_end``: hidden unless declared), and the binlog shows the history table
   underneath: an update writes the old row as a history row, a delete ends the row's period.
+- **Functional indexes** (MySQL 8.0.13+). Each key part of ``INDEX ((expr))`` is a hidden
+  generated column, named by an MD5 in hex: in the table map, but in no rows event, nor in
+  ``information_schema.COLUMNS`` or ``SELECT *``. It is not published (and its absence from a
+  rows event is no partial row image).
 
-So, on MariaDB, a table map that could hide either (a binary column of 16 or 4 bytes, a column
-named row_start/row_end, a key column of a period's types) has its table's definition read from
+So a table map that could hide any of these (a binary column of 16 or 4 bytes, a column named
+row_start/row_end, a key column of a period's types, a column named like a hidden one) has its
+table's definition read from
 ``information_schema`` once per table version (``Definitions.of``), on a connection of its own,
 never on the hot path. The definition is the table's as it is when read: a stream far behind a
 DDL that turns a BINARY(16) into a UUID (the same bytes in the binlog) renders the older rows by
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
@@ -29,6 +35,10 @@ log = logging.getLogger(__name__)
 PLUGIN_TYPES = ("uuid", "inet6", "inet4")
 _PLUGIN_SIZES = (16, 4)
 IMPLICIT_PERIOD = ("row_start", "row_end")
+# The name MySQL (8.0.13+) gives the hidden generated column of a functional index's key part: the
+# MD5 of the index's name and the part's number, in hex. Such a column is in the table map, but
+# neither in information_schema.COLUMNS nor in SELECT *, nor in a rows event.
+HIDDEN_NAME = re.compile(r"[0-9a-f]{32}")
 
 
 class Period(NamedTuple):
@@ -39,9 +49,11 @@ class Period(NamedTuple):
 
 
 class Definition(NamedTuple):
-    """What the table map lacks: (column, plugin type) pairs, and the versioning period."""
+    """What the table map lacks: (column, plugin type) pairs, the versioning period, and the
+    columns the server hides (MySQL's functional indexes)."""
     types: Tuple[Tuple[str, str], ...]
     period: Optional[Period]
+    hidden: Tuple[str, ...] = ()
 
     def type_of(self, column: str) -> Optional[str]:
         for name, kind in self.types:
@@ -63,11 +75,14 @@ def worth_asking(columns: Any) -> bool:
             return True
         if c.is_primary and (c.type == T.TIMESTAMP2 or (c.type == T.LONGLONG and c.unsigned)):
             return True
+        if c.name and HIDDEN_NAME.fullmatch(c.name):
+            return True
     return False
 
 
-def read(conn: Any, db: str, table: str) -> Definition:
-    """The table's definition as ``information_schema`` has it now."""
+def read(conn: Any, db: str, table: str, names: Sequence[str] = ()) -> Definition:
+    """The table's definition as ``information_schema`` has it now; ``names``, the table map's
+    columns, those of them the server hides."""
     with conn.cursor() as cur:
         cur.execute("SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                     "AND TABLE_NAME = %s", (db, table))
@@ -80,7 +95,9 @@ def read(conn: Any, db: str, table: str) -> Definition:
     types = tuple(sorted((name, str(kind).lower()) for name, kind, _ in rows
                          if str(kind).lower() in PLUGIN_TYPES))
     period = period_of(conn, db, table) if str(found[0]).upper() == "SYSTEM VERSIONED" else None
-    return Definition(types, period)
+    listed = {name for name, _, _ in rows}
+    hidden = tuple(n for n in names if HIDDEN_NAME.fullmatch(n) and n not in listed)
+    return Definition(types, period, hidden)
 
 
 _PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*`((?:[^`]|``)+)`\s*,\s*`((?:[^`]|``)+)`\s*\)",
@@ -117,9 +134,9 @@ class Definitions:
         if found is None:
             if self.conn is None:
                 self.conn = self.connect()
-            found = read(self.conn, db, table) if self.mariadb(self.conn) else NONE
+            found = read(self.conn, db, table, [c.name for c in columns])
             self.cache[key] = found
-            if found.types or found.period:
+            if found.types or found.period or found.hidden:
                 log.info("table %s.%s: %s", db, table, describe(found))
         return found
 
@@ -137,6 +154,7 @@ class Definitions:
 
 def describe(d: Definition) -> str:
     parts = [f"column {name} is {kind.upper()}" for name, kind in d.types]
+    parts += [f"column {name} is hidden (a functional index's): not published" for name in d.hidden]
     if d.period is not None:
         parts.append(f"system-versioned (period {d.period.start}..{d.period.end}"
                      f"{', hidden' if d.period.hidden else ''}): its current rows are "

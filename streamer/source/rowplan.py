@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import logging
 import struct
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
@@ -230,22 +230,28 @@ class TableState:
     (``SLOT``): the table version it was built for, its plan, and whether its rows may skip the
     library's none sources."""
 
-    __slots__ = ("version", "plan", "skip_none_sources")
+    __slots__ = ("version", "plan", "skip_none_sources", "hidden")
 
-    def __init__(self, version: Any, plan: Optional[Plan], skip_none_sources: bool) -> None:
+    def __init__(self, version: Any, plan: Optional[Plan], skip_none_sources: bool,
+                 hidden: FrozenSet[str] = frozenset()) -> None:
         self.version = version
         self.plan = plan
         self.skip_none_sources = skip_none_sources
+        # Columns rows events leave out by design (a functional index's, source.definitions).
+        self.hidden = hidden
 
 
 SLOT = "streamer"
 
 
-def attach(table_map_event: Any, version: Any, plan: Optional[Plan], none_sources: bool) -> None:
+def attach(table_map_event: Any, version: Any, plan: Optional[Plan], none_sources: bool,
+           hidden: FrozenSet[str] = frozenset()) -> None:
     """Use ``plan`` for the rows that follow this table map (the library's Table object).
     Without ``none_sources`` the rows skip the library's per-row list of why each None is None
-    (only an empty SET needs it, to tell it from NULL)."""
-    setattr(table_map_event.get_table(), SLOT, TableState(version, plan, not none_sources))
+    (only an empty SET needs it, to tell it from NULL). ``hidden`` columns may be missing from
+    a row image."""
+    setattr(table_map_event.get_table(), SLOT,
+            TableState(version, plan, not none_sources, hidden))
 
 
 def state_of(table: Any) -> Optional[TableState]:
@@ -306,7 +312,7 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
         partial = _partial_bits(self, row_image_type) \
             if self.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT else None
         if partial is not None:
-            return _read_partial(self, cols_bitmap, plan, partial)
+            return _read_partial(self, cols_bitmap, plan, partial, state.hidden)
         null_bitmap = self.packet.read((BitCount(cols_bitmap) + 7) // 8)
         none_sources = self._RowsEvent__none_sources
         columns = self.columns
@@ -314,6 +320,8 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
         at = 0  # the null bitmap has a bit per column present in the image only
         for i, (name, read) in enumerate(plan):
             if not cols_bitmap[i >> 3] & (1 << (i & 7)):
+                if name in state.hidden:
+                    continue
                 raise _partial_image(self, name)
             if null_bitmap[at >> 3] & (1 << (at & 7)):
                 none_sources[name] = NONE_SOURCE.NULL
@@ -329,7 +337,8 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
     return _read_column_data
 
 
-def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes) -> Dict[str, Any]:
+def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes,
+                  hidden: FrozenSet[str]) -> Dict[str, Any]:
     """An after image whose JSON columns may hold partial updates (their diffs, read into a
     source.jsondiff.Diffs that the rows stage applies to the before image)."""
     null_bitmap = event.packet.read((BitCount(cols_bitmap) + 7) // 8)
@@ -340,6 +349,8 @@ def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes) ->
     for i, (name, read) in enumerate(plan):
         column = columns[i]
         if not cols_bitmap[i >> 3] & (1 << (i & 7)):
+            if name in hidden:
+                continue
             raise _partial_image(event, name)
         is_partial = False
         if column.type == FIELD_TYPE.JSON:

@@ -22,6 +22,43 @@ def test_only_a_table_map_that_could_hide_a_plugin_type_or_a_period_is_asked_abo
     assert not definitions.worth_asking([col("b", T.STRING, size=8, charset="binary")])
     assert definitions.worth_asking([col("row_end", T.TIMESTAMP2)])
     assert definitions.worth_asking([col("id", T.LONG, pk=True), col("e", T.TIMESTAMP2, pk=True)])
+    # MySQL's name for a functional index's hidden column: MD5(index name + key part) in hex.
+    assert definitions.worth_asking([col("id", T.LONG), col("f92a934bb8b32234cc185c85b5f3631f",
+                                                             T.VARCHAR)])
+    assert not definitions.worth_asking([col("F92A934BB8B32234CC185C85B5F3631F", T.VARCHAR)])
+
+
+class _Cursor:
+    """information_schema as MySQL answers for a table with a functional index."""
+
+    def __init__(self):
+        self.rows = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, sql, args=None):
+        self.rows = [("BASE TABLE",)] if "information_schema.TABLES" in sql else \
+            [("id", "int", ""), ("a", "varchar", ""), ("0123456789abcdef0123456789abcdef", "int", "")]
+
+    def fetchone(self):
+        return self.rows[0]
+
+    def fetchall(self):
+        return self.rows
+
+
+def test_a_column_of_the_table_map_information_schema_does_not_list_is_hidden():
+    conn = SimpleNamespace(cursor=_Cursor)
+    found = definitions.read(conn, "app", "g", ["id", "a", "f92a934bb8b32234cc185c85b5f3631f",
+                                                "0123456789abcdef0123456789abcdef"])
+    # A column of such a name that the table lists is the user's own, and published.
+    assert found.hidden == ("f92a934bb8b32234cc185c85b5f3631f",)
+    assert "column f92a934bb8b32234cc185c85b5f3631f is hidden (a functional index's): not " \
+           "published" in definitions.describe(found)
 
 
 # The server's own answers (SELECT CAST(UNHEX(...) AS INET6) on MariaDB 10.11).

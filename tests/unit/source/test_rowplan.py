@@ -5,6 +5,8 @@ import random
 import struct
 from types import SimpleNamespace
 
+import pytest
+
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent, WriteRowsEvent
 
@@ -254,3 +256,24 @@ def test_a_mysql_json_column_is_read_as_the_text_a_client_shows():
     assert read_column_data(ev, bytes([1])) == {"js": '{"a": 1, "b": "x"}'}
     from pymysqlreplication.packet import parse_json
     assert parse_json(SMALL_OBJECT[0], SMALL_OBJECT[1:]) == {b"a": 1, b"b": b"x"}  # the library
+
+
+def test_a_hidden_column_missing_from_a_row_is_passed_over_any_other_stops_the_stream():
+    # MySQL's functional index column (source.definitions) is in the table map, in no rows
+    # event; a missing column that isn't hidden is a partial row image.
+    from streamer.errors import UnsupportedEvent
+
+    hidden = "f92a934bb8b32234cc185c85b5f3631f"
+    cols = [col("id", FIELD_TYPE.LONG), col(hidden, FIELD_TYPE.VARCHAR, max_length=80),
+            col("a", FIELD_TYPE.VARCHAR, max_length=80)]
+    data = bytes([0]) + (7).to_bytes(4, "little", signed=True) + bytes([1]) + b"y"
+    ev = event(data, rowplan.plan_for(cols))
+    ev.columns = ev.table_map[7].columns = cols
+    ev.table_map[7].streamer.hidden = frozenset([hidden])
+    assert read_column_data(ev, bytes([0b101])) == {"id": 7, "a": "y"}
+    assert ev.packet.at == len(data)
+    ev = event(data, rowplan.plan_for(cols))
+    ev.columns = ev.table_map[7].columns = cols
+    with pytest.raises(UnsupportedEvent, match=f"has no value for column '{hidden}': its row "
+                                               f"image is not FULL"):
+        read_column_data(ev, bytes([0b101]))
