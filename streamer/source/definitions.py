@@ -134,7 +134,10 @@ class Definitions:
         if found is None:
             if self.conn is None:
                 self.conn = self.connect()
-            found = read(self.conn, db, table, [c.name for c in columns])
+            names = [c.name for c in columns]
+            # MySQL has neither plugin types nor versioning: only a hidden column is worth a read.
+            asked = self.mariadb(self.conn) or any(n and HIDDEN_NAME.fullmatch(n) for n in names)
+            found = read(self.conn, db, table, names) if asked else NONE
             self.cache[key] = found
             if found.types or found.period or found.hidden:
                 log.info("table %s.%s: %s", db, table, describe(found))

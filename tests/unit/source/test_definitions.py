@@ -114,3 +114,23 @@ def test_a_system_versioned_tables_history_is_no_change_of_its_own():
     assert classify("d", {"values": {"id": 1, "row_end": ended}})[0] is None  # history purged
     # A transaction-precise period ends at the largest BIGINT UNSIGNED.
     assert classify("c", {"values": {"row_end": 2 ** 64 - 1}})[0] == "c"
+
+
+def test_on_mysql_only_a_column_named_like_a_hidden_one_is_worth_a_read():
+    # An unsigned BIGINT key or a BINARY(16) column hides nothing on MySQL: no query for it.
+    asked = []
+
+    class Conn:
+        def cursor(self):
+            asked.append(1)
+            return _Cursor()
+    mysql = definitions.Definitions(Conn, mariadb=lambda conn: False)
+    key = col("id", T.LONGLONG, pk=True, unsigned=True)
+    assert mysql.of("app", "t", [key, col("u", T.STRING, size=16, charset="binary")]) is \
+        definitions.NONE and asked == []
+    hidden = col("f92a934bb8b32234cc185c85b5f3631f", T.VARCHAR)
+    assert mysql.of("app", "g", [key, hidden]).hidden == ("f92a934bb8b32234cc185c85b5f3631f",)
+    assert asked
+    mariadb = definitions.Definitions(Conn, mariadb=lambda conn: True)
+    asked.clear()
+    assert mariadb.of("app", "t", [key]).hidden == () and asked
