@@ -67,7 +67,7 @@ class TopicNames:
     @classmethod
     def from_config(cls, cfg: Any) -> "TopicNames":
         ns = cfg.namespace
-        own = [f"{ns}.__positions", f"{ns}.__schemas", f"{ns}.__transactions"]
+        own = [f"{ns}.__positions", f"{ns}.__schemas", f"{ns}.__transactions", f"{ns}.__lease"]
         if cfg.format == "debezium":
             own += [f"{ns}.transaction", f"{cfg.debezium.heartbeat_topic_prefix}.{ns}"]
         return cls(ns, cfg.topics.name, cfg.topics.names, own)

@@ -61,8 +61,10 @@ def test_dotted_names_that_fill_the_template_alike_stop_even_with_one_owner_text
 def test_no_table_takes_one_of_the_streamers_own_topics():
     cfg = _cfg(topics={"name": "{db}.{table}"}, format="debezium")
     names = TopicNames.from_config(cfg)
-    with pytest.raises(TopicClash, match="which is the streamer's own topic too: give the table"):
-        names.claim("ns", "__schemas")
+    for own in ("__schemas", "__positions", "__transactions", "__lease"):
+        with pytest.raises(TopicClash, match="which is the streamer's own topic too: give the "
+                                             "table"):
+            names.claim("ns", own)
     with pytest.raises(TopicClash, match="which is the streamer's own topic too"):
         names.claim("ns", "transaction")  # Debezium's transaction topic
     with pytest.raises(TopicClash, match="which Kafka takes as ns.__schemas, the streamer's own"):
