@@ -334,6 +334,17 @@ def test_each_change_names_its_rows_events_offset_as_the_server_shows_it(db, tmp
     assert got == [shown[0], shown[1], shown[1], shown[2], shown[3]], (got, shown)
 
 
+def _snapshotted(tmp_path, source, name, table):
+    """The after values a snapshot of ``name``.``table`` publishes (start.initial: snapshot)."""
+    ns = support.unique("sn")
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.{table}"],
+                               server=source, start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log")) as proc:
+        snapped = support.consume([f"{ns}.{name}.{table}"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    return [m["value"]["after"] for m in snapped]
+
+
 @pytest.mark.every_source
 def test_generated_columns_virtual_and_stored_are_published_as_select_shows_them(
         db, tmp_path, source):
@@ -351,13 +362,7 @@ def test_generated_columns_virtual_and_stored_are_published_as_select_shows_them
     now = {"id": 1, "a": 5, "b": 3, "v": 8, "s": 15, "t": "x5"}
     assert [(m["value"]["before"], m["value"]["after"]) for m in msgs] == \
         [(None, first), (first, now)]
-    ns = support.unique("gs")
-    cfg = support.write_config(str(tmp_path / "s.yaml"), ns, [f"{name}.g"], server=source,
-                               start={"initial": "snapshot"})
-    with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
-        snapped = support.consume([f"{ns}.{name}.g"], expect=1, decode_ns=ns)
-        assert proc.stop() == 0, proc.output()[-3000:]
-    assert [m["value"]["after"] for m in snapped] == [now]
+    assert _snapshotted(tmp_path, source, name, "g") == [now]
 
 
 @pytest.mark.every_source
@@ -385,10 +390,4 @@ def test_columns_the_server_hides_are_published_as_select_star_shows_the_table(
         [(None, first), (first, now)]
     if source.mysql:
         assert "is hidden (a functional index's): not published" in out, out[-3000:]
-    ns = support.unique("hs")
-    cfg = support.write_config(str(tmp_path / "s.yaml"), ns, [f"{name}.g"], server=source,
-                               start={"initial": "snapshot"})
-    with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
-        snapped = support.consume([f"{ns}.{name}.g"], expect=1, decode_ns=ns)
-        assert proc.stop() == 0, proc.output()[-3000:]
-    assert [m["value"]["after"] for m in snapped] == [now]
+    assert _snapshotted(tmp_path, source, name, "g") == [now]
