@@ -37,7 +37,7 @@ def _start_of(event: Any) -> int:
 class Tracker:
     """Follows transaction boundaries in the event stream and says what to checkpoint."""
 
-    __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_start", "tx_rows", "in_tx",
+    __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_file", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
                  "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes", "start")
 
@@ -47,6 +47,9 @@ class Tracker:
         self.next_pos = start.pos
         self.gtids = GtidSet(start.gtid_set)
         self.gtid: Optional[str] = None
+        # Where the open transaction began, or the next will: a binlog cut off inside one goes
+        # on in the next file (stages.savepoints.UNENDED), and the group is still in this one.
+        self.tx_file = start.file
         self.tx_start = start.pos
         self.tx_rows = 0
         self.in_tx = False
@@ -142,6 +145,7 @@ class Tracker:
             self.file = event.next_binlog
             if not self.in_tx:
                 self.next_pos = event.position
+                self.tx_file = self.file
                 self.tx_start = event.position
         return False
 
@@ -158,6 +162,7 @@ class Tracker:
             # this tracker knows must not pass its skip on to the next one.
             self.skip = 0
         self.in_tx = True
+        self.tx_file = self.file
         self.tx_start = start_pos
         self.tx_rows = 0
         self.gtid = gtid
@@ -174,11 +179,12 @@ class Tracker:
         self.tx_rows = 0
         self.skip = 0
         self.next_pos = next_pos
+        self.tx_file = self.file
         self.tx_start = next_pos
 
     def mark(self) -> Tuple[str, int, int]:
         """Where the stream is, cheaply: equal marks, equal checkpoints."""
-        return self.file, self.tx_start, self.tx_rows
+        return self.tx_file, self.tx_start, self.tx_rows
 
     def position(self) -> Position:
         if self.skip and not self.in_tx:
@@ -197,7 +203,7 @@ class Tracker:
             return Position("", 4, str(self.gtids), self.resume_skip, self.server_id,
                             tx_gtid=self.resume_gtid, server_uuid=self.server_uuid, xa=self._xa())
         if self.in_tx:
-            return Position(self.file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
+            return Position(self.tx_file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
                             tx_gtid=self.gtid or "", server_uuid=self.server_uuid, xa=self._xa())
         return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id,
                         server_uuid=self.server_uuid, xa=self._xa())

@@ -31,6 +31,9 @@ one, rolled back to a savepoint or not, carries it: seen on 10.11 and 11.4). Its
 its end give its holes, set on its GTID event for the tracker, and its rows are left out as
 they come: nothing aborted, nothing read again. A group of more than ``LOOK_AHEAD`` events is
 handed on as it comes, and taken back the way above if it must be.
+
+A group that never ended (its binlog cut off inside it: ``UNENDED``) is found when the next
+group begins, and taken back whole the same way.
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ from streamer.engine.rows import OPS
 from streamer.engine.tracker import FL_PREPARED_XA, FL_STANDALONE
 from streamer.errors import RolledBackRows, UnsupportedEvent
 from streamer.source import rowcount
+from streamer.source.gtidtag import TaggedGtidEvent
 
 _SAVEPOINT = re.compile(r"^\s*SAVEPOINT\s+(`(?:[^`]|``)+`|\w+)\s*$", re.I)
 _ROLLBACK_TO = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+)?TO\s+(?:SAVEPOINT\s+)?(`(?:[^`]|``)+`|\w+)"
@@ -148,6 +152,19 @@ def holes_of(group: List[Any]) -> Optional[List[Tuple[int, int]]]:
     return holes or None
 
 
+_TOUCHED = "which the server logged because it touched a non-transactional table too"
+ROLLED_BACK = ("was rolled back", _TOUCHED)
+TO_SAVEPOINT = ("rolled back to a savepoint", _TOUCHED)
+# A group cut off before its end: the server stopped while writing it (a crash, a full disk),
+# and its binlog ends inside it; the next group (the next binlog, after the restart) begins
+# without it. The server's crash recovery rolls back a transaction its binlog doesn't hold whole
+# (MySQL also trims the cut-off part; a binlog that kept it reads so), and a replica rolls back
+# what it applied of it: its rows are in no table.
+UNENDED = ("never ended (the next transaction began before its COMMIT: the server stopped "
+           "while writing it, and rolled it back when it started again)",
+           "which the binlog holds up to where it was cut off")
+
+
 class Savepoints:
     def __init__(self, ctx: Any, holes: Holes) -> None:
         self.ctx = ctx
@@ -157,7 +174,9 @@ class Savepoints:
         self.marks: Dict[str, Tuple[int, Tuple[str, int, int]]] = {}
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
-        return {QueryEvent: self.on_query}
+        begins = self.on_group_start
+        return {QueryEvent: self.on_query, GtidEvent: begins, TaggedGtidEvent: begins,
+                MariadbGtidEvent: begins}
 
     def tx_end_hooks(self) -> List[Callable[[], int]]:
         return [self.on_tx_end]
@@ -169,10 +188,23 @@ class Savepoints:
             self.ctx.policy.request_commit()
         return 0
 
+    def on_group_start(self, event: Any) -> int:
+        """A group begins (its GTID event; a BEGIN on MySQL without GTIDs): the one before it
+        must have ended. One that did not was cut off (``UNENDED``), and its rows are taken back
+        whole."""
+        tracker = self.tracker
+        if tracker.in_tx and tracker.explicit and tracker.tx_rows:
+            packet = event.packet
+            self._take_back((0, tracker.tx_rows), self._committed_inside(), UNENDED,
+                            (tracker.file, packet.log_pos - packet.event_size))
+        return 0
+
     def on_query(self, event: Any) -> int:
         query = event.query
         first = query[:4].upper()
         if first != "SAVE" and first != "ROLL":
+            if query == "BEGIN":
+                return self.on_group_start(event)
             return 0
         tracker = self.tracker
         if tracker.txid != self.txid:
@@ -185,11 +217,12 @@ class Savepoints:
             self.marks[name] = (tracker.tx_rows, self.ctx.policy.committed_at)
         elif kind == "ROLLBACK":
             if tracker.in_tx:
-                self._take_back((0, tracker.tx_rows), self._committed_inside(), "was rolled back")
+                    self._take_back((0, tracker.tx_rows), self._committed_inside(), ROLLED_BACK,
+                                    (tracker.file, event.packet.log_pos))
         elif name in self.marks:
             at, committed_then = self.marks[name]
             self._take_back((at, tracker.tx_rows), self.ctx.policy.committed_at != committed_then,
-                            "rolled back to a savepoint")
+                            TO_SAVEPOINT)
         return 0
 
     def _committed_inside(self) -> bool:
@@ -197,25 +230,36 @@ class Savepoints:
         this run or (the resume's skip) by an earlier one."""
         tracker = self.tracker
         file, start, rows = self.ctx.policy.committed_at
-        return tracker.skip > 0 or (rows > 0 and file == tracker.file and start == tracker.tx_start)
+        return tracker.skip > 0 or (rows > 0 and file == tracker.tx_file and
+                                    start == tracker.tx_start)
 
-    def _take_back(self, hole: Tuple[int, int], committed: bool, what: str) -> None:
-        """Leave out the row changes ``hole`` of the open transaction: raises to read it again."""
+    def _take_back(self, hole: Tuple[int, int], committed: bool, what: Tuple[str, str],
+                   end: Optional[Tuple[str, int]] = None) -> None:
+        """Leave out the row changes ``hole`` of the open transaction: raises to read it again.
+        ``what``: what happened to the transaction, and why the server logged its rows; ``end``:
+        where the next transaction begins, when all of this one is taken back."""
         txid = self.tracker.txid
         if hole[0] == hole[1] or hole in self.holes.get(txid, ()) or \
                 hole in (self.tracker.holes or ()):  # known from the start (looked_ahead)
             return
         if committed:
+            head = (f"the transaction {txid} {what[0]} after some of its rows were committed to "
+                    f"Kafka (a batch cut at batch.max_messages came inside it): row changes "
+                    f"{hole[0]}..{hole[1] - 1} of it are in the topics but not in the table")
+            if end is None:
+                raise UnsupportedEvent(
+                    f"{head}. Raise batch.max_messages above the transaction's size and restart: "
+                    f"the transaction is then read again and published without them")
+            # The checkpoint is inside it: a restart from there would stop here again.
             raise UnsupportedEvent(
-                f"the transaction {txid} {what} after some of its rows were committed to Kafka "
-                f"(a batch cut at batch.max_messages came inside it): row changes "
-                f"{hole[0]}..{hole[1] - 1} of it are in the topics but not in the table. Raise "
-                f"batch.max_messages above the transaction's size and restart: the transaction "
-                f"is then read again and published without them")
+                f"{head}, and can't be taken out. To go on, restart once from where the next "
+                f"transaction begins: streamer run --start-file {end[0]} --start-pos {end[1]}; "
+                f"and raise batch.max_messages above such a transaction's size, so that the next "
+                f"one is left out whole")
         if txid not in self.holes and len(self.holes) >= HOLES_KEPT:
             del self.holes[next(iter(self.holes))]  # the oldest: long since committed past
         self.holes.setdefault(txid, []).append(hole)
         raise RolledBackRows(
-            f"the transaction {txid} {what}, taking back its row changes "
-            f"{hole[0]}..{hole[1] - 1}, which the server logged because it touched a "
-            f"non-transactional table too: the open batch is aborted and read again without them")
+            f"the transaction {txid} {what[0]}, taking back its row changes "
+            f"{hole[0]}..{hole[1] - 1}, {what[1]}: the open batch is aborted and read again "
+            f"without them")

@@ -1,5 +1,7 @@
 """The engine's loop, driven without servers: a recorded binlog replayed through the library's own
 packet layer (binlogs/engine.sql says what it holds), an in-memory publisher and a test clock."""
+import os
+
 import pytest
 
 from streamer.position import Position
@@ -348,6 +350,7 @@ def test_a_group_that_ends_in_rollback_publishes_none_of_its_rows(make, monkeypa
 def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(make, monkeypatch):
     from streamer.engine.stages import savepoints
     from streamer.errors import UnsupportedEvent
+    from tests.unit.engine_parts import HEADER
     data = _rolled_back_group()
     monkeypatch.setattr(savepoints, "LOOK_AHEAD", 0)  # too long a group to be read whole
     for start in (Position(FILE, 4), Position(FILE, 1070, rows=20)):  # and resumed inside it
@@ -355,10 +358,17 @@ def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(ma
         reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop, data=data)
         with reader, pytest.raises(UnsupportedEvent) as e:
             streamer.stream(publisher, reader, start)
+        # The way on: from the end of its ROLLBACK, where the next transaction begins.
+        end = 61944 + HEADER.unpack_from(data, 61944)[3]
         assert f"the transaction {FILE}:1070 was rolled back after some of its rows were " \
-               f"committed" in str(e.value) and "Raise batch.max_messages" in str(e.value)
+               f"committed" in str(e.value) and \
+               f"restart once from where the next transaction begins: streamer run --start-file " \
+               f"{FILE} --start-pos {end};" in str(e.value), str(e.value)
         if not start.rows:  # the cut this run made is inside it
             assert (publisher.committed.pos, publisher.committed.rows) == (1070, 60)
+    streamer, publisher = make(batch={"max_messages": 10})
+    replay(streamer, publisher, Position(FILE, end), data=data, binlog="rollback.binlog")
+    assert publisher.changes() == [("c", 2), ("c", 3)]
     # Read whole first, the same group is left out before a batch could fill with it.
     monkeypatch.setattr(savepoints, "LOOK_AHEAD", 10000)
     streamer, publisher = make(batch={"max_messages": 10})
@@ -375,6 +385,101 @@ def test_a_group_that_ends_in_rollback_gets_no_transaction_records(make, monkeyp
     assert [(status, count) for status, _, count in records] == [
         ("BEGIN", None), ("END", 1), ("BEGIN", None), ("END", 2)]
     assert f"{FILE}:1070" not in {i for _, i, _ in records}
+
+
+def _cut_off_group():
+    # The same group without its closing COMMIT: the binlog was cut off inside it (its server
+    # stopped while writing it), and the next group begins where its end would have been.
+    from tests.unit.engine_parts import BINLOGS, HEADER, _rewritten
+    with open(os.path.join(BINLOGS, "rollback.binlog"), "rb") as fh:
+        length = HEADER.unpack_from(fh.read(), 61944)[3]
+    return _rewritten("rollback.binlog", 61944, length, b"")
+
+
+@pytest.mark.parametrize("look_ahead", [10000, 0])
+def test_a_group_cut_off_before_its_end_publishes_none_of_its_rows(make, monkeypatch, look_ahead,
+                                                                   caplog):
+    reads, sleeps, publisher = _taken_back(make, monkeypatch, "rollback.binlog", look_ahead,
+                                           data=_cut_off_group())
+    assert publisher.changes() == [("c", 1), ("c", 2), ("c", 3)]
+    # Found at the next group's start, with its 60 rows in the open batch: read again without.
+    assert reads == 2 and sleeps == [0.0] and publisher.drained == 1
+    said = [r.getMessage() for r in caplog.records if "never ended" in r.getMessage()]
+    assert len(said) == 1 and f"the transaction {FILE}:1070 never ended" in said[0] and \
+        "row changes 0..59" in said[0], said
+
+
+def test_a_cut_off_group_a_batch_cut_committed_rows_of_is_refused_by_name(make, monkeypatch):
+    from streamer.errors import UnsupportedEvent
+    start = Position(FILE, 4)
+    streamer, publisher = make(batch={"max_messages": 10})
+    reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop,
+                            data=_cut_off_group())
+    with reader, pytest.raises(UnsupportedEvent) as e:
+        streamer.stream(publisher, reader, start)
+    assert f"the transaction {FILE}:1070 never ended" in str(e.value) and \
+        f"--start-file {FILE} --start-pos 61944;" in str(e.value), str(e.value)
+    # Resumed inside it (the checkpoint of the cut), it is refused again; from there, it goes on.
+    assert (publisher.committed.pos, publisher.committed.rows) == (1070, 60)
+    for start, refused in ((publisher.committed, True), (Position(FILE, 61944), False)):
+        streamer, publisher = make(batch={"max_messages": 10})
+        if refused:
+            with pytest.raises(UnsupportedEvent, match="never ended"):
+                replay(streamer, publisher, start, data=_cut_off_group(), binlog="rollback.binlog")
+        else:
+            replay(streamer, publisher, start, data=_cut_off_group(), binlog="rollback.binlog")
+            assert publisher.changes() == [("c", 2), ("c", 3)]
+
+
+def test_a_cut_off_group_is_refused_as_well_when_the_next_binlog_begins_before_the_next_group(
+        make):
+    # As the server sends it: the old binlog ends inside the group, then come the rotate to the
+    # next file (and its start), then the next group. A batch cut inside the group is still
+    # inside it, whichever file the stream has moved on to.
+    import struct
+
+    from pymysqlreplication.constants.BINLOG import ROTATE_EVENT
+
+    from streamer.errors import UnsupportedEvent
+    from tests.unit.engine_parts import BINLOGS, HEADER, _rewritten
+    with open(os.path.join(BINLOGS, "rollback.binlog"), "rb") as fh:
+        length = HEADER.unpack_from(fh.read(), 61944)[3]
+    body = struct.pack("<Q", 4) + b"mysql-bin.000003"
+    size = HEADER.size + len(body) + 4
+    rotate = HEADER.pack(0, ROTATE_EVENT, 1, size, 61944 + size, 0) + body + b"\0" * 4
+    start = Position(FILE, 4)
+    streamer, publisher = make(batch={"max_messages": 10})
+    reader = ReplayedBinlog("rollback.binlog", start, on_end=streamer.request_stop,
+                            data=_rewritten("rollback.binlog", 61944, length, rotate))
+    with reader, pytest.raises(UnsupportedEvent) as e:
+        streamer.stream(publisher, reader, start)
+    assert f"the transaction {FILE}:1070 never ended" in str(e.value) and \
+        "after some of its rows were committed" in str(e.value) and \
+        f"--start-file mysql-bin.000003 --start-pos {61944 + size};" in str(e.value), str(e.value)
+
+
+def test_only_a_group_with_rows_and_no_end_is_taken_back():
+    from types import SimpleNamespace
+
+    from streamer.engine.stages import savepoints
+    from streamer.engine.tracker import Tracker
+    from streamer.errors import RolledBackRows
+    tracker = Tracker(Position(FILE, 4))
+    policy = SimpleNamespace(committed_at=(FILE, 4, 0))
+    stage = savepoints.Savepoints(SimpleNamespace(tracker=tracker, policy=policy), {})
+    gtid = SimpleNamespace(query="BEGIN", packet=SimpleNamespace(log_pos=130, event_size=30))
+    # Between groups; a group with no rows yet (a GTID's BEGIN); a statement that is a group of
+    # its own (not explicit): nothing to take back.
+    for in_tx, explicit, rows in ((False, True, 5), (True, True, 0), (True, False, 5)):
+        tracker.in_tx, tracker.explicit, tracker.tx_rows = in_tx, explicit, rows
+        assert stage.on_group_start(gtid) == 0 and stage.on_query(gtid) == 0
+    tracker.in_tx, tracker.explicit, tracker.tx_rows, tracker.txid = True, True, 5, "f:9"
+    for begins in (stage.on_group_start, stage.on_query):  # a GTID event; MySQL's BEGIN
+        stage.holes.clear()
+        with pytest.raises(RolledBackRows, match="f:9 never ended"):
+            begins(gtid)
+        assert stage.holes == {"f:9": [(0, 5)]}
+    assert stage.on_group_start(gtid) == 0  # read again: known, read on without them
 
 
 class ArrivingSoon(ReplayedBinlog):
@@ -586,7 +691,7 @@ def test_the_holes_kept_for_reading_transactions_again_are_the_latest_few(monkey
         tracker.txid = f"{FILE}:{n}"
         for hole in ((0, 2), (4, 6)):
             with pytest.raises(RolledBackRows):
-                stage._take_back(hole, False, "rolled back to a savepoint")
+                stage._take_back(hole, False, savepoints.TO_SAVEPOINT)
     # A long-lived process doesn't keep every one; a transaction's own holes stay together.
     assert stage.holes == {f"{FILE}:{n}": [(0, 2), (4, 6)] for n in (2, 3, 4)}
-    stage._take_back((4, 6), False, "rolled back to a savepoint")  # known: read on without it
+    stage._take_back((4, 6), False, savepoints.TO_SAVEPOINT)  # known: read on without it
