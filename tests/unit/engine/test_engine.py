@@ -376,17 +376,6 @@ def test_a_rolled_back_group_a_batch_cut_committed_rows_of_is_refused_by_name(ma
     assert publisher.changes() == [("c", 1), ("c", 2), ("c", 3)]
 
 
-@pytest.mark.parametrize("look_ahead", [10000, 0])
-def test_a_group_that_ends_in_rollback_gets_no_transaction_records(make, monkeypatch, look_ahead):
-    from tests.unit.engine.test_txmeta import _records
-    _, _, publisher = _taken_back(make, monkeypatch, "rollback.binlog", look_ahead,
-                                  data=_rolled_back_group(), topics={"transactions": True})
-    records = [(r["status"], r["id"], r["event_count"]) for _, r in _records(publisher)]
-    assert [(status, count) for status, _, count in records] == [
-        ("BEGIN", None), ("END", 1), ("BEGIN", None), ("END", 2)]
-    assert f"{FILE}:1070" not in {i for _, i, _ in records}
-
-
 def _cut_off_group():
     # The same group without its closing COMMIT: the binlog was cut off inside it (its server
     # stopped while writing it), and the next group begins where its end would have been.
@@ -407,6 +396,20 @@ def test_a_group_cut_off_before_its_end_publishes_none_of_its_rows(make, monkeyp
     said = [r.getMessage() for r in caplog.records if "never ended" in r.getMessage()]
     assert len(said) == 1 and f"the transaction {FILE}:1070 never ended" in said[0] and \
         "row changes 0..59" in said[0], said
+
+
+@pytest.mark.parametrize("look_ahead", [10000, 0])
+@pytest.mark.parametrize("group", ["rolled back", "cut off"])
+def test_a_group_taken_back_whole_gets_no_transaction_records(make, monkeypatch, look_ahead,
+                                                               group):
+    from tests.unit.engine.test_txmeta import _records
+    data = _rolled_back_group() if group == "rolled back" else _cut_off_group()
+    _, _, publisher = _taken_back(make, monkeypatch, "rollback.binlog", look_ahead, data=data,
+                                  topics={"transactions": True})
+    records = [(r["status"], r["id"], r["event_count"]) for _, r in _records(publisher)]
+    assert [(status, count) for status, _, count in records] == [
+        ("BEGIN", None), ("END", 1), ("BEGIN", None), ("END", 2)]
+    assert f"{FILE}:1070" not in {i for _, i, _ in records}
 
 
 def test_a_cut_off_group_a_batch_cut_committed_rows_of_is_refused_by_name(make, monkeypatch):
