@@ -7,7 +7,9 @@ connection raises ``StreamInterrupted`` and the engine resumes from its last com
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Optional
+import os
+import re
+from typing import Any, Dict, Optional, Set, Tuple
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -63,6 +65,7 @@ class BinlogReader:
         # On a server that doesn't write every event's offset: the offsets worked out.
         self.offsets: Optional[Offsets] = None
         self._stream: Optional[BinLogStreamReader] = None
+        self._settings: Dict[str, Any] = {}
 
     def check_start(self) -> None:
         """Where to read on this server: a checkpoint written reading another server resumes
@@ -119,6 +122,7 @@ class BinlogReader:
             kwargs["log_file"] = self.start.file
             kwargs["log_pos"] = self.start.pos
             kwargs["resume_stream"] = True
+        self._settings = settings
         self._stream = self.new_stream(settings, **kwargs)
         return self
 
@@ -144,18 +148,46 @@ class BinlogReader:
         )
 
     def __iter__(self) -> Any:
-        assert self._stream is not None
-        stream = self._stream if self.offsets is None else self.offsets.filled(self._stream)
+        while True:
+            assert self._stream is not None
+            stream = self._stream if self.offsets is None else self.offsets.filled(self._stream)
+            try:
+                for event in stream:
+                    if event.__class__ is TransactionPayloadEvent:
+                        yield from event.events  # a compressed transaction's own events
+                        continue
+                    yield event
+                return
+            except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
+                if not self._past_cut_off(exc):
+                    raise _classify(exc, self.start, self.gtid_start) from exc
+
+    def _past_cut_off(self, exc: Exception) -> bool:
+        """A binlog that ends inside an event (its server stopped while writing it: a crash, a
+        full disk), when a binlog follows it: read on from the next one's start, as the server
+        sends a binlog that ends between events. The event cut off was never whole, nor the
+        transaction it is in (the server rolled it back when it started again, and the next
+        group's start takes back what the stream read of it: engine.stages.savepoints)."""
+        found = cut_off(exc)
+        if found is None:
+            return False
+        conn = connect(self.settings)
         try:
-            for event in stream:
-                if event.__class__ is TransactionPayloadEvent:
-                    yield from event.events  # a compressed transaction's own events
-                    continue
-                yield event
-        except pymysql.err.OperationalError as exc:
-            raise _classify(exc, self.start, self.gtid_start) from exc
-        except pymysql.err.InternalError as exc:
-            raise _classify(exc, self.start, self.gtid_start) from exc
+            files = binlog_files(conn)
+        finally:
+            conn.close()
+        later = files[files.index(found[0]) + 1:] if found[0] in files else []
+        if not later:
+            return False
+        if found not in _SEEN_CUT_OFF:  # once: a stream read again passes it again
+            _SEEN_CUT_OFF.add(found)
+            log.warning("binlog %s ends inside an event, at byte %d (its server stopped while "
+                        "writing it: the transaction it is in was rolled back when it started "
+                        "again); reading on from the start of %s", found[0], found[1], later[0])
+        self._stream.close()
+        self._stream = self.new_stream(self._settings, log_file=later[0], log_pos=4,
+                                       resume_stream=True)
+        return True
 
     def more_arrived(self) -> bool:
         """Whether more of the stream has already arrived (source.caughtup says why that matters)."""
@@ -171,6 +203,23 @@ class BinlogReader:
             self._stream = None
 
 
+_CUT_OFF = "binlog truncated in the middle of event"
+_SEEN_CUT_OFF: Set[Tuple[str, int]] = set()  # (file, offset): said in this process's log
+_LAST_READ = re.compile(r"last event read from '([^']+)' at (\d+)")
+
+
+def cut_off(exc: Exception) -> Optional[Tuple[str, int]]:
+    """The binlog file that ends inside an event, and the offset where that event begins, for
+    the server's refusal to send such a binlog (ER_MASTER_FATAL_READING_BINLOG); None for any
+    other error."""
+    code = exc.args[0] if exc.args else None
+    msg = str(exc.args[1]) if len(exc.args) > 1 else ""
+    if code != ER_MASTER_FATAL_READING_BINLOG or _CUT_OFF not in msg:
+        return None
+    m = _LAST_READ.search(msg)
+    return (os.path.basename(m.group(1)), int(m.group(2))) if m else None
+
+
 def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None) -> Exception:
     code = exc.args[0] if exc.args else None
     msg = exc.args[1] if len(exc.args) > 1 else str(exc)
@@ -183,6 +232,13 @@ def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None)
             f"binlog lacks transactions the stream already published (purged, or a replica "
             f"promoted while they were missing). Point mysql.hosts at a server that has them; "
             f"if they are lost for good, take a snapshot and restart from a new position")
+    found = cut_off(exc)
+    if found is not None:  # and no binlog after it (BinlogReader._past_cut_off)
+        return PurgedBinlog(
+            f"binlog {found[0]} ends inside an event, at byte {found[1]}, and no binlog follows "
+            f"it: the server stopped while writing it (a crash, a full disk), and hasn't started "
+            f"a new one. Start the server again (with room on its disk): the stream then reads "
+            f"on from its next binlog")
     if code == ER_MASTER_FATAL_READING_BINLOG:
         return PurgedBinlog(
             f"the server cannot send the binlog from {start.describe()}: {msg}. If the file was "

@@ -86,40 +86,59 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
 _FAMILIES = [s.name for s in support.enabled_sources() if s.name in ("mariadb-10.11", "mysql-8.0")]
 
 
-@pytest.mark.parametrize("flavour", _FAMILIES)
-def test_a_transaction_the_binlog_was_cut_off_inside_is_not_published(tmp_path, flavour):
-    # A server that stops while writing a transaction to its binlog (a crash, a full disk)
-    # leaves it cut off: its rows, no COMMIT. It rolls the transaction back when it starts again
-    # (MySQL also cuts its binlog back; MariaDB doesn't), and its next binlog goes on. Made here
-    # by cutting the binlog of a stopped server before the transaction's XID event: its rows
-    # are in the table, but to a reader of the binlog it is the same cut-off group.
-    with PrivateMariaDB(str(tmp_path / "mdb"), flavour=flavour) as mdb:
-        conn = mdb.admin()
-        support.sql(conn, "CREATE DATABASE r",
-                    "CREATE TABLE r.t (id INT PRIMARY KEY, v VARCHAR(5))")
-        start = support.master_pos(conn)
-        support.sql(conn, "INSERT INTO r.t VALUES (1, 'a')", "BEGIN",
-                    "INSERT INTO r.t VALUES (2, 'cut')", "INSERT INTO r.t VALUES (3, 'cut')",
-                    "COMMIT")
-        events = support.sql(conn, f"SHOW BINLOG EVENTS IN '{start[0]}'")
-        cut = [e[1] for e in events if e[2] == "Xid"][-1]
-        conn.close()
-        mdb.down()
-        with open(os.path.join(mdb.base, "binlog", start[0]), "r+b") as fh:
-            fh.truncate(cut)
-        mdb.up()
-        support.sql(mdb.admin(), "INSERT INTO r.t VALUES (4, 'after')")
-        ns = support.unique("cut")
-        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["r.*"],
-                                   mysql={"port": mdb.port, "password_file": mdb.password_file()})
-        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
-                                     "--start-pos", str(start[1])) as proc:
-            msgs = support.consume([f"{ns}.r.t"], expect=2, decode_ns=ns)
-            assert proc.stop() == 0, proc.output()[-3000:]
+def _cut_off(tmp_path, mdb, stop, extra):
+    """Rows 1 (a transaction), 2 and 3 (one more), then the server stopped (``stop``), its
+    binlog cut ``extra`` bytes into the second one's XID event, started again, and row 4: what a
+    streamer reading from the start publishes, and its log."""
+    conn = mdb.admin()
+    support.sql(conn, "CREATE DATABASE r", "CREATE TABLE r.t (id INT PRIMARY KEY, v VARCHAR(5))")
+    start = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO r.t VALUES (1, 'a')", "BEGIN",
+                "INSERT INTO r.t VALUES (2, 'cut')", "INSERT INTO r.t VALUES (3, 'cut')", "COMMIT")
+    events = support.sql(conn, f"SHOW BINLOG EVENTS IN '{start[0]}'")
+    cut = [e[1] for e in events if e[2] == "Xid"][-1] + extra
+    conn.close()
+    stop()
+    with open(os.path.join(mdb.base, "binlog", start[0]), "r+b") as fh:
+        fh.truncate(cut)
+    mdb.up()
+    support.sql(mdb.admin(), "INSERT INTO r.t VALUES (4, 'after')")
+    ns = support.unique("cut")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["r.*"],
+                               mysql={"port": mdb.port, "password_file": mdb.password_file()})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        msgs = support.consume([f"{ns}.r.t"], expect=2, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 1), ("c", 4)]
     said = [line for line in proc.output().splitlines() if "never ended" in line]
     assert len(said) == 1 and f"the transaction {start[0]}:" in said[0] and \
         "row changes 0..1" in said[0], said
+    return start, cut, proc.output()
+
+
+@pytest.mark.parametrize("flavour", _FAMILIES)
+def test_a_transaction_the_binlog_was_cut_off_inside_is_not_published(tmp_path, flavour):
+    # A server that stops while writing a transaction to its binlog (a crash, a full disk)
+    # leaves it cut off: its rows, no COMMIT. It rolls the transaction back when it starts again
+    # (MySQL also trims its binlog back; MariaDB doesn't), and its next binlog goes on. Made here
+    # by cutting the binlog of a stopped server before the transaction's XID event: its rows
+    # are in the table, but to a reader of the binlog it is the same cut-off group.
+    with PrivateMariaDB(str(tmp_path / "mdb"), flavour=flavour) as mdb:
+        _cut_off(tmp_path, mdb, mdb.down, 0)
+
+
+@pytest.mark.skipif("mariadb-10.11" not in _FAMILIES, reason="MariaDB 10.11 is not in the matrix")
+def test_a_binlog_a_crash_cut_off_inside_an_event_is_read_on_from_the_next(tmp_path):
+    # Killed, then cut 10 bytes into the XID event, as a crash in the middle of writing it
+    # leaves a binlog: MariaDB keeps such a binlog as it is (MySQL trims it when it starts), and
+    # refuses to send it past the last whole event; a replica stops there. The streamer reads
+    # on from the next binlog, as when a binlog ends between events.
+    with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
+        start, cut, out = _cut_off(tmp_path, mdb, mdb.kill, 10)
+    said = [line for line in out.splitlines() if "ends inside an event" in line]
+    assert len(said) == 1 and f"binlog {start[0]} ends inside an event, at byte {cut - 10}" in \
+        said[0], said
 
 
 def test_a_streamer_started_while_mariadb_is_down_waits_for_it_then_streams(tmp_path):

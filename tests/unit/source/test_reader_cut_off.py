@@ -1,0 +1,92 @@
+"""BinlogReader: a binlog that ends inside an event is read on from the next binlog's start."""
+import logging
+import types
+
+import pymysql
+import pytest
+
+from streamer.errors import PurgedBinlog
+from streamer.source import reader as reader_mod
+from streamer.source.reader import BinlogReader, cut_off
+
+MARIADB = ("binlog truncated in the middle of event; consider out of disk space on master; the "
+           "first event 'mysql-bin.000001' at 1739, the last event read from 'mysql-bin.000001' "
+           "at 2324, the last byte read from 'mysql-bin.000001' at 2324.")
+MYSQL = ("binlog truncated in the middle of event; consider out of disk space on master; the "
+         "first event 'binlog.000007' at 4, the last event read from './binlog.000007' at 125, "
+         "the last byte read from './binlog.000007' at 144.")
+
+
+def _refused(text, code=1236):
+    return pymysql.err.OperationalError(code, text)
+
+
+def test_the_servers_refusal_names_the_binlog_and_where_its_last_whole_event_ends():
+    assert cut_off(_refused(MARIADB)) == ("mysql-bin.000001", 2324)
+    assert cut_off(_refused(MYSQL)) == ("binlog.000007", 125)
+    # Any other refusal, or the same words under another code, or no file named: not this.
+    assert cut_off(_refused("Could not find first log file name in binary log index file")) is None
+    assert cut_off(_refused(MARIADB, code=2013)) is None
+    assert cut_off(_refused("binlog truncated in the middle of event")) is None
+
+
+class Stream:
+    """A library stream: ``events``, then ``error`` raised (if any)."""
+
+    def __init__(self, events, error=None):
+        self.events, self.error, self.closed = events, error, False
+
+    def __iter__(self):
+        yield from self.events
+        if self.error is not None:
+            raise self.error
+
+    def close(self):
+        self.closed = True
+
+
+def _reader(monkeypatch, first, files, later):
+    reader = BinlogReader.__new__(BinlogReader)
+    reader.settings, reader._settings, reader.offsets = {}, {"read_timeout": 10}, None
+    reader.start, reader.gtid_start = types.SimpleNamespace(describe=lambda: "f:4"), None
+    reader._stream = first
+    opened = []
+
+    def new_stream(settings, **kwargs):
+        opened.append(kwargs)
+        return later
+    reader.new_stream = new_stream
+    monkeypatch.setattr(reader_mod, "connect", lambda settings: types.SimpleNamespace(
+        close=lambda: None))
+    monkeypatch.setattr(reader_mod, "binlog_files", lambda conn: files)
+    monkeypatch.setattr(reader_mod, "_SEEN_CUT_OFF", set())
+    return reader, opened
+
+
+def test_a_binlog_cut_off_inside_an_event_is_read_on_from_the_next_ones_start(monkeypatch,
+                                                                              caplog):
+    first = Stream(["a", "b"], _refused(MARIADB))
+    later = Stream(["rotate", "c"])
+    reader, opened = _reader(monkeypatch, first, ["mysql-bin.000001", "mysql-bin.000002"],
+                             later)
+    with caplog.at_level(logging.WARNING):
+        assert list(reader) == ["a", "b", "rotate", "c"]
+    assert opened == [{"log_file": "mysql-bin.000002", "log_pos": 4, "resume_stream": True}]
+    assert first.closed and reader._stream is later
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith(
+        "binlog mysql-bin.000001 ends inside an event, at byte 2324"), said
+    # Read again (the stream after a batch was taken back), it is passed without a word more.
+    caplog.clear()
+    reader._stream = Stream(["a"], _refused(MARIADB))
+    later.events = ["c"]
+    assert list(reader) == ["a", "c"] and caplog.records == []
+
+
+def test_with_no_binlog_after_it_the_stream_stops_naming_it(monkeypatch):
+    reader, opened = _reader(monkeypatch, Stream(["a"], _refused(MARIADB)),
+                             ["mysql-bin.000001"], None)
+    with pytest.raises(PurgedBinlog, match="binlog mysql-bin.000001 ends inside an event, at "
+                       "byte 2324, and no binlog follows it.*Start the server again"):
+        list(reader)
+    assert opened == []
