@@ -16,10 +16,11 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbAnnotateRowsEvent
 
 from streamer.config import Config
-from streamer.errors import (PurgedBinlog, ServerBehind, ServerUnreachable, SourceError,
-                             StreamInterrupted)
+from streamer.errors import (PatchTargetMissing, PurgedBinlog, ServerBehind, ServerUnreachable,
+                             SourceError, StreamInterrupted)
 from streamer.position import Position
 from streamer.source import caughtup, events, failover, patches
+from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.payload import TransactionPayloadEvent
 from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
@@ -36,6 +37,7 @@ class _Connector:
     def __init__(self) -> None:
         self.stream_connections = 0
         self.annotate = False  # ask for Annotate_rows events (source.positions)
+        self.stream: Any = None  # the library's reader the stream connection is for
 
     def __call__(self, **kwargs: Any) -> Any:
         if "cursorclass" in kwargs:  # the control connection
@@ -43,7 +45,8 @@ class _Connector:
         self.stream_connections += 1
         if self.stream_connections > 1:
             raise StreamInterrupted("the binlog connection dropped")
-        conn = Connection(**kwargs)
+        conn = BinlogConnection(**kwargs)
+        conn.stream = self.stream
         caughtup.count_reads(conn)
         if self.annotate:
             ask_for_annotations(conn)
@@ -135,7 +138,7 @@ class BinlogReader:
             read = read + [MariadbAnnotateRowsEvent]
             kwargs.update(ANNOTATE)
             connector.annotate = True
-        return BinLogStreamReader(
+        stream = BinLogStreamReader(
             connection_settings=settings,
             server_id=self.cfg.mysql.server_id,
             blocking=True,
@@ -146,6 +149,11 @@ class BinlogReader:
             enable_logging=False,
             **kwargs,
         )
+        if not hasattr(stream, USE_CHECKSUM):
+            raise PatchTargetMissing(f"BinLogStreamReader has no {USE_CHECKSUM}: source.checksums "
+                                     f"can't tell it which events carry a checksum")
+        connector.stream = stream
+        return stream
 
     def __iter__(self) -> Any:
         while True:

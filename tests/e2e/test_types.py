@@ -307,6 +307,41 @@ def test_a_read_only_snapshot_publishes_a_lone_surrogate_as_the_binlog_and_refus
     assert "invalid utf8 text (bytes 41eda08042) in %s.un column u" % name in out, out[-3000:]
 
 
+@pytest.mark.every_source
+def test_binlogs_written_without_checksums_and_with_are_read_alike(typed_table, tmp_path,
+                                                                  source):
+    # binlog_checksum NONE, then CRC32 again: each change starts a binlog of its own kind. The
+    # library read a whole stream one way, the server's setting as it connected: with NONE,
+    # each table's primary key was lost (its rows went out keyless), and a binlog written with
+    # checksums was refused. Read from a binlog of each kind, every row is what SELECT shows.
+    name, conn = typed_table
+    columns = columns_of(source)
+    names = ", ".join(c for c, _, _, _ in columns)
+    starts = [support.master_pos(conn)]
+    support.sql(conn, "INSERT INTO types (id) VALUES (10)")
+    try:
+        support.sql(conn, "SET GLOBAL binlog_checksum = NONE")
+        starts.append(support.master_pos(conn))
+        for row_id, idx in ((1, 2), (2, 3)):
+            values = ", ".join(col[idx] for col in columns)
+            support.sql(conn, f"INSERT INTO types (id, {names}) VALUES ({row_id}, {values})")
+    finally:
+        support.sql(conn, "SET GLOBAL binlog_checksum = CRC32")
+    support.sql(conn, "INSERT INTO types (id) VALUES (3)", "DELETE FROM types WHERE id = 10")
+    for i, (f, p) in enumerate(starts):
+        ns = support.unique("ck")
+        cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.*"],
+                                   server=source)
+        with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", f,
+                                     "--start-pos", str(p)) as proc:
+            msgs = support.consume([f"{ns}.{name}.types"], expect=6 - i, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+        ops = [(m["value"] and m["value"]["op"], m["key"]["id"]) for m in msgs]
+        assert ops == [("c", 10), ("c", 1), ("c", 2), ("c", 3), ("d", 10), (None, 10)][i:], ops
+        _assert_equal_to_select([m for m in msgs if m["key"]["id"] != 10], conn, columns, "c")
+        _generated(msgs[1 - i:4 - i], source)
+
+
 def test_zero_dates_are_published_as_null(db, tmp_path):
     name, conn = db
     support.sql(conn, "SET SESSION sql_mode = ''",

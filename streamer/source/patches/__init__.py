@@ -25,13 +25,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pymysql
 import pymysqlreplication
 from pymysql.connections import Connection, MySQLResult
+from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
-from streamer.source import compressed, decoders, gtidtag, payload, rowplan
+from streamer.source import checksums, compressed, decoders, gtidtag, payload, rowplan
 from streamer.source.patches import query, table_map
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,9 @@ FIXES: List[Fix] = [
         "speed: each distinct table-map event parsed once"),
     Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
         "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
+    Fix(BinLogStreamReader, "_BinLogStreamReader__checksum_enabled", ("self",),
+        checksums.always_checksum_aware,
+        "correctness: binlogs written without checksums, and with, in one stream"),
 ]
 # Used as they are, not replaced: a change to them would break a fix just as silently.
 USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
