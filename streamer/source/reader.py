@@ -179,11 +179,14 @@ class BinlogReader:
         found = cut_off(exc)
         if found is None:
             return False
-        conn = connect(self.settings)
         try:
-            files = binlog_files(conn)
-        finally:
-            conn.close()
+            conn = connect(self.settings)
+            try:
+                files = binlog_files(conn)
+            finally:
+                conn.close()
+        except pymysql.err.MySQLError:
+            return False  # the server's refusal is what stops the stream, then
         later = files[files.index(found[0]) + 1:] if found[0] in files else []
         if not later:
             return False
@@ -231,6 +234,13 @@ def cut_off(exc: Exception) -> Optional[Tuple[str, int]]:
 def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None) -> Exception:
     code = exc.args[0] if exc.args else None
     msg = exc.args[1] if len(exc.args) > 1 else str(exc)
+    found = cut_off(exc)
+    if found is not None:  # and no binlog after it (BinlogReader._past_cut_off)
+        return PurgedBinlog(
+            f"binlog {found[0]} ends inside an event, at byte {found[1]}, and no binlog follows "
+            f"it: the server stopped while writing it (a crash, a full disk), and hasn't started "
+            f"a new one. Start the server again (with room on its disk): the stream then reads "
+            f"on from its next binlog")
     if code == ER_MASTER_FATAL_READING_BINLOG and gtid_start:
         # A dump by GTID set the server refuses: its binlog doesn't hold the set's transactions
         # as this set names them (purged, or a history that went another way): the next server
@@ -240,13 +250,6 @@ def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None)
             f"binlog lacks transactions the stream already published (purged, or a replica "
             f"promoted while they were missing). Point mysql.hosts at a server that has them; "
             f"if they are lost for good, take a snapshot and restart from a new position")
-    found = cut_off(exc)
-    if found is not None:  # and no binlog after it (BinlogReader._past_cut_off)
-        return PurgedBinlog(
-            f"binlog {found[0]} ends inside an event, at byte {found[1]}, and no binlog follows "
-            f"it: the server stopped while writing it (a crash, a full disk), and hasn't started "
-            f"a new one. Start the server again (with room on its disk): the stream then reads "
-            f"on from its next binlog")
     if code == ER_MASTER_FATAL_READING_BINLOG:
         return PurgedBinlog(
             f"the server cannot send the binlog from {start.describe()}: {msg}. If the file was "

@@ -217,8 +217,8 @@ class Savepoints:
             self.marks[name] = (tracker.tx_rows, self.ctx.policy.committed_at)
         elif kind == "ROLLBACK":
             if tracker.in_tx:
-                    self._take_back((0, tracker.tx_rows), self._committed_inside(), ROLLED_BACK,
-                                    (tracker.file, event.packet.log_pos))
+                self._take_back((0, tracker.tx_rows), self._committed_inside(), ROLLED_BACK,
+                                (tracker.file, event.packet.log_pos))
         elif name in self.marks:
             at, committed_then = self.marks[name]
             self._take_back((at, tracker.tx_rows), self.ctx.policy.committed_at != committed_then,
