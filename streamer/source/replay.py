@@ -17,6 +17,7 @@ import io
 import socket
 import struct
 import time
+import zlib
 from typing import Any, Callable, List, Optional
 
 from streamer.errors import StreamInterrupted
@@ -79,9 +80,12 @@ def _timed(event: bytes, ts: int) -> bytes:
 
 
 def _rotate(server_id: int) -> bytes:
-    """The artificial rotate event a server sends first: the file and position streamed from."""
-    body = struct.pack("<Q", 4) + FILE.encode() + b"\0\0\0\0"  # and a checksum nobody verifies
-    return HEADER.pack(0, ROTATE, server_id, HEADER.size + len(body), 0, ARTIFICIAL) + body
+    """The artificial rotate event a server sends first: the file and position streamed from,
+    and its checksum (which tells that the events carry one, before the format description:
+    source.checksums)."""
+    body = struct.pack("<Q", 4) + FILE.encode()
+    event = HEADER.pack(0, ROTATE, server_id, HEADER.size + len(body) + 4, 0, ARTIFICIAL) + body
+    return event + struct.pack("<I", zlib.crc32(event))
 
 
 class _Feed:
@@ -215,6 +219,13 @@ def replayed(like: BinlogReader, recording: Recording, transactions: int, group:
     # The control connection is only asked which server it is: the stream's (cached) answer.
     stream._ctl_connection = _twin(live._ctl_connection, _sock=None, _rfile=None,
                                    _get_dbms=stream._BinLogStreamReader__get_dbms)
+    # The twin connection tells its own stream which events carry a checksum, from its own
+    # format description (source.checksums), never the live one's: the live stream may be in a
+    # binlog without checksums.
+    if "stream" in conn.__dict__:
+        conn.stream = stream
+    if "plain" in conn.__dict__:
+        conn.plain = None
     # The recording's events carry checksums and full metadata, whatever the live server's do.
     for name in ("connected_stream", "connected_ctl", "use_checksum", "optional_meta_data"):
         setattr(stream, "_BinLogStreamReader__" + name, True)

@@ -15,6 +15,7 @@ from streamer import config
 from streamer.engine import warmup
 from streamer.position import Position
 from streamer.source import patches, replay
+from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.reader import BinlogReader
 from streamer.source.server import Connection
 from tests.unit.engine_parts import ReplayedBinlog
@@ -55,7 +56,8 @@ class Live:
         self.ctl_sock, self.ctl_far = socket.socketpair()
         reader = BinlogReader(cfg, "", Position("mysql-bin.000007", 4))
         stream = reader.new_stream({})
-        conn = Connection(defer_connect=True)
+        conn = BinlogConnection(defer_connect=True)  # as source.reader's _Connector makes it
+        conn.stream = stream
         conn._sock, conn._rfile = self.sock, self.sock.makefile("rb")
         conn._next_seq_id, conn._closed, conn._current_timeout = 1, False, None
         control = Connection(defer_connect=True)
@@ -135,6 +137,24 @@ def test_a_replayed_stream_reads_like_a_live_one_and_leaves_the_live_reader_alon
     assert (stream._stream_connection, conn._sock, conn._rfile) == (conn, sock, rfile)
     assert stream.table_map is table_map and table_map == {70: "the live stream's table"}
     assert sock.fileno() >= 0 and not conn._closed
+
+
+def test_a_replay_reads_its_own_checksums_while_the_live_stream_is_in_a_binlog_without(live):
+    # The recording's events carry checksums; the live stream may be reading a binlog written
+    # with binlog_checksum NONE. The twin connection tells its own stream, from its own format
+    # description, and leaves the live one's as it was.
+    reader = live()
+    stream = reader._stream
+    conn = stream._stream_connection
+    conn.plain = True  # the live stream's binlog has no checksums
+    setattr(stream, USE_CHECKSUM, False)
+    with replay.replayed(reader, recording(), 8, group=8) as r:
+        twin = r._stream._stream_connection
+        assert twin.stream is r._stream and list(vars(twin)) == list(vars(conn))
+        rows = [event.rows[0]["values"] for event in r if type(event).__name__ == "WriteRowsEvent"]
+        assert twin.plain is False and getattr(r._stream, USE_CHECKSUM) is True
+    assert (rows[0]["id"], rows[0]["name"], str(rows[0]["amount"])) == (1, "alice", "12.50")
+    assert conn.plain is True and getattr(stream, USE_CHECKSUM) is False
 
 
 def test_a_replayed_stream_never_waits_for_more(live, monkeypatch):
