@@ -17,9 +17,11 @@ it connects, and with NONE:
 
 So the stream always says it reads checksums (``source.patches``), and ``BinlogConnection``
 tells the library, packet by packet, whether the event it is about to read carries one: from
-the last format description event, or for the events a server makes up as it sends them (a
-rotate, a heartbeat), from the bytes themselves. An event without one gets four zero bytes after
-it, where the library's readers stop short; the event's size and offsets stay the server's.
+the last format description event (a heartbeat too: the server checksums it as the binlog it is
+sending), or, for a rotate (the one a server makes up as a stream starts, before any format
+description) and anything before the first format description, from the bytes themselves. An
+event without one gets four zero bytes after it, where the library's readers stop short; the
+event's size and offsets stay the server's.
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ from streamer.source.server import Connection
 
 FORMAT_DESCRIPTION = 15
 ROTATE = 4
-HEARTBEATS = (27, 41)  # MySQL's heartbeat, and its v2 (8.0.26+); MariaDB's is 27 too
 _HEADER_END = 20  # the OK byte, then the 19-byte event header
 _PAD = b"\0\0\0\0"
 USE_CHECKSUM = "_BinLogStreamReader__use_checksum"
@@ -62,7 +63,7 @@ class BinlogConnection(Connection):
         if kind == FORMAT_DESCRIPTION:
             self.plain = data[-5] == 0
             checked = True
-        elif kind == ROTATE or kind in HEARTBEATS or self.plain is None:
+        elif kind == ROTATE or self.plain is None:
             checked = carries_checksum(data)
         else:
             checked = not self.plain

@@ -54,7 +54,7 @@ def test_each_binlogs_events_are_read_as_its_format_description_says(monkeypatch
         _event(checksums.ROTATE, rotate, crc=False),  # made up by the server: told by its bytes
         _fde(0),                                       # a binlog written with NONE
         _event(30, rows, crc=False),
-        _event(27, b"mysql-bin.000002", crc=False),   # a heartbeat: by its bytes too
+        _event(27, b"mysql-bin.000002", crc=False),   # a heartbeat: as its binlog's events
         _event(checksums.ROTATE, rotate, crc=True),
         _fde(1),                                       # then one written with CRC32
         _event(2, query, crc=True),
