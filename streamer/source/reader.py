@@ -156,19 +156,22 @@ class BinlogReader:
         return stream
 
     def __iter__(self) -> Any:
-        while True:
-            assert self._stream is not None
-            stream = self._stream if self.offsets is None else self.offsets.filled(self._stream)
-            try:
-                for event in stream:
-                    if event.__class__ is TransactionPayloadEvent:
-                        yield from event.events  # a compressed transaction's own events
-                        continue
-                    yield event
-                return
-            except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
-                if not self._past_cut_off(exc):
-                    raise _classify(exc, self.start, self.gtid_start) from exc
+        assert self._stream is not None
+        stream = self._stream if self.offsets is None else self.offsets.filled(self._stream)
+        try:
+            for event in stream:
+                if event.__class__ is TransactionPayloadEvent:
+                    yield from event.events  # a compressed transaction's own events
+                    continue
+                yield event
+        except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
+            if not self._past_cut_off(exc):
+                raise _classify(exc, self.start, self.gtid_start) from exc
+        else:
+            return
+        # Read on in the next binlog's stream (_past_cut_off): rare, so the loop above keeps
+        # the shape PyPy compiles.
+        yield from self
 
     def _past_cut_off(self, exc: Exception) -> bool:
         """A binlog that ends inside an event (its server stopped while writing it: a crash, a
