@@ -643,13 +643,23 @@ class Snapshots:
     # -- read-only mode -----------------------------------------------------------------------------
     def seed(self, gtids: GtidSet, start: Position) -> None:
         """Read-only mode compares the reader's executed GTIDs with the server's positions, so they
-        must hold every domain the server has, also those with no transaction since ``start``."""
-        at = self._tables().gtid_at(start.file, start.pos) if start.file else None
+        must hold every domain the server has, also those with no transaction since ``start``.
+        On MySQL, ``start`` carries the executed set at its place; an empty one is a server
+        that had executed nothing there."""
+        tables = self._tables()
+        if not tables.writes_gtids():
+            raise SnapshotRefused(
+                f"snapshot.mode read_only frames each chunk by the server's GTID positions, and "
+                f"this MySQL writes no GTIDs (gtid_mode is not ON): set gtid_mode=ON on the "
+                f"source (with enforce_gtid_consistency=ON), or set snapshot.mode: watermark, "
+                f"which needs the streamer's user to write {self.database}")
+        at = tables.gtid_at(start.file, start.pos) if start.file else None
         if at is None:
-            if not start.gtid_set:
+            if start.file and not start.gtid_set and tables.is_mariadb():
                 raise SnapshotRefused(
-                    "snapshot.mode read_only needs the GTID position of the start, and this server "
-                    "can't tell it from a binlog file and offset; set mysql.position_mode: gtid")
+                    f"snapshot.mode read_only needs the GTID position of the start, and the "
+                    f"server has none for {start.file}:{start.pos} (BINLOG_GTID_POS is NULL: "
+                    f"is the file still there?)")
             return
         for domain, value in GtidSet(at).mariadb.items():
             gtids.mariadb.setdefault(domain, value)

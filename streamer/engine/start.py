@@ -74,6 +74,7 @@ def probe_source(cfg: Config, password: str,
         if problems:
             raise SourceError("the MySQL source is not set up for row-based CDC: " +
                               "; ".join(problems))
+        warn_without_gtids(conn, cfg)
         if table_filter is not None:
             warn_of_unlogged(server.connection_settings(cfg, password), table_filter,
                              [cfg.heartbeat.database, cfg.snapshot.database])
@@ -114,6 +115,23 @@ def probe_source(cfg: Config, password: str,
                           gtids_at)
     finally:
         conn.close()
+
+
+def warn_without_gtids(conn: Any, cfg: Config) -> None:
+    """Name what a server without GTIDs (MySQL's gtid_mode OFF) takes from the settings that
+    need them: they are not refused, as the stream itself works, but they don't do what they
+    say."""
+    if server.writes_gtids(conn):
+        return
+    where = f"MySQL at {cfg.mysql.host}:{cfg.mysql.port} writes no GTIDs (gtid_mode is not ON)"
+    fix = "set gtid_mode=ON on the source (with enforce_gtid_consistency=ON)"
+    if len(cfg.mysql.hosts) > 1:
+        log.warning("mysql.hosts names %d servers, and %s: a switch to another server will be "
+                    "refused, as a checkpoint without GTIDs has no place in another server's "
+                    "binlog. To fail over, %s", len(cfg.mysql.hosts), where, fix)
+    if cfg.mysql.position_mode == "gtid":
+        log.warning("mysql.position_mode is gtid, and %s: checkpoints carry a binlog file and "
+                    "offset only, and resume by them. To resume by GTID, %s", where, fix)
 
 
 def warn_of_unlogged(settings: Dict[str, Any], published: Callable[[str, str], bool],

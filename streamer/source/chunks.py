@@ -577,6 +577,16 @@ class TableReader:
         row = server.query_one(conn, f"SELECT @@GLOBAL.{name}")
         return str(row[0] or "") if row else ""
 
+    def writes_gtids(self) -> bool:
+        from streamer.source import server
+
+        return server.writes_gtids(self._connection())
+
+    def is_mariadb(self) -> bool:
+        from streamer.source import server
+
+        return server.is_mariadb(self._connection())
+
     def gtid_at(self, file: str, pos: int) -> Optional[str]:
         """The GTID position at a binlog file and offset (MariaDB's BINLOG_GTID_POS), or None
         where the server can't tell."""

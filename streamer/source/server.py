@@ -178,6 +178,8 @@ NOTED = [
     ("binlog_expire_logs_seconds", "the retention guard warns before the checkpoint's file "
                                    "expires (retention.warn_margin_s)"),
     ("expire_logs_days", "the retention guard's expiry when binlog_expire_logs_seconds is 0"),
+    ("gtid_mode", "failover (mysql.hosts), mysql.position_mode gtid and snapshot.mode read_only "
+                  "need ON; otherwise positions are binlog files and offsets"),
 ]
 
 
@@ -443,6 +445,16 @@ def locate_gtid(conn: Any, gtid: str) -> Optional[Tuple[str, int]]:
 
 def is_mariadb(conn: Any) -> bool:
     return "mariadb" in conn.get_server_info().lower()
+
+
+def writes_gtids(conn: Any) -> bool:
+    """Whether every transaction the server writes to its binlog has a GTID: always on MariaDB;
+    on MySQL with gtid_mode ON only (OFF is 8.0's default, and its transactions are anonymous;
+    the PERMISSIVE steps between mix both kinds)."""
+    if is_mariadb(conn):
+        return True
+    row = query_one(conn, "SELECT @@GLOBAL.gtid_mode")
+    return bool(row) and str(row[0]).upper() == "ON"
 
 
 def server_id(conn: Any) -> int:

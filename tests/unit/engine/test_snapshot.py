@@ -663,3 +663,43 @@ def test_a_condition_the_server_finds_a_column_unknown_in_ends_the_snapshot_by_n
     assert "snapshot of shop.t ends without its remaining rows: the server refused the chunk's " \
            "SELECT (1054: Unknown column 'n' in 'field list'); check the request's condition " \
            "'hour > 3'" in caplog.text
+
+
+@pytest.mark.parametrize("server,start,refusal", [
+    # MySQL with gtid_mode OFF (its default): nothing frames a chunk.
+    (dict(gtids=False, mariadb=False), Position("mysql-bin.000001", 4),
+     "writes no GTIDs .*gtid_mode=ON.*snapshot.mode: watermark"),
+    # MySQL with GTIDs, started where it had executed none yet: an empty set is its place.
+    (dict(gtids=True, mariadb=False), Position("mysql-bin.000001", 4), None),
+    (dict(gtids=True, mariadb=False), Position("mysql-bin.000001", 4, gtid_set="u:1-5"), None),
+    # MariaDB names the start's position itself; a file it doesn't have has none.
+    (dict(gtids=True, mariadb=True, at="0-1-7"), Position("b.000001", 400), None),
+    (dict(gtids=True, mariadb=True, at=None), Position("b.000001", 400),
+     "none for b.000001:400"),
+])
+def test_read_only_mode_starts_where_the_servers_gtids_place_it(tmp_path, server, start,
+                                                                 refusal):
+    from streamer.position import GtidSet
+
+    class Positions(Tables):
+        def __init__(self):
+            super().__init__([], [shop_t(False)])
+
+        def writes_gtids(self):
+            return server["gtids"]
+
+        def is_mariadb(self):
+            return server["mariadb"]
+
+        def gtid_at(self, file, pos):
+            return server.get("at")
+
+    snaps = Snapshots(_cfg(tmp_path, "snapshot: {mode: read_only}\n"), "pw",
+                      TableFilter(["shop.*"], []), tables=Positions)
+    gtids = GtidSet(start.gtid_set)
+    if refusal is None:
+        snaps.seed(gtids, start)
+        assert str(gtids) == (server.get("at") or start.gtid_set)
+        return
+    with pytest.raises(SnapshotRefused, match=refusal):
+        snaps.seed(gtids, start)

@@ -1,7 +1,13 @@
 """A first position carries the server's whole executed GTID set, so a resume by GTID on any server
-is not sent again what came before the start."""
+is not sent again what came before the start; a server without GTIDs is said to be so by the
+settings that need them."""
+import logging
+
+import pytest
+
 from streamer import config
-from streamer.engine.start import SourceInfo, explicit_start, initial_position
+from streamer.engine.start import (SourceInfo, explicit_start, initial_position,
+                                   warn_without_gtids)
 from streamer.engine.tracker import Tracker
 from streamer.position import Position
 from tests.fakeserver import FakeConnection
@@ -88,3 +94,33 @@ def test_the_binlog_end_comes_from_show_binary_log_status_on_mysql_84_and_later(
         conn = FakeConnection(answer, version)
         assert server.master_status(conn) == ("binlog.000003", 157)
         assert conn.ran == [statement], version
+
+
+def test_settings_that_need_gtids_are_named_when_the_server_writes_none(caplog):
+    def mysql(mode):
+        def answer(sql, args):
+            assert sql == "SELECT @@GLOBAL.gtid_mode", sql
+            return [(mode,)]
+        return FakeConnection(answer, server_info="8.0.15")
+
+    def said(conn, **mysql_cfg):
+        cfg = config.validate(config._merge(config.DEFAULTS, {"mysql": dict(server_id=9,
+                                                                              **mysql_cfg)}))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="streamer.engine.start"):
+            warn_without_gtids(conn, cfg)
+        return [r.getMessage() for r in caplog.records]
+
+    failover = dict(hosts=["db1:3306", "db2:3306"], position_mode="gtid")
+    both = said(mysql("OFF"), **failover)
+    assert len(both) == 2
+    assert "mysql.hosts names 2 servers, and MySQL at db1:3306 writes no GTIDs" in both[0]
+    assert "switch to another server will be refused" in both[0]
+    assert "mysql.position_mode is gtid" in both[1] and "resume by them" in both[1]
+    assert all("set gtid_mode=ON on the source" in m for m in both)
+    # A mix of anonymous and GTID transactions is no place to fail over from either.
+    assert len(said(mysql("ON_PERMISSIVE"), **failover)) == 2
+    assert said(mysql("OFF")) == []  # one server, by file: nothing needs GTIDs
+    assert said(mysql("ON"), **failover) == []
+    mariadb = FakeConnection(lambda sql, args: pytest.fail(f"asked {sql}"))
+    assert said(mariadb, **failover) == []
