@@ -50,12 +50,7 @@ class Source:
         return conn
 
     def seq(self, n: int) -> str:
-        """A table expression of one column ``seq`` holding 1..n: MariaDB's sequence engine,
-        a recursive common table expression on MySQL."""
-        if not self.mysql:
-            return f"seq_1_to_{int(n)}"
-        return (f"(WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s "
-                f"WHERE seq < {int(n)}) SELECT seq FROM s) AS seq_1_to_{int(n)}")
+        return seq(n, self.mysql)
 
     def binlog_end(self, conn: Any) -> Tuple[str, int]:
         return master_pos(conn)
@@ -73,6 +68,16 @@ SOURCES = {s.name: s for s in (Source("mariadb-10.11", MYSQL_PORT),
                                Source("mariadb-11.4", int(os.environ.get(
                                    "STREAMER_MARIADB114_PORT", "13326"))))}
 DEFAULT = SOURCES["mariadb-10.11"]
+
+
+def seq(n: int, mysql: bool) -> str:
+    """A table expression of one column ``seq`` holding 1..n: MariaDB's sequence engine, a
+    recursive common table expression on MySQL (deeper than 1000 with the session's
+    cte_max_recursion_depth raised, as Source.admin does)."""
+    if not mysql:
+        return f"seq_1_to_{int(n)}"
+    return (f"(WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s "
+            f"WHERE seq < {int(n)}) SELECT seq FROM s) AS seq_1_to_{int(n)}")
 
 
 def enabled_sources() -> List[Source]:

@@ -27,6 +27,10 @@ from tests import support
 patches.apply()  # MariaDB 11's query events are read as `streamer run` reads them
 
 
+# MySQL 8.0's defaults: transactions without GTIDs (flavour mysql-8.0 runs with them).
+WITHOUT_GTIDS = "--gtid-mode=OFF --enforce-gtid-consistency=OFF"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,6 +96,9 @@ class PrivateMariaDB:
 
     def admin(self, db: str = None) -> Any:
         return support.admin(db, port=self.port, base=self.secrets_base)
+
+    def seq(self, n: int) -> str:
+        return support.seq(n, self.mysql)
 
     def password_file(self) -> str:
         return os.path.join(self.secrets_base, "secrets", "streamer.password")

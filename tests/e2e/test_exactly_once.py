@@ -2,6 +2,7 @@
 import collections
 import json
 import random
+import re
 import signal
 import threading
 import time
@@ -9,7 +10,7 @@ import time
 import pytest
 
 from tests import support
-from tests.e2e.servers import binlog_rows
+from tests.e2e.servers import WITHOUT_GTIDS, PrivateMariaDB, binlog_rows, free_port
 
 
 class Load(threading.Thread):
@@ -256,6 +257,64 @@ def test_sigkills_under_load_lose_and_double_nothing_on_every_server(db, tmp_pat
         assert proc.stop() == 0
     assert len(truth) > 200 and deletes > 3
     assert_matches_binlog(msgs, truth)
+
+
+@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
+                    reason="MySQL 8.0 is not in the matrix")
+def test_mysql_without_gtids_sigkills_lose_and_double_nothing(tmp_path):
+    """MySQL 8.0 as it comes (gtid_mode OFF): its transactions are anonymous, and everything is
+    placed by binlog file and offset. The settings that need GTIDs say they can't have them."""
+    with PrivateMariaDB(str(tmp_path / "m"), flavour="mysql-8.0", extra_args=WITHOUT_GTIDS) as mdb:
+        support.sql(mdb.admin(), "CREATE DATABASE p")
+        conn = mdb.admin("p")
+        start = load_table(conn)
+        ns = support.unique("ng")
+        mysql = {"port": mdb.port, "password_file": mdb.password_file(), "position_mode": "gtid",
+                 "hosts": [f"127.0.0.1:{mdb.port}", f"127.0.0.1:{free_port()}"]}
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["p.t"], mysql=mysql,
+                                   batch={"max_messages": 300, "linger_ms": 20},
+                                   topics={"transactions": True})
+        load = Load("p", mdb)
+        load.start()
+        rng = random.Random(3)
+        try:
+            logs = [support.killed_after_a_commit(cfg, str(tmp_path / "log"), f"{ns}.__positions",
+                                                  start, rng.uniform(0.0, 1.0)) for _ in range(4)]
+        finally:
+            load.stop_flag.set()
+            load.join()
+        assert load.error is None, load.error
+        truth = binlog_rows(mdb.port, support.secret("admin", mdb.base), start,
+                            support.master_pos(conn), "p")
+        deletes = sum(1 for r in truth if r[3] == "d")
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            msgs = support.consume([f"{ns}.p.t"], expect=len(truth) + deletes, decode_ns=ns,
+                                   timeout=240)
+            txs = support.consume([f"{ns}.__transactions"], idle=3, decode_ns=ns)
+            assert proc.stop() == 0
+        out = proc.output()
+        # Read-only snapshots need GTIDs too: refused at start, naming the way on.
+        ro = support.write_config(str(tmp_path / "ro.yaml"), ns, ["p.t"], mysql=mysql,
+                                  snapshot={"mode": "read_only"})
+        with support.StreamerProcess(ro, str(tmp_path / "ro.log")) as refused:
+            assert refused.wait() == 3
+    assert len(truth) > 200 and deletes > 3
+    msgs = assert_matches_binlog(msgs, truth)
+    assert "resuming from committed checkpoint" in "".join(logs) + out
+    for warning in ("mysql.hosts names 2 servers, and MySQL at 127.0.0.1",
+                    "mysql.position_mode is gtid, and MySQL at"):
+        assert out.count(warning) == len(logs) + 1, out[-3000:]  # once by each start
+    assert "writes no GTIDs" in refused.output() and "snapshot.mode: watermark" in \
+        refused.output(), refused.output()[-2000:]
+    # Each transaction is named by where it begins, once, and counts the messages of its rows
+    # (a delete's tombstone too).
+    ends = [(t["value"]["id"], t["value"]["event_count"]) for t in txs
+            if t["value"]["status"] == "END"]
+    assert all(t["value"]["gtid"] is None for t in txs)
+    assert all(re.fullmatch(r"mysql-bin\.\d{6}:\d+", i) for i, _ in ends)
+    assert dict(ends) == collections.Counter(m["value"]["source"]["txid"] for m in msgs
+                                             for _ in range(1 + (m["value"]["op"] == "d")))
+    assert len(dict(ends)) == len(ends) == len(txs) // 2
 
 
 def _peak_rss_kb(pid: int) -> int:
