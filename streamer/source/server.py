@@ -14,6 +14,7 @@ import pymysql
 from streamer.config import Config
 from streamer.errors import ConfigError, SourceError
 from streamer.position import GtidSet
+from streamer.source import rsa
 
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
@@ -90,7 +91,14 @@ class Connection(pymysql.connections.Connection):
     although that context verifies nothing (no CA given: CERT_NONE): ~60 ms a connection, four
     connections a start (docs/benchmarks.md, "Start-up"). Here that context is built once and
     shared, without the bundle; what is done with a server that offers TLS, and one that does
-    not, is unchanged. (source.patches checks that pymysql still has the method overridden.)"""
+    not, is unchanged. (source.patches checks that pymysql still has the methods overridden.)
+
+    A login by RSA (MySQL 8's caching_sha2_password without TLS) is encrypted by source.rsa
+    where PyMySQL has no ``cryptography`` to do it."""
+
+    def connect(self, sock: Any = None) -> None:
+        rsa.install()
+        super().connect(sock)
 
     def _create_ssl_ctx(self, sslp: Any) -> Any:
         if isinstance(sslp, dict) and not sslp:  # preferred TLS, no option given

@@ -87,7 +87,9 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
     (RowsEvent, "_RowsEvent__read_values_name", ("self", "column", "null_bitmap",
                                                  "null_bitmap_index", "is_partial", "cols_bitmap",
                                                  "unsigned", "i")),
-    (Connection, "_create_ssl_ctx", ("self", "sslp")),  # overridden by source.server.Connection
+    # Overridden by source.server.Connection.
+    (Connection, "_create_ssl_ctx", ("self", "sslp")),
+    (Connection, "connect", ("self", "sock")),
     # What source.textrows builds on: a buffered result's rows, read its own way.
     (Connection, "_read_query_result", ("self", "unbuffered")),
     (MySQLResult, "_read_rowdata_packet", ("self",)),

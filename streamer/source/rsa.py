@@ -1,0 +1,127 @@
+"""The RSA step of a MySQL login, for a PyMySQL without ``cryptography``.
+
+MySQL 8's default authentication (``caching_sha2_password``; the only one MySQL 8.4 enables
+by default) and ``sha256_password`` need the password itself once the server has no cached
+hash of it (a new account, or after the server restarted or ran FLUSH PRIVILEGES). Over TLS it
+is sent as it is; without TLS (``mysql.tls.mode: disabled``, or a server that offers none) it is
+XORed with the login's nonce and encrypted with the server's RSA public key, by RSAES-OAEP
+with SHA-1 (RFC 8017, 7.1.1). PyMySQL does that through the ``cryptography`` package, which is
+not installed with the streamer (PyPy 3.9 has no wheel of it) and otherwise fails the login
+with a RuntimeError. ``install()`` gives PyMySQL this module's encryption where it lacks its
+own: one modular exponentiation, done once per login.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from typing import Any, Callable, List, Tuple
+
+from pymysql import _auth
+from pymysql.err import OperationalError
+
+from streamer.errors import PatchTargetMissing
+
+_SHA1_LEN = 20
+_SCRAMBLE_LEN = 20  # a login's nonce
+_RSA_ENCRYPTION = bytes.fromhex("2a864886f70d010101")  # OID 1.2.840.113549.1.1.1
+
+
+def _der(data: bytes, at: int, tag: int) -> Tuple[bytes, int]:
+    """The value of the DER element of type ``tag`` at ``at``, and the offset after it."""
+    if at + 2 > len(data) or data[at] != tag:
+        raise ValueError(f"expected DER tag {tag:#x} at byte {at}")
+    size, at = data[at + 1], at + 2
+    if size & 0x80:
+        n = size & 0x7F
+        if n == 0 or n > 4 or at + n > len(data):
+            raise ValueError(f"bad DER length at byte {at - 1}")
+        size, at = int.from_bytes(data[at:at + n], "big"), at + n
+    if at + size > len(data):
+        raise ValueError(f"DER element at byte {at} runs past the key's end")
+    return data[at:at + size], at + size
+
+
+def public_key(pem: bytes) -> Tuple[int, int]:
+    """(modulus, public exponent) of a PEM RSA public key: SubjectPublicKeyInfo ("BEGIN PUBLIC
+    KEY", what MySQL sends) or PKCS#1 ("BEGIN RSA PUBLIC KEY")."""
+    lines = pem.decode("ascii", "replace").strip().splitlines()
+    if len(lines) < 3 or not lines[0].startswith("-----BEGIN ") or \
+            not lines[-1].startswith("-----END "):
+        raise ValueError("not a PEM public key")
+    try:
+        der = base64.b64decode("".join(lines[1:-1]), validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"the PEM body is not base64: {exc}") from None
+    if "RSA PUBLIC KEY" not in lines[0]:
+        spki, _ = _der(der, 0, 0x30)
+        algorithm, at = _der(spki, 0, 0x30)
+        oid, _ = _der(algorithm, 0, 0x06)
+        if oid != _RSA_ENCRYPTION:
+            raise ValueError("the public key is not an RSA key")
+        bits, _ = _der(spki, at, 0x03)
+        if not bits or bits[0] != 0:
+            raise ValueError("the key's bit string has unused bits")
+        der = bits[1:]
+    body, _ = _der(der, 0, 0x30)
+    modulus, at = _der(body, 0, 0x02)
+    exponent, _ = _der(body, at, 0x02)
+    return int.from_bytes(modulus, "big"), int.from_bytes(exponent, "big")
+
+
+def _mgf1(seed: bytes, length: int) -> bytes:
+    out = b"".join(hashlib.sha1(seed + i.to_bytes(4, "big")).digest()
+                   for i in range((length + _SHA1_LEN - 1) // _SHA1_LEN))
+    return out[:length]
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).to_bytes(len(a), "big")
+
+
+def oaep_encrypt(message: bytes, pem: bytes, random: Callable[[int], bytes] = os.urandom) -> bytes:
+    """RSAES-OAEP-ENCRYPT (RFC 8017, 7.1.1) with SHA-1, MGF1-SHA-1 and an empty label."""
+    n, e = public_key(pem)
+    k = (n.bit_length() + 7) // 8
+    if len(message) > k - 2 * _SHA1_LEN - 2:
+        raise ValueError(f"{len(message)} bytes are too long for a {k * 8}-bit RSA key "
+                         f"(at most {k - 2 * _SHA1_LEN - 2})")
+    block = hashlib.sha1(b"").digest() + bytes(k - len(message) - 2 * _SHA1_LEN - 2) + \
+        b"\x01" + message
+    seed = random(_SHA1_LEN)
+    masked_block = _xor(block, _mgf1(seed, k - _SHA1_LEN - 1))
+    masked_seed = _xor(seed, _mgf1(masked_block, _SHA1_LEN))
+    encoded = int.from_bytes(b"\x00" + masked_seed + masked_block, "big")
+    return pow(encoded, e, n).to_bytes(k, "big")
+
+
+def sha2_rsa_encrypt(password: bytes, salt: bytes, public_key: bytes) -> bytes:
+    """What PyMySQL's function of this name returns: the password, NUL-ended and XORed with the
+    login's nonce (its first 20 bytes, as the server reads it), encrypted with the server's key."""
+    salt = salt[:_SCRAMBLE_LEN]
+    message = bytes(b ^ salt[i % len(salt)] for i, b in enumerate(password + b"\0"))
+    try:
+        return oaep_encrypt(message, public_key)
+    except ValueError as exc:
+        raise OperationalError(2061, f"the server's RSA public key for the password can't be "
+                                     f"used ({exc}); set mysql.tls.mode so the login is "
+                                     f"encrypted by TLS instead") from None
+
+
+_PARAMS = ("password", "salt", "public_key")
+_installed: List[Any] = []
+
+
+def install() -> None:
+    """PyMySQL's RSA step, where it has none of its own (``cryptography`` missing); once."""
+    if _installed or getattr(_auth, "_have_cryptography", False):
+        return
+    original = getattr(_auth, "sha2_rsa_encrypt", None)
+    code = getattr(original, "__code__", None)
+    if code is None or tuple(code.co_varnames[:code.co_argcount]) != _PARAMS:
+        raise PatchTargetMissing("library fix target pymysql._auth.sha2_rsa_encrypt is missing or "
+                                 "takes other parameters: the library changed. Install the "
+                                 "tested PyMySQL (pip install -e . pins it)")
+    _auth.sha2_rsa_encrypt = sha2_rsa_encrypt
+    _installed.append(original)
