@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
+from pymysqlreplication.row_event import RowImageType
 
 from streamer.errors import UnsupportedEvent
 from streamer.source import jsondiff, mysqljson
@@ -270,7 +271,8 @@ def get_none_sources(library: Reader) -> Reader:
 
 def _partial_image(event: Any, column: str) -> UnsupportedEvent:
     """A published table's row image without one of its columns: binlog_row_image was MINIMAL or
-    NOBLOB for the session that wrote it. Publishing would turn the missing value into null."""
+    NOBLOB for the session that wrote it. Publishing would turn the missing value into null.
+    (An update's after image may leave out what the statement didn't change: fetch_update_row.)"""
     packet = event.packet
     return UnsupportedEvent(
         f"a rows event of {event.schema}.{event.table} at offset "
@@ -299,6 +301,25 @@ def _partial_bits(event: Any, row_image_type: Any) -> Optional[bytes]:
 
 _UPDATE_AFTER_IMAGE = 2  # the library's RowImageType.UpdateAI
 _PARTIAL_JSON = 1  # binlog_row_value_options' bit for PARTIAL_JSON
+_BEFORE, _AFTER = RowImageType.UpdateBI, RowImageType.UpdateAI
+
+
+def fetch_update_row(library: Callable[..., Any]) -> Callable[..., Any]:
+    """UpdateRowsEvent._fetch_one_row and its partial twin's (source.patches installs one each):
+    the library's, saying which image it reads, and with an after image made whole. Once the
+    before image was read whole (a missing column there stops the stream), a column the after
+    image leaves out is one the statement didn't change (MariaDB's binlog_row_image FULL_NODUP,
+    11.4 and later, writes only the changed ones): its value is the before image's."""
+    def _fetch_one_row(self: Any) -> Dict[str, Any]:
+        before = self._read_column_data(self.columns_present_bitmap, _BEFORE)
+        before_none = self._get_none_sources(before)
+        after = self._read_column_data(self.columns_present_bitmap2, _AFTER)
+        if len(after) != len(before):
+            after = {name: after[name] if name in after else value
+                     for name, value in before.items()}
+        return {"before_values": before, "before_none_sources": before_none,
+                "after_values": after, "after_none_sources": self._get_none_sources(after)}
+    return _fetch_one_row
 
 
 def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
@@ -312,7 +333,7 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
         partial = _partial_bits(self, row_image_type) \
             if self.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT else None
         if partial is not None:
-            return _read_partial(self, cols_bitmap, plan, partial, state.hidden)
+            return _read_partial(self, cols_bitmap, plan, partial)  # an after image
         null_bitmap = self.packet.read((BitCount(cols_bitmap) + 7) // 8)
         none_sources = self._RowsEvent__none_sources
         columns = self.columns
@@ -320,7 +341,7 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
         at = 0  # the null bitmap has a bit per column present in the image only
         for i, (name, read) in enumerate(plan):
             if not cols_bitmap[i >> 3] & (1 << (i & 7)):
-                if name in state.hidden:
+                if name in state.hidden or row_image_type is _AFTER:
                     continue
                 raise _partial_image(self, name)
             if null_bitmap[at >> 3] & (1 << (at & 7)):
@@ -337,8 +358,7 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
     return _read_column_data
 
 
-def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes,
-                  hidden: FrozenSet[str]) -> Dict[str, Any]:
+def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes) -> Dict[str, Any]:
     """An after image whose JSON columns may hold partial updates (their diffs, read into a
     source.jsondiff.Diffs that the rows stage applies to the before image)."""
     null_bitmap = event.packet.read((BitCount(cols_bitmap) + 7) // 8)
@@ -349,9 +369,7 @@ def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes,
     for i, (name, read) in enumerate(plan):
         column = columns[i]
         if not cols_bitmap[i >> 3] & (1 << (i & 7)):
-            if name in hidden:
-                continue
-            raise _partial_image(event, name)
+            continue  # hidden, or unchanged: fetch_update_row
         is_partial = False
         if column.type == FIELD_TYPE.JSON:
             is_partial = bool(partial[json_at >> 3] & (1 << (json_at & 7)))

@@ -172,10 +172,14 @@ def variables(conn: Any, names: List[str]) -> Dict[str, str]:
 REQUIRED_SETTINGS = [
     ("log_bin", "ON", "start the server with --log-bin (binary logging is off)"),
     ("binlog_format", "ROW", "set binlog_format=ROW (SET GLOBAL binlog_format='ROW' and in my.cnf)"),
-    ("binlog_row_image", "FULL", "set binlog_row_image=FULL so updates and deletes carry every column"),
+    ("binlog_row_image", "FULL", "set binlog_row_image=FULL (or MariaDB's FULL_NODUP) so updates "
+                                 "and deletes carry every column"),
     ("binlog_row_metadata", "FULL",
      "set binlog_row_metadata=FULL (MySQL >= 8.0.14, MariaDB >= 10.5) so the binlog carries column names"),
 ]
+# Values that do as well as the one wanted: MariaDB 11.4's FULL_NODUP leaves out of an update's
+# after image the columns it didn't change, which the before image holds (rowplan.fetch_update_row).
+ALSO_ACCEPTED = {"binlog_row_image": ("FULL_NODUP",)}
 # Settings the streamer copes with, shown by ``streamer check`` for what they mean to it.
 NOTED = [
     ("log_bin_compress", "MariaDB's compressed events are read as their plain twins"),
@@ -200,7 +204,7 @@ class Setting(NamedTuple):
 
     @property
     def ok(self) -> bool:
-        return self.have.upper() == self.want
+        return self.have.upper() in (self.want, *ALSO_ACCEPTED.get(self.name, ()))
 
 
 def settings_checks(conn: Any) -> List[Setting]:

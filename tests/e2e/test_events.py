@@ -110,6 +110,67 @@ def test_a_session_logging_statements_stops_the_streamer_naming_the_setting(db, 
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
 
 
+@pytest.mark.skipif("mariadb-11.4" not in [s.name for s in support.enabled_sources()],
+                    reason="MariaDB 11.4 is not in the matrix")
+def test_full_nodup_updates_are_published_whole_as_full_ones_are(tmp_path):
+    # MariaDB 11.4's binlog_row_image FULL_NODUP logs an update's after image with the changed
+    # columns only; the before image is whole. The same updates, to a table logged FULL and to
+    # its twin logged FULL_NODUP, are published alike.
+    source = support.SOURCES["mariadb-11.4"]
+    name = support.unique("nodup")
+    conn = source.admin()
+    columns = ("id INT PRIMARY KEY, a INT, b VARCHAR(20), c TEXT, d JSON, "
+               "e DATETIME(6), n INT NULL")
+    rows = ("(1, 1, 'one', 'x', '{\"k\": 1}', '2024-01-01 00:00:01.5', NULL), "
+            "(2, 2, 'same', 'y', NULL, '2024-01-02 00:00:00', 2), "
+            "(3, 3, 'three', NULL, '[1]', '2024-01-03 00:00:00', 3), "
+            "(4, 4, 'four', 'w', '{}', '2024-01-04 00:00:00', 4)")
+    statements = ["UPDATE {t} SET a = a + 1 WHERE id = 1",
+                  "UPDATE {t} SET a = 5, b = b WHERE id = 2",
+                  "UPDATE {t} SET n = NULL WHERE id = 3", "UPDATE {t} SET n = 7 WHERE id = 1",
+                  "UPDATE {t} SET c = REPEAT('z', 5000), d = JSON_OBJECT('k', id) WHERE id <= 3",
+                  "UPDATE {t} SET id = 10 WHERE id = 4", "UPDATE {t} SET e = '2025-06-01 12:00:00.25', b = 'x'"]
+    support.sql(conn, f"CREATE DATABASE {name}")
+    try:
+        def changes():
+            session = source.admin(name)
+            for table, image in (("full", "FULL"), ("nodup", "FULL_NODUP")):
+                support.sql(session, f"CREATE TABLE {table} ({columns})",
+                            f"INSERT INTO {table} VALUES {rows}",
+                            f"SET SESSION binlog_row_image = '{image}'",
+                            *[s.format(t=table) for s in statements],
+                            "SET SESSION binlog_row_image = 'FULL'")
+
+        ns = support.unique("nd")
+        f, p = support.master_pos(conn)
+        changes()
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+        # The server's own setting FULL_NODUP is taken at start as FULL is.
+        support.sql(conn, "SET GLOBAL binlog_row_image = 'FULL_NODUP'")
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                     "--start-pos", str(p)) as proc:
+            try:
+                proc.wait_reading()
+            finally:
+                support.sql(conn, "SET GLOBAL binlog_row_image = 'FULL'")
+            # 4 inserts, 11 updates, the key change's delete, tombstone and insert.
+            full = support.consume([f"{ns}.{name}.full"], expect=18, decode_ns=ns)
+            nodup = support.consume([f"{ns}.{name}.nodup"], expect=18, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+        kinds = {r[2] for r in support.sql(conn, f"SHOW BINLOG EVENTS IN '{f}' FROM {p}")}
+    finally:
+        support.sql(conn, "SET GLOBAL binlog_row_image = 'FULL'", f"DROP DATABASE {name}")
+
+    def published(msgs):
+        return [(m["key"], m["value"] and (m["value"]["op"], m["value"]["before"],
+                                          m["value"]["after"])) for m in msgs]
+    assert "Update_rows_v1" in kinds
+    assert published(nodup) == published(full)
+    assert [m["value"]["after"]["c"] for m in nodup[8:11]] == ["z" * 5000] * 3
+    last = {m["key"]["id"]: m["value"]["after"] for m in nodup[-4:]}
+    assert last[2]["b"] == "x" and last[2]["a"] == 5 and last[10]["n"] == 4, last
+
+
 def _stream_from(tmp_path, conn, source, name, table, expect, changes):
     """Run the streamer from the binlog's end, make ``changes``, consume ``expect`` messages."""
     ns = support.unique("ev")

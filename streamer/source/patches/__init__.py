@@ -28,7 +28,8 @@ from pymysql.connections import Connection, MySQLResult
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
-from pymysqlreplication.row_event import RowsEvent, TableMapEvent
+from pymysqlreplication.row_event import (PartialUpdateRowsEvent, RowsEvent, TableMapEvent,
+                                          UpdateRowsEvent)
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
@@ -68,6 +69,10 @@ FIXES: List[Fix] = [
         rowplan.read_column_data, "speed: rows read through a plan made once per table version"),
     Fix(RowsEvent, "_get_none_sources", ("self", "column_data"), rowplan.get_none_sources,
         "speed: no per-row none sources where no empty SET needs them"),
+    Fix(UpdateRowsEvent, "_fetch_one_row", ("self",), rowplan.fetch_update_row,
+        "correctness: an update's after image without its unchanged columns (FULL_NODUP)"),
+    Fix(PartialUpdateRowsEvent, "_fetch_one_row", ("self",), rowplan.fetch_update_row,
+        "correctness: an update's after image without its unchanged columns (FULL_NODUP)"),
     Fix(Table, "__init__", ("self", "table_id", "schema", "table", "columns", "primary_key",
                             "column_name_flag"), _keep(table_map.table_init),
         "speed: the primary key found without each column's data dict"),

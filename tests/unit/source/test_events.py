@@ -188,6 +188,10 @@ def test_compression_and_partial_json_are_noted_not_required_and_a_missing_setti
         assert name in noted and name not in required
     assert Setting("binlog_row_metadata", "FULL", "full", "set it").ok
     assert not Setting("binlog_row_metadata", "FULL", "not available", "set it").ok
+    # MariaDB 11.4's FULL_NODUP: an update's after image made whole from its before image.
+    assert Setting("binlog_row_image", "FULL", "full_nodup", "set it").ok
+    assert not Setting("binlog_row_image", "FULL", "MINIMAL", "set it").ok
+    assert not Setting("binlog_row_metadata", "FULL", "FULL_NODUP", "set it").ok
 
 
 def _stopped_by(make, event_type, body, flags=0, at=1434):

@@ -277,3 +277,41 @@ def test_a_hidden_column_missing_from_a_row_is_passed_over_any_other_stops_the_s
     with pytest.raises(UnsupportedEvent, match=f"has no value for column '{hidden}': its row "
                                                f"image is not FULL"):
         read_column_data(ev, bytes([0b101]))
+
+
+def test_an_update_whose_after_image_leaves_out_unchanged_columns_is_made_whole():
+    # MariaDB 11.4's binlog_row_image FULL_NODUP: the before image whole, the after image with
+    # the changed columns only. A before image without a column still stops the stream.
+    from pymysqlreplication.row_event import UpdateRowsEvent
+
+    from streamer.errors import UnsupportedEvent
+
+    cols = [col("id", FIELD_TYPE.LONG), col("a", FIELD_TYPE.VARCHAR, max_length=80),
+            col("b", FIELD_TYPE.VARCHAR, max_length=80)]
+
+    def update(data, before_bits, after_bits):
+        ev = UpdateRowsEvent.__new__(UpdateRowsEvent)
+        ev.__dict__.update(event(data, rowplan.plan_for(cols)).__dict__)
+        ev.columns = ev.table_map[7].columns = cols
+        ev.event_type = BINLOG.UPDATE_ROWS_EVENT_V2
+        ev.columns_present_bitmap, ev.columns_present_bitmap2 = bytes([before_bits]), \
+            bytes([after_bits])
+        return ev
+
+    def image(nulls, *values):
+        return bytes([nulls]) + b"".join(
+            v.to_bytes(4, "little") if isinstance(v, int) else bytes([len(v)]) + v for v in values)
+
+    # Row 1: a changed, b (NULL) left out; row 2: every column in both images.
+    data = image(0b100, 1, b"x") + image(0, b"y") + image(0, 2, b"p", b"q") + \
+        image(0, 2, b"p", b"r")
+    ev = update(data, 0b111, 0b010)
+    first = ev._fetch_one_row()
+    assert first["before_values"] == {"id": 1, "a": "x", "b": None}
+    assert first["after_values"] == {"id": 1, "a": "y", "b": None}
+    assert list(first["after_values"]) == ["id", "a", "b"]  # in the table's order
+    ev.columns_present_bitmap2 = bytes([0b111])
+    assert ev._fetch_one_row()["after_values"] == {"id": 2, "a": "p", "b": "r"}
+    assert ev.packet.at == len(data)
+    with pytest.raises(UnsupportedEvent, match="has no value for column 'a'"):
+        update(image(0, 1) + image(0, b"y"), 0b001, 0b010)._fetch_one_row()
