@@ -14,7 +14,7 @@ import pymysql
 from streamer.config import Config
 from streamer.errors import ConfigError, SourceError
 from streamer.position import GtidSet
-from streamer.source import rsa
+from streamer.source import logins
 
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
@@ -93,11 +93,11 @@ class Connection(pymysql.connections.Connection):
     shared, without the bundle; what is done with a server that offers TLS, and one that does
     not, is unchanged. (source.patches checks that pymysql still has the methods overridden.)
 
-    A login by RSA (MySQL 8's caching_sha2_password without TLS) is encrypted by source.rsa
+    A login by RSA (MySQL 8's caching_sha2_password without TLS) is encrypted by source.logins
     where PyMySQL has no ``cryptography`` to do it."""
 
     def connect(self, sock: Any = None) -> None:
-        rsa.install()
+        logins.install()
         super().connect(sock)
 
     def _create_ssl_ctx(self, sslp: Any) -> Any:

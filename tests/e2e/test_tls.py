@@ -3,8 +3,6 @@ verifying modes stream, and a certificate that doesn't match is refused with a c
 import subprocess
 import sys
 
-import pytest
-
 from tests import support
 from tests.e2e.servers import PrivateMariaDB
 
@@ -114,39 +112,3 @@ def test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_r
             assert proc.wait(60) == 4
             out = proc.output()
         assert "certificate verify failed" in out and "did not accept" in out, out[-3000:]
-
-
-@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
-                    reason="MySQL 8.0 is not in the matrix")
-def test_mysql_8s_own_login_without_tls_streams(tmp_path):
-    # caching_sha2_password, MySQL 8's default (8.4's only one enabled by default), sends the
-    # password RSA-encrypted when there is no TLS and the server has no cached hash of it: a
-    # new account, or any account after a restart or FLUSH PRIVILEGES.
-    source = support.SOURCES["mysql-8.0"]
-    conn = source.admin()
-    user, password = support.unique("sha"), support.unique("pw")
-    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password "
-                      f"BY '{password}'",
-                f"GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'127.0.0.1'",
-                "CREATE DATABASE IF NOT EXISTS sha", "CREATE TABLE IF NOT EXISTS sha.t (id INT PRIMARY KEY)",
-                "FLUSH PRIVILEGES")
-    try:
-        (tmp_path / "pw").write_text(password)
-        ns = support.unique("sha")
-        mysql = dict(source.mysql_config(ns), user=user, password_file=str(tmp_path / "pw"),
-                     tls={"mode": "disabled"})
-        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["sha.t"], server=source,
-                                   mysql=mysql)
-        rc, text = _check(cfg)
-        assert rc == 0 and f"MySQL login {user}@127.0.0.1" in text, text[-2000:]
-        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-            proc.wait_reading()
-            support.sql(conn, "INSERT INTO sha.t VALUES (1)")
-            msgs = support.consume([f"{ns}.sha.t"], expect=1, decode_ns=ns)
-            assert proc.stop() == 0, proc.output()[-3000:]
-        assert [m["key"]["id"] for m in msgs] == [1]
-        (tmp_path / "pw").write_text("wrong")
-        rc, text = _check(cfg)
-        assert rc != 0 and "Access denied" in text and "Traceback" not in text, text[-2000:]
-    finally:
-        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'", "DROP DATABASE IF EXISTS sha")

@@ -1,14 +1,19 @@
-"""The RSA step of a MySQL login, for a PyMySQL without ``cryptography``.
+"""The login steps PyMySQL leaves to packages the streamer doesn't install.
 
 MySQL 8's default authentication (``caching_sha2_password``; the only one MySQL 8.4 enables
 by default) and ``sha256_password`` need the password itself once the server has no cached
 hash of it (a new account, or after the server restarted or ran FLUSH PRIVILEGES). Over TLS it
 is sent as it is; without TLS (``mysql.tls.mode: disabled``, or a server that offers none) it is
 XORed with the login's nonce and encrypted with the server's RSA public key, by RSAES-OAEP
-with SHA-1 (RFC 8017, 7.1.1). PyMySQL does that through the ``cryptography`` package, which is
-not installed with the streamer (PyPy 3.9 has no wheel of it) and otherwise fails the login
-with a RuntimeError. ``install()`` gives PyMySQL this module's encryption where it lacks its
-own: one modular exponentiation, done once per login.
+with SHA-1 (RFC 8017, 7.1.1). PyMySQL does that through the ``cryptography`` package.
+
+MariaDB's ``ed25519`` authentication signs the login's nonce by Ed25519 (RFC 8032, 5.1.6),
+with the SHA-512 of the password where the standard has that of a 32-byte secret key. PyMySQL
+does that through PyNaCl.
+
+Neither package is installed with the streamer (PyPy 3.9 has wheels of neither), and PyMySQL
+otherwise fails the login with a RuntimeError. ``install()`` gives PyMySQL this module's steps
+where it lacks its own: a modular exponentiation, or two scalar multiplications, per login.
 """
 from __future__ import annotations
 
@@ -96,6 +101,54 @@ def oaep_encrypt(message: bytes, pem: bytes, random: Callable[[int], bytes] = os
     return pow(encoded, e, n).to_bytes(k, "big")
 
 
+# -- Ed25519 (RFC 8032): the curve -x^2 + y^2 = 1 + d x^2 y^2 over GF(2^255 - 19) ---------------
+_P = 2 ** 255 - 19
+_L = 2 ** 252 + 27742317777372353535851937790883648493  # the base point's order
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_BASE = (15112221349535400772501151409588531511454012693041857206046113283949847762202,
+         46316835694926478169428394003475163141307993866256225615783033603165251855960)
+Point = Tuple[int, int, int, int]  # extended coordinates (X, Y, Z, T): x = X/Z, y = Y/Z, xy = T/Z
+
+
+def _add(a: Point, b: Point) -> Point:
+    """a + b, by the curve's unified addition (RFC 8032, 5.1.4): doubling too."""
+    x1, y1, z1, t1 = a
+    x2, y2, z2, t2 = b
+    e = (y1 - x1) * (y2 - x2) % _P
+    h = (y1 + x1) * (y2 + x2) % _P
+    c = 2 * _D * t1 * t2 % _P
+    dd = 2 * z1 * z2 % _P
+    e, f, g, h = h - e, dd - c, dd + c, h + e
+    return e * f % _P, g * h % _P, f * g % _P, e * h % _P
+
+
+def _base_times(n: int) -> bytes:
+    """The encoding of n times the base point (RFC 8032, 5.1.2): y little-endian, x's low bit on
+    top."""
+    x, y = _BASE
+    point: Point = (x, y, 1, x * y % _P)
+    total: Point = (0, 1, 1, 0)
+    while n:
+        if n & 1:
+            total = _add(total, point)
+        point = _add(point, point)
+        n >>= 1
+    z = pow(total[2], _P - 2, _P)
+    x, y = total[0] * z % _P, total[1] * z % _P
+    return (y | (x & 1) << 255).to_bytes(32, "little")
+
+
+def ed25519_password(password: bytes, scramble: bytes) -> bytes:
+    """What PyMySQL's function of this name returns: the nonce signed by the key the password
+    makes."""
+    h = hashlib.sha512(password).digest()
+    s = int.from_bytes(h[:32], "little") & ~7 & ((1 << 254) - 1) | 1 << 254  # clamped
+    r = int.from_bytes(hashlib.sha512(h[32:] + scramble).digest(), "little") % _L
+    signed_r, public = _base_times(r), _base_times(s)
+    k = int.from_bytes(hashlib.sha512(signed_r + public + scramble).digest(), "little") % _L
+    return signed_r + ((k * s + r) % _L).to_bytes(32, "little")
+
+
 def sha2_rsa_encrypt(password: bytes, salt: bytes, public_key: bytes) -> bytes:
     """What PyMySQL's function of this name returns: the password, NUL-ended and XORed with the
     login's nonce (its first 20 bytes, as the server reads it), encrypted with the server's key."""
@@ -109,19 +162,36 @@ def sha2_rsa_encrypt(password: bytes, salt: bytes, public_key: bytes) -> bytes:
                                      f"encrypted by TLS instead") from None
 
 
-_PARAMS = ("password", "salt", "public_key")
+# PyMySQL's functions replaced, the parameters each must have, and whether PyMySQL has its own.
+def _has_cryptography() -> bool:
+    return bool(getattr(_auth, "_have_cryptography", False))
+
+
+def _has_nacl() -> bool:
+    try:
+        import nacl.bindings  # noqa: F401 - PyMySQL's own Ed25519, where installed
+    except ImportError:
+        return False
+    return True
+
+
+_STEPS = [("sha2_rsa_encrypt", ("password", "salt", "public_key"), sha2_rsa_encrypt,
+           lambda: _has_cryptography()),
+          ("ed25519_password", ("password", "scramble"), ed25519_password, lambda: _has_nacl())]
 _installed: List[Any] = []
 
 
 def install() -> None:
-    """PyMySQL's RSA step, where it has none of its own (``cryptography`` missing); once."""
-    if _installed or getattr(_auth, "_have_cryptography", False):
+    """PyMySQL's login steps, each where it has none of its own; once."""
+    if _installed:
         return
-    original = getattr(_auth, "sha2_rsa_encrypt", None)
-    code = getattr(original, "__code__", None)
-    if code is None or tuple(code.co_varnames[:code.co_argcount]) != _PARAMS:
-        raise PatchTargetMissing("library fix target pymysql._auth.sha2_rsa_encrypt is missing or "
-                                 "takes other parameters: the library changed. Install the "
-                                 "tested PyMySQL (pip install -e . pins it)")
-    _auth.sha2_rsa_encrypt = sha2_rsa_encrypt
-    _installed.append(original)
+    for name, params, ours, has_own in _STEPS:
+        original = getattr(_auth, name, None)
+        code = getattr(original, "__code__", None)
+        if code is None or tuple(code.co_varnames[:code.co_argcount]) != params:
+            raise PatchTargetMissing(f"library fix target pymysql._auth.{name} is missing or "
+                                     f"takes other parameters: the library changed. Install the "
+                                     f"tested PyMySQL (pip install -e . pins it)")
+        if not has_own():
+            setattr(_auth, name, ours)
+    _installed.append(True)
