@@ -29,7 +29,6 @@ from pymysql.err import OperationalError
 from streamer.errors import PatchTargetMissing
 
 _SHA1_LEN = 20
-_SCRAMBLE_LEN = 20  # a login's nonce
 _RSA_ENCRYPTION = bytes.fromhex("2a864886f70d010101")  # OID 1.2.840.113549.1.1.1
 
 
@@ -151,11 +150,9 @@ def ed25519_password(password: bytes, scramble: bytes) -> bytes:
 
 def sha2_rsa_encrypt(password: bytes, salt: bytes, public_key: bytes) -> bytes:
     """What PyMySQL's function of this name returns: the password, NUL-ended and XORed with the
-    login's nonce (its first 20 bytes, as the server reads it), encrypted with the server's key."""
-    salt = salt[:_SCRAMBLE_LEN]
-    message = bytes(b ^ salt[i % len(salt)] for i, b in enumerate(password + b"\0"))
+    login's nonce (by PyMySQL's own XOR), encrypted with the server's key."""
     try:
-        return oaep_encrypt(message, public_key)
+        return oaep_encrypt(_auth._xor_password(password + b"\0", salt), public_key)
     except ValueError as exc:
         raise OperationalError(2061, f"the server's RSA public key for the password can't be "
                                      f"used ({exc}); set mysql.tls.mode so the login is "
@@ -178,20 +175,27 @@ def _has_nacl() -> bool:
 _STEPS = [("sha2_rsa_encrypt", ("password", "salt", "public_key"), sha2_rsa_encrypt,
            lambda: _has_cryptography()),
           ("ed25519_password", ("password", "scramble"), ed25519_password, lambda: _has_nacl())]
+# PyMySQL's function used as it is (sha2_rsa_encrypt).
+_USED = [("_xor_password", ("password", "salt"))]
 _installed: List[Any] = []
+
+
+def _check(name: str, params: Tuple[str, ...]) -> None:
+    code = getattr(getattr(_auth, name, None), "__code__", None)
+    if code is None or tuple(code.co_varnames[:code.co_argcount]) != params:
+        raise PatchTargetMissing(f"library fix target pymysql._auth.{name} is missing or takes "
+                                 f"other parameters: the library changed. Install the tested "
+                                 f"PyMySQL (pip install -e . pins it)")
 
 
 def install() -> None:
     """PyMySQL's login steps, each where it has none of its own; once."""
     if _installed:
         return
+    for name, params in _USED:
+        _check(name, params)
     for name, params, ours, has_own in _STEPS:
-        original = getattr(_auth, name, None)
-        code = getattr(original, "__code__", None)
-        if code is None or tuple(code.co_varnames[:code.co_argcount]) != params:
-            raise PatchTargetMissing(f"library fix target pymysql._auth.{name} is missing or "
-                                     f"takes other parameters: the library changed. Install the "
-                                     f"tested PyMySQL (pip install -e . pins it)")
+        _check(name, params)
         if not has_own():
             setattr(_auth, name, ours)
     _installed.append(True)
