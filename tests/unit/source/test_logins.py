@@ -76,7 +76,15 @@ def test_a_nonce_is_signed_as_openssl_signs_it_with_the_same_secret(tmp_path):
 
 
 def test_install_gives_pymysql_each_step_only_where_it_has_none(monkeypatch):
-    originals = _auth.sha2_rsa_encrypt, _auth.ed25519_password
+    # PyMySQL's own steps, as stand-ins of theirs (another test's connection may have installed
+    # ours in this process already).
+    def own_rsa(password, salt, public_key):
+        return b""
+
+    def own_ed25519(password, scramble):
+        return b""
+
+    originals = own_rsa, own_ed25519
     monkeypatch.setattr(_auth, "sha2_rsa_encrypt", originals[0])
     monkeypatch.setattr(_auth, "ed25519_password", originals[1])
     for has_cryptography, has_nacl in ((True, True), (False, True), (True, False)):
