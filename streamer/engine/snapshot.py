@@ -650,8 +650,8 @@ class Snapshots:
         if not tables.writes_gtids():
             raise SnapshotRefused(
                 f"snapshot.mode read_only frames each chunk by the server's GTID positions, and "
-                f"this MySQL writes no GTIDs (gtid_mode is not ON): set gtid_mode=ON on the "
-                f"source (with enforce_gtid_consistency=ON), or set snapshot.mode: watermark, "
+                f"this MySQL writes no GTIDs (gtid_mode is not ON): {server.GTIDS_FIX}, "
+                f"or set snapshot.mode: watermark, "
                 f"which needs the streamer's user to write {self.database}")
         at = tables.gtid_at(start.file, start.pos) if start.file else None
         if at is None:

@@ -124,7 +124,7 @@ def warn_without_gtids(conn: Any, cfg: Config) -> None:
     if server.writes_gtids(conn):
         return
     where = f"MySQL at {cfg.mysql.host}:{cfg.mysql.port} writes no GTIDs (gtid_mode is not ON)"
-    fix = "set gtid_mode=ON on the source (with enforce_gtid_consistency=ON)"
+    fix = server.GTIDS_FIX
     if len(cfg.mysql.hosts) > 1:
         log.warning("mysql.hosts names %d servers, and %s: a switch to another server will be "
                     "refused, as a checkpoint without GTIDs has no place in another server's "

@@ -459,6 +459,10 @@ def is_mariadb(conn: Any) -> bool:
     return "mariadb" in conn.get_server_info().lower()
 
 
+# What makes a MySQL write GTIDs, said by each setting that needs them.
+GTIDS_FIX = "set gtid_mode=ON on the source (with enforce_gtid_consistency=ON)"
+
+
 def writes_gtids(conn: Any) -> bool:
     """Whether every transaction the server writes to its binlog has a GTID: always on MariaDB;
     on MySQL with gtid_mode ON only (OFF is 8.0's default, and its transactions are anonymous;
