@@ -95,3 +95,38 @@ def test_timestamp_keeps_its_instant_and_datetime_its_wall_clock_across_zones(ap
                 value = ",".join(sorted(v for v in value.split(",") if v))
             assert value == want, (col, value, want)
     conn.close()
+
+
+def test_a_snapshot_reads_the_same_instants_and_wall_clocks_as_the_binlog(apia_server, tmp_path):
+    # A chunk's SELECT gives TIMESTAMP in its session's zone (the server's, Apia): the snapshot
+    # must publish the instant, as the binlog path does from the epoch seconds it logs, and a
+    # TIMESTAMP chunk key must order and resume the same. Chunks of 2 rows make key literals.
+    conn = apia_server.admin()
+    db = support.unique("tz_")
+    support.sql(conn, f"CREATE DATABASE {db}", f"USE {db}",
+                "CREATE TABLE clock (id INT PRIMARY KEY, dt DATETIME(6), ts TIMESTAMP(6) NULL)",
+                "CREATE TABLE by_ts (ts TIMESTAMP(6) NOT NULL PRIMARY KEY, id INT)")
+    for row_id, dt, ts in TEMPORAL:
+        support.sql(conn, f"INSERT INTO clock VALUES ({row_id}, '{dt}', '{ts}')",
+                    f"INSERT INTO by_ts VALUES ('{ts}', {row_id})")
+    ns = support.unique("tz")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{db}.*"],
+                               mysql={"port": apia_server.port,
+                                      "password_file": apia_server.password_file()},
+                               start={"initial": "snapshot"}, snapshot={"chunk_rows": 2})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), env={"TZ": STREAMER_TZ}) as proc:
+        msgs = support.consume([f"{ns}.{db}.clock", f"{ns}.{db}.by_ts"],
+                               expect=2 * len(TEMPORAL), decode_ns=ns)
+        assert proc.stop() == 0, proc.output()
+    apia = zoneinfo.ZoneInfo(SERVER_TZ)
+    want = {row_id: (datetime.datetime.fromisoformat(dt),
+                     datetime.datetime.fromisoformat(ts).replace(tzinfo=apia).astimezone(UTC))
+            for row_id, dt, ts in TEMPORAL}
+    clock = {m["value"]["after"]["id"]: m["value"]["after"] for m in msgs
+             if m["topic"].endswith(".clock")}
+    assert {k: (v["dt"], v["ts"]) for k, v in clock.items()} == want
+    by_ts = [m["value"]["after"] for m in msgs if m["topic"].endswith(".by_ts")]
+    assert all(m["value"]["op"] == "r" for m in msgs)
+    assert [(r["id"], r["ts"]) for r in by_ts] == sorted(
+        ((k, ts) for k, (_, ts) in want.items()), key=lambda pair: pair[1])
+    conn.close()
