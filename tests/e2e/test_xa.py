@@ -4,14 +4,15 @@ rolled-back one's never."""
 import signal
 
 import pymysql
+import pytest
 
 from tests import support
 
 
-def _prepare(name, xid, rows):
+def _prepare(source, name, xid, rows):
     """XA START ... XA PREPARE in a session that then disconnects: the prepared transaction is
     left detached, as a transaction manager leaves it."""
-    session = support.admin(name)
+    session = source.admin(name)
     try:
         support.sql(session, f"XA START '{xid}'",
                     *[f"INSERT INTO t VALUES ({i}, '{xid}')" for i in rows],
@@ -20,8 +21,8 @@ def _prepare(name, xid, rows):
         session.close()
 
 
-def _finish_leftovers():
-    admin = support.admin()
+def _finish_leftovers(source):
+    admin = source.admin()
     try:
         for row in support.sql(admin, "XA RECOVER"):
             support.sql(admin, f"XA ROLLBACK '{row[3]}'")
@@ -31,26 +32,27 @@ def _finish_leftovers():
         admin.close()
 
 
-def test_xa_rows_arrive_once_at_commit_across_kills_and_never_after_rollback(db, tmp_path):
+@pytest.mark.every_source
+def test_xa_rows_arrive_once_at_commit_across_kills_and_never_after_rollback(db, tmp_path, source):
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
     ns = support.unique("xa")
     f, p = support.master_pos(conn)
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
     topic = f"{ns}.{name}.t"
     try:
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
                                      "--start-pos", str(p)) as proc:
             support.sql(conn, "INSERT INTO t VALUES (1, 'before')")
-            _prepare(name, "k1", [10, 11, 12])
+            _prepare(source, name, "k1", [10, 11, 12])
             support.sql(conn, "INSERT INTO t VALUES (2, 'between')")
             support.consume([topic], expect=2, decode_ns=ns)
             # Killed with k1 prepared: the checkpoint carries it as pending.
             assert proc.stop(signal.SIGKILL) == -signal.SIGKILL
-        _prepare(name, "k2", [20])
+        _prepare(source, name, "k2", [20])
         with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
             proc.wait_reading()
-            admin = support.admin()
+            admin = source.admin()
             support.sql(admin, "XA COMMIT 'k1'", "XA ROLLBACK 'k2'")
             admin.close()
             support.sql(conn, "INSERT INTO t VALUES (3, 'after')")
@@ -63,7 +65,7 @@ def test_xa_rows_arrive_once_at_commit_across_kills_and_never_after_rollback(db,
             msgs = support.consume([topic], expect=7, decode_ns=ns)
             assert proc.stop() == 0, proc.output()[-3000:]
     finally:
-        _finish_leftovers()
+        _finish_leftovers(source)
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [
         ("c", 1), ("c", 2), ("c", 10), ("c", 11), ("c", 12), ("c", 3), ("c", 4)]
     xa = [m["value"]["source"] for m in msgs[2:5]]
