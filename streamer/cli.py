@@ -163,6 +163,7 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
                             "published table's change logged otherwise stops the streamer (exit "
                             "3), naming the setting"))
             results.extend((prefix + name, ok, text) for name, ok, text in _privilege_checks(conn))
+            results.append(_server_id_check(cfg, conn, prefix))
             results.extend((prefix + name, ok, text) for name, ok, text in _unlogged_checks(cfg, conn))
             results.extend((prefix + name, ok, text) for name, ok, text in _topic_checks(cfg, conn))
         finally:
@@ -198,6 +199,22 @@ def _privilege_checks(conn: Any) -> List[Tuple[str, bool, str]]:
         fix = "granted" if ok else (f"missing ({why}): GRANT {name} ON *.* TO the streamer's user")
         out.append((f"privilege {name}", ok, fix))
     return out
+
+
+def _server_id_check(cfg: Config, conn: Any, prefix: str) -> Tuple[str, bool, str]:
+    """Whether a replica registered on the server reads its binlog as mysql.server_id."""
+    from streamer.source.server import replica_with_id
+
+    wanted = cfg.mysql.server_id
+    name = f"{prefix}server_id {wanted} (mysql.server_id)"
+    replica = replica_with_id(conn, wanted)
+    if replica is None:
+        return (name, True, "can't tell: MariaDB lists its replicas only to REPLICATION MASTER "
+                            "ADMIN; make sure none uses it (SELECT @@server_id on each)")
+    if replica:
+        return (name, False, f"replica {replica} reads the binlog as it: give the streamer "
+                             f"one of its own")
+    return (name, True, "no replica of the server reads as it")
 
 
 def _unlogged_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:

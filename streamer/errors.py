@@ -153,6 +153,13 @@ class StreamInterrupted(Transient, ConnectionError):
     exit_code = EXIT_SOURCE
 
 
+class ServerIdTaken(StreamInterrupted):
+    """Another replica connected with the streamer's server_id, and the server ended the
+    streamer's binlog stream in its favour. Retried, with a delay that keeps growing while it
+    happens again (engine.supervisor), so that two readers of one id don't take the stream from
+    each other every second."""
+
+
 class ServerUnreachable(StreamInterrupted):
     """The server in use can't be connected to: with several mysql.hosts, the next is tried."""
 

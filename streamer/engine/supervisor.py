@@ -22,7 +22,8 @@ from streamer.engine import start as start_mod
 from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
 from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RolledBackRows,
-                             ServerBehind, ServerUnreachable, SourceError, StreamInterrupted)
+                             ServerBehind, ServerIdTaken, ServerUnreachable, SourceError,
+                             StreamInterrupted)
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
@@ -171,9 +172,12 @@ class Supervisor:
                 self._connection(publisher, position)
                 return
             except (ServerBehind,) + RETRIED as exc:
-                if publisher.committed is not committed or \
-                        self.clock.monotonic() - began >= retry.max_s:
-                    retry.succeeded()  # this connection worked before it was lost
+                # This connection worked before it was lost, unless another reader of its
+                # server_id took it: then it is no blip, and the wait keeps growing.
+                if (publisher.committed is not committed or
+                        self.clock.monotonic() - began >= retry.max_s) and \
+                        not isinstance(exc, ServerIdTaken):
+                    retry.succeeded()
                     self.servers.worked()
                 if isinstance(exc, ServerBehind):
                     self.servers.refused(exc)  # raises when no server is left to try

@@ -16,16 +16,17 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbAnnotateRowsEvent
 
 from streamer.config import Config
-from streamer.errors import (PatchTargetMissing, PurgedBinlog, ServerBehind, ServerUnreachable,
-                             SourceError, StreamInterrupted)
+from streamer.errors import (PatchTargetMissing, PurgedBinlog, ServerBehind, ServerIdTaken,
+                             ServerUnreachable, SourceError, StreamInterrupted)
 from streamer.position import Position
 from streamer.source import caughtup, events, failover, patches
 from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.payload import TransactionPayloadEvent
 from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
-                                    Connection, binlog_files, connect, connection_settings,
-                                    label, server_id, server_uuid)
+                                    ER_SLAVE_SAME_ID, SAME_ID_TEXT, Connection, binlog_files,
+                                    connect, connection_settings, label, replica_with_id,
+                                    server_id, server_uuid)
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class BinlogReader:
             raise
         try:
             self.server = label(conn)
+            self._check_id_free(conn, where)
             self.offsets = None if writes_offsets(conn) else Offsets()
             here, uuid = server_id(conn), server_uuid(conn)
             if failover.other_server(self.start, here, uuid):
@@ -108,6 +110,18 @@ class BinlogReader:
                 f"replication. Take a snapshot of the tables and restart from a new position "
                 f"(streamer run --start-file/--start-pos), after raising the server's "
                 f"binlog retention (expire_logs_days / binlog_expire_logs_seconds)")
+
+    def _check_id_free(self, conn: Any, where: str) -> None:
+        """Refuses a server_id a registered replica of the server reads with: the server would
+        end that replica's stream for the streamer's, and a MySQL replica stops replicating."""
+        wanted = self.cfg.mysql.server_id
+        replica = replica_with_id(conn, wanted)
+        if replica:
+            raise SourceError(
+                f"replica {replica} of {where} reads its binlog as server_id {wanted}, the "
+                f"streamer's mysql.server_id: connecting would end that replica's stream (a "
+                f"MySQL replica stops replicating). Give the streamer a server_id of its own, "
+                f"one no replica (SHOW REPLICAS) nor other streamer of this server uses")
 
     def __enter__(self) -> "BinlogReader":
         if not patches.applied():
@@ -166,7 +180,8 @@ class BinlogReader:
                 yield event
         except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
             if not self._past_cut_off(exc):
-                raise _classify(exc, self.start, self.gtid_start) from exc
+                raise _classify(exc, self.start, self.gtid_start,
+                                self.cfg.mysql.server_id) from exc
         else:
             return
         # Read on in the next binlog's stream (_past_cut_off): rare, so the loop above keeps
@@ -234,9 +249,19 @@ def cut_off(exc: Exception) -> Optional[Tuple[str, int]]:
     return (os.path.basename(m.group(1)), int(m.group(2))) if m else None
 
 
-def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None) -> Exception:
+def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None,
+              own_id: Optional[int] = None) -> Exception:
     code = exc.args[0] if exc.args else None
     msg = exc.args[1] if len(exc.args) > 1 else str(exc)
+    if code == ER_SLAVE_SAME_ID or (code == ER_MASTER_FATAL_READING_BINLOG and
+                                    SAME_ID_TEXT in str(msg)):
+        return ServerIdTaken(
+            f"another client connected to read the binlog as server_id {own_id} "
+            f"(mysql.server_id), and the server ended this stream for it ({code}: {msg}). "
+            f"Every replica and streamer of a server needs a server_id of its own: give this "
+            f"streamer one that no replica (SELECT @@server_id on each) nor other streamer uses. "
+            f"Until then the two take the stream from each other, and this one waits longer "
+            f"each time")
     found = cut_off(exc)
     if found is not None:  # and no binlog after it (BinlogReader._past_cut_off)
         return PurgedBinlog(

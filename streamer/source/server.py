@@ -24,6 +24,11 @@ ER_NO_SUCH_TABLE = 1146
 ER_READ_ONLY = 1290  # the server runs with --read-only (or super_read_only)
 ER_BINLOG_READ = 1220  # SHOW BINLOG EVENTS at an offset where no event starts
 CR_MIN = 2000  # codes from here on are the client's: the connection, not the statement
+# Another replica connected with this stream's server_id, and the server ended this stream for
+# it: MariaDB's own code, MySQL's 1236 with this in its text (5.7's to 9.x's wording).
+ER_SLAVE_SAME_ID = 4052
+SAME_ID_TEXT = "same server_uuid/server_id"
+ER_PARSE = 1064
 
 
 def connection_settings(cfg: Config, password: str) -> Dict[str, Any]:
@@ -477,6 +482,29 @@ def server_id(conn: Any) -> int:
     row = query_one(conn, "SELECT @@server_id")
     assert row is not None
     return int(row[0])
+
+
+def replica_with_id(conn: Any, wanted: int) -> Optional[str]:
+    """"host:port" of the replica registered on this server with server_id ``wanted`` (SHOW
+    REPLICAS, or SHOW SLAVE HOSTS before MySQL 8.0.22), "" when none is, None when the server
+    won't say: MariaDB shows them only to REPLICATION MASTER ADMIN, which the streamer is not
+    granted. The streamer doesn't register itself, so it is never listed."""
+    for statement in ("SHOW REPLICAS", "SHOW SLAVE HOSTS"):
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+                rows = cur.fetchall()
+        except pymysql.err.MySQLError as exc:
+            if exc.args and exc.args[0] == ER_PARSE:
+                continue  # the older spelling
+            if exc.args and exc.args[0] in ER_ACCESS_DENIED:
+                return None
+            raise
+        for row in rows:  # Server_id, Host, Port, ...
+            if int(row[0]) == wanted:
+                return f"{row[1] or '(its report_host unset)'}:{row[2]}"
+        return ""
+    return None
 
 
 def server_uuid(conn: Any) -> str:

@@ -1,5 +1,6 @@
 """`streamer check` names each problem and its fix; `run` refuses a source it can't stream."""
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -50,9 +51,13 @@ def test_check_passes_on_the_local_setup(tmp_path, source):
         # 8.0.15 has binlog_row_value_options ('' by default: there, not "not available").
         assert "✓ binlog_row_value_options: is '': PARTIAL_JSON updates are applied" in out.stdout
         assert "✓ gtid_mode: is ON: failover (mysql.hosts), " in out.stdout
+        assert re.search(r"✓ server_id \d+ \(mysql.server_id\): no replica of the server "
+                         r"reads as it", out.stdout)
     else:
         assert "✓ log_bin_compress: is OFF: MariaDB's compressed events are read" in out.stdout
         assert "binlog_row_value_options" not in out.stdout and "gtid_mode" not in out.stdout
+        assert re.search(r"✓ server_id \d+ \(mysql.server_id\): can't tell: MariaDB lists its "
+                         r"replicas only to REPLICATION MASTER ADMIN", out.stdout)
     assert "✓ binlog_expire_logs_seconds: is " in out.stdout
     assert "✓ per-session settings: binlog_format and binlog_row_image" in out.stdout
     assert "✓ topic names: each of the " in out.stdout

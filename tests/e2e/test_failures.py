@@ -269,6 +269,62 @@ def test_a_second_instance_fences_the_first_and_output_stays_exactly_once(db, tm
     assert got == sorted(truth) and len(set(got)) == len(got)
 
 
+def _binlog_reader(source, server_id, **kwargs):
+    """Another reader of ``source``'s binlog as ``server_id`` (a replica registers itself with
+    ``report_slave``), connected once it has read its first event."""
+    from pymysqlreplication import BinLogStreamReader
+    with open(source.password_file) as fh:
+        password = fh.read().strip()
+    reader = BinLogStreamReader(connection_settings={
+        "host": "127.0.0.1", "port": source.port, "user": "streamer", "password": password},
+        server_id=server_id, blocking=True, **kwargs)
+    next(iter(reader))
+    return reader
+
+
+@pytest.mark.every_source
+def test_another_reader_of_the_server_id_ends_the_stream_which_says_so_and_goes_on(db, tmp_path,
+                                                                                  source):
+    # The server ends a stream when another reader connects with its server_id. MySQL says so
+    # with the code of a binlog it can't send: taken for a purged one, the streamer stopped
+    # (exit 3) advising a snapshot and a new position; MariaDB's was retried without a word of
+    # why, every 0.5 s for as long as both ran.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
+    ns = support.unique("si")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"], server=source)
+    server_id = source.mysql_config(ns)["server_id"]
+    topic = f"{ns}.{name}.t"
+    with support.StreamerProcess(cfg, str(tmp_path / "a.log")) as proc:
+        proc.wait_reading()
+        support.sql(conn, "INSERT INTO t VALUES (1)")
+        support.consume([topic], expect=1, decode_ns=ns)
+        _binlog_reader(source, server_id).close()
+        support.wait_for(lambda: "reading the binlog from" in proc.output().split(
+            f"connected to read the binlog as server_id {server_id} (mysql.server_id)")[-1]
+            and "needs a server_id of its own" in proc.output(), what="the stream back")
+        support.sql(conn, "INSERT INTO t VALUES (2)")
+        msgs = support.consume([topic], expect=2, decode_ns=ns, idle=1.0)
+        assert proc.proc.poll() is None and proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [1, 2]
+    if not source.mysql:
+        return  # MariaDB shows its replicas only to REPLICATION MASTER ADMIN
+    # A replica registered with the streamer's server_id: the streamer refuses to end its stream.
+    replica = _binlog_reader(source, server_id, report_slave=("replica-b", "", "", 3307))
+    try:
+        with support.StreamerProcess(cfg, str(tmp_path / "b.log")) as proc:
+            assert proc.wait(60) == 3, proc.output()[-3000:]
+        assert f"replica replica-b:3307 of MySQL at 127.0.0.1:{source.port} reads its binlog " \
+               f"as server_id {server_id}, the streamer's mysql.server_id" in proc.output()
+        assert [r[0] for r in support.sql(conn, "SHOW SLAVE HOSTS")] == [server_id]
+        check = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
+                               cwd=support.ROOT, capture_output=True, text=True, timeout=120)
+        assert check.returncode != 0 and f"✗ server_id {server_id} (mysql.server_id): replica " \
+            f"replica-b:3307 reads the binlog as it" in check.stdout, check.stdout
+    finally:
+        replica.close()
+
+
 def test_purged_binlog_is_a_clear_error_and_a_non_zero_exit(tmp_path):
     with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
         conn = mdb.admin()

@@ -698,3 +698,49 @@ def test_the_holes_kept_for_reading_transactions_again_are_the_latest_few(monkey
     # A long-lived process doesn't keep every one; a transaction's own holes stay together.
     assert stage.holes == {f"{FILE}:{n}": [(0, 2), (4, 6)] for n in (2, 3, 4)}
     stage._take_back((4, 6), False, savepoints.TO_SAVEPOINT)  # known: read on without it
+
+
+@pytest.mark.parametrize("error, waits", [
+    # A connection that lasted (here: longer than the longest wait) and dropped is a blip: the
+    # wait starts from the first delay again each time.
+    ("StreamInterrupted", [0.5, 0.5, 0.5, 0.5]),
+    # Ended for another reader of its server_id, however long it lasted: the wait keeps
+    # growing, so two readers of one id don't take the stream from each other every second.
+    ("ServerIdTaken", [0.5, 1.0, 2.0, 4.0]),
+])
+def test_a_stream_taken_by_another_reader_of_its_server_id_waits_longer_each_time(
+        make, monkeypatch, error, waits):
+    from streamer import errors
+    from streamer.engine import start as start_mod
+
+    clock = FakeClock()
+    supervisor, _ = make(supervised=True, clock=clock)
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    sleeps = []
+    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
+    opened = []
+
+    class TakenStream:
+        def __init__(self, *args):
+            opened.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def __iter__(self):
+            if len(opened) > len(waits):
+                supervisor.request_stop()
+                return iter(())
+            clock.now += 60.0  # the connection read for a minute before it was ended
+            raise getattr(errors, error)("ended")
+
+        def more_arrived(self):
+            return False
+
+    supervisor.new_reader = TakenStream
+    assert supervisor.run() == 0
+    assert sleeps == waits

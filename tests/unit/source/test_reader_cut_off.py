@@ -5,7 +5,7 @@ import types
 import pymysql
 import pytest
 
-from streamer.errors import PurgedBinlog
+from streamer.errors import PurgedBinlog, ServerIdTaken
 from streamer.source import reader as reader_mod
 from streamer.source.reader import BinlogReader, cut_off
 
@@ -48,6 +48,7 @@ class Stream:
 def _reader(monkeypatch, first, files, later):
     reader = BinlogReader.__new__(BinlogReader)
     reader.settings, reader._settings, reader.offsets = {}, {"read_timeout": 10}, None
+    reader.cfg = types.SimpleNamespace(mysql=types.SimpleNamespace(server_id=99))
     reader.start, reader.gtid_start = types.SimpleNamespace(describe=lambda: "f:4"), None
     reader._stream = first
     opened = []
@@ -90,3 +91,30 @@ def test_with_no_binlog_after_it_the_stream_stops_naming_it(monkeypatch):
                        "byte 2324, and no binlog follows it.*Start the server again"):
         list(reader)
     assert opened == []
+
+
+MARIADB_SAME_ID = ("A slave with the same server_uuid/server_id is already connected; the first "
+                   "event 'mysql-bin.000001' at 4, the last event read from 'mysql-bin.000001' "
+                   "at 900, the last byte read from 'mysql-bin.000001' at 931.")
+MYSQL_SAME_ID = ("A replica with the same server_uuid/server_id as this replica has connected to "
+                 "the source; the first event 'binlog.000001' at 4, the last event read from "
+                 "'./binlog.000001' at 900, the last byte read from './binlog.000001' at 900.")
+
+
+@pytest.mark.parametrize("code, text", [(4052, MARIADB_SAME_ID), (1236, MYSQL_SAME_ID),
+                                        (1236, MYSQL_SAME_ID.replace("replica", "slave")
+                                         .replace("source", "master"))])
+def test_a_stream_ended_for_another_reader_of_its_server_id_says_so_and_is_retried(code, text):
+    # MySQL says it with the code of a binlog it can't send: it was taken for a purged binlog,
+    # and the stream stopped (exit 3) advising a snapshot and a new position.
+    start = types.SimpleNamespace(describe=lambda: "binlog.000001:4")
+    found = reader_mod._classify(_refused(text, code), start, None, 4242)
+    assert isinstance(found, ServerIdTaken) and not isinstance(found, PurgedBinlog)
+    said = str(found)
+    assert said.startswith("another client connected to read the binlog as server_id 4242 "
+                           "(mysql.server_id), and the server ended this stream for it") and \
+        "needs a server_id of its own" in said and "snapshot" not in said
+    # Any other refusal of the binlog is what it was.
+    assert isinstance(reader_mod._classify(_refused("Could not find first log file name in "
+                                                    "binary log index file"), start),
+                      PurgedBinlog)

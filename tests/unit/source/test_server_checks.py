@@ -43,3 +43,36 @@ def test_a_server_that_wont_say_is_taken_for_a_primary_and_a_lost_connection_rai
     lost = pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")
     with pytest.raises(pymysql.err.OperationalError):
         server.replica_checks(_replica(1, "OFF", refuse=lost))
+
+
+def _replicas(rows, old=False, refuse=None):
+    """A server listing ``rows`` (Server_id, Host, Port, ...) as its registered replicas: by
+    SHOW REPLICAS, or by SHOW SLAVE HOSTS only (``old``: before MySQL 8.0.22); ``refuse`` raised
+    for either (MariaDB without REPLICATION MASTER ADMIN)."""
+    def answer(sql, args):
+        if refuse is not None:
+            raise refuse
+        if sql == "SHOW REPLICAS" and old:
+            raise pymysql.err.ProgrammingError(1064, "You have an error in your SQL syntax")
+        if sql in ("SHOW REPLICAS", "SHOW SLAVE HOSTS"):
+            return rows
+        raise AssertionError(sql)
+    return FakeConnection(answer, "8.0.15")
+
+
+@pytest.mark.parametrize("old", [False, True])
+def test_the_replica_registered_with_a_server_id_is_named(old):
+    rows = [(12, "replica-a", 3306, 1, "uuid-a"), (99, "", 3307, 1, "uuid-b")]
+    assert server.replica_with_id(_replicas(rows, old), 12) == "replica-a:3306"
+    assert server.replica_with_id(_replicas(rows, old), 99) == "(its report_host unset):3307"
+    assert server.replica_with_id(_replicas(rows, old), 7) == ""
+    assert server.replica_with_id(_replicas([], old), 7) == ""
+
+
+def test_a_server_that_wont_list_its_replicas_leaves_it_unknown_and_other_errors_raise():
+    denied = pymysql.err.OperationalError(1227, "Access denied; you need (at least one of) the "
+                                                "REPLICATION MASTER ADMIN privilege(s)")
+    assert server.replica_with_id(_replicas([], refuse=denied), 7) is None
+    with pytest.raises(pymysql.err.OperationalError):
+        server.replica_with_id(_replicas([], refuse=pymysql.err.OperationalError(
+            2013, "Lost connection to server during query")), 7)
