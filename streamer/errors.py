@@ -149,7 +149,7 @@ class Transient(StreamerError):
 
 
 class StreamInterrupted(Transient, ConnectionError):
-    """The binlog connection dropped; resume from the last committed checkpoint."""
+    """The binlog connection was lost; resume from the last committed checkpoint."""
     exit_code = EXIT_SOURCE
 
 

@@ -118,3 +118,25 @@ def test_a_stream_ended_for_another_reader_of_its_server_id_says_so_and_is_retri
     assert isinstance(reader_mod._classify(_refused("Could not find first log file name in "
                                                     "binary log index file"), start),
                       PurgedBinlog)
+
+
+def test_a_lost_stream_is_said_once_by_the_streamer_not_as_the_librarys_reconnect(
+        monkeypatch, caplog):
+    # The library logs a warning over three lines that it will ask for the stream again, then
+    # asks: the streamer refuses (it resumes from its checkpoint) and says why in its own words.
+    from pymysqlreplication.logger import logger as library_log
+    from streamer.errors import StreamInterrupted
+
+    monkeypatch.setattr(reader_mod, "BinlogConnection", lambda **kwargs: types.SimpleNamespace())
+    monkeypatch.setattr(reader_mod.caughtup, "count_reads", lambda conn: None)
+    connector = reader_mod._Connector()
+    connector(host="h")  # the stream's first connection
+    with caplog.at_level(logging.WARNING):
+        library_log.warning("""
+                          A pymysql.OperationalError error occurred, Re-request the connection.
+                        """)
+        library_log.warning("another of the library's warnings")
+        with pytest.raises(StreamInterrupted, match=r"^the binlog connection was lost \(the "
+                           r"server closed it, or the network dropped it\)$"):
+            connector(host="h")
+    assert [r.getMessage() for r in caplog.records] == ["another of the library's warnings"]
