@@ -608,8 +608,11 @@ class Snapshots:
             return query()
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None
-            if not isinstance(code, int) or code >= server.CR_MIN:
-                raise  # the connection, not the query: retried like a dropped stream
+            # The connection, not the query (a client code, or PyMySQL's InterfaceError(0, '')
+            # for a connection that already broke): retried like a dropped stream.
+            if not isinstance(code, int) or code >= server.CR_MIN or \
+                    isinstance(exc, pymysql.err.InterfaceError):
+                raise
             if code == server.ER_NO_SUCH_TABLE:
                 log.warning("snapshot of %s ends: the table was dropped (%d rows published)",
                             j["table"], j["rows"], extra={"table": j["table"]})

@@ -496,6 +496,18 @@ class ServerRead:
             pass  # the connection broke: the next statement on it says so
 
 
+def _end_quietly(cur: Any) -> None:
+    """Ends a read's transaction that an error stopped. The error is the one said: on a
+    connection that broke, the COMMIT's own (PyMySQL's InterfaceError(0, '')) took its place,
+    and a lost connection read as a refused SELECT ended the snapshot without its rows."""
+    import pymysql
+
+    try:
+        cur.execute("COMMIT")
+    except pymysql.err.Error:
+        pass  # the connection broke: the server ended the transaction with it
+
+
 class TableReader:
     """A snapshot's own connection to the source: it describes tables, writes watermarks and
     reads chunks. (The engine's tests put an in-memory one in its place.)"""
@@ -559,8 +571,10 @@ class TableReader:
                     status = {k.lower(): v for k, v in cur.fetchall()}
                 rows, new_last, final = read_chunk(conn, d, last, condition, limit,
                                                    self.timeout_s)
-            finally:
-                cur.execute("COMMIT")
+            except BaseException:
+                _end_quietly(cur)
+                raise
+            cur.execute("COMMIT")
             if not mariadb:
                 return rows, new_last, final, before
             cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (status["binlog_snapshot_file"],

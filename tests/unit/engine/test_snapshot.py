@@ -703,3 +703,29 @@ def test_read_only_mode_starts_where_the_servers_gtids_place_it(tmp_path, server
         return
     with pytest.raises(SnapshotRefused, match=refusal):
         snaps.seed(gtids, start)
+
+
+class _Broken(Tables):
+    """Its chunk's SELECT meets a connection that broke: ``error`` raised."""
+
+    def __init__(self, error):
+        super().__init__([CHUNK1], [shop_t(False)])
+        self.error = error
+
+    def open(self, *args):
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [
+    pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query"),
+    # PyMySQL's word for a statement on a connection that already broke: it was read as a
+    # refusal of the SELECT (code 0 < the client's codes), and the snapshot ended without
+    # its remaining rows (seen with the chunk connection killed, snapshot.mode read_only).
+    pymysql.err.InterfaceError(0, ""),
+])
+def test_a_chunk_connection_that_broke_is_retried_not_taken_for_a_refusal(tmp_path, caplog,
+                                                                          error):
+    snaps = _queued(tmp_path, _Broken(error), None)
+    with pytest.raises(type(error)):
+        snaps.pump()
+    assert len(snaps.queue) == 1 and "ends" not in caplog.text
