@@ -269,11 +269,15 @@ class Supervisor:
                                           self.override_gtid)
 
     def _recover(self, publisher: Any, exc: Exception) -> None:
-        """Drop the open batch: abort it, or replace a producer that can't abort any more."""
+        """Drop the open batch: abort it, or replace a producer that can't abort any more. A
+        batch dropped for the source's sake (a lost connection, rows a ROLLBACK TO took back)
+        has its messages delivered first: Kafka is well, and an abort with messages queued
+        purges them after they took their sequence numbers, so the next transaction failed on
+        the gap too (librdkafka's TXNERR lines at ERROR, and the batch read once more)."""
         try:
             if isinstance(exc, ProducerBroken):
                 raise exc
-            publisher.abort(drain=isinstance(exc, RolledBackRows))
+            publisher.abort(drain=not isinstance(exc, BatchAborted))
         except ProducerBroken:
             publisher.reset()
 
