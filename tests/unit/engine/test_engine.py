@@ -200,19 +200,10 @@ def test_a_batch_past_its_linger_commits_at_the_transaction_end_unless_full(make
         assert any(p.rows for _, p in publisher.log) is inside, publisher.log
 
 
-def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
-    from streamer.engine import start as start_mod
-
-    streamer, publisher = make(supervised=True)
-    monkeypatch.setattr(start_mod, "probe_source",
-                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
-    opened = []
-
-    class EndingStream:
-        """A binlog stream that ends at once, as on the server's EOF packet; the second one
-        asks the streamer to stop as it ends."""
-
+def _stream_class(opened, events):
+    """A stand-in for the binlog reader (Supervisor.new_reader): each one made is appended to
+    ``opened``, and iterating it gives what ``events()`` returns (or raises)."""
+    class Stream:
         def __init__(self, *args):
             opened.append(self)
 
@@ -223,14 +214,30 @@ def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, m
             pass
 
         def __iter__(self):
-            if len(opened) == 2:
-                streamer.request_stop()
-            return iter(())
+            return iter(events())
 
         def more_arrived(self):
             return False
+    return Stream
 
-    streamer.new_reader = EndingStream
+
+def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
+    from streamer.engine import start as start_mod
+
+    streamer, publisher = make(supervised=True)
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
+    opened = []
+
+    def ending():
+        """A binlog stream that ends at once, as on the server's EOF packet; the second one
+        asks the streamer to stop as it ends."""
+        if len(opened) == 2:
+            streamer.request_stop()
+        return ()
+
+    streamer.new_reader = _stream_class(opened, ending)
     assert streamer.run() == 0
     assert len(opened) == 2 and streamer.reconnects == 1
 
@@ -724,26 +731,13 @@ def test_a_stream_taken_by_another_reader_of_its_server_id_waits_longer_each_tim
     monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
     opened = []
 
-    class TakenStream:
-        def __init__(self, *args):
-            opened.append(self)
+    def taken():
+        if len(opened) > len(waits):
+            supervisor.request_stop()
+            return ()
+        clock.now += 60.0  # the connection read for a minute before it was ended
+        raise getattr(errors, error)("ended")
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            pass
-
-        def __iter__(self):
-            if len(opened) > len(waits):
-                supervisor.request_stop()
-                return iter(())
-            clock.now += 60.0  # the connection read for a minute before it was ended
-            raise getattr(errors, error)("ended")
-
-        def more_arrived(self):
-            return False
-
-    supervisor.new_reader = TakenStream
+    supervisor.new_reader = _stream_class(opened, taken)
     assert supervisor.run() == 0
     assert sleeps == waits and publisher.drained == drained
