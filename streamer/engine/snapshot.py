@@ -49,6 +49,7 @@ from streamer.source import chunks, condition, server, signals
 log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
+ER_QUERY_INTERRUPTED = 1317  # KILL QUERY
 # How long a chunk whose table's columns kept changing under its SELECT waits before it is read
 # again: doubling from LATER_S each time in a row, up to LATER_MOST_S (``Snapshots._later``).
 LATER_S = 0.1
@@ -118,13 +119,25 @@ class ChunkSize:
         self.most = most
         self.most_bytes = 2 * budget
         self.row_bytes: Dict[str, float] = {}
+        self.cap: Dict[str, int] = {}  # rows at most, for a table whose SELECT was interrupted
+        self.asked: Dict[str, int] = {}  # rows its last chunk asked for
 
     def rows(self, table: str, estimate: int = 0) -> int:
         measured = self.row_bytes.get(table)
         if measured:
-            return max(1, min(self.most, int(self.budget / measured)))
-        first = min(self.most, FIRST_CHUNK_ROWS)
-        return max(1, min(first, int(self.budget / estimate))) if estimate > 0 else first
+            n = max(1, min(self.most, int(self.budget / measured)))
+        else:
+            first = min(self.most, FIRST_CHUNK_ROWS)
+            n = max(1, min(first, int(self.budget / estimate))) if estimate > 0 else first
+        n = min(n, self.cap.get(table, n))
+        self.asked[table] = n
+        return n
+
+    def halve(self, table: str) -> int:
+        """A chunk of ``table`` was cut short (its SELECT interrupted, as tools that end long
+        queries do): its chunks ask for half the rows its last one asked for, from now on."""
+        self.cap[table] = max(1, self.asked.get(table, FIRST_CHUNK_ROWS) // 2)
+        return self.cap[table]
 
     def read(self, table: str, rows: int, size: int) -> None:
         """A chunk of ``table`` was read: ``rows`` rows of ``size`` bytes in all."""
@@ -134,6 +147,11 @@ class ChunkSize:
     def forget(self, table: str) -> None:
         """The table's snapshot ended: asked again, its first chunk goes by the estimate."""
         self.row_bytes.pop(table, None)
+        self.cap.pop(table, None)
+
+
+class _Interrupted(Exception):
+    """The chunk's SELECT was interrupted (KILL QUERY): it is read again later, smaller."""
 
 
 class _ReadAgain(Exception):
@@ -178,6 +196,7 @@ class Snapshots:
         # A chunk whose SELECT met changing columns is read again from then (``_later``).
         self.retry_at = 0.0
         self.changing = 0
+        self.interrupts = 0  # the chunk's SELECT interrupted, times in a row (``_interrupted``)
         self._progress: Optional[Dict[str, Any]] = None
         self._run = uuid.uuid4().hex[:12] + "-"
         self._marks = 0
@@ -197,7 +216,7 @@ class Snapshots:
         self.catalog = catalog
         self.chunk = self.window = None
         self._progress = None
-        self.retry_at, self.changing = 0.0, 0
+        self.retry_at, self.changing, self.interrupts = 0.0, 0, 0
         self.samples.clear()
 
     def progress(self) -> Optional[Dict[str, Any]]:
@@ -440,6 +459,10 @@ class Snapshots:
         except _ReadAgain:
             self._give_up_chunk()  # read again from its first row, with new watermarks
             return
+        except _Interrupted:
+            self._give_up_chunk()
+            self._interrupted(j)
+            return
         if self.chunk is not chunk or not reading.done:
             return
         chunk.reading = None
@@ -465,6 +488,20 @@ class Snapshots:
                     "chunk's SELECT twice in a row (%d times in a row now); reading that chunk "
                     "again in %.1f s", j["table"], self.changing, wait,
                     extra={"table": j["table"]})
+
+    def _interrupted(self, j: Dict[str, Any]) -> None:
+        """The chunk's SELECT was interrupted: KILL QUERY, by hand or by a tool that ends long
+        queries (pt-kill). The table's snapshot ended there, without its remaining rows; now
+        its chunk is read again later, waiting longer each time in a row, and its chunks ask
+        for half the rows (``ChunkSize.halve``), so a limit on a query's time is met."""
+        self.interrupts += 1
+        wait = min(LATER_MOST_S, LATER_S * 2 ** (self.interrupts - 1))
+        self.retry_at = self.clock.monotonic() + wait
+        rows = self.sizes.halve(j["table"])
+        log.warning("snapshot of %s: the chunk's SELECT was interrupted (KILL QUERY, by hand or "
+                    "by a tool that ends long queries; %d times in a row now): reading that "
+                    "chunk again in %.1f s, and its chunks %d rows at most from now on",
+                    j["table"], self.interrupts, wait, rows, extra={"table": j["table"]})
 
     def _same_key(self, j: Dict[str, Any], described: Any) -> None:
         """The chunks go on after the last one's key only while the table's chunk key is the one
@@ -546,9 +583,11 @@ class Snapshots:
             if retried:
                 return self._later(j)
             return self._read(j, retried=True)
+        except _Interrupted:
+            return self._interrupted(j)
         if got is None:
             return
-        self.changing = 0
+        self.changing = self.interrupts = 0
         reading, read_at = got
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.
@@ -620,6 +659,8 @@ class Snapshots:
                 return None
             if code == ER_BAD_FIELD and self._column_went(j, described):
                 raise _ReadAgain() from None  # a column went between describe and SELECT
+            if code == ER_QUERY_INTERRUPTED:
+                raise _Interrupted() from None
             if code in chunks.ER_STATEMENT_TIMEOUT:
                 raise SnapshotRefused(f"the chunk's SELECT ran longer than "
                                       f"snapshot.chunk_timeout_s ({exc.args[-1]})"

@@ -729,3 +729,41 @@ def test_a_chunk_connection_that_broke_is_retried_not_taken_for_a_refusal(tmp_pa
     with pytest.raises(type(error)):
         snaps.pump()
     assert len(snaps.queue) == 1 and "ends" not in caplog.text
+
+
+class _Killed(Tables):
+    """Its chunk's SELECT is interrupted (KILL QUERY) ``times`` times."""
+
+    def __init__(self, times):
+        super().__init__([CHUNK1], [shop_t(False)])
+        self.times = times
+
+    def open(self, *args):
+        if self.times:
+            self.times -= 1
+            raise pymysql.err.OperationalError(1317, "Query execution was interrupted")
+        return super().open(*args)
+
+
+def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_rows(tmp_path,
+                                                                                    caplog):
+    # KILL QUERY (by hand, or by pt-kill ending long queries) was taken for the server refusing
+    # the SELECT: the table's snapshot ended without its remaining rows (seen on each server).
+    clock = FakeClock(step=0)
+    tables = _Killed(2)
+    snaps = _queued(tmp_path, tables, None, clock)
+    waits = []
+    for _ in range(2):
+        snaps.pump()
+        assert snaps.chunk is None and len(snaps.queue) == 1
+        waits.append(round(snaps.retry_at - clock.now, 3))
+        snaps.pump()  # not due yet: nothing is read
+        clock.now = snaps.retry_at
+    assert waits == [0.1, 0.2] and tables.times == 0
+    snaps.pump()
+    assert snaps.chunk is not None and snaps.interrupts == 0
+    assert [limit for _, _, limit, _ in tables.reads] == [1]  # 4 rows, then 2, then 1
+    assert "snapshot of shop.t: the chunk's SELECT was interrupted (KILL QUERY, by hand or by " \
+           "a tool that ends long queries; 2 times in a row now): reading that chunk again in " \
+           "0.2 s, and its chunks 1 rows at most from now on" in caplog.text
+    assert "without its remaining rows" not in caplog.text
