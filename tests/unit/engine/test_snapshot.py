@@ -595,16 +595,18 @@ def test_the_rate_is_the_last_windows_own_and_falls_while_a_snapshot_stalls(tmp_
 
 
 class _Unknown(Tables):
-    """Its chunk's SELECT meets an unknown column ``times`` times."""
+    """Its chunk's SELECT meets an unknown column (or ``error``) ``times`` times."""
 
-    def __init__(self, times, versions):
+    def __init__(self, times, versions,
+                 error=(1054, "Unknown column 'n' in 'field list'")):
         super().__init__([CHUNK1], versions)
         self.times = times
+        self.error = error
 
     def open(self, *args):
         if self.times:
             self.times -= 1
-            raise pymysql.err.OperationalError(1054, "Unknown column 'n' in 'field list'")
+            raise pymysql.err.OperationalError(*self.error)
         return super().open(*args)
 
 
@@ -731,26 +733,12 @@ def test_a_chunk_connection_that_broke_is_retried_not_taken_for_a_refusal(tmp_pa
     assert len(snaps.queue) == 1 and "ends" not in caplog.text
 
 
-class _Killed(Tables):
-    """Its chunk's SELECT is interrupted (KILL QUERY) ``times`` times."""
-
-    def __init__(self, times):
-        super().__init__([CHUNK1], [shop_t(False)])
-        self.times = times
-
-    def open(self, *args):
-        if self.times:
-            self.times -= 1
-            raise pymysql.err.OperationalError(1317, "Query execution was interrupted")
-        return super().open(*args)
-
-
 def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_rows(tmp_path,
                                                                                     caplog):
     # KILL QUERY (by hand, or by pt-kill ending long queries) was taken for the server refusing
     # the SELECT: the table's snapshot ended without its remaining rows (seen on each server).
     clock = FakeClock(step=0)
-    tables = _Killed(2)
+    tables = _Unknown(2, [shop_t(False)], (1317, "Query execution was interrupted"))
     snaps = _queued(tmp_path, tables, None, clock)
     waits = []
     for _ in range(2):
