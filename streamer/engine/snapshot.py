@@ -50,8 +50,9 @@ log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
 ER_QUERY_INTERRUPTED = 1317  # KILL QUERY
-# How long a chunk whose table's columns kept changing under its SELECT waits before it is read
-# again: doubling from LATER_S each time in a row, up to LATER_MOST_S (``Snapshots._later``).
+# How long a chunk whose table's columns kept changing under its SELECT, or whose SELECT was
+# interrupted, waits before it is read again: doubling from LATER_S each time in a row, up to
+# LATER_MOST_S (``Snapshots._retry_in``).
 LATER_S = 0.1
 LATER_MOST_S = 5.0
 RATE_WINDOW_S = 30.0
@@ -476,14 +477,20 @@ class Snapshots:
             self.chunk.close()
         self.chunk = self.window = None
 
+    def _retry_in(self, times: int) -> float:
+        """The chunk is read again later (``retry_at``) after failing ``times`` times in a row:
+        from LATER_S, doubling each time, up to LATER_MOST_S. Seconds from now."""
+        wait = min(LATER_MOST_S, LATER_S * 2 ** (times - 1))
+        self.retry_at = self.clock.monotonic() + wait
+        return wait
+
     def _later(self, j: Dict[str, Any]) -> None:
         """The table's columns changed between its description and its chunk's SELECT twice in
         a row: statements on it one after another, as a migration runs them. Its chunk is read
         again later (``retry_at``), waiting longer each time in a row, while the stream goes on
         and reads those statements; the snapshot never ends for it."""
         self.changing += 1
-        wait = min(LATER_MOST_S, LATER_S * 2 ** (self.changing - 1))
-        self.retry_at = self.clock.monotonic() + wait
+        wait = self._retry_in(self.changing)
         log.warning("snapshot of %s: its columns changed between its description and its "
                     "chunk's SELECT twice in a row (%d times in a row now); reading that chunk "
                     "again in %.1f s", j["table"], self.changing, wait,
@@ -495,8 +502,7 @@ class Snapshots:
         its chunk is read again later, waiting longer each time in a row, and its chunks ask
         for half the rows (``ChunkSize.halve``), so a limit on a query's time is met."""
         self.interrupts += 1
-        wait = min(LATER_MOST_S, LATER_S * 2 ** (self.interrupts - 1))
-        self.retry_at = self.clock.monotonic() + wait
+        wait = self._retry_in(self.interrupts)
         rows = self.sizes.halve(j["table"])
         log.warning("snapshot of %s: the chunk's SELECT was interrupted (KILL QUERY, by hand or "
                     "by a tool that ends long queries; %d times in a row now): reading that "
