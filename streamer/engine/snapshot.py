@@ -467,6 +467,7 @@ class Snapshots:
         if self.chunk is not chunk or not reading.done:
             return
         chunk.reading = None
+        self.interrupts = 0  # read whole: an interrupt in its rows would have come by now
         chunk.last_key, chunk.final = reading.last_key, reading.final
         self.sizes.read(j["table"], reading.given, reading.bytes_read)
         if not self.read_only:
@@ -498,9 +499,10 @@ class Snapshots:
 
     def _interrupted(self, j: Dict[str, Any]) -> None:
         """The chunk's SELECT was interrupted: KILL QUERY, by hand or by a tool that ends long
-        queries (pt-kill). The table's snapshot ended there, without its remaining rows; now
-        its chunk is read again later, waiting longer each time in a row, and its chunks ask
-        for half the rows (``ChunkSize.halve``), so a limit on a query's time is met."""
+        queries (pt-kill). Its chunk is read again later, waiting longer each time in a row
+        (until a chunk is read whole), and the table's chunks ask for half the rows
+        (``ChunkSize.halve``), so a limit on a query's time is met; the snapshot never ends
+        for it."""
         self.interrupts += 1
         wait = self._retry_in(self.interrupts)
         rows = self.sizes.halve(j["table"])
@@ -593,7 +595,7 @@ class Snapshots:
             return self._interrupted(j)
         if got is None:
             return
-        self.changing = self.interrupts = 0
+        self.changing = 0
         reading, read_at = got
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.
