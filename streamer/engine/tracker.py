@@ -39,7 +39,8 @@ class Tracker:
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_file", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
-                 "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes", "start")
+                 "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes", "start",
+                 "placed")
 
     def __init__(self, start: Position, by_gtid: bool = False,
                  holes: Optional[Dict[str, List[Tuple[int, int]]]] = None):
@@ -56,6 +57,12 @@ class Tracker:
         self.server_id = start.server_id
         self.server_uuid = start.server_uuid
         self.start = start  # where to resume until the transaction it is inside begins again
+        # Whether the file and offset say where the stream is. A dump by GTID set opens with the
+        # server's artificial rotate to the file it reads, at offset 4, and then leaves out the
+        # set's transactions: (file, 4) with the set would be a place before them, and a resume
+        # by file from it would publish them again. Until a transaction begins, or a real rotate
+        # (the end of a file) comes, the position stays the start.
+        self.placed = bool(start.file) and not by_gtid
         self.txid = ""
         # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
@@ -143,7 +150,9 @@ class Tracker:
             self.explicit = False
         elif cls is RotateEvent:
             self.file = event.next_binlog
-            if not self.in_tx:
+            if event.packet.log_pos:  # a real one, at the end of a file: every event before it
+                self.placed = True   # was sent or is in the set
+            if not self.in_tx and self.placed:
                 self.next_pos = event.position
                 self.tx_file = self.file
                 self.tx_start = event.position
@@ -162,6 +171,7 @@ class Tracker:
             # this tracker knows must not pass its skip on to the next one.
             self.skip = 0
         self.in_tx = True
+        self.placed = True
         self.tx_file = self.file
         self.tx_start = start_pos
         self.tx_rows = 0
@@ -202,6 +212,10 @@ class Tracker:
             # transaction the position can say only one of the two: see source.failover.)
             return Position("", 4, str(self.gtids), self.resume_skip, self.server_id,
                             tx_gtid=self.resume_gtid, server_uuid=self.server_uuid, xa=self._xa())
+        if not self.placed:  # only the artificial rotate of a dump by GTID set since the start
+            s = self.start
+            return Position(s.file, s.pos, str(self.gtids), 0, self.server_id,
+                            server_uuid=self.server_uuid, xa=self._xa())
         if self.in_tx:
             return Position(self.tx_file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
                             tx_gtid=self.gtid or "", server_uuid=self.server_uuid, xa=self._xa())

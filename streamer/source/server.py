@@ -405,8 +405,9 @@ def binlog_events(conn: Any, file: str) -> Iterator[Tuple]:
 
 
 def end_gtids(conn: Any) -> Tuple[Tuple[str, int], Optional[str]]:
-    """The binlog status's file and offset (binlog_status), and MySQL's executed GTID set at
-    that very point (the same row: nothing can commit between them). None on MariaDB, where
+    """The binlog status's file and offset (binlog_status), and MySQL's executed GTID set (the
+    same row, but not the same instant: the set may lack the last transactions before the
+    offset, engine.start.initial_position). None on MariaDB, where
     ``executed_gtids`` of the offset tells it at any later time (it scans the file up to the
     offset, so only a start that needs it asks)."""
     row = binlog_status(conn)
