@@ -56,6 +56,9 @@ ER_QUERY_INTERRUPTED = 1317  # KILL QUERY
 LATER_S = 0.1
 LATER_MOST_S = 5.0
 RATE_WINDOW_S = 30.0
+# Read-only mode: a chunk whose position the stream has not reached in this long is said to wait,
+# again each time the wait doubles (``_overdue``).
+POSITION_WAIT_S = 30.0
 
 
 def job(request_id: str, table: str, where: Optional[str]) -> Dict[str, Any]:
@@ -198,6 +201,8 @@ class Snapshots:
         self.retry_at = 0.0
         self.changing = 0
         self.interrupts = 0  # the chunk's SELECT interrupted, times in a row (``_interrupted``)
+        # Read-only mode: when the chunk waiting for its position was framed, and when to say so.
+        self.framed_at = self.overdue_at = 0.0
         self._progress: Optional[Dict[str, Any]] = None
         self._run = uuid.uuid4().hex[:12] + "-"
         self._marks = 0
@@ -609,6 +614,8 @@ class Snapshots:
                 return
             chunk.low, chunk.high = read_at, source.gtid_position()
             chunk.low_set, chunk.high_set = GtidSet(chunk.low), GtidSet(chunk.high)
+            self.framed_at = self.clock.monotonic()
+            self.overdue_at = self.framed_at + POSITION_WAIT_S
         # In watermark mode the stage reads it a slice at a time (``step``), between the
         # stream's own events, and the high watermark is written once it is read.
 
@@ -727,7 +734,23 @@ class Snapshots:
             self.window = chunk
         if self.window is chunk and gtids.contains(chunk.high_set):
             return chunk
+        if self.clock.monotonic() >= self.overdue_at:
+            self._overdue(chunk, gtids)
         return None
+
+    def _overdue(self, chunk: Chunk, gtids: GtidSet) -> None:
+        """Say that a read-only chunk still waits for the stream to read the transactions before
+        its position, naming those it lacks: a wait that never ends is seen, not silent."""
+        now = self.clock.monotonic()
+        waited = now - self.framed_at
+        self.overdue_at = now + waited
+        target = chunk.high_set if self.window is chunk else chunk.low_set
+        lacking = "; ".join(gtids.missing(target)) or "none"  # type: ignore[arg-type]
+        log.warning("snapshot of %s: chunk %d has waited %.0f s for the stream to read the "
+                    "transactions the server had executed when its rows were read; it has yet to "
+                    "read %s. A stream behind the server catches up; if it has, the server's "
+                    "executed GTIDs hold transactions its binlog does not send", chunk.job["table"],
+                    chunk.job["chunk"] + 1, waited, lacking, extra={"table": chunk.job["table"]})
 
 
 def initial_jobs(conn: Any, table_filter: TableFilter) -> List[Dict[str, Any]]:

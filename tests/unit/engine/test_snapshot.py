@@ -1,5 +1,7 @@
 """Snapshots without servers: the watermark algorithm in the real engine loop, over a recorded binlog
 (binlogs/snapshot.sql says what it holds) and an in-memory table reader, and the pure parts."""
+import logging
+
 import pymysql
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE as T
@@ -359,33 +361,43 @@ def test_the_local_server_is_provisioned_with_the_snapshot_tables_the_code_names
         assert statement.replace("`", "") + ";" in script
 
 
-def test_read_only_mode_frames_a_chunk_by_the_gtid_positions_around_its_select(tmp_path):
-    from streamer.position import GtidSet
+class _ReadOnlyTables(Tables):
+    """Two chunks of shop.t, read at GTID positions: those around each SELECT in turn."""
+
+    def __init__(self):
+        super().__init__([CHUNK1, CHUNK2_OLD], [shop_t(False)])
+        self.positions = ["0-1-10", "0-1-12", "0-1-12", "0-1-12"]
+
+    def gtid_position(self):
+        return self.positions.pop(0)
+
+    def read_at_position(self, *args):
+        low = self.gtid_position()  # the position the chunk's consistent read saw
+        return (*self.read(*args), low)
+
+    def watermark(self, mark):
+        raise AssertionError("read-only mode writes nothing")
+
+
+def _read_only(tmp_path, clock=None):
+    """A read-only snapshot of shop.t, its first chunk read."""
     from streamer.schema.versions import TableCatalog
-
-    class ReadOnlyTables(Tables):
-        def __init__(self):
-            super().__init__([CHUNK1, CHUNK2_OLD], [shop_t(False)])
-            self.positions = ["0-1-10", "0-1-12", "0-1-12", "0-1-12"]  # around each SELECT
-
-        def gtid_position(self):
-            return self.positions.pop(0)
-
-        def read_at_position(self, *args):
-            low = self.gtid_position()  # the position the chunk's consistent read saw
-            return (*self.read(*args), low)
-
-        def watermark(self, mark):
-            raise AssertionError("read-only mode writes nothing")
 
     cfg = _cfg(tmp_path, "snapshot: {mode: read_only, chunk_rows: 4}\n")
     table_filter = TableFilter(["shop.*"], [])
-    snaps = Snapshots(cfg, "pw", table_filter, tables=ReadOnlyTables)
-    catalog = TableCatalog("ns", table_filter)
+    snaps = Snapshots(cfg, "pw", table_filter, tables=_ReadOnlyTables,
+                      clock=clock or FakeClock())
     snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
                             "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
-                catalog)
+                TableCatalog("ns", table_filter))
     snaps.pump()
+    return snaps
+
+
+def test_read_only_mode_frames_a_chunk_by_the_gtid_positions_around_its_select(tmp_path):
+    from streamer.position import GtidSet
+
+    snaps = _read_only(tmp_path)
     emitted = []
 
     def emit(chunk, event):
@@ -758,3 +770,31 @@ def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_r
            "a tool that ends long queries; 2 times in a row now): reading that chunk again in " \
            "0.2 s, and its chunks 1 rows at most from now on" in caplog.text
     assert "without its remaining rows" not in caplog.text
+
+
+def test_a_read_only_chunk_that_waits_long_for_its_position_says_what_the_stream_lacks(
+        tmp_path, caplog):
+    # A position the stream never reaches would hold the snapshot for ever, without a word.
+    from streamer.engine.snapshot import POSITION_WAIT_S
+    from streamer.position import GtidSet
+
+    clock = FakeClock(step=0)
+    snaps = _read_only(tmp_path, clock)
+    behind = GtidSet("0-1-7")
+    with caplog.at_level(logging.WARNING):
+        assert snaps.on_position(behind) is None
+        clock.now += POSITION_WAIT_S - 1
+        assert snaps.on_position(behind) is None and not caplog.records
+        clock.now += 1
+        assert snaps.on_position(behind) is None
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and "shop.t: chunk 1 has waited 30 s" in said[0] \
+            and "domain 0: seq 8..10" in said[0]
+        clock.now += POSITION_WAIT_S - 1  # said again once the wait has doubled
+        snaps.on_position(behind)
+        assert len(caplog.records) == 1
+        clock.now += 1
+        snaps.on_position(GtidSet("0-1-10"))  # the window opened; now its high position
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 2 and "waited 60 s" in said[1] and "domain 0: seq 11..12" in said[1]
+    assert snaps.on_position(GtidSet("0-1-12")) is snaps.chunk
