@@ -27,13 +27,14 @@ from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RolledBack
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
-from streamer.source import failover
+from streamer.source import failover, server
 from streamer.source.reader import BinlogReader
 
 log = logging.getLogger(__name__)
 
+# PyMySQL's InterfaceError: a statement on a connection that had already broken (a snapshot's).
 RETRIED = (StreamInterrupted, BatchAborted, ProducerBroken, RolledBackRows,
-           pymysql.err.OperationalError)
+           pymysql.err.OperationalError, pymysql.err.InterfaceError)
 
 
 class Backoff:
@@ -194,8 +195,8 @@ class Supervisor:
                 self.reconnects += 1
                 if publisher.committed is not None:
                     position = publisher.committed
-                log.warning("%s; resuming from %s on %s in %.1fs", exc, position.describe(),
-                            self.servers.current, backoff,
+                log.warning("%s; resuming from %s on %s in %.1fs", server.said(exc),
+                            position.describe(), self.servers.current, backoff,
                             extra={"position": position.describe()})
                 self._sleep(backoff)
 

@@ -19,7 +19,7 @@ from streamer.config import Config
 from streamer import config as config_mod
 from streamer.ops import replica, retention
 from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, latency_text, snapshot_line
-from streamer.source.server import connect, connection_settings
+from streamer.source.server import connect, connection_settings, said
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class Reporter:
                 cur.execute("SHOW BINARY LOGS")
                 logs = [(row[0], int(row[1])) for row in cur.fetchall()]
         except pymysql.err.MySQLError as exc:
-            log.warning("backlog poll failed (will retry): %s", exc)
+            log.warning("backlog poll failed (will retry): %s", said(exc))
             self._conn = None
             return
         pos = self.metrics.position
@@ -169,7 +169,7 @@ class Reporter:
                                 "('binlog_expire_logs_seconds', 'expire_logs_days')")
                     self._expiry = (now, retention.expiry_seconds(dict(cur.fetchall())))
             except pymysql.err.MySQLError as exc:
-                log.warning("binlog expiry read failed (will retry): %s", exc)
+                log.warning("binlog expiry read failed (will retry): %s", said(exc))
                 return
         last = self.metrics.checkpoint_change_ts()
         r = self.cfg.retention
@@ -193,7 +193,7 @@ class Reporter:
         try:
             state = self.replica.poll(self._conn)
         except pymysql.err.MySQLError as exc:
-            log.warning("replication state read failed (will retry): %s", exc)
+            log.warning("replication state read failed (will retry): %s", said(exc))
             return
         if state is None:
             return

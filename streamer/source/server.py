@@ -248,6 +248,19 @@ def logs_replicated(conn: Any) -> Tuple[str, str]:
     return name, found.get(name, "not available")
 
 
+def said(exc: BaseException) -> str:
+    """A MySQL error in words, for a log line: PyMySQL shows its (code, message) tuple."""
+    args = exc.args if isinstance(exc, pymysql.err.MySQLError) else ()
+    if len(args) != 2 or not isinstance(args[0], int):
+        return str(exc)
+    code, message = args
+    if code == 0:  # PyMySQL's own, for a statement on a connection that had already broken
+        return "a MySQL connection was lost earlier and not yet opened again"
+    if code >= CR_MIN:
+        return f"a MySQL connection was lost ({code}: {message})"
+    return f"MySQL refused a statement ({code}: {message})"
+
+
 def replicating(conn: Any) -> bool:
     """Whether the server applies another's changes now: a replica whose threads run."""
     try:

@@ -1,7 +1,9 @@
 """The engine's loop, driven without servers: a recorded binlog replayed through the library's own
 packet layer (binlogs/engine.sql says what it holds), an in-memory publisher and a test clock."""
+import logging
 import os
 
+import pymysql
 import pytest
 
 from streamer.position import Position
@@ -741,3 +743,33 @@ def test_a_stream_taken_by_another_reader_of_its_server_id_waits_longer_each_tim
     supervisor.new_reader = _stream_class(opened, taken)
     assert supervisor.run() == 0
     assert sleeps == waits and publisher.drained == drained
+
+
+@pytest.mark.parametrize("error, said", [
+    # A snapshot's statement on a connection that had already broken: it stopped the streamer.
+    (pymysql.err.InterfaceError(0, ""),
+     "a MySQL connection was lost earlier and not yet opened again; resuming from"),
+    (pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query"),
+     "a MySQL connection was lost (2013: Lost connection to MySQL server during query); "
+     "resuming from"),
+])
+def test_a_mysql_connection_lost_is_retried_and_said_in_words(make, monkeypatch, caplog, error,
+                                                             said):
+    from streamer.engine import start as start_mod
+
+    supervisor, publisher = make(supervised=True)
+    monkeypatch.setattr(start_mod, "probe_source",
+                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
+    monkeypatch.setattr(supervisor, "_sleep", lambda seconds: None)
+    opened = []
+
+    def lost():
+        if len(opened) == 2:
+            supervisor.request_stop()
+            return ()
+        raise error
+
+    supervisor.new_reader = _stream_class(opened, lost)
+    with caplog.at_level(logging.WARNING):
+        assert supervisor.run() == 0
+    assert len(opened) == 2 and said in caplog.text

@@ -76,3 +76,13 @@ def test_a_server_that_wont_list_its_replicas_leaves_it_unknown_and_other_errors
     with pytest.raises(pymysql.err.OperationalError):
         server.replica_with_id(_replicas([], refuse=pymysql.err.OperationalError(
             2013, "Lost connection to server during query")), 7)
+
+
+def test_a_mysql_error_is_said_in_words_not_as_pymysqls_tuple():
+    assert server.said(pymysql.err.OperationalError(2006, "MySQL server has gone away")) == \
+        "a MySQL connection was lost (2006: MySQL server has gone away)"
+    assert server.said(pymysql.err.InterfaceError(0, "")) == \
+        "a MySQL connection was lost earlier and not yet opened again"
+    assert server.said(pymysql.err.OperationalError(1290, "--read-only option")) == \
+        "MySQL refused a statement (1290: --read-only option)"
+    assert server.said(ValueError("other")) == "other"
