@@ -223,13 +223,21 @@ def _stream_class(opened, events):
     return Stream
 
 
-def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
+def _supervised(make, monkeypatch, **kwargs):
+    """A supervised streamer on a stand-in source at (FILE, 4): (it, its publisher, the waits
+    it slept)."""
     from streamer.engine import start as start_mod
 
-    streamer, publisher = make(supervised=True)
+    supervisor, publisher = make(supervised=True, **kwargs)
     monkeypatch.setattr(start_mod, "probe_source",
                         lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
+    sleeps = []
+    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
+    return supervisor, publisher, sleeps
+
+
+def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, monkeypatch):
+    streamer, publisher, _ = _supervised(make, monkeypatch)
     opened = []
 
     def ending():
@@ -327,14 +335,10 @@ def _rolled_back_group():
 def _taken_back(make, monkeypatch, binlog, look_ahead, data=None, **kwargs):
     """Run ``binlog`` supervised; (reads made, sleeps, the publisher). With ``look_ahead`` 0,
     no group is read whole first: rows taken back are found as they are, and read again."""
-    from streamer.engine import start as start_mod
     from streamer.engine.stages import savepoints
     monkeypatch.setattr(savepoints, "LOOK_AHEAD", look_ahead)
-    supervisor, publisher = make(supervised=True, **kwargs)
-    monkeypatch.setattr(start_mod, "probe_source",
-                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    sleeps, reads = [], []
-    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
+    supervisor, publisher, sleeps = _supervised(make, monkeypatch, **kwargs)
+    reads = []
 
     def reader(cfg, password, start, gtid):
         reads.append(start)
@@ -723,14 +727,9 @@ def test_the_holes_kept_for_reading_transactions_again_are_the_latest_few(monkey
 def test_a_stream_taken_by_another_reader_of_its_server_id_waits_longer_each_time(
         make, monkeypatch, error, waits, drained):
     from streamer import errors
-    from streamer.engine import start as start_mod
 
     clock = FakeClock()
-    supervisor, publisher = make(supervised=True, clock=clock)
-    monkeypatch.setattr(start_mod, "probe_source",
-                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    sleeps = []
-    monkeypatch.setattr(supervisor, "_sleep", sleeps.append)
+    supervisor, publisher, sleeps = _supervised(make, monkeypatch, clock=clock)
     opened = []
 
     def taken():
@@ -755,12 +754,7 @@ def test_a_stream_taken_by_another_reader_of_its_server_id_waits_longer_each_tim
 ])
 def test_a_mysql_connection_lost_is_retried_and_said_in_words(make, monkeypatch, caplog, error,
                                                              said):
-    from streamer.engine import start as start_mod
-
-    supervisor, publisher = make(supervised=True)
-    monkeypatch.setattr(start_mod, "probe_source",
-                        lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
-    monkeypatch.setattr(supervisor, "_sleep", lambda seconds: None)
+    supervisor, publisher, _ = _supervised(make, monkeypatch)
     opened = []
 
     def lost():
