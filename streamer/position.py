@@ -146,6 +146,17 @@ class GtidSet:
             d, s, n = (int(x) for x in gtid.split("-"))
             self.mariadb[d] = (s, n)
 
+    def discard(self, gtid: str) -> None:
+        """Take one MySQL transaction (``uuid:n``, ``uuid:tag:n``) out of the set."""
+        key, _, n = gtid.rpartition(":")
+        key, gno = key.lower(), int(n)
+        kept = [[a, b] for lo, hi in self.mysql.get(key, []) for a, b in
+                _subtract(lo, hi, [[gno, gno]])]
+        if kept:
+            self.mysql[key] = kept
+        else:
+            self.mysql.pop(key, None)
+
     def missing(self, other: "GtidSet") -> List[str]:
         """The transactions of ``other`` that this set lacks, as ranges to show: MariaDB
         ``domain D: seq A..B`` (or the whole domain), MySQL ``uuid:A-B``."""

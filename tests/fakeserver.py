@@ -13,6 +13,9 @@ class FakeConnection:
     def get_server_info(self) -> str:
         return self.server_info
 
+    def escape(self, value: Any) -> str:
+        return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
     def cursor(self) -> "_Cursor":
         return _Cursor(self)
 

@@ -56,11 +56,11 @@ class SourceInfo(NamedTuple):
     # start.initial: snapshot, the tables to snapshot (read only when there is no checkpoint)
     snapshot: Optional[Callable[[], List[Dict[str, Any]]]] = None
     # The executed GTID set at an explicit start's file and offset (None: the server can't
-    # tell, or there is no such start); MySQL's executed set, read with ``end`` (a start at the
-    # end is by it alone: initial_position); and a way to ask for it at any file and offset
-    # (MariaDB), used by a first start only.
+    # tell, or there is no such start); the binlog's end read anew with the set there
+    # (server.end_gtids: MySQL's); and a way to ask for the set at any file and offset
+    # (MariaDB); the last two used by a first start only.
     explicit_gtids: Optional[str] = None
-    end_gtids: Optional[str] = None
+    end_gtids: Optional[Callable[[], Tuple[Tuple[str, int], Optional[str], bool]]] = None
     gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
 
 
@@ -111,9 +111,15 @@ def probe_source(cfg: Config, password: str,
         if beginning:
             return SourceInfo(server.server_id(conn), None, server.binlog_files(conn)[0],
                               snapshot, at_explicit, None, gtids_at)
-        end, gtids = server.end_gtids(conn)
-        return SourceInfo(server.server_id(conn), end, None, snapshot, at_explicit, gtids,
-                          gtids_at)
+        def end_gtids() -> Tuple[Tuple[str, int], Optional[str], bool]:
+            at = server.connect(settings)
+            try:
+                return server.end_gtids(at)
+            finally:
+                at.close()
+
+        return SourceInfo(server.server_id(conn), server.master_status(conn), None, snapshot,
+                          at_explicit, end_gtids, gtids_at)
     finally:
         conn.close()
 
@@ -208,18 +214,16 @@ def initial_position(cfg: Config, checkpoint: Optional[Position], source: Source
     # again what came before the start.
     if source.first_file is not None:
         pos = Position(source.first_file, 4)
-    elif source.end_gtids:
-        # MySQL: the set alone, as its replicas start. Its binlog status reads the executed set
-        # and the offset one after the other, and a transaction is in the binlog before its GTID
-        # is in the executed set, so under commits the set lacks the last few transactions
-        # before the offset (seen in 14 of 40 reads under 4 writers): read from that offset,
-        # they would never be read, yet a resume by GTID would be sent them then, and a
-        # read-only snapshot's chunk would wait for them for ever. From the set, the server
-        # sends every transaction not in it; the file and offset come with the first events.
-        pos = Position("", 4, gtid_set=source.end_gtids)
     else:
-        assert source.end is not None
-        pos = Position(*source.end)
+        end, gtids, exact = source.end_gtids() if source.end_gtids else (source.end, None, True)
+        assert end is not None
+        # MySQL, when the set at the end's offset could not be told exactly (server.end_gtids):
+        # the set alone, as MySQL's replicas start. The server sends every transaction not in
+        # it (reading its binlog file up to them first); the file and offset come with the
+        # first events. The offset with a set lacking transactions before it would never read
+        # them, yet a resume by GTID would be sent them then.
+        pos = Position(*end, gtid_set=gtids or "") if exact or not gtids else \
+            Position("", 4, gtid_set=gtids)
     if not pos.gtid_set and source.gtids_at is not None:
         pos.gtid_set = source.gtids_at(pos.file, pos.pos) or ""
     pos.server_id = source.server_id

@@ -243,8 +243,9 @@ def test_first_starts_under_commits_checkpoint_the_executed_set_at_each_offset(d
             stop.set()
         ours = [Position.from_json(m["raw_value"])
                 for m in support.consume([f"{ns}.__positions"], idle=1.0)]
-        ours = [p for p in ours if p.file]
-        assert ours, f"no checkpoint with a file in run {run}"
+        # The start itself is at a file and offset: by the set alone, MySQL would read its whole
+        # binlog file first (server.end_gtids).
+        assert ours and ours[0].file, (run, ours[:1])
         placed += [ours[0], ours[-1]]
     for p in placed:
         at = server.executed_gtids(conn, p.file, p.pos)

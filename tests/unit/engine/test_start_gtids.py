@@ -29,9 +29,15 @@ def test_a_start_at_the_end_carries_the_executed_set_there():
     pos = initial_position(_cfg(), None, source, None, None)
     assert (pos.file, pos.pos, pos.gtid_set) == ("mysql-bin.000003", 400, "0-1-120,5-2-7")
     assert asked == [("mysql-bin.000003", 400)]
-    # MySQL: the set SHOW MASTER STATUS gave with the end, alone: the offset may be past
-    # transactions the set lacks (start.initial_position).
-    mysql = SourceInfo(1, ("b.9", 400), None, None, None, "uuid:1-9", None)
+    # MySQL: the end read anew with the set exactly there (server.end_gtids) ...
+    mysql = SourceInfo(1, ("b.9", 4), None, None, None,
+                       lambda: (("b.9", 700), "uuid:1-12", True), None)
+    at = initial_position(_cfg(), None, mysql, None, None)
+    assert (at.file, at.pos, at.gtid_set) == ("b.9", 700, "uuid:1-12")
+    # ... or, when it could not be told exactly, the set alone: the server sends every
+    # transaction not in it.
+    mysql = SourceInfo(1, ("b.9", 4), None, None, None,
+                       lambda: (("b.9", 700), "uuid:1-9", False), None)
     at = initial_position(_cfg(), None, mysql, None, None)
     assert (at.file, at.gtid_set) == ("", "uuid:1-9")
     # The beginning: the set at the oldest file's start.
@@ -60,7 +66,7 @@ def test_an_explicit_file_start_carries_the_set_the_server_has_at_that_offset():
 
 def test_a_checkpoint_is_resumed_as_it_is():
     checkpoint = Position("mysql-bin.000003", 900, "0-1-130")
-    source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, None, "0-1-999",
+    source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, None, None,
                         lambda f, p: "never asked")
     assert initial_position(_cfg(), checkpoint, source, None, None) is checkpoint
 
