@@ -56,13 +56,13 @@ class SourceInfo(NamedTuple):
     # start.initial: snapshot, the tables to snapshot (read only when there is no checkpoint)
     snapshot: Optional[Callable[[], List[Dict[str, Any]]]] = None
     # The executed GTID set at an explicit start's file and offset (None: the server can't
-    # tell, or there is no such start); the binlog's end read anew with the set there
-    # (server.end_gtids: MySQL's); and a way to ask for the set at any file and offset
-    # (MariaDB); the last two used by a first start only.
+    # tell, or there is no such start); at ``end`` on MySQL, as its binlog status gave it with
+    # the end; and ways to ask for it at any file and offset (MariaDB), and to make the
+    # status's exactly the end's (MySQL, server.settled_gtids), used by a first start only.
     explicit_gtids: Optional[str] = None
-    end_gtids: Optional[Callable[[], Tuple[Tuple[str, int], Optional[str], bool]]] = None
+    end_gtids: Optional[str] = None
     gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
-
+    settle: Optional[Callable[[Tuple[str, int], str], Tuple[str, bool]]] = None
 
 def probe_source(cfg: Config, password: str,
                  table_filter: Optional[Callable[[str, str], bool]] = None,
@@ -111,15 +111,17 @@ def probe_source(cfg: Config, password: str,
         if beginning:
             return SourceInfo(server.server_id(conn), None, server.binlog_files(conn)[0],
                               snapshot, at_explicit, None, gtids_at)
-        def end_gtids() -> Tuple[Tuple[str, int], Optional[str], bool]:
+
+        def settle(end: Tuple[str, int], given: str) -> Tuple[str, bool]:
             at = server.connect(settings)
             try:
-                return server.end_gtids(at)
+                return server.settled_gtids(at, end, given)
             finally:
                 at.close()
 
-        return SourceInfo(server.server_id(conn), server.master_status(conn), None, snapshot,
-                          at_explicit, end_gtids, gtids_at)
+        end, gtids = server.end_gtids(conn)
+        return SourceInfo(server.server_id(conn), end, None, snapshot, at_explicit, gtids,
+                          gtids_at, settle)
     finally:
         conn.close()
 
@@ -215,14 +217,16 @@ def initial_position(cfg: Config, checkpoint: Optional[Position], source: Source
     if source.first_file is not None:
         pos = Position(source.first_file, 4)
     else:
-        end, gtids, exact = source.end_gtids() if source.end_gtids else (source.end, None, True)
-        assert end is not None
-        # MySQL, when the set at the end's offset could not be told exactly (server.end_gtids):
-        # the set alone, as MySQL's replicas start. The server sends every transaction not in
-        # it (reading its binlog file up to them first); the file and offset come with the
-        # first events. The offset with a set lacking transactions before it would never read
-        # them, yet a resume by GTID would be sent them then.
-        pos = Position(*end, gtid_set=gtids or "") if exact or not gtids else \
+        assert source.end is not None
+        gtids, exact = source.end_gtids, True
+        if gtids is not None and source.settle is not None:
+            gtids, exact = source.settle(source.end, gtids)
+        # MySQL, when the set at the end's offset could not be told exactly: the set alone, as
+        # MySQL's replicas start. The server sends every transaction not in it (reading its
+        # binlog file up to them first); the file and offset come with the first events. The
+        # offset with a set lacking transactions before it would never read them, yet a resume
+        # by GTID would be sent them then.
+        pos = Position(*source.end, gtid_set=gtids or "") if exact or not gtids else \
             Position("", 4, gtid_set=gtids)
     if not pos.gtid_set and source.gtids_at is not None:
         pos.gtid_set = source.gtids_at(pos.file, pos.pos) or ""

@@ -398,14 +398,15 @@ def show_events(conn: Any, file: str, more: str = "") -> List[Tuple]:
 _EVENTS_PAGE = 20000
 
 
-def binlog_events(conn: Any, file: str) -> Iterator[Tuple]:
+def binlog_events(conn: Any, file: str, start: int = 4) -> Iterator[Tuple]:
     """The rows SHOW BINLOG EVENTS shows of ``file``, read a page at a time, each page from the
     offset of the last event the one before showed (FROM it, less the rows already shown): a
     page by LIMIT offset would make the server read the file again from its start for each,
     minutes for a file of 1 GB. (Not from an End_log_pos: MariaDB 11.4 shows 0 there for the
     events inside a transaction. Several rows share an offset: the events inside a MySQL
-    Transaction_payload.)"""
-    at, shown = 4, 0  # the first event, after the magic number; rows at ``at`` already shown
+    Transaction_payload.) From offset ``start``, an event's: by default the file's first, after
+    the magic number."""
+    at, shown = start, 0  # rows at ``at`` already shown
     while True:
         rows = show_events(conn, file, f"FROM {at} LIMIT {shown + _EVENTS_PAGE}")[shown:]
         yield from rows
@@ -417,48 +418,52 @@ def binlog_events(conn: Any, file: str) -> Iterator[Tuple]:
         shown += sum(1 for _ in itertools.takewhile(lambda r: int(r[1]) == last, reversed(rows)))
 
 
-# A first start at the binlog's end on MySQL waits at most this long for the transactions in
-# flight there to be executed (``end_gtids``); past it, it starts by the executed set alone.
-END_SETTLE_S = 2.0
-# The most events between two reads of the binlog's end that ``end_gtids`` reads.
-_BETWEEN_MOST = 20000
-
-
-def end_gtids(conn: Any, sleep: Callable[[float], None] = time.sleep,
-              clock: Callable[[], float] = time.monotonic
-              ) -> Tuple[Tuple[str, int], Optional[str], bool]:
-    """The binlog's end (binlog_status's file and offset), MySQL's executed GTID set there, and
-    whether the set is exactly the end's. None on MariaDB, where ``executed_gtids`` of the offset
-    tells it at any later time, and on a MySQL without GTIDs.
-
-    MySQL's binlog status reads the executed set and then the offset, and a transaction is in
-    the binlog before it is executed: the set may lack the last transactions before the offset
-    (seen in 14 of 40 reads under 4 writers). So the set is read again after the end: once none
-    of the GTIDs owned when the end was read (``@@gtid_owned``: given to a transaction, not yet
-    executed) still is, every transaction before the end is in it; the GTIDs the binlog holds
-    between the end and that second read are then taken out. A rotation between the two reads,
-    too many events between them, or a GTID still owned after END_SETTLE_S (a replica's long
-    transaction) give the set read with the end, not exact: engine.start.initial_position then
-    starts by the set alone."""
+def end_gtids(conn: Any) -> Tuple[Tuple[str, int], Optional[str]]:
+    """The binlog status's file and offset (binlog_status), and MySQL's executed GTID set as the
+    same row gives it: not exactly the set at that offset (``settled_gtids``). None on MariaDB,
+    where ``executed_gtids`` of the offset tells it at any later time, and without GTIDs."""
     row = binlog_status(conn)
     end = (row[0], int(row[1]))
     if is_mariadb(conn) or len(row) < 5 or not (row[4] or writes_gtids(conn)):
-        return end, None, True
-    first = "".join(str(row[4] or "").split())  # MySQL splits long sets over lines
+        return end, None
+    return end, "".join(str(row[4] or "").split())  # MySQL splits long sets over lines
+
+
+# A first start at the binlog's end on MySQL waits at most this long for the transactions in
+# flight there to be executed (``settled_gtids``); past it, it starts by the executed set alone.
+SETTLE_S = 2.0
+# The most events between the end and the set's second read that ``settled_gtids`` reads.
+_BETWEEN_MOST = 1_000_000
+
+
+def settled_gtids(conn: Any, end: Tuple[str, int], given: str,
+                  sleep: Callable[[float], None] = time.sleep,
+                  clock: Callable[[], float] = time.monotonic) -> Tuple[str, bool]:
+    """MySQL's executed GTID set exactly at ``end``, which its binlog status gave with ``given``,
+    and whether it is exactly that (else ``given``).
+
+    The binlog status reads the executed set and then the offset, and a transaction is in the
+    binlog before it is executed: ``given`` may lack the last transactions before the offset
+    (seen in 14 of 40 reads under 4 writers). So the set is read again: once none of the GTIDs
+    owned now (``@@gtid_owned``: given to a transaction, not yet executed) still is, every
+    transaction before the end is in it; the GTIDs the binlog holds from the end up to that read
+    are taken out. A GTID still owned after SETTLE_S (a replica's transaction held open), a
+    rotation since the end, or more than _BETWEEN_MOST events since leave it not exact:
+    engine.start.initial_position then starts by the set alone."""
     owned = _owned(conn)
-    deadline = clock() + END_SETTLE_S
+    deadline = clock() + SETTLE_S
     while owned and owned & _owned(conn):
         if clock() >= deadline:
-            return end, first, False
+            return given, False
         sleep(0.005)
-    row = binlog_status(conn)  # the set, then the offset: all it has is before that offset
+    row = binlog_status(conn)  # the set, then the offset: all the set has is before the offset
     between = _gtids_between(conn, end[0], end[1], int(row[1])) if row[0] == end[0] else None
     if between is None:
-        return end, first, False
+        return given, False
     exact = GtidSet(str(row[4] or ""))
     for gtid in between:
         exact.discard(gtid)
-    return end, str(exact), True
+    return str(exact), True
 
 
 def _owned(conn: Any) -> frozenset:
@@ -470,13 +475,18 @@ def _owned(conn: Any) -> frozenset:
 
 def _gtids_between(conn: Any, file: str, start: int, stop: int) -> Optional[List[str]]:
     """The GTIDs of the transactions of ``file`` from offset ``start`` (an event's) up to
-    ``stop``; None when there are more events than _BETWEEN_MOST."""
+    ``stop``; None past _BETWEEN_MOST events."""
+    found: List[str] = []
     if stop <= start:
-        return []
-    rows = show_events(conn, file, f"FROM {int(start)} LIMIT {_BETWEEN_MOST}")
-    found = [g for r in rows if int(r[1]) < stop for g in [_gtid_of(r)] if g]
-    if len(rows) == _BETWEEN_MOST and all(int(r[1]) < stop for r in rows):
-        return None
+        return found
+    for n, row in enumerate(binlog_events(conn, file, start)):
+        if int(row[1]) >= stop:
+            return found
+        if n >= _BETWEEN_MOST:
+            return None
+        gtid = _gtid_of(row)
+        if gtid:
+            found.append(gtid)
     return found
 
 

@@ -29,15 +29,20 @@ def test_a_start_at_the_end_carries_the_executed_set_there():
     pos = initial_position(_cfg(), None, source, None, None)
     assert (pos.file, pos.pos, pos.gtid_set) == ("mysql-bin.000003", 400, "0-1-120,5-2-7")
     assert asked == [("mysql-bin.000003", 400)]
-    # MySQL: the end read anew with the set exactly there (server.end_gtids) ...
-    mysql = SourceInfo(1, ("b.9", 4), None, None, None,
-                       lambda: (("b.9", 700), "uuid:1-12", True), None)
+    # MySQL: the set its binlog status gave, made exactly the end's (server.settled_gtids) ...
+    settled = []
+
+    def settle(end, given):
+        settled.append((end, given))
+        return "uuid:1-12", True
+    mysql = SourceInfo(1, ("b.9", 700), None, None, None, "uuid:1-9", None, settle)
     at = initial_position(_cfg(), None, mysql, None, None)
     assert (at.file, at.pos, at.gtid_set) == ("b.9", 700, "uuid:1-12")
+    assert settled == [(("b.9", 700), "uuid:1-9")]
     # ... or, when it could not be told exactly, the set alone: the server sends every
     # transaction not in it.
-    mysql = SourceInfo(1, ("b.9", 4), None, None, None,
-                       lambda: (("b.9", 700), "uuid:1-9", False), None)
+    mysql = SourceInfo(1, ("b.9", 700), None, None, None, "uuid:1-9", None,
+                       lambda end, given: (given, False))
     at = initial_position(_cfg(), None, mysql, None, None)
     assert (at.file, at.gtid_set) == ("", "uuid:1-9")
     # The beginning: the set at the oldest file's start.
@@ -66,8 +71,8 @@ def test_an_explicit_file_start_carries_the_set_the_server_has_at_that_offset():
 
 def test_a_checkpoint_is_resumed_as_it_is():
     checkpoint = Position("mysql-bin.000003", 900, "0-1-130")
-    source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, None, None,
-                        lambda f, p: "never asked")
+    source = SourceInfo(1, ("mysql-bin.000004", 4), None, None, None, "0-1-999",
+                        lambda f, p: "never asked", lambda e, g: "never asked")
     assert initial_position(_cfg(), checkpoint, source, None, None) is checkpoint
 
 
