@@ -64,6 +64,7 @@ class SourceInfo(NamedTuple):
     gtids_at: Optional[Callable[[str, int], Optional[str]]] = None
     settle: Optional[Callable[[Tuple[str, int], str], Tuple[str, bool]]] = None
 
+
 def probe_source(cfg: Config, password: str,
                  table_filter: Optional[Callable[[str, str], bool]] = None,
                  explicit: Optional[Tuple[str, int]] = None) -> SourceInfo:
