@@ -89,42 +89,34 @@ def probe_source(cfg: Config, password: str,
         settings = server.connection_settings(cfg, password)
         if initial == "snapshot":
             assert table_filter is not None
-
-            def snapshot() -> List[Dict[str, Any]]:
-                from streamer.engine.snapshot import initial_jobs
-                listing = server.connect(settings)
-                try:
-                    return initial_jobs(listing, table_filter)
-                finally:
-                    listing.close()
+            from streamer.engine.snapshot import initial_jobs
+            taken = table_filter
+            snapshot = _on_its_own(settings, lambda listing: initial_jobs(listing, taken))
         # (Here, where the producer's start runs alongside, not after it.)
         if explicit:
             server.check_transaction_start(conn, *explicit)
         at_explicit = server.executed_gtids(conn, *explicit) if explicit else None
-
-        def gtids_at(file: str, pos: int) -> Optional[str]:
-            at = server.connect(settings)
-            try:
-                return server.executed_gtids(at, file, pos)
-            finally:
-                at.close()
-
+        gtids_at = _on_its_own(settings, server.executed_gtids)
         if beginning:
             return SourceInfo(server.server_id(conn), None, server.binlog_files(conn)[0],
                               snapshot, at_explicit, None, gtids_at)
-
-        def settle(end: Tuple[str, int], given: str) -> Tuple[str, bool]:
-            at = server.connect(settings)
-            try:
-                return server.settled_gtids(at, end, given)
-            finally:
-                at.close()
-
         end, gtids = server.end_gtids(conn)
         return SourceInfo(server.server_id(conn), end, None, snapshot, at_explicit, gtids,
-                          gtids_at, settle)
+                          gtids_at, _on_its_own(settings, server.settled_gtids))
     finally:
         conn.close()
+
+
+def _on_its_own(settings: Dict[str, Any], fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn(conn, *args)`` as a function of ``args`` that opens a connection of its own for each
+    call: asked later, when the probe's is closed."""
+    def call(*args: Any) -> T:
+        conn = server.connect(settings)
+        try:
+            return fn(conn, *args)
+        finally:
+            conn.close()
+    return call
 
 
 def warn_without_gtids(conn: Any, cfg: Config) -> None:

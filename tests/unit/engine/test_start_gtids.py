@@ -137,3 +137,24 @@ def test_settings_that_need_gtids_are_named_when_the_server_writes_none(caplog):
     assert said(mysql("ON"), **failover) == []
     mariadb = FakeConnection(lambda sql, args: pytest.fail(f"asked {sql}"))
     assert said(mariadb, **failover) == []
+
+
+def test_what_a_first_start_asks_later_opens_a_connection_of_its_own_each_time(monkeypatch):
+    from streamer.engine import start as start_mod
+
+    opened = []
+
+    class Conn:
+        def __init__(self, settings):
+            self.settings, self.closed = settings, False
+            opened.append(self)
+
+        def close(self):
+            self.closed = True
+    monkeypatch.setattr(start_mod.server, "connect", Conn)
+    asked = start_mod._on_its_own({"host": "h"}, lambda conn, f, p: (conn.settings, f, p))
+    assert asked("b.1", 4) == ({"host": "h"}, "b.1", 4)
+    failing = start_mod._on_its_own({}, lambda conn: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing()
+    assert len(opened) == 2 and all(c.closed for c in opened)
