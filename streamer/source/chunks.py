@@ -596,6 +596,11 @@ class TableReader:
 
         return server.writes_gtids(self._connection())
 
+    def commits_in_binlog_order(self) -> bool:
+        from streamer.source import server
+
+        return server.commits_in_binlog_order(self._connection())
+
     def is_mariadb(self) -> bool:
         from streamer.source import server
 

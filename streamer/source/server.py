@@ -198,6 +198,8 @@ NOTED = [
     ("expire_logs_days", "the retention guard's expiry when binlog_expire_logs_seconds is 0"),
     ("gtid_mode", "failover (mysql.hosts), mysql.position_mode gtid and snapshot.mode read_only "
                   "need ON; otherwise positions are binlog files and offsets"),
+    ("binlog_order_commits", "snapshot.mode read_only needs ON (MySQL's default): transactions "
+                             "become visible in their binlog order"),
 ]
 
 
@@ -558,6 +560,20 @@ def writes_gtids(conn: Any) -> bool:
         return True
     row = query_one(conn, "SELECT @@GLOBAL.gtid_mode")
     return bool(row) and str(row[0]).upper() == "ON"
+
+
+# What makes a MySQL commit in its binlog order, said where read-only snapshots need it.
+ORDER_FIX = "SET GLOBAL binlog_order_commits=ON (and in my.cnf; ON is MySQL's default)"
+
+
+def commits_in_binlog_order(conn: Any) -> bool:
+    """Whether transactions become visible in the order the binlog has them: always on
+    MariaDB, whose group commit keeps the binlog's order in the engine; on MySQL with
+    binlog_order_commits ON only (OFF lets each transaction commit in the engine by itself)."""
+    if is_mariadb(conn):
+        return True
+    value = variables(conn, ["binlog_order_commits"]).get("binlog_order_commits", "ON")
+    return value.upper() != "OFF"
 
 
 def server_id(conn: Any) -> int:

@@ -470,6 +470,30 @@ def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path, s
         support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
 
 
+@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
+                    reason="MySQL 8.0 is not in the matrix")
+def test_read_only_mode_is_refused_on_a_mysql_that_commits_out_of_binlog_order(tmp_path):
+    # A chunk's window is placed by the binlog's order, which is the order its read sees
+    # commits in only with binlog_order_commits ON (MariaDB has no such setting).
+    source = support.SOURCES["mysql-8.0"]
+    conn = source.admin()
+    name = support.unique("t_")
+    support.sql(conn, f"CREATE DATABASE {name}", f"CREATE TABLE {name}.t (id INT PRIMARY KEY)",
+                "SET GLOBAL binlog_order_commits = OFF")
+    try:
+        ns = support.unique("so")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], source,
+                                   start={"initial": "snapshot"}, snapshot={"mode": "read_only"})
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            assert proc.wait(60) == 3
+            out = proc.output()
+    finally:
+        support.sql(conn, "SET GLOBAL binlog_order_commits = ON", f"DROP DATABASE {name}")
+        conn.close()
+    assert "this MySQL has binlog_order_commits OFF" in out, out[-2000:]
+    assert "SET GLOBAL binlog_order_commits=ON" in out and "Traceback" not in out
+
+
 def test_a_table_dropped_mid_snapshot_ends_its_snapshot_with_a_warning_and_the_next_goes_on(
         db, tmp_path):
     name, conn = db

@@ -686,6 +686,9 @@ def test_a_condition_the_server_finds_a_column_unknown_in_ends_the_snapshot_by_n
     # MySQL with GTIDs, started where it had executed none yet: an empty set is its place.
     (dict(gtids=True, mariadb=False), Position("mysql-bin.000001", 4), None),
     (dict(gtids=True, mariadb=False), Position("mysql-bin.000001", 4, gtid_set="u:1-5"), None),
+    # MySQL committing out of its binlog order: a chunk's window can't be told from the stream.
+    (dict(gtids=True, mariadb=False, in_order=False), Position("mysql-bin.000001", 4),
+     "binlog_order_commits OFF: .*SET GLOBAL binlog_order_commits=ON.*snapshot.mode: watermark"),
     # MariaDB names the start's position itself; a file it doesn't have has none.
     (dict(gtids=True, mariadb=True, at="0-1-7"), Position("b.000001", 400), None),
     (dict(gtids=True, mariadb=True, at=None), Position("b.000001", 400),
@@ -704,6 +707,9 @@ def test_read_only_mode_starts_where_the_servers_gtids_place_it(tmp_path, server
 
         def is_mariadb(self):
             return server["mariadb"]
+
+        def commits_in_binlog_order(self):
+            return server.get("in_order", True)
 
         def gtid_at(self, file, pos):
             return server.get("at")

@@ -86,3 +86,17 @@ def test_a_mysql_error_is_said_in_words_not_as_pymysqls_tuple():
     assert server.said(pymysql.err.OperationalError(1290, "--read-only option")) == \
         "MySQL refused a statement (1290: --read-only option)"
     assert server.said(ValueError("other")) == "other"
+
+
+@pytest.mark.parametrize("info,have,in_order", [
+    ("8.0.15", [("binlog_order_commits", "ON")], True),
+    ("8.0.15", [("binlog_order_commits", "OFF")], False),
+    ("8.0.15", [], True),  # a server without the setting has nothing to turn off
+    ("10.11.19-MariaDB", None, True),  # MariaDB isn't asked: its group commit keeps the order
+])
+def test_mysql_commits_in_binlog_order_unless_binlog_order_commits_is_off(info, have, in_order):
+    def answer(sql, args):
+        assert have is not None and sql.startswith("SHOW GLOBAL VARIABLES") and \
+            args == ["binlog_order_commits"], sql
+        return have
+    assert server.commits_in_binlog_order(FakeConnection(answer, info)) is in_order
