@@ -166,6 +166,8 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
             results.append(_server_id_check(cfg, conn, prefix))
             results.extend((prefix + name, ok, text) for name, ok, text in _unlogged_checks(cfg, conn))
             results.extend((prefix + name, ok, text) for name, ok, text in _topic_checks(cfg, conn))
+            if cfg.snapshot.mode == "read_only":
+                results.append(_read_only_check(cfg, conn, prefix))
         finally:
             conn.close()
     try:
@@ -179,6 +181,15 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
         results.append((f"Kafka {cfg.kafka['bootstrap.servers']}", False,
                         f"{exc}; check kafka.bootstrap.servers and that the brokers are up"))
     return results
+
+
+def _read_only_check(cfg: Config, conn: Any, prefix: str) -> Tuple[str, bool, str]:
+    from streamer.source import server
+
+    why = server.read_only_refusal(server.writes_gtids(conn), server.commits_in_binlog_order(conn),
+                                   cfg.snapshot.database)
+    return (f"{prefix}snapshot.mode read_only", why is None,
+            why or "the server's GTID positions frame each chunk")
 
 
 _PRIVS = [

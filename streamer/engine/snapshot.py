@@ -706,20 +706,10 @@ class Snapshots:
         On MySQL, ``start`` carries the executed set at its place; an empty one is a server
         that had executed nothing there."""
         tables = self._tables()
-        if not tables.writes_gtids():
-            raise SnapshotRefused(
-                f"snapshot.mode read_only frames each chunk by the server's GTID positions, and "
-                f"this MySQL writes no GTIDs (gtid_mode is not ON): {server.GTIDS_FIX}, "
-                f"or set snapshot.mode: watermark, "
-                f"which needs the streamer's user to write {self.database}")
-        if not tables.commits_in_binlog_order():
-            raise SnapshotRefused(
-                f"snapshot.mode read_only frames each chunk by the server's GTID positions, which "
-                f"needs transactions to become visible in their binlog order, and this MySQL has "
-                f"binlog_order_commits OFF: a chunk could miss a change the stream read before "
-                f"its window, and publish a row older than that change. {server.ORDER_FIX}, or "
-                f"set snapshot.mode: watermark, which needs the streamer's user to write "
-                f"{self.database}")
+        refusal = server.read_only_refusal(tables.writes_gtids(), tables.commits_in_binlog_order(),
+                                           self.database)
+        if refusal is not None:
+            raise SnapshotRefused(refusal)
         at = tables.gtid_at(start.file, start.pos) if start.file else None
         if at is None:
             if start.file and not start.gtid_set and tables.is_mariadb():

@@ -576,6 +576,23 @@ def commits_in_binlog_order(conn: Any) -> bool:
     return value.upper() != "OFF"
 
 
+def read_only_refusal(writes: bool, in_order: bool, database: str) -> Optional[str]:
+    """Why snapshot.mode read_only can't frame chunks on a server that ``writes`` GTIDs (or
+    not) and commits ``in_order`` of its binlog (or not), naming the fixes; None when it can.
+    ``database``: snapshot.database, which watermark mode writes to."""
+    if writes and in_order:
+        return None
+    watermark = (f"or set snapshot.mode: watermark, which needs the streamer's user to write "
+                 f"{database}")
+    if not writes:
+        return (f"snapshot.mode read_only frames each chunk by the server's GTID positions, and "
+                f"this MySQL writes no GTIDs (gtid_mode is not ON): {GTIDS_FIX}, {watermark}")
+    return (f"snapshot.mode read_only frames each chunk by the server's GTID positions, which "
+            f"needs transactions to become visible in their binlog order, and this MySQL has "
+            f"binlog_order_commits OFF: a chunk could miss a change the stream read before its "
+            f"window, and publish a row older than that change. {ORDER_FIX}, {watermark}")
+
+
 def server_id(conn: Any) -> int:
     row = query_one(conn, "SELECT @@server_id")
     assert row is not None

@@ -41,9 +41,10 @@ def statement_server(tmp_path_factory):
 @pytest.mark.every_source
 def test_check_passes_on_the_local_setup(tmp_path, source):
     cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
-                               server=source)
+                               server=source, snapshot={"mode": "read_only"})
     out = _streamer("check", "-c", cfg)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "✓ snapshot.mode read_only: the server's GTID positions frame each chunk" in out.stdout
     assert "✗" not in out.stdout and out.stdout.count("✓") >= 7
     assert "✓ binlog_format = ROW" in out.stdout
     # Settings it copes with, and what each means to it: each flavour's own.

@@ -487,11 +487,18 @@ def test_read_only_mode_is_refused_on_a_mysql_that_commits_out_of_binlog_order(t
         with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
             assert proc.wait(60) == 3
             out = proc.output()
+        checked = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
+                                 capture_output=True, text=True, timeout=120)
     finally:
         support.sql(conn, "SET GLOBAL binlog_order_commits = ON", f"DROP DATABASE {name}")
         conn.close()
     assert "this MySQL has binlog_order_commits OFF" in out, out[-2000:]
     assert "SET GLOBAL binlog_order_commits=ON" in out and "Traceback" not in out
+    # streamer check says so beforehand.
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "✗ snapshot.mode read_only: snapshot.mode read_only frames each chunk by the " \
+           "server's GTID positions, which needs" in checked.stdout, checked.stdout
+    assert "✓ binlog_order_commits: is OFF" in checked.stdout
 
 
 def test_a_table_dropped_mid_snapshot_ends_its_snapshot_with_a_warning_and_the_next_goes_on(
