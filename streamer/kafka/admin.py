@@ -177,6 +177,21 @@ class TopicAdmin:
             self.learn([topic])
         return found
 
+    def exists(self, topic: str) -> Optional[bool]:
+        """Whether ``topic`` exists, as a broker answers now; None when that can't be told (no
+        admin client, no broker answering within a few seconds)."""
+        if self.admin is None:
+            return None
+        try:
+            found = self.admin.list_topics(topic, timeout=5).topics.get(topic)
+        except KafkaException:
+            return None
+        if found is None:
+            return False
+        if found.error is None:
+            return True
+        return False if found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART else None
+
     def reachable(self) -> bool:
         """Whether a broker answers a metadata request within a few seconds."""
         if self.admin is None:

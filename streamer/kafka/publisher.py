@@ -112,6 +112,9 @@ class Publisher(Transactions):
         if topic in (self.positions_topic, self.schemas_topic):
             self.prepared = False  # the next transaction makes them sure again (prepare)
 
+    def topic_exists(self, topic: str) -> Optional[bool]:
+        return self.topics.exists(topic)
+
     def reachable(self) -> bool:
         return self.topics.reachable()
 

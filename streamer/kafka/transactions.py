@@ -251,6 +251,10 @@ class Transactions:
     def forget_topic(self, topic: str) -> None:
         """``topic`` is to be made sure of again (Publisher: it was deleted)."""
 
+    def topic_exists(self, topic: str) -> Optional[bool]:
+        """Whether ``topic`` exists (Publisher: as a broker says); None: can't be told."""
+        return None
+
     def _oversized(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> None:
         """Stop at a message no retry can publish, naming it and the ways on. The batch is
         aborted, so the position stays before the row: after the fix, nothing is lost."""
@@ -287,10 +291,19 @@ class Transactions:
             return ""
         if refused.err == KafkaError.INVALID_RECORD:
             raise self._invalid(refused)
+        said = (f"; {refused.count} message(s) failed, the first of topic {refused.topic}: "
+                f"{refused.reason} ({KafkaError(refused.err).name()})")
         if refused.err in GONE:
             self.forget_topic(refused.topic)
-        return (f"; {refused.count} message(s) failed, the first of topic {refused.topic}: "
-                f"{refused.reason} ({KafkaError(refused.err).name()})")
+        elif refused.err == KafkaError._MSG_TIMED_OUT and \
+                self.topic_exists(refused.topic) is False:
+            # librdkafka may go on sending to a deleted topic's partition, as the broker calls
+            # it unknown for a while, until its messages time out: the same batch then timed out
+            # again and again (kafka.message.timeout.ms each), the topic never made again.
+            self.forget_topic(refused.topic)
+            said += (f"; topic {refused.topic} no longer exists (deleted while the streamer "
+                     f"ran?): it is made again before the batch is read again")
+        return said
 
     def _txn_failure(self) -> str:
         """Why the open transaction failed, as librdkafka logged it, for a call refused after it

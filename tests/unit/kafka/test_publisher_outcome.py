@@ -258,6 +258,26 @@ def test_another_refusal_is_named_in_the_retry_s_message_and_read_again(monkeypa
     assert producer.refused is None and producer.calls[-1] == "abort"
 
 
+@pytest.mark.parametrize("exists", [False, True, None])
+def test_messages_timed_out_on_a_topic_that_is_gone_have_it_made_again(monkeypatch, exists):
+    # librdkafka may send to a deleted topic's partition until its messages time out, rather
+    # than call the topic unknown: the batch timed out again and again, the topic never made
+    # again (seen with kafka.message.timeout.ms 5 s: 90 s, and on). Only a topic a broker says
+    # is gone is made again: a broker away times messages out too.
+    producer = Refused(300, KafkaError._MSG_TIMED_OUT, reason="Local: Message timed out")
+    pub = _publisher(producer)
+    pub.topics.known = {"ns.db.t", "ns.other"}
+    asked = []
+    monkeypatch.setattr(Publisher, "topic_exists", lambda self, t: asked.append(t) or exists)
+    with pytest.raises(BatchAborted) as err:
+        pub.commit(Position("f", 100))
+    gone = "; topic ns.db.t no longer exists (deleted while the streamer ran?): it is made " \
+           "again before the batch is read again"
+    assert asked == ["ns.db.t"]
+    assert (gone in str(err.value)) is (exists is False)
+    assert pub.topics.known == ({"ns.other"} if exists is False else {"ns.db.t", "ns.other"})
+
+
 class FailedBefore(FailingProducer):
     """Its transaction failed when the broker refused to add a topic's partition to it (an
     ACL): librdkafka logged why (``txn_failure``), and a produce after it is refused with

@@ -192,3 +192,25 @@ def test_a_topic_kafka_will_not_create_names_the_way_on():
     assert "Set topics.replication_factor (now 2) to at most the number of brokers" in refused(
         KafkaError.INVALID_REPLICATION_FACTOR, "Replication factor: 2 larger than available "
                                                "brokers: 1.")
+
+
+def test_whether_a_topic_exists_is_what_a_broker_answers_or_unknown():
+    class Metadata:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def list_topics(self, topic, timeout):
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return SimpleNamespace(topics={topic: self.answer} if self.answer else {})
+
+    def exists(answer, admin=True):
+        return TopicAdmin(SimpleNamespace(partitions=1, replication_factor=1),
+                          Metadata(answer) if admin else None, lambda: []).exists("ns.db.t")
+
+    there = SimpleNamespace(error=None, partitions={0: None})
+    gone = SimpleNamespace(error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), partitions={})
+    moving = SimpleNamespace(error=KafkaError(KafkaError.LEADER_NOT_AVAILABLE), partitions={})
+    away = KafkaException(KafkaError(KafkaError._TRANSPORT, "Local: Broker transport failure"))
+    assert exists(there) is True and exists(gone) is False and exists(None) is False
+    assert exists(moving) is None and exists(away) is None and exists(there, admin=False) is None
