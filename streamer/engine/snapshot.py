@@ -50,9 +50,9 @@ log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
 ER_QUERY_INTERRUPTED = 1317  # KILL QUERY
-# How long a chunk whose table's columns kept changing under its SELECT, or whose SELECT was
-# interrupted, waits before it is read again: doubling from LATER_S each time in a row, up to
-# LATER_MOST_S (``Snapshots._retry_in``).
+# How long a chunk whose table's columns kept changing under its SELECT, whose SELECT was
+# interrupted, or (read-only) that MySQL's commit order put off, waits before it is read again:
+# doubling from LATER_S each time in a row, up to LATER_MOST_S (``Snapshots._retry_in``).
 LATER_S = 0.1
 LATER_MOST_S = 5.0
 RATE_WINDOW_S = 30.0
@@ -201,6 +201,7 @@ class Snapshots:
         self.retry_at = 0.0
         self.changing = 0
         self.interrupts = 0  # the chunk's SELECT interrupted, times in a row (``_interrupted``)
+        self.disordered = 0  # a read-only chunk put off, times in a row (``_out_of_order``)
         # Read-only mode: when the chunk waiting for its position was framed, and when to say so.
         self.framed_at = self.overdue_at = 0.0
         self._progress: Optional[Dict[str, Any]] = None
@@ -222,7 +223,7 @@ class Snapshots:
         self.catalog = catalog
         self.chunk = self.window = None
         self._progress = None
-        self.retry_at, self.changing, self.interrupts = 0.0, 0, 0
+        self.retry_at, self.changing, self.interrupts, self.disordered = 0.0, 0, 0, 0
         self.samples.clear()
 
     def progress(self) -> Optional[Dict[str, Any]]:
@@ -516,6 +517,19 @@ class Snapshots:
                     "chunk again in %.1f s, and its chunks %d rows at most from now on",
                     j["table"], self.interrupts, wait, rows, extra={"table": j["table"]})
 
+    def _out_of_order(self, j: Dict[str, Any]) -> None:
+        """MySQL was set to commit out of its binlog order (binlog_order_commits OFF) since the
+        start checked it: a read-only chunk read now could miss a change the stream reads before
+        its window. The chunk is read again later, waiting longer each time in a row, once the
+        setting is ON again; the stream goes on, and the snapshot never ends for it."""
+        self.disordered += 1
+        wait = self._retry_in(self.disordered)
+        log.warning("snapshot of %s: this MySQL now has binlog_order_commits OFF, and a "
+                    "read-only chunk read while it is OFF could publish a row older than a "
+                    "change the stream has read; reading that chunk in %.1f s (%d times in a "
+                    "row now). %s", j["table"], wait, self.disordered, server.ORDER_FIX,
+                    extra={"table": j["table"]})
+
     def _same_key(self, j: Dict[str, Any], described: Any) -> None:
         """The chunks go on after the last one's key only while the table's chunk key is the one
         that key was taken by, sorted the same way: after a change of the primary key (or of
@@ -598,9 +612,11 @@ class Snapshots:
             return self._read(j, retried=True)
         except _Interrupted:
             return self._interrupted(j)
+        except chunks.OutOfOrder:
+            return self._out_of_order(j)
         if got is None:
             return
-        self.changing = 0
+        self.changing = self.disordered = 0
         reading, read_at = got
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.

@@ -357,6 +357,11 @@ def key_refused(d: Described, i: int, encoding: str, sent: bytes) -> SnapshotRef
         f"snapshot")
 
 
+class OutOfOrder(Exception):
+    """MySQL commits out of its binlog order (binlog_order_commits OFF) as a read-only chunk is
+    about to be read: the chunk's GTID positions would not frame its rows."""
+
+
 class ListRead:
     """A chunk read already, handed out ``fetch(n)`` rows at a time: read-only mode reads a chunk
     whole, inside one consistent-snapshot transaction (``TableReader.read_at_position``), and the
@@ -561,6 +566,9 @@ class TableReader:
 
         conn = self._connection()
         mariadb = server.is_mariadb(conn)
+        # Checked at each chunk: the setting is dynamic, and the start checked it once.
+        if not mariadb and not server.commits_in_binlog_order(conn):
+            raise OutOfOrder()
         before = "" if mariadb else self.gtid_position()
         with conn.cursor() as cur:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")

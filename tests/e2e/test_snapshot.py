@@ -472,14 +472,17 @@ def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path, s
 
 @pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
                     reason="MySQL 8.0 is not in the matrix")
-def test_read_only_mode_is_refused_on_a_mysql_that_commits_out_of_binlog_order(tmp_path):
+def test_read_only_mode_is_refused_and_its_chunks_put_off_on_a_mysql_committing_out_of_order(
+        tmp_path):
     # A chunk's window is placed by the binlog's order, which is the order its read sees
     # commits in only with binlog_order_commits ON (MariaDB has no such setting).
+    from streamer.source import chunks
+
     source = support.SOURCES["mysql-8.0"]
     conn = source.admin()
     name = support.unique("t_")
     support.sql(conn, f"CREATE DATABASE {name}", f"CREATE TABLE {name}.t (id INT PRIMARY KEY)",
-                "SET GLOBAL binlog_order_commits = OFF")
+                f"INSERT INTO {name}.t VALUES (1)", "SET GLOBAL binlog_order_commits = OFF")
     try:
         ns = support.unique("so")
         cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], source,
@@ -489,6 +492,19 @@ def test_read_only_mode_is_refused_on_a_mysql_that_commits_out_of_binlog_order(t
             out = proc.output()
         checked = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
                                  capture_output=True, text=True, timeout=120)
+        # Set OFF after a start, it puts each chunk off until it is ON again (the setting is
+        # dynamic): the chunk's read refuses to run while it is OFF.
+        reader = chunks.TableReader({"host": "127.0.0.1", "port": source.port, "user": "admin",
+                                     "password": support.secret("admin")}, name, "test")
+        try:
+            d = reader.describe(name, "t")
+            with pytest.raises(chunks.OutOfOrder):
+                reader.read_at_position(d, None, None, 10)
+            support.sql(conn, "SET GLOBAL binlog_order_commits = ON")
+            rows, _, final, at = reader.read_at_position(d, None, None, 10)
+        finally:
+            reader.close()
+        assert rows == [{"id": 1}] and final and ":" in at  # MySQL's GTID set: uuid:1-n
     finally:
         support.sql(conn, "SET GLOBAL binlog_order_commits = ON", f"DROP DATABASE {name}")
         conn.close()

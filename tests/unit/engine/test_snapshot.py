@@ -778,6 +778,50 @@ def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_r
     assert "without its remaining rows" not in caplog.text
 
 
+class _OutOfOrder(_ReadOnlyTables):
+    """MySQL with binlog_order_commits OFF for the first ``times`` chunk reads."""
+
+    def __init__(self, times):
+        super().__init__()
+        self.times = times
+
+    def read_at_position(self, *args):
+        if self.times:
+            self.times -= 1
+            raise chunks.OutOfOrder()
+        return super().read_at_position(*args)
+
+
+def test_a_read_only_chunk_is_put_off_while_mysql_commits_out_of_binlog_order(tmp_path, caplog):
+    # The start refuses the setting, but it is dynamic: a chunk read while it is OFF could miss
+    # a change the stream read before its window, and publish the older row after it.
+    from streamer.schema.versions import TableCatalog
+
+    clock = FakeClock(step=0)
+    tables = _OutOfOrder(2)
+    table_filter = TableFilter(["shop.*"], [])
+    snaps = Snapshots(_cfg(tmp_path, "snapshot: {mode: read_only, chunk_rows: 4}\n"), "pw",
+                      table_filter, clock=clock, tables=lambda: tables)
+    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
+                            "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
+                TableCatalog("ns", table_filter))
+    waits = []
+    for _ in range(2):
+        snaps.pump()
+        assert snaps.chunk is None and len(snaps.queue) == 1
+        waits.append(round(snaps.retry_at - clock.now, 3))
+        snaps.pump()  # not due yet: nothing is read
+        clock.now = snaps.retry_at
+    assert waits == [0.1, 0.2] and tables.times == 0
+    snaps.pump()
+    assert snaps.chunk is not None and snaps.chunk.low == "0-1-10" and snaps.disordered == 0
+    assert "snapshot of shop.t: this MySQL now has binlog_order_commits OFF, and a read-only " \
+           "chunk read while it is OFF could publish a row older than a change the stream has " \
+           "read; reading that chunk in 0.2 s (2 times in a row now). SET GLOBAL " \
+           "binlog_order_commits=ON" in caplog.text
+    assert "without its remaining rows" not in caplog.text
+
+
 def test_a_read_only_chunk_that_waits_long_for_its_position_says_what_the_stream_lacks(
         tmp_path, caplog):
     # A position the stream never reaches would hold the snapshot for ever, without a word.
