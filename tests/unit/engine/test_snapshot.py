@@ -622,17 +622,31 @@ class _Unknown(Tables):
         return super().open(*args)
 
 
-def _queued(tmp_path, tables, where, clock=None):
+def _queued(tmp_path, tables, where, clock=None, mode="watermark"):
     """Snapshots of shop.t in chunks of 4 rows, read from ``tables``, asked with ``where``."""
     from streamer.schema.versions import TableCatalog
 
     table_filter = TableFilter(["shop.*"], [])
-    snaps = Snapshots(_cfg(tmp_path, "snapshot: {chunk_rows: 4}\n"), "pw", table_filter,
+    snaps = Snapshots(_cfg(tmp_path, f"snapshot: {{mode: {mode}, chunk_rows: 4}}\n"), "pw",
+                      table_filter,
                       clock=clock or FakeClock(step=0), tables=lambda: tables)
     snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": where, "last_key": None,
                             "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
                 TableCatalog("ns", table_filter))
     return snaps
+
+
+def _put_off(snaps, clock, times):
+    """Pump ``times`` chunk reads that are each put off, and nothing read before each is due:
+    the waits (s) each was given."""
+    waits = []
+    for _ in range(times):
+        snaps.pump()
+        assert snaps.chunk is None and len(snaps.queue) == 1
+        waits.append(round(snaps.retry_at - clock.now, 3))
+        snaps.pump()  # not due yet: nothing is read
+        clock.now = snaps.retry_at
+    return waits
 
 
 def test_a_chunk_whose_columns_keep_changing_under_its_select_is_read_later(tmp_path, caplog):
@@ -758,14 +772,7 @@ def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_r
     clock = FakeClock(step=0)
     tables = _Unknown(2, [shop_t(False)], (1317, "Query execution was interrupted"))
     snaps = _queued(tmp_path, tables, None, clock)
-    waits = []
-    for _ in range(2):
-        snaps.pump()
-        assert snaps.chunk is None and len(snaps.queue) == 1
-        waits.append(round(snaps.retry_at - clock.now, 3))
-        snaps.pump()  # not due yet: nothing is read
-        clock.now = snaps.retry_at
-    assert waits == [0.1, 0.2] and tables.times == 0
+    assert _put_off(snaps, clock, 2) == [0.1, 0.2] and tables.times == 0
     snaps.pump()
     # Counted in a row until a chunk is read whole: an interrupt can come in its rows too.
     assert snaps.chunk is not None and snaps.interrupts == 2
@@ -795,24 +802,10 @@ class _OutOfOrder(_ReadOnlyTables):
 def test_a_read_only_chunk_is_put_off_while_mysql_commits_out_of_binlog_order(tmp_path, caplog):
     # The start refuses the setting, but it is dynamic: a chunk read while it is OFF could miss
     # a change the stream read before its window, and publish the older row after it.
-    from streamer.schema.versions import TableCatalog
-
     clock = FakeClock(step=0)
     tables = _OutOfOrder(2)
-    table_filter = TableFilter(["shop.*"], [])
-    snaps = Snapshots(_cfg(tmp_path, "snapshot: {mode: read_only, chunk_rows: 4}\n"), "pw",
-                      table_filter, clock=clock, tables=lambda: tables)
-    snaps.reset({"queue": [{"id": "1", "table": "shop.t", "where": None, "last_key": None,
-                            "chunk": 0, "rows": 0, "estimate": 4}], "done": 0, "rows": 0},
-                TableCatalog("ns", table_filter))
-    waits = []
-    for _ in range(2):
-        snaps.pump()
-        assert snaps.chunk is None and len(snaps.queue) == 1
-        waits.append(round(snaps.retry_at - clock.now, 3))
-        snaps.pump()  # not due yet: nothing is read
-        clock.now = snaps.retry_at
-    assert waits == [0.1, 0.2] and tables.times == 0
+    snaps = _queued(tmp_path, tables, None, clock, mode="read_only")
+    assert _put_off(snaps, clock, 2) == [0.1, 0.2] and tables.times == 0
     snaps.pump()
     assert snaps.chunk is not None and snaps.chunk.low == "0-1-10" and snaps.disordered == 0
     assert "snapshot of shop.t: this MySQL now has binlog_order_commits OFF, and a read-only " \
