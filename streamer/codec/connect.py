@@ -111,6 +111,10 @@ GEOMETRY = {"type": "struct", "name": "io.debezium.data.geometry.Geometry", "ver
             "fields": [dict(schema("bytes"), field="wkb", optional=False),
                        dict(schema("int32"), field="srid", optional=True)]}
 
+# MySQL 9's VECTOR (source.vectors), as Debezium publishes it: an array of FLOAT32.
+FLOAT_VECTOR = {"type": "array", "items": {"type": "float", "optional": False},
+                "name": "io.debezium.data.FloatVector", "version": 1}
+
 _INT_TYPES = {T.TINY: ("int8", "int16"), T.SHORT: ("int16", "int32"),
               T.INT24: ("int32", "int32"), T.LONG: ("int32", "int64"),
               T.LONGLONG: ("int64", None)}
@@ -177,6 +181,8 @@ def column_schema(kind: str, column: Any, opts: Options) -> Tuple[Dict[str, Any]
             _bits_le(nbits)
     if kind == "geometry":
         return dict(GEOMETRY), _geometry
+    if kind == "vector":
+        return dict(FLOAT_VECTOR), None
     if kind in ("binary",):
         return schema("bytes"), None
     return schema("string"), None  # text, uuid, inet6, inet4, a hashed mask
@@ -226,6 +232,20 @@ _AVRO_PRIMITIVE = {"int8": "int", "int16": "int", "int32": "int", "int64": "long
                    "string": "string", "bytes": "bytes"}
 
 
+def _array_to_avro(connect_schema: Dict[str, Any], seen: set) -> Dict[str, Any]:
+    """A Connect array as AvroData writes it: its items optional as Connect makes them (a union
+    with null), and a named array's name and version as properties (FloatVector's)."""
+    items = connect_schema["items"]
+    inner = to_avro({k: v for k, v in items.items() if k not in ("optional", "default")}, seen)
+    array: Dict[str, Any] = {"type": "array",
+                             "items": ["null", inner] if items.get("optional") else inner}
+    if connect_schema.get("version") is not None:
+        array["connect.version"] = connect_schema["version"]
+    if connect_schema.get("name") is not None:
+        array["connect.name"] = connect_schema["name"]
+    return array
+
+
 def to_avro(connect_schema: Dict[str, Any], seen: Optional[set] = None) -> Any:
     """A Connect schema (no optional wrapper) as Connect's AvroData writes it: primitives with
     ``connect.type`` where Avro is wider, named types with ``connect.name``/``connect.version``/
@@ -257,11 +277,8 @@ def to_avro(connect_schema: Dict[str, Any], seen: Optional[set] = None) -> Any:
         if connect_schema.get("version") is not None:
             record["connect.version"] = connect_schema["version"]
         return record
-    if ctype == "array":  # its items optional as Connect makes them: a union with null
-        items = connect_schema["items"]
-        inner = to_avro({k: v for k, v in items.items() if k not in ("optional", "default")},
-                        seen)
-        return {"type": "array", "items": ["null", inner] if items.get("optional") else inner}
+    if ctype == "array":
+        return _array_to_avro(connect_schema, seen)
     out: Dict[str, Any] = {"type": _AVRO_PRIMITIVE[ctype]}
     if ctype in ("int8", "int16"):
         out["connect.type"] = ctype

@@ -134,6 +134,8 @@ class _Gen:
             return ("record", fn)
         if t == "bytes" and schema.get("logicalType") == "decimal":
             return ("decimal", int(schema.get("scale", 0)), int(schema["precision"]))
+        if t == "array":
+            return ("array", self._type(schema["items"], space))
         if isinstance(t, (str, list, dict)) and t not in ("enum", "fixed", "array", "map"):
             return self._type(t, space)
         raise GeneratedWriterUnsupported(f"Avro type {t!r} is not supported by the generated writer")
@@ -159,6 +161,13 @@ class _Gen:
             out.append(f"{indent}_bytes(buf, _decimal_bytes({var}, {desc[1]}, {desc[2]}))")
         elif desc[0] == "union":
             self._write_union(desc[1], var, indent, out)
+        elif desc[0] == "array":  # one block of all the items, then the empty block
+            item = f"{var}_"
+            out.append(f"{indent}if {var}:")
+            out.append(f"{indent}    write_long(buf, len({var}))")
+            out.append(f"{indent}    for {item} in {var}:")
+            self._write(desc[1], item, indent + "        ", out)
+            out.append(f"{indent}buf.append(0)")
         else:
             raise GeneratedWriterUnsupported(f"cannot write {desc!r}")
 

@@ -14,6 +14,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.errors import UnsupportedColumn, UnsupportedValue
 from streamer.source.rowplan import EPOCH_ORDINAL
+from streamer.source.vectors import VECTOR, floats
 
 Converter = Optional[Callable[[Any], Any]]
 
@@ -230,6 +231,8 @@ def avro_type(column: Any, plugin: Optional[str] = None) -> Tuple[Any, Converter
         return "bytes", _bit_converter(column.bytes), "bit"
     if t == T.GEOMETRY:
         return "bytes", as_bytes, "geometry"
+    if t == VECTOR:  # MySQL 9's (source.vectors): its 32-bit floats
+        return {"type": "array", "items": "float"}, floats, "vector"
     raise UnsupportedColumn(f"MySQL column type code {t} of column '{column.name}' has no Avro "
                             f"mapping; exclude the table with 'tables.exclude' or open an issue")
 

@@ -25,6 +25,7 @@ from streamer.source import definitions
 from streamer.source.definitions import NONE, Definition
 from streamer.source.rowplan import INVALID
 from streamer.source.textrows import readable
+from streamer.source.vectors import VECTOR
 
 # information_schema DATA_TYPE -> the field type a table-map event gives for it (MariaDB, with
 # mysql56_temporal_format on, its default).
@@ -68,10 +69,17 @@ class Column:
             setattr(self, slot, attrs.get(slot))
 
 
-def column_of(row: Dict[str, Any], primary: Sequence[str], where: str) -> Column:
-    """A ``Column`` from one information_schema.COLUMNS row (upper-case keys)."""
+def column_of(row: Dict[str, Any], primary: Sequence[str], where: str,
+              mysql_vectors: bool = False) -> Column:
+    """A ``Column`` from one information_schema.COLUMNS row (upper-case keys). ``mysql_vectors``:
+    the server's VECTOR is MySQL 9's (type 242 in its binlog: source.vectors); MariaDB's (11.7+)
+    binlog writes its own otherwise, so its snapshot refuses it rather than publish it apart
+    from the stream's."""
     name = row["COLUMN_NAME"]
     data_type = row["DATA_TYPE"].lower()
+    if data_type == "vector" and mysql_vectors:
+        return Column(name, VECTOR, unsigned=False, is_primary=name in primary,
+                      nullable=row["IS_NULLABLE"] == "YES", character_set_name="binary")
     if data_type in _PLUGIN_SIZES:  # its text, as SELECT gives it, is what is published
         size = _PLUGIN_SIZES[data_type]
         return Column(name, T.STRING, unsigned=False, is_primary=name in primary,
@@ -184,8 +192,12 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
     by_name = {r["COLUMN_NAME"]: r for r in rows}
     order = tuple(" ".join(filter(None, (by_name.get(k, {}).get("COLUMN_TYPE"),
                                          by_name.get(k, {}).get("COLLATION_NAME")))) for k in key)
-    return Described(db, table, [column_of(r, primary, where) for r in rows], key, estimate,
-                     Definition(types, period), int(found[2] or 0), key_order=order)
+    mysql_vectors = False
+    if any(r["DATA_TYPE"].lower() == "vector" for r in rows):
+        from streamer.source import server
+        mysql_vectors = not server.is_mariadb(conn)
+    return Described(db, table, [column_of(r, primary, where, mysql_vectors) for r in rows], key,
+                     estimate, Definition(types, period), int(found[2] or 0), key_order=order)
 
 
 # -- values: text protocol -> what the binlog reader hands back -------------------------------------

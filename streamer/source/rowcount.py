@@ -20,13 +20,14 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import UpdateRowsEvent
 
 from streamer.source.decoders import decimal_layout
+from streamer.source.vectors import VECTOR
 
 _FIXED = {FIELD_TYPE.TINY: 1, FIELD_TYPE.SHORT: 2, FIELD_TYPE.INT24: 3, FIELD_TYPE.LONG: 4,
           FIELD_TYPE.LONGLONG: 8, FIELD_TYPE.FLOAT: 4, FIELD_TYPE.DOUBLE: 8, FIELD_TYPE.YEAR: 1,
           FIELD_TYPE.DATE: 3, FIELD_TYPE.NEWDATE: 3, FIELD_TYPE.TIME: 3, FIELD_TYPE.DATETIME: 8,
           FIELD_TYPE.TIMESTAMP: 4}
 _FRACTIONAL = {FIELD_TYPE.TIME2: 3, FIELD_TYPE.DATETIME2: 5, FIELD_TYPE.TIMESTAMP2: 4}
-_PREFIXED = (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON)
+_PREFIXED = (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON, VECTOR)
 SLOT = "streamer_sizes"  # on the library's Table: the sizes, worked out once per table map
 
 Size = Tuple[int, int]  # (fixed size, 0) or (0, width of the length before the value)

@@ -28,6 +28,7 @@ from streamer.errors import UnsupportedEvent
 from streamer.source import jsondiff, mysqljson
 from streamer.source.decoders import (read_string, decimal_layout, decimal_unscaled,
                                             make_decimal, time2_micros, time2_packed_from_binary)
+from streamer.source.vectors import VECTOR
 
 log = logging.getLogger(__name__)
 Reader = Callable[[Any, Any], Any]
@@ -166,6 +167,11 @@ def _blob(event: Any, column: Any) -> Any:
     return read_string(event, column.length_size, column)
 
 
+def _vector(event: Any, column: Any) -> bytes:
+    """MySQL 9's VECTOR (source.vectors): its bytes, laid out as a LONGBLOB's."""
+    return event.packet.read_length_coded_pascal_string(column.length_size)
+
+
 def _json(event: Any, column: Any) -> str:
     """MySQL's binary JSON, as the JSON text a client shows (source.mysqljson). MariaDB's JSON
     is a LONGTEXT, read as text."""
@@ -206,7 +212,7 @@ _INTS = {FIELD_TYPE.TINY: 1, FIELD_TYPE.SHORT: 2, FIELD_TYPE.INT24: 3, FIELD_TYP
 _BY_TYPE = {FIELD_TYPE.VARCHAR: _varchar, FIELD_TYPE.STRING: _varchar, FIELD_TYPE.BLOB: _blob,
             FIELD_TYPE.FLOAT: _float, FIELD_TYPE.DATE: _date, FIELD_TYPE.TIME2: _time2,
             FIELD_TYPE.DOUBLE: _double, FIELD_TYPE.DATETIME2: _datetime2,
-            FIELD_TYPE.TIMESTAMP2: _timestamp2, FIELD_TYPE.JSON: _json}
+            FIELD_TYPE.TIMESTAMP2: _timestamp2, FIELD_TYPE.JSON: _json, VECTOR: _vector}
 
 
 def plan_for(columns: List[Any]) -> Optional[Plan]:

@@ -22,6 +22,7 @@ from pymysql.connections import MySQLResult
 from streamer.source import lenenc
 from streamer.source.decoders import note_undecodable
 from streamer.source.server import Connection, read_in_bulk
+from streamer.source.vectors import VECTOR
 
 Converter = Optional[Callable[[Any], Any]]
 
@@ -212,6 +213,15 @@ class FastResult(MySQLResult):
     they are asked for (unbuffered: ``_read_row_from_packet``)."""
 
     _row_read: Optional[Callable[[bytes], tuple]] = None
+
+    def _get_descriptions(self) -> None:
+        """PyMySQL's fields and (encoding, converter) per field; a MySQL 9 VECTOR field's value,
+        its 32-bit floats (source.vectors), kept as the bytes they are: PyMySQL doesn't know its
+        type, and would decode them as ASCII text."""
+        super()._get_descriptions()
+        for i, field in enumerate(self.fields):
+            if field.type_code == VECTOR:
+                self.converters[i] = (None, None)
 
     def _read_row_from_packet(self, packet: Any) -> tuple:
         try:

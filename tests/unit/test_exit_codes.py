@@ -47,11 +47,11 @@ def test_each_error_exits_with_its_code_and_one_line(monkeypatch, capsys, exc, c
 
 
 def test_an_unsupported_column_type_exits_3_naming_the_column_and_the_way_out(monkeypatch, capsys):
-    # Built from a table map, as the engine does; 242 is MySQL 9's VECTOR, which has no mapping.
-    event = TableMap([Col("id", 3, True), Col("shape", 242)])
+    # Built from a table map, as the engine does; 243 (MYSQL_TYPE_INVALID) has no mapping.
+    event = TableMap([Col("id", 3, True), Col("shape", 243)])
     assert run_main(monkeypatch, lambda: TableVersion("ns", event)) == errors.EXIT_SOURCE
     err = capsys.readouterr().err
-    assert err.startswith("streamer: error: MySQL column type code 242 of column 'shape' has no "
+    assert err.startswith("streamer: error: MySQL column type code 243 of column 'shape' has no "
                           "Avro mapping") and "tables.exclude" in err and err.count("\n") == 1
 
 

@@ -33,7 +33,8 @@ from pymysqlreplication.row_event import (PartialUpdateRowsEvent, RowsEvent, Tab
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
-from streamer.source import checksums, compressed, decoders, gtidtag, payload, rowplan
+from streamer.source import (checksums, compressed, decoders, gtidtag, payload, rowplan,
+                             vectors)
 from streamer.source.patches import query, table_map
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,10 @@ FIXES: List[Fix] = [
     Fix(Table, "data", ("self",), _keep(table_map.table_data),
         "speed: a table's data dict built once, not for every rows event"),
     Fix(TableMapEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
-                                    "ctl_connection"), table_map.cached_init,
-        "speed: each distinct table-map event parsed once"),
+                                    "ctl_connection"),
+        lambda original: table_map.cached_init(vectors.translating(original)),
+        "speed: each distinct table-map event parsed once; correctness: MySQL 9's VECTOR "
+        "columns (and optional metadata the library doesn't know) no longer stop the stream"),
     Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
         "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
     Fix(BinLogStreamReader, "_BinLogStreamReader__checksum_enabled", ("self",),
@@ -100,6 +103,7 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
     (MySQLResult, "_read_rowdata_packet", ("self",)),
     (MySQLResult, "_read_row_from_packet", ("self", "packet")),
     (MySQLResult, "_check_packet_is_eof", ("self", "packet")),
+    (MySQLResult, "_get_descriptions", ("self",)),
     # source.compressed's events are built by the packet wrapper and parsed by the library's own
     # classes, through the constructor every event shares.
     (BinLogPacketWrapper, "__init__", ("self", "from_packet", "table_map", "ctl_connection",

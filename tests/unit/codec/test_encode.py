@@ -26,6 +26,9 @@ ROW = {
         {"name": "nl", "type": ["null", "long"], "default": None},
         {"name": "ndec", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 4}]},
         {"name": "flag", "type": "boolean"},
+        # MySQL 9's VECTOR columns (source.vectors).
+        {"name": "vec", "type": {"type": "array", "items": "float"}},
+        {"name": "nvec", "type": ["null", {"type": "array", "items": "float"}], "default": None},
     ],
 }
 ENVELOPE = {
@@ -52,6 +55,9 @@ def _generated(schema, datum):
     return bytes(out)
 
 
+_VECTORS = random.Random(7)
+
+
 def _row(rng):
     def dec(digits, scale):
         n = rng.randint(-10 ** digits + 1, 10 ** digits - 1)
@@ -70,6 +76,10 @@ def _row(rng):
         "nl": rng.choice([None, -5, ("long", 2 ** 40)]),
         "ndec": rng.choice([None, dec(12, 4), ("bytes", decimal.Decimal("-0.0001"))]),
         "flag": rng.choice([True, False]),
+        # (Drawn from their own generator: the other fields' draws stay as they were.)
+        "vec": _VECTORS.choice([[], [0.0], [1.5, -0.25, 3.4e38],
+                                [_VECTORS.random() for _ in range(300)]]),
+        "nvec": _VECTORS.choice([None, [], [2.0, -1.0]]),
     }
 
 

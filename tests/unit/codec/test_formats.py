@@ -15,6 +15,7 @@ from streamer import config
 from streamer.codec import avro, formats
 from streamer.codec.decode import Decoder, to_jsonable
 from streamer.schema.versions import TableVersion
+from streamer.source.vectors import VECTOR
 
 
 def _col(name, type_code, pk=False, **extra):
@@ -40,6 +41,7 @@ COLUMNS = [
     _col("ts", T.TIMESTAMP2, fsp=2), _col("tm", T.TIME2, fsp=6), _col("yr", T.YEAR),
     _col("en", T.ENUM, enum_values=["a", "b"]), _col("st", T.SET, set_values=["x", "y"]),
     _col("b1", T.BIT, bits=1, bytes=1), _col("b9", T.BIT, bits=9, bytes=2),
+    _col("ve", VECTOR, length_size=4, dimensions=2),  # MySQL 9's VECTOR(2) (source.vectors)
 ]
 ROW = {"id": 7, "ti": -5, "tu": 200, "sm": -300, "iu": 4000000000, "bi": -9000000000,
        "bu": 18446744073709551615, "fl": 1.5, "db": 2.25, "de": decimal.Decimal("-12.50"),
@@ -49,7 +51,8 @@ ROW = {"id": 7, "ti": -5, "tu": 200, "sm": -300, "iu": 4000000000, "bi": -900000
        "d6": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
        "ts": datetime.datetime(2024, 1, 1, 0, 0, 0, 120000),
        "tm": datetime.timedelta(hours=-838, minutes=-59, seconds=-59),
-       "yr": 2024, "en": "b", "st": "x,y", "b1": "1", "b9": "100000001"}
+       "yr": 2024, "en": "b", "st": "x,y", "b1": "1", "b9": "100000001",
+       "ve": b"\x00\x00\x80\x3f\x00\x00\x00\xbf"}
 
 
 def _version(fmt_cfg=None, namespace="ns"):
@@ -103,7 +106,11 @@ def test_debezium_json_is_connects_json_with_debeziums_types():
     assert row["st"]["name"] == "io.debezium.data.EnumSet" and row["b1"]["type"] == "boolean"
     assert row["b9"]["parameters"] == {"length": "9"}
     assert row["id"]["optional"] is False and row["vc"]["optional"] is True
+    assert row["ve"] == {"type": "array", "items": {"type": "float", "optional": False},
+                         "name": "io.debezium.data.FloatVector", "version": 1,
+                         "optional": False, "field": "ve"}  # (the 25th column: NOT NULL here)
     after = payload["after"]
+    assert after["ve"] == [1.0, -0.5]
 
     def unscaled(text):
         return int.from_bytes(base64.b64decode(text), "big", signed=True)
@@ -157,6 +164,10 @@ def test_debezium_avro_is_what_connects_avro_converter_reads():
     fields = {f["name"]: f["type"] for f in schema["fields"][0]["type"][1]["fields"]}
     assert fields["ti"] == ["null", {"type": "int", "connect.type": "int8"}]
     assert fields["dt"][1]["connect.name"] == "io.debezium.time.Date"
+    # AvroData: an array's Connect name and version as properties, its items as they are.
+    assert fields["ve"] == {"type": "array", "items": "float", "connect.version": 1,
+                            "connect.name": "io.debezium.data.FloatVector"}
+    assert after["ve"] == [1.0, -0.5]
     assert fastavro.schemaless_reader(io.BytesIO(key[len(tv.wire_key.header):]),
                                       fastavro.parse_schema(tv.wire_key.schema)) == {"id": 7}
 

@@ -197,3 +197,40 @@ def test_a_result_reads_a_row_with_unreadable_text_made_readable_and_notes_each_
     # Which fields were changed, each once with its first bytes, however many rows were.
     result._read_row_from_packet(MysqlPacket(b"".join(lenenc(v) for v in row), "utf8"))
     assert result.unreadable == {5: b"A\xed\xa0\x80B"}
+
+
+def _field_packet(name, type_code, charsetnr):
+    """A column definition packet as the server sends one in a result's metadata."""
+    text = b"".join(lenenc(s) for s in (b"def", b"app", b"emb", b"emb", name, name))
+    return text + b"\x0c" + charsetnr.to_bytes(2, "little") + (16).to_bytes(4, "little") + \
+        bytes([type_code]) + b"\x00\x00\x00\x00\x00"
+
+
+class _Described(textrows.FastResult):
+    """A result whose metadata packets are ``packets``, then an EOF packet."""
+
+    unbuffered_active = False
+
+    def __init__(self, packets):
+        queue = [MysqlPacket(p, "utf8") for p in packets] + [MysqlPacket(b"\xfe\0\0\x02\0", "utf8")]
+
+        class Conn:
+            use_unicode, encoding, decoders = True, "utf8", converters.decoders
+
+            def _read_packet(self, packet_type=MysqlPacket):
+                data = queue.pop(0)._data
+                return packet_type(data, "utf8")
+        self.connection = Conn()
+        self.field_count = len(packets)
+
+
+def test_a_mysql9_vector_field_is_read_as_its_bytes_not_decoded_as_ascii():
+    # MySQL 9 sends VECTOR(n) as type 242 (source.vectors); PyMySQL, not knowing it, would
+    # decode its floats as ASCII text, and a float's bytes are rarely that.
+    result = _Described([_field_packet(b"id", 3, 63), _field_packet(b"v", 242, 63),
+                         _field_packet(b"s", 253, 45)])
+    result._get_descriptions()
+    assert [e for e, _ in result.converters] == ["ascii", None, "utf8"]
+    floats = b"\x00\x00\x80\x3f\x00\x00\x00\xbf"
+    assert result.reader()(lenenc(b"7") + lenenc(floats) + lenenc("é".encode())) == \
+        (7, floats, "é")
