@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import decimal
 import json
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
@@ -165,10 +165,16 @@ def inet6_text(value: Any) -> str:
     return "::" if text == ":::" else text
 
 
-PLUGINS: Dict[str, Tuple[Any, Callable[[Any], str]]] = {
+def vector_floats(value: Any) -> List[float]:
+    """MariaDB's VECTOR (11.7+): a VARBINARY of 32-bit floats, as MySQL 9's VECTOR's bytes."""
+    return floats(as_bytes(value))
+
+
+PLUGINS: Dict[str, Tuple[Any, Callable[[Any], Any]]] = {
     "uuid": ({"type": "string", "logicalType": "uuid"}, uuid_text),
     "inet6": ("string", inet6_text),
     "inet4": ("string", inet4_text),
+    "vector": ({"type": "array", "items": "float"}, vector_floats),
 }
 
 

@@ -72,14 +72,15 @@ class Column:
 def column_of(row: Dict[str, Any], primary: Sequence[str], where: str,
               mysql_vectors: bool = False) -> Column:
     """A ``Column`` from one information_schema.COLUMNS row (upper-case keys). ``mysql_vectors``:
-    the server's VECTOR is MySQL 9's (type 242 in its binlog: source.vectors); MariaDB's (11.7+)
-    binlog writes its own otherwise, so its snapshot refuses it rather than publish it apart
-    from the stream's."""
+    the server's VECTOR is MySQL 9's (type 242 in its binlog: source.vectors), not MariaDB's
+    (11.7+: a VARBINARY in its binlog, made a VECTOR by the table's definition, as its
+    data-type plugins are: source.definitions)."""
     name = row["COLUMN_NAME"]
     data_type = row["DATA_TYPE"].lower()
-    if data_type == "vector" and mysql_vectors:
-        return Column(name, VECTOR, unsigned=False, is_primary=name in primary,
-                      nullable=row["IS_NULLABLE"] == "YES", character_set_name="binary")
+    if data_type == "vector":  # MySQL 9's type; MariaDB's, a VARBINARY (its definition says)
+        return Column(name, VECTOR if mysql_vectors else T.VARCHAR, unsigned=False,
+                      is_primary=name in primary, nullable=row["IS_NULLABLE"] == "YES",
+                      character_set_name="binary", max_length=row["CHARACTER_OCTET_LENGTH"])
     if data_type in _PLUGIN_SIZES:  # its text, as SELECT gives it, is what is published
         size = _PLUGIN_SIZES[data_type]
         return Column(name, T.STRING, unsigned=False, is_primary=name in primary,
@@ -173,8 +174,13 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
     if found is None:
         return None  # dropped between the queries: its keys may have been read as none
     estimate = int(found[0] or 0)
+    mysql_vectors = False
+    if any(r["DATA_TYPE"].lower() == "vector" for r in rows):
+        from streamer.source import server
+        mysql_vectors = not server.is_mariadb(conn)
+    plugins = set(_PLUGIN_SIZES) if mysql_vectors else set(_PLUGIN_SIZES) | {"vector"}
     types = tuple(sorted((r["COLUMN_NAME"], r["DATA_TYPE"].lower()) for r in rows
-                         if r["DATA_TYPE"].lower() in _PLUGIN_SIZES))
+                         if r["DATA_TYPE"].lower() in plugins))
     period = definitions.period_of(conn, db, table) \
         if str(found[1]).upper() == "SYSTEM VERSIONED" else None
     if period is not None:
@@ -192,10 +198,6 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
     by_name = {r["COLUMN_NAME"]: r for r in rows}
     order = tuple(" ".join(filter(None, (by_name.get(k, {}).get("COLUMN_TYPE"),
                                          by_name.get(k, {}).get("COLLATION_NAME")))) for k in key)
-    mysql_vectors = False
-    if any(r["DATA_TYPE"].lower() == "vector" for r in rows):
-        from streamer.source import server
-        mysql_vectors = not server.is_mariadb(conn)
     return Described(db, table, [column_of(r, primary, where, mysql_vectors) for r in rows], key,
                      estimate, Definition(types, period), int(found[2] or 0), key_order=order)
 

@@ -5,7 +5,10 @@ MariaDB features hide behind storage types the map shares with others, and one M
 adds a column the table does not show:
 
 - **Data-type plugins.** ``UUID`` (10.7+) and ``INET6`` (10.5+) are written as ``BINARY(16)``,
-  ``INET4`` (10.10+) as ``BINARY(4)``; ``SELECT`` shows them as text.
+  ``INET4`` (10.10+) as ``BINARY(4)``; ``SELECT`` shows them as text. ``VECTOR(n)`` (11.7+) is
+  written as a ``VARBINARY(4n)`` of its n 32-bit floats (its field is a binary VARCHAR's:
+  sql/sql_type_vector.h), and ``SELECT`` shows the same bytes; it is published as MySQL 9's
+  VECTOR is (source.vectors), an array of floats. (No MariaDB 11.7+ runs here.)
 - **System versioning.** A ``WITH SYSTEM VERSIONING`` table's rows carry their period
   (``row_start``, ``row_end``: hidden unless declared), and the binlog shows the history table
   underneath: an update writes the old row as a history row, a delete ends the row's period.
@@ -32,7 +35,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 log = logging.getLogger(__name__)
 
-PLUGIN_TYPES = ("uuid", "inet6", "inet4")
+PLUGIN_TYPES = ("uuid", "inet6", "inet4", "vector")
 _PLUGIN_SIZES = (16, 4)
 IMPLICIT_PERIOD = ("row_start", "row_end")
 # The name MySQL (8.0.13+) gives the hidden generated column of a functional index's key part: the
@@ -66,11 +69,15 @@ NONE = Definition((), None)
 
 
 def worth_asking(columns: Any) -> bool:
-    """Whether a table map's columns could hide a plugin type or a versioning period."""
+    """Whether a table map's columns could hide a plugin type (a VECTOR too) or a versioning
+    period."""
     for c in columns:
         if c.type == T.STRING and getattr(c, "character_set_name", None) in (None, "binary") \
                 and getattr(c, "max_length", None) in _PLUGIN_SIZES:
             return True
+        if c.type == T.VARCHAR and getattr(c, "character_set_name", None) in (None, "binary") \
+                and (getattr(c, "max_length", None) or 1) % 4 == 0:
+            return True  # MariaDB's VECTOR: a VARBINARY of whole floats
         if c.name in IMPLICIT_PERIOD:
             return True
         if c.is_primary and (c.type == T.TIMESTAMP2 or (c.type == T.LONGLONG and c.unsigned)):

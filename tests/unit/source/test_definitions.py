@@ -20,6 +20,10 @@ def test_only_a_table_map_that_could_hide_a_plugin_type_or_a_period_is_asked_abo
     assert definitions.worth_asking([col("u", T.STRING, size=16, charset="binary")])
     assert definitions.worth_asking([col("a", T.STRING, size=4)])
     assert not definitions.worth_asking([col("b", T.STRING, size=8, charset="binary")])
+    # MariaDB's VECTOR(n) (11.7+) is a VARBINARY(4n) in the table map.
+    assert definitions.worth_asking([col("v", T.VARCHAR, size=12, charset="binary")])
+    assert not definitions.worth_asking([col("v", T.VARCHAR, size=10, charset="binary")])
+    assert not definitions.worth_asking([col("s", T.VARCHAR, size=12, charset="utf8")])
     assert definitions.worth_asking([col("row_end", T.TIMESTAMP2)])
     assert definitions.worth_asking([col("id", T.LONG, pk=True), col("e", T.TIMESTAMP2, pk=True)])
     # MySQL's name for a functional index's hidden column: MD5(index name + key part) in hex.

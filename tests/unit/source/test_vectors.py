@@ -10,6 +10,7 @@ MySQL 9 writes for VECTOR(3) v and VECTOR(1) w.
 import math
 import os
 import struct
+from types import SimpleNamespace
 
 import pytest
 from pymysqlreplication.row_event import TableMapEvent
@@ -185,10 +186,28 @@ def test_a_snapshot_reads_mysqls_vector_columns_into_the_schema_the_stream_publi
     assert row["v"] == [1.0]
 
 
-def test_a_snapshot_refuses_a_vector_column_of_mariadb_whose_binlog_layout_is_not_mysqls():
-    from streamer.errors import UnsupportedColumn
-    from streamer.source import chunks
+def test_mariadbs_vector_a_varbinary_its_definition_names_is_published_as_mysqls_is():
+    # MariaDB 11.7+ (not in the matrix) writes VECTOR(n) as a VARBINARY(4n) of the same floats,
+    # and information_schema names it: the binlog's version and a snapshot's publish floats.
+    from pymysqlreplication.constants import FIELD_TYPE as T
 
-    with pytest.raises(UnsupportedColumn, match="column 'v' has type vector, which a snapshot "
-                                                "can't read"):
-        chunks.column_of(_information_schema_row(*EMB[2]), ["id"], "app.emb")
+    from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
+    from streamer.source import chunks, definitions
+
+    row = _information_schema_row("v", "vector", "vector(3)", False, "binary", 12)
+    col = chunks.column_of(row, ["id"], "app.emb")  # MariaDB's
+    assert (col.type, col.character_set_name, col.max_length) == (T.VARCHAR, "binary", 12)
+    key = chunks.column_of(_information_schema_row(*EMB[0]), ["id"], "app.emb")
+    assert definitions.worth_asking([key, col])
+    definition = definitions.Definition((("v", "vector"),), None)
+    snap = TableCatalog("ns", TableFilter(["app.*"], [])).snapshot_version(
+        chunks.Described("app", "emb", [key, col], ["id"], 2, definition))
+    table_map = SimpleNamespace(schema="app", table="emb", columns=[key, col], table_id=1,
+                                null_bitmask=b"\0")
+    stream = TableVersion("ns", table_map, definition=definition)
+    assert snap.row_schema["fields"] == stream.row_schema["fields"]
+    assert stream.row_schema["fields"][1]["type"] == {"type": "array", "items": "float"}
+    for tv in (snap, stream):
+        values = {"id": 1, "v": b"\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x00\xbf"}
+        tv.convert(values)
+        assert values["v"] == [1.0, 2.0, -0.5]
