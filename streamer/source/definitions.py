@@ -17,9 +17,9 @@ adds a column the table does not show:
   ``information_schema.COLUMNS`` or ``SELECT *``. It is not published (and its absence from a
   rows event is no partial row image).
 
-So a table map that could hide any of these (a binary column of 16 or 4 bytes, a column named
-row_start/row_end, a key column of a period's types, a column named like a hidden one) has its
-table's definition read from
+So a table map that could hide any of these (a binary column of 16 or 4 bytes, a VARBINARY of
+a multiple of 4 bytes, a column named row_start/row_end, a key column of a period's types, a
+column named like a hidden one) has its table's definition read from
 ``information_schema`` once per table version (``Definitions.of``), on a connection of its own,
 never on the hot path. The definition is the table's as it is when read: a stream far behind a
 DDL that turns a BINARY(16) into a UUID (the same bytes in the binlog) renders the older rows by
