@@ -16,6 +16,7 @@ from streamer.schema.masking import ColumnRules
 from streamer.schema.versions import TableCatalog, TableFilter
 from streamer.source import chunks
 from streamer.source.textrows import row_reader
+from streamer.source.vectors import VECTOR
 
 ASCII_INT = ("ascii", int)
 TEXT = ("utf8", None)
@@ -199,7 +200,10 @@ def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_colu
                             (_col("x", T.TIME2, fsp=6), ("latin1", converters.convert_timedelta),
                              "-838:59:59.000000"),
                             (_col("x", T.DATE), ("ascii", str), "2024-02-29"),
-                            (_col("x", T.DOUBLE), ("ascii", float), "2.25")]:
+                            (_col("x", T.DOUBLE), ("ascii", float), "2.25"),
+                            # MySQL 9's VECTOR (source.vectors): an array of its floats.
+                            (_col("x", VECTOR, character_set_name="binary"), (None, None),
+                             b"\x00\x00\x80\x3f\x00\x00\x00\xbf")]:
         d, tv = _table([_col("id", T.LONG, primary=True, nullable=False), col, _text("v")],
                        ["id"])
         plan = [ASCII_INT, conv, TEXT]
@@ -207,6 +211,23 @@ def test_columns_it_cant_write_from_their_text_go_the_general_way_column_by_colu
         assert w is not None, col.name
         for data in (packet(5, text, "v"), packet(6, None, None)):
             assert direct(w, data) == general(tv, d, plan, data), (col.type, text)
+
+
+def test_mariadbs_vector_goes_the_general_way_as_its_floats():
+    # A VARBINARY(4n) its definition names VECTOR (source.definitions): not its bytes, its floats.
+    from streamer.source.definitions import Definition
+
+    cols = [_col("id", T.LONG, primary=True, nullable=False),
+            _col("x", T.VARCHAR, character_set_name="binary", max_length=8)]
+    d = chunks.Described("shop", "t", cols, ["id"], 1, Definition((("x", "vector"),), None))
+    tv = TableCatalog("ns", TableFilter(["shop.*"], [])).snapshot_version(d)
+    plan = [ASCII_INT, (None, None)]
+    w = writer(tv, d, plan)
+    for data in (packet(5, b"\x00\x00\x80\x3f\x00\x00\x00\xbf"), packet(6, None)):
+        assert direct(w, data) == general(tv, d, plan, data)
+    values = {"id": 5, "x": b"\x00\x00\x80\x3f\x00\x00\x00\xbf"}
+    tv.convert(values)
+    assert values["x"] == [1.0, -0.5]
 
 
 DATES = ["2024-02-29", "1970-01-01", "1969-12-31", "0001-01-01", "9999-12-31", "2000-02-29",
