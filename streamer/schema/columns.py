@@ -165,6 +165,10 @@ def inet6_text(value: Any) -> str:
     return "::" if text == ":::" else text
 
 
+# A VECTOR's Avro type (MySQL 9's, MariaDB's): its 32-bit floats.
+FLOATS = {"type": "array", "items": "float"}
+
+
 def vector_floats(value: Any) -> List[float]:
     """MariaDB's VECTOR (11.7+): a VARBINARY of 32-bit floats, as MySQL 9's VECTOR's bytes."""
     return floats(as_bytes(value))
@@ -174,7 +178,7 @@ PLUGINS: Dict[str, Tuple[Any, Callable[[Any], Any]]] = {
     "uuid": ({"type": "string", "logicalType": "uuid"}, uuid_text),
     "inet6": ("string", inet6_text),
     "inet4": ("string", inet4_text),
-    "vector": ({"type": "array", "items": "float"}, vector_floats),
+    "vector": (FLOATS, vector_floats),
 }
 
 
@@ -238,7 +242,7 @@ def avro_type(column: Any, plugin: Optional[str] = None) -> Tuple[Any, Converter
     if t == T.GEOMETRY:
         return "bytes", as_bytes, "geometry"
     if t == VECTOR:  # MySQL 9's (source.vectors): its 32-bit floats
-        return {"type": "array", "items": "float"}, floats, "vector"
+        return FLOATS, floats, "vector"
     raise UnsupportedColumn(f"MySQL column type code {t} of column '{column.name}' has no Avro "
                             f"mapping; exclude the table with 'tables.exclude' or open an issue")
 
