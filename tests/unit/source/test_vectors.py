@@ -28,10 +28,20 @@ EMB_TYPES = bytes([3, 15, 252, 15, 252, 15])  # id, label, v, note, w, tail as M
 DIMENSIONS = bytes([vectors.DIMENSIONALITY, 2, 3, 1])  # v is VECTOR(3), w VECTOR(1)
 
 
-def as_mysql9(extra_field: bytes = b"") -> bytes:
+# app.emb's charsets field (COLUMN_CHARSET: a collation per character column) as recorded, the
+# LONGBLOBs (binary, 63) counted; and without them, as a server not counting VECTORs would write.
+CHARSETS = b"\x03\x09\xfc\xff\x00\x3f\x08\x3f\xfc\xff\x00"
+UNCOUNTED = b"\x03\x07\xfc\xff\x00\x08\xfc\xff\x00"
+# The other form a server may choose (DEFAULT_CHARSET: the most used collation, then (index,
+# collation) of each other column): counted, and not.
+DEFAULT_FORM = b"\x02\x09\xfc\xff\x00\x01\x3f\x02\x08\x03\x3f"
+DEFAULT_UNCOUNTED = b"\x02\x05\xfc\xff\x00\x01\x08"
+
+
+def as_mysql9(extra_field: bytes = b"", charsets: bytes = CHARSETS) -> bytes:
     """The recording with app.emb's table maps as MySQL 9 writes them for VECTOR columns (and
-    ``extra_field``, an optional metadata field of a later server, after them); every later
-    event's end position moved."""
+    ``extra_field``, an optional metadata field of a later server, after them; ``charsets``
+    for its charsets field); every later event's end position moved."""
     with open(os.path.join(BINLOGS, "vectors.binlog"), "rb") as fh:
         data = fh.read()
     out, pos = bytearray(data[:4]), 4
@@ -41,8 +51,9 @@ def as_mysql9(extra_field: bytes = b"") -> bytes:
         if kind == 19 and b"\x03emb\x00" in body:
             at = body.index(b"\x03emb\x00") + 5  # the column count, then the types
             assert body[at] == len(EMB_TYPES) and body[at + 1:at + 7] == EMB_TYPES, body
-            body = body[:at + 1] + EMB_TYPES.replace(b"\xfc", b"\xf2") + body[at + 7:] + \
-                DIMENSIONS + extra_field
+            assert body.count(CHARSETS) == 1, body
+            body = body[:at + 1] + EMB_TYPES.replace(b"\xfc", b"\xf2") + \
+                body[at + 7:].replace(CHARSETS, charsets) + DIMENSIONS + extra_field
         size = HEADER.size + len(body) + 4
         out += HEADER.pack(ts, kind, server, size, len(out) + size, flags) + body + b"\0" * 4
         pos += HEADER.unpack_from(data, pos)[3]
@@ -87,6 +98,28 @@ def test_the_library_alone_fails_on_such_a_table_map(monkeypatch):
     # read from the wrong bytes, before it meets VECTOR_DIMENSIONALITY itself.)
     with pytest.raises(ValueError, match="is not a valid MetadataFieldType"):
         _table_maps(as_mysql9())
+
+
+@pytest.mark.parametrize("counted, uncounted", [(CHARSETS, UNCOUNTED),
+                                                (DEFAULT_FORM, DEFAULT_UNCOUNTED)])
+def test_a_table_map_whose_charsets_count_vectors_out_is_read_so(monkeypatch, caplog, counted,
+                                                                 uncounted):
+    # MySQL 9.0 counts VECTOR columns among the character columns (its is_character_type); a
+    # server that didn't would give each text column after one the next one's charset, in
+    # silence. A VECTOR's own charset is binary: one that isn't, or charsets run out, says so.
+    from tests.unit import engine_parts
+
+    monkeypatch.setattr(engine_parts._Control, "_get_dbms", lambda self: "mysql")
+    cols = _table_maps(as_mysql9(charsets=uncounted))[0].columns
+    assert [c.type for c in cols] == [3, 15, vectors.VECTOR, 15, vectors.VECTOR, 15]
+    assert [cols[i].character_set_name for i in (1, 3, 5)] == ["utf8", "cp1252", "utf8"]
+    assert (cols[2].length_size, cols[2].dimensions) == (4, 3)
+    assert "its charsets count VECTOR columns out" in caplog.text
+    caplog.clear()
+    cols = _table_maps(as_mysql9(charsets=counted))[0].columns
+    assert [cols[i].character_set_name for i in (1, 2, 3, 4, 5)] == \
+        ["utf8", "binary", "cp1252", "binary", "utf8"]
+    assert "count VECTOR columns out" not in caplog.text  # the documented layout: no warning
 
 
 def test_a_table_map_without_vectors_is_handed_to_the_library_as_it_is():
