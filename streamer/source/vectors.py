@@ -85,7 +85,7 @@ def translated(data: bytes, at: int, counted: bool = True
     out[types_at:types_at + count] = bytes(stand_in if t == VECTOR else t for t in types)
     out += kept
     out += data[end:]
-    for kind in unknown:
+    for kind in unknown if counted else ():  # (the second translation of a map: said once)
         LEFT_OUT[kind] = LEFT_OUT.get(kind, 0) + 1
         if LEFT_OUT[kind] == 1:
             log.info("a table map carries optional metadata field %d, which the streamer doesn't "
@@ -148,8 +148,8 @@ def translating(parse: Callable[..., None]) -> Callable[..., None]:
         except IndexError:  # more character columns than charsets: counted one too many
             binary = False
         if not binary:
-            log.warning("table map of %s.%s: its charsets count VECTOR columns out, as MySQL "
-                        "9.0 does not; read so", getattr(self, "schema", "?"),
+            log.warning("table map of %s.%s: its charsets leave its VECTOR columns out of the "
+                        "count (MySQL 9.0 counts them); read so", getattr(self, "schema", "?"),
                         getattr(self, "table", "?"))
             uncounted = translated(packet._data, _BODY_AT, counted=False)
             assert uncounted is not None  # the same event: it has VECTOR columns
