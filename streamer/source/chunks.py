@@ -178,9 +178,10 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
     if any(r["DATA_TYPE"].lower() == "vector" for r in rows):
         from streamer.source import server
         mysql_vectors = not server.is_mariadb(conn)
-    plugins = set(_PLUGIN_SIZES) if mysql_vectors else set(_PLUGIN_SIZES) | {"vector"}
+    # MariaDB's data-type plugins, and its VECTOR, which its binlog writes as a VARBINARY.
     types = tuple(sorted((r["COLUMN_NAME"], r["DATA_TYPE"].lower()) for r in rows
-                         if r["DATA_TYPE"].lower() in plugins))
+                         if r["DATA_TYPE"].lower() in _PLUGIN_SIZES
+                         or (r["DATA_TYPE"].lower() == "vector" and not mysql_vectors)))
     period = definitions.period_of(conn, db, table) \
         if str(found[1]).upper() == "SYSTEM VERSIONED" else None
     if period is not None:
