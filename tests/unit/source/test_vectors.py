@@ -7,7 +7,6 @@ VECTOR_DIMENSIONALITY (13: a packed integer per VECTOR column); it counts VECTOR
 the character columns, as a LONGBLOB is. ``as_mysql9`` makes each table map of app.emb the one
 MySQL 9 writes for VECTOR(3) v and VECTOR(1) w.
 """
-import math
 import os
 import struct
 from types import SimpleNamespace
@@ -180,7 +179,6 @@ def test_a_published_table_with_vector_columns_streams_its_floats(make):
     assert update["before"]["v"] == [1.0, 2.0, -0.5]
     assert update["after"]["v"] == [1.0, 1.0, 1.0] and update["after"]["w"] == [4.0]
     assert delete["before"]["v"] == [0.0]
-    assert not any(math.isnan(x) for _, env in out for x in (env["after"] or {}).get("v") or [])
 
 
 def test_a_table_beside_one_with_vectors_streams_and_the_vectors_stop_nothing(make):
