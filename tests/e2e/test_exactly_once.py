@@ -142,14 +142,14 @@ def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_
         for i in range(runs):
             # Until a first checkpoint is committed, an operator would restart with the same
             # explicit position; after that, restarts resume from the checkpoint.
-            before = support.end_offsets(positions)
-            args = () if before else ("--start-file", start[0], "--start-pos", str(start[1]))
+            before = support.last_committed(positions)
+            args = () if before >= 0 else ("--start-file", start[0], "--start-pos", str(start[1]))
             with support.StreamerProcess(cfg, str(tmp_path / "log"), *args) as proc:
                 if i % 2:
                     # Half the kills land while batches are published: after this run's first
                     # commit, however long start-up took.
                     support.wait_for(lambda: proc.proc.poll() is not None or
-                                     support.end_offsets(positions) > before, timeout=120,
+                                     support.last_committed(positions) > before, timeout=120,
                                      what="a commit by this run")
                     time.sleep(rng.uniform(0.0, 1.0))
                     waited_resumes += not args
