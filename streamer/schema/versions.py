@@ -575,6 +575,9 @@ class TableCatalog:
             return None
         definition = NO_DEFINITION if self.definitions is None else \
             self.definitions.of(event.schema, event.table, event.columns)
+        if definition.sequence:
+            self.by_id[event.table_id] = None  # said once per version (Definitions.of)
+            return None
         sig = (signature(event), definition)
         tv = self._by_signature.get(sig)
         key = (event.schema, event.table)

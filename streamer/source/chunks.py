@@ -188,6 +188,10 @@ def describe(conn: Any, db: str, table: str) -> Optional[Described]:
         # A system-versioned table's key holds its period's end: the current rows' key is the
         # rest (the binlog's side drops it too: schema.versions).
         indexes = {k: [c for c in cols if c != period.end] for k, cols in indexes.items()}
+    if str(found[1]).upper() == "SEQUENCE":
+        raise SnapshotRefused(
+            f"{where} is a sequence (CREATE SEQUENCE), whose one row is its state, not a table's "
+            f"rows: the stream does not publish it either; leave it out of the snapshot")
     primary = indexes.get("PRIMARY", [])
     not_null = {r["COLUMN_NAME"] for r in rows if r["IS_NULLABLE"] == "NO"}
     key = primary or next((cols for cols in indexes.values() if set(cols) <= not_null), [])

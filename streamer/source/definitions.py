@@ -12,6 +12,13 @@ adds a column the table does not show:
 - **System versioning.** A ``WITH SYSTEM VERSIONING`` table's rows carry their period
   (``row_start``, ``row_end``: hidden unless declared), and the binlog shows the history table
   underneath: an update writes the old row as a history row, a delete ends the row's period.
+- **Sequences** (MariaDB 10.3+). ``CREATE SEQUENCE`` makes a table of one row, its state
+  (``next_not_cached_value``, ``cache_size``...), and the binlog writes that row again as an
+  insert at each cache refill of ``NEXTVAL``, each ``SETVAL`` and ``ALTER SEQUENCE``. Those are
+  no changes of a table's rows (the rows that take the values carry them), a snapshot has no
+  table to read for them (``information_schema`` types it ``SEQUENCE``), and a consumer would
+  take them for inserts of one keyless row again and again: a sequence is not published, and
+  says so once per version.
 - **Functional indexes** (MySQL 8.0.13+). Each key part of ``INDEX ((expr))`` is a hidden
   generated column, named by an MD5 in hex: in the table map, but in no rows event, nor in
   ``information_schema.COLUMNS`` or ``SELECT *``. It is not published (and its absence from a
@@ -19,7 +26,7 @@ adds a column the table does not show:
 
 So a table map that could hide any of these (a binary column of 16 or 4 bytes, a VARBINARY of
 a multiple of 4 bytes, a column named row_start/row_end, a key column of a period's types, a
-column named like a hidden one) has its table's definition read from
+sequence's first column, a column named like a hidden one) has its table's definition read from
 ``information_schema`` once per table version (``Definitions.of``), on a connection of its own,
 never on the hot path. The definition is the table's as it is when read: a stream far behind a
 DDL that turns a BINARY(16) into a UUID (the same bytes in the binlog) renders the older rows by
@@ -38,6 +45,8 @@ log = logging.getLogger(__name__)
 PLUGIN_TYPES = ("uuid", "inet6", "inet4", "vector")
 _PLUGIN_SIZES = (16, 4)
 IMPLICIT_PERIOD = ("row_start", "row_end")
+# The first column of a MariaDB sequence's table, whatever its integer type (11.5+ has several).
+SEQUENCE_FIRST = "next_not_cached_value"
 # The name MySQL (8.0.13+) gives the hidden generated column of a functional index's key part: the
 # MD5 of the index's name and the part's number, in hex. Such a column is in the table map, but
 # neither in information_schema.COLUMNS nor in SELECT *, nor in a rows event.
@@ -52,11 +61,12 @@ class Period(NamedTuple):
 
 
 class Definition(NamedTuple):
-    """What the table map lacks: (column, plugin type) pairs, the versioning period, and the
-    columns the server hides (MySQL's functional indexes)."""
+    """What the table map lacks: (column, plugin type) pairs, the versioning period, the
+    columns the server hides (MySQL's functional indexes), and whether the table is a sequence."""
     types: Tuple[Tuple[str, str], ...]
     period: Optional[Period]
     hidden: Tuple[str, ...] = ()
+    sequence: bool = False
 
     def type_of(self, column: str) -> Optional[str]:
         for name, kind in self.types:
@@ -69,8 +79,8 @@ NONE = Definition((), None)
 
 
 def worth_asking(columns: Any) -> bool:
-    """Whether a table map's columns could hide a plugin type (a VECTOR too) or a versioning
-    period."""
+    """Whether a table map's columns could hide a plugin type (a VECTOR too), a versioning
+    period or a sequence."""
     for c in columns:
         if c.type == T.STRING and getattr(c, "character_set_name", None) in (None, "binary") \
                 and getattr(c, "max_length", None) in _PLUGIN_SIZES:
@@ -78,7 +88,7 @@ def worth_asking(columns: Any) -> bool:
         if c.type == T.VARCHAR and getattr(c, "character_set_name", None) in (None, "binary") \
                 and (getattr(c, "max_length", None) or 1) % 4 == 0:
             return True  # MariaDB's VECTOR: a VARBINARY of whole floats
-        if c.name in IMPLICIT_PERIOD:
+        if c.name in IMPLICIT_PERIOD or c.name == SEQUENCE_FIRST:
             return True
         if c.is_primary and (c.type == T.TIMESTAMP2 or (c.type == T.LONGLONG and c.unsigned)):
             return True
@@ -101,10 +111,11 @@ def read(conn: Any, db: str, table: str, names: Sequence[str] = ()) -> Definitio
         rows = cur.fetchall()
     types = tuple(sorted((name, str(kind).lower()) for name, kind, _ in rows
                          if str(kind).lower() in PLUGIN_TYPES))
-    period = period_of(conn, db, table) if str(found[0]).upper() == "SYSTEM VERSIONED" else None
+    kind = str(found[0]).upper()
+    period = period_of(conn, db, table) if kind == "SYSTEM VERSIONED" else None
     listed = {name for name, _, _ in rows}
     hidden = tuple(n for n in names if HIDDEN_NAME.fullmatch(n) and n not in listed)
-    return Definition(types, period, hidden)
+    return Definition(types, period, hidden, kind == "SEQUENCE")
 
 
 _PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*`((?:[^`]|``)+)`\s*,\s*`((?:[^`]|``)+)`\s*\)",
@@ -146,7 +157,7 @@ class Definitions:
             asked = self.mariadb(self.conn) or any(n and HIDDEN_NAME.fullmatch(n) for n in names)
             found = read(self.conn, db, table, names) if asked else NONE
             self.cache[key] = found
-            if found.types or found.period or found.hidden:
+            if found != NONE:
                 log.info("table %s.%s: %s", db, table, describe(found))
         return found
 
@@ -163,6 +174,10 @@ class Definitions:
 
 
 def describe(d: Definition) -> str:
+    if d.sequence:
+        return ("a sequence (CREATE SEQUENCE): the writes of its one row of state (NEXTVAL's "
+                "cache refills, SETVAL, ALTER SEQUENCE) are no changes of a table's rows, and are "
+                "not published; the rows that take its values carry them")
     parts = [f"column {name} is {kind.upper()}" for name, kind in d.types]
     parts += [f"column {name} is hidden (a functional index's): not published" for name in d.hidden]
     if d.period is not None:

@@ -5,7 +5,10 @@ import subprocess
 import sys
 
 import pytest
+from confluent_kafka import Consumer
 
+from streamer.errors import SnapshotRefused
+from streamer.source import chunks
 from tests import support
 from tests.e2e.test_types import COLUMNS
 
@@ -363,6 +366,50 @@ def test_a_system_versioned_tables_current_rows_are_published_not_its_history(db
         {"id": 1, "v": 11}
     assert by_topic["svx"]["key"] == {"id": 1}  # the period's end is not in the key
     assert set(by_topic["svx"]["value"]["after"]) == {"id", "v", "s", "e"}
+
+
+@pytest.mark.every_source
+def test_a_sequence_is_not_published_and_the_log_says_so(db, tmp_path, source):
+    """MariaDB's CREATE SEQUENCE: the binlog writes the sequence's one row of state again, as an
+    insert, at each NEXTVAL cache refill, SETVAL and ALTER SEQUENCE. The rows that take its
+    values are published; the sequence is not, in the stream or a snapshot, and the log says so."""
+    if source.mysql:
+        pytest.skip("MySQL has no sequences")
+    name, conn = db
+    support.sql(conn, "CREATE SEQUENCE s START WITH 100 CACHE 2",
+                "CREATE TABLE t (id BIGINT PRIMARY KEY, v INT)")
+    f, p = support.master_pos(conn)
+
+    def changes():
+        support.sql(conn, *[f"INSERT INTO t VALUES (NEXTVAL(s), {i})" for i in range(5)],
+                    "SELECT SETVAL(s, 500)", "ALTER SEQUENCE s RESTART WITH 1000",
+                    "INSERT INTO t VALUES (NEXTVAL(s), 5)")
+
+    msgs, out = _stream_from(tmp_path, conn, source, name, "t", 6, changes)
+    written = [r for r in support.sql(conn, f"SHOW BINLOG EVENTS IN '{f}' FROM {p}")
+               if r[2].startswith("Write_rows")]
+    assert len(written) > 6  # the sequence's own inserts are in the binlog
+    assert [m["key"]["id"] for m in msgs] == [100, 101, 102, 103, 104, 1000]
+    assert f"table {name}.s: a sequence (CREATE SEQUENCE)" in out
+    # A snapshot of the database reads the table and leaves the sequence out; asked for by name,
+    # the sequence is refused, naming why.
+    ns = support.unique("sq")
+    cfg = support.write_config(str(tmp_path / "s.yaml"), ns, [f"{name}.*"], server=source,
+                               start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg, str(tmp_path / "s.log")) as proc:
+        snapped = support.consume([f"{ns}.{name}.t"], expect=6, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["value"]["after"] for m in snapped] == [
+        {"id": i, "v": v} for v, i in enumerate([100, 101, 102, 103, 104, 1000])]
+    admin = Consumer({"bootstrap.servers": support.KAFKA, "group.id": support.unique("test-")})
+    try:
+        topics = list(admin.list_topics(timeout=10).topics)
+    finally:
+        admin.close()
+    assert [t for t in topics if t.endswith(f".{name}.t")] and \
+        not [t for t in topics if t.endswith(f".{name}.s")], topics
+    with pytest.raises(SnapshotRefused, match=f"{name}.s is a sequence"):
+        chunks.describe(conn, name, "s")
 
 
 @pytest.mark.every_source

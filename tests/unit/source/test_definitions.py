@@ -1,12 +1,13 @@
 """MariaDB's data-type plugins and system-versioned tables: what a table map hides, and how their
 values and rows are published. (Against the real servers, every value compared with SELECT:
 tests/e2e/test_types.py and tests/e2e/test_events.py.)"""
+import logging
 from types import SimpleNamespace
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.schema import columns
-from streamer.schema.versions import versioning
+from streamer.schema.versions import TableCatalog, TableFilter, versioning
 from streamer.source import definitions
 
 
@@ -138,3 +139,53 @@ def test_on_mysql_only_a_column_named_like_a_hidden_one_is_worth_a_read():
     mariadb = definitions.Definitions(Conn, mariadb=lambda conn: True)
     asked.clear()
     assert mariadb.of("app", "t", [key]).hidden == () and asked
+
+
+class _Sequences(_Cursor):
+    """information_schema as MariaDB answers for a sequence ``s`` and a table ``t``."""
+
+    def execute(self, sql, args=None):
+        if "information_schema.TABLES" in sql:
+            self.rows = [("SEQUENCE" if args[1] == "s" else "BASE TABLE",)]
+        else:
+            self.rows = [(c.name, "bigint", "") for c in _sequence_columns()]
+
+
+def _sequence_columns():
+    """A sequence's table map as MariaDB 10.11 writes it (CREATE SEQUENCE s)."""
+    return [col("next_not_cached_value", T.LONGLONG), col("minimum_value", T.LONGLONG),
+            col("maximum_value", T.LONGLONG), col("start_value", T.LONGLONG),
+            col("increment", T.LONGLONG), col("cache_size", T.LONGLONG, unsigned=True),
+            col("cycle_option", T.TINY, unsigned=True), col("cycle_count", T.LONGLONG)]
+
+
+def test_a_sequence_is_not_published_and_says_so_once_per_version(caplog):
+    # MariaDB writes a sequence's one row of state again, as an insert, at each NEXTVAL cache
+    # refill, SETVAL and ALTER SEQUENCE: no change of a table's rows (tests/e2e/test_events.py).
+    caplog.set_level(logging.INFO, logger="streamer.source.definitions")
+    assert definitions.worth_asking(_sequence_columns())
+    known = definitions.Definitions(lambda: SimpleNamespace(cursor=_Sequences),
+                                    mariadb=lambda conn: True)
+    catalog = TableCatalog("ns", TableFilter(["*.*"], []), definitions=known)
+    for table_id in (7, 8):  # the same sequence under two table ids: one read, one line
+        assert catalog.on_table_map(_table_map("app", "s", table_id)) is None
+        assert catalog.by_id[table_id] is None
+    assert ("app", "s") not in catalog.current and catalog.topics.of("app", "s") not in \
+        [tv.topic for tv in catalog.current.values()]
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["table app.s: a sequence (CREATE SEQUENCE): the writes of its one row of "
+                    "state (NEXTVAL's cache refills, SETVAL, ALTER SEQUENCE) are no changes of "
+                    "a table's rows, and are not published; the rows that take its values "
+                    "carry them"]
+    # A table of the same columns is a table: published.
+    table = catalog.on_table_map(_table_map("app", "t", 9))
+    assert table is not None and table.topic == "ns.app.t" and catalog.by_id[9] is table
+
+
+def _table_map(db, table, table_id):
+    state = SimpleNamespace()
+    columns = _sequence_columns()
+    for c in columns:
+        c.enum_values = c.set_values = None
+    return SimpleNamespace(schema=db, table=table, columns=columns,
+                           null_bitmask=b"\x00", table_id=table_id, get_table=lambda: state)
