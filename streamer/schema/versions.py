@@ -147,7 +147,7 @@ class TableVersion:
         fields: List[Dict[str, Any]] = []
         excluded: List[str] = []
         pk: List[Tuple[str, Dict[str, Any]]] = []
-        used: set = set()
+        kept: List[Tuple[int, Any, Any]] = []
         period = definition.period
         # A system-versioned table: its period's end is in the binlog's key, not the row's.
         not_key = period.end if period is not None else None
@@ -170,17 +170,21 @@ class TableVersion:
             if rule is not None and rule.method == "exclude":
                 excluded.append(col.name)
                 continue
+            kept.append((i, col, rule))
+        names = avro_names([col.name for _, col, _ in kept], previous)
+        for i, col, rule in kept:
             nullable_in_binlog = _nullable(event.null_bitmask, i)
-            field = self._column(col, nullable_in_binlog, previous, rules, rule, definition, used)
+            field = self._column(col, names[col.name], nullable_in_binlog, previous, rules, rule,
+                                 definition)
             fields.append(field)
             if col.is_primary and col.name != not_key:
                 pk.append((field["name"], copy.deepcopy(field)))
         return fields, excluded, pk
 
-    def _column(self, col: Any, nullable_in_binlog: bool, previous: Optional[evolution.Previous],
-                rules: Optional[ColumnRules], rule: Any, definition: Definition,
-                used: set) -> Dict[str, Any]:
-        """One published column's field; its conversion and lists."""
+    def _column(self, col: Any, name: str, nullable_in_binlog: bool,
+                previous: Optional[evolution.Previous], rules: Optional[ColumnRules], rule: Any,
+                definition: Definition) -> Dict[str, Any]:
+        """One published column's field, under Avro name ``name``; its conversion and lists."""
         atype, conv, kind = columns.avro_type(col, definition.type_of(col.name))
         mask = None
         if rule is not None and rule.method != "null":
@@ -189,10 +193,6 @@ class TableVersion:
             conv = masking.after(conv, mask)
             if rule.method == "hash":
                 atype = "string"
-        name = avro.avro_name(col.name)
-        while name in used:
-            name += "_"
-        used.add(name)
         nulled = rule is not None and rule.method == "null"
         nullable = nullable_in_binlog or kind in columns.ALWAYS_NULLABLE or \
             evolution.nullable_by_lineage(name, previous) or nulled
@@ -366,6 +366,33 @@ class OneRowFormatVersion:
 # A current row's period end: the largest TIMESTAMP(6) (2038, or 2106 from MariaDB 11.5), or the
 # largest BIGINT UNSIGNED of a transaction-precise period. A history row's end is in the past.
 CURRENT_END_MICROS = 2147483647 * 1000000
+
+
+def avro_names(columns: Sequence[str], previous: Optional[evolution.Previous]) -> Dict[str, str]:
+    """Each published column's Avro name: the one it had in the table's previous version, if
+    it had one, else its own made Avro's (codec.avro.avro_name) and, when another column has
+    that, made unique with underscores. So columns whose names become one Avro name (``a-b`` and
+    ``a_b``) keep theirs whatever columns a DDL adds or drops before them: a field never comes to
+    carry another column's values."""
+    before: Dict[str, str] = {}
+    if previous is not None:
+        for f in previous.fields.values():
+            before[f.get("mysql.column", f["name"])] = f["name"]
+    names: Dict[str, str] = {}
+    used: set = set()
+    for column in columns:
+        kept = before.get(column)
+        if kept is not None and kept not in used:
+            names[column] = kept
+            used.add(kept)
+    for column in columns:
+        if column not in names:
+            name = avro.avro_name(column)
+            while name in used:
+                name += "_"
+            names[column] = name
+            used.add(name)
+    return names
 
 
 def _current(end: Any) -> bool:

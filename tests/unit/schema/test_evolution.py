@@ -95,6 +95,30 @@ def test_a_new_reader_reads_old_data_after_an_added_column():
     assert got["after"] == {"id": 3, "n": None}
 
 
+def test_columns_of_one_avro_name_keep_theirs_whatever_a_ddl_adds_or_drops_before_them():
+    # `a-b` and `a_b` both make the Avro name a_b: the second in the table gets a_b_. Their names
+    # come from the previous version, not from where the columns stand now, so a field never
+    # comes to carry another column's values (an Avro reader resolves fields by name).
+    def names(tv):
+        return [(f["name"], f.get("mysql.column")) for f in tv.row_schema["fields"]]
+    v1 = _version([_col("id", T.LONG, pk=True), _col("a-b", T.LONG), _col("a_b", T.LONG)])
+    assert names(v1) == [("id", None), ("a_b", "a-b"), ("a_b_", "a_b")]
+    # ALTER TABLE ... DROP `a-b`: `a_b` keeps a_b_, whose values were its own all along.
+    v2 = _version([_col("id", T.LONG, pk=True), _col("a_b", T.LONG)], previous=_prev(v1))
+    assert names(v2) == [("id", None), ("a_b_", "a_b")]
+    # ... MODIFY `a_b` ... FIRST: the table's order changes, the names don't.
+    v3 = _version([_col("a_b", T.LONG), _col("id", T.LONG, pk=True), _col("a-b", T.LONG)],
+                  previous=_prev(v1))
+    assert names(v3) == [("a_b_", "a_b"), ("id", None), ("a_b", "a-b")]
+    # A column new to the table takes what is free, its own name first.
+    v4 = _version([_col("a b", T.LONG), _col("id", T.LONG, pk=True), _col("a_b", T.LONG)],
+                  previous=_prev(v2))
+    assert names(v4) == [("a_b", "a b"), ("id", None), ("a_b_", "a_b")]
+    # With no previous version, the table's order decides, as before.
+    assert names(_version([_col("a_b", T.LONG), _col("a-b", T.LONG)])) == [
+        ("a_b", None), ("a_b_", "a-b")]
+
+
 def test_changes_are_classified():
     v1 = _version([_col("id", T.LONG, pk=True), _col("a", T.LONG), _col("w", T.DATETIME2, fsp=0)],
                   nullable=("w",))
