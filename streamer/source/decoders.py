@@ -102,7 +102,12 @@ SERVER_TABLE: Optional[Callable[[str], Optional[str]]] = None
 
 
 def read_string(self: Any, size: int, column: Any) -> Any:
-    raw = self.packet.read_length_coded_pascal_string(size)
+    return decode_string(self, self.packet.read_length_coded_pascal_string(size), column)
+
+
+def decode_string(self: Any, raw: bytes, column: Any) -> Any:
+    """A string column's bytes, of the rows event ``self``, as the text of its charset (a
+    binary column's, and a charset's without a codec, as its bytes)."""
     name = column.character_set_name
     if name in _ASCII_COMPATIBLE and raw.isascii():
         return raw.decode("ascii")

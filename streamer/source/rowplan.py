@@ -25,9 +25,10 @@ from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowImageType
 
 from streamer.errors import UnsupportedEvent
-from streamer.source import jsondiff, mysqljson
-from streamer.source.decoders import (read_string, decimal_layout, decimal_unscaled,
-                                            make_decimal, time2_micros, time2_packed_from_binary)
+from streamer.source import colcompress, jsondiff, mysqljson
+from streamer.source.decoders import (decimal_layout, decimal_unscaled, decode_string,
+                                      make_decimal, read_string, time2_micros,
+                                      time2_packed_from_binary)
 from streamer.source.vectors import VECTOR
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,18 @@ def _blob(event: Any, column: Any) -> Any:
     return read_string(event, column.length_size, column)
 
 
+def _compressed_varchar(event: Any, column: Any) -> Any:
+    """MariaDB's VARCHAR COMPRESSED (source.standins): a VARCHAR of the stored form."""
+    stored = event.packet.read_length_coded_pascal_string(2 if column.max_length > 255 else 1)
+    return decode_string(event, colcompress.inflate(stored), column)
+
+
+def _compressed_blob(event: Any, column: Any) -> Any:
+    """MariaDB's TEXT or BLOB COMPRESSED (source.standins): a BLOB of the stored form."""
+    stored = event.packet.read_length_coded_pascal_string(column.length_size)
+    return decode_string(event, colcompress.inflate(stored), column)
+
+
 def _vector(event: Any, column: Any) -> bytes:
     """MySQL 9's VECTOR (source.vectors): its bytes, laid out as a LONGBLOB's."""
     return event.packet.read_length_coded_pascal_string(column.length_size)
@@ -227,6 +240,9 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
         elif column.type == FIELD_TYPE.ENUM and column.enum_values:
             plan.append((column.name, _enum_reader(column.size, list(column.enum_values))))
+        elif getattr(column, "compressed", False):
+            plan.append((column.name, _compressed_varchar if column.type == FIELD_TYPE.VARCHAR
+                         else _compressed_blob))
         else:
             plan.append((column.name, _BY_TYPE.get(column.type)))
     return plan

@@ -67,6 +67,11 @@ OWN_COLUMNS = {
         ("i6c", "INET6", "'::192.168.0.1'", "'2001:db8:0:0:1::'"),
         ("i4", "INET4", "'192.168.0.1'", "'0.0.0.0'"),
         ("i4b", "INET4", "'255.255.255.255'", "'10.0.0.0'"),
+        # Compressed columns: the binlog has their stored form, under types of MariaDB's own.
+        ("tz", "TEXT COMPRESSED", "REPEAT('héllo ', 200)", "''"),
+        ("vz", "VARCHAR(300) COMPRESSED", "REPEAT('ab✓', 100)", "'x'"),
+        ("bz", "BLOB COMPRESSED", "REPEAT(X'00FF', 500)", "X'01'"),
+        ("vbz", "VARBINARY(200) COMPRESSED", "REPEAT(X'AB', 200)", "X''"),
     ],
     "mysql": [],
 }

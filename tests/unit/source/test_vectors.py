@@ -17,7 +17,7 @@ from pymysqlreplication.row_event import TableMapEvent
 from streamer.errors import UnsupportedValue
 from streamer.position import Position
 from streamer.schema import columns
-from streamer.source import patches, rowcount, vectors
+from streamer.source import patches, rowcount, standins, vectors
 from tests.unit.engine_parts import BINLOGS, HEADER, ReplayedBinlog
 
 patches.apply()
@@ -75,7 +75,7 @@ def test_a_table_map_with_vector_columns_is_read_with_their_type_size_and_the_ch
     # The vectors count among the character columns: the charsets after them are their own.
     assert [cols[i].character_set_name for i in (1, 3, 5)] == ["utf8", "cp1252", "utf8"]
     assert [c.is_primary for c in cols] == [True] + [False] * 5
-    assert vectors.translated(
+    assert standins.translated(
         *_event_body(as_mysql9(), "emb")) is not None  # the walk finds what it changes
 
 
@@ -122,17 +122,17 @@ def test_a_table_map_whose_charsets_count_vectors_out_is_read_so(monkeypatch, ca
 
 
 def test_a_table_map_without_vectors_is_handed_to_the_library_as_it_is():
-    assert vectors.translated(*_event_body(as_mysql9(), "plain")) is None
+    assert standins.translated(*_event_body(as_mysql9(), "plain")) is None
     with open(os.path.join(BINLOGS, "vectors.binlog"), "rb") as fh:
-        assert vectors.translated(*_event_body(fh.read(), "emb")) is None
+        assert standins.translated(*_event_body(fh.read(), "emb")) is None
 
 
 def test_an_optional_field_of_a_later_server_is_left_out_and_the_rest_read():
-    before = vectors.LEFT_OUT.get(77, 0)
+    before = standins.LEFT_OUT.get(77, 0)
     cols = _table_maps(as_mysql9(extra_field=bytes([77, 3, 1, 2, 3])))[0].columns
     assert [c.name for c in cols] == ["id", "label", "v", "note", "w", "tail"]
     assert cols[3].character_set_name == "cp1252" and cols[2].dimensions == 3
-    assert vectors.LEFT_OUT[77] == before + 1  # the three maps are the same bytes: parsed once
+    assert standins.LEFT_OUT[77] == before + 1  # the three maps are the same bytes: parsed once
 
 
 def test_a_vector_value_is_its_little_endian_floats():
