@@ -20,9 +20,10 @@ adds a column the table does not show:
   take them for inserts of one keyless row again and again: a sequence is not published, and
   says so once per version.
 - **Functional indexes** (MySQL 8.0.13+). Each key part of ``INDEX ((expr))`` is a hidden
-  generated column, named by an MD5 in hex: in the table map, but in no rows event, nor in
-  ``information_schema.COLUMNS`` or ``SELECT *``. It is not published (and its absence from a
-  rows event is no partial row image).
+  generated column, named by an MD5 in hex (8.0.15, seen here) or, in later servers,
+  ``!hidden!<index>!<part>!<n>`` (``make_functional_index_column_name`` in sql/sql_table.cc of
+  8.4): in the table map, but in no rows event, nor in ``information_schema.COLUMNS`` or
+  ``SELECT *``. It is not published (and its absence from a rows event is no partial row image).
 
 So a table map that could hide any of these (a binary column of 16 or 4 bytes, a VARBINARY of
 a multiple of 4 bytes, a column named row_start/row_end, a key column of a period's types, a
@@ -47,10 +48,12 @@ _PLUGIN_SIZES = (16, 4)
 IMPLICIT_PERIOD = ("row_start", "row_end")
 # The first column of a MariaDB sequence's table, whatever its integer type (11.5+ has several).
 SEQUENCE_FIRST = "next_not_cached_value"
-# The name MySQL (8.0.13+) gives the hidden generated column of a functional index's key part: the
-# MD5 of the index's name and the part's number, in hex. Such a column is in the table map, but
-# neither in information_schema.COLUMNS nor in SELECT *, nor in a rows event.
-HIDDEN_NAME = re.compile(r"[0-9a-f]{32}")
+# The name MySQL gives the hidden generated column of a functional index's key part: the MD5 of
+# the index's name and the part's number, in hex (8.0.15), or "!hidden!", the index's name, "!",
+# the part's number, "!" and a number that makes it unique (later servers, 8.4 among them). Such
+# a column is in the table map, but neither in information_schema.COLUMNS nor in SELECT *, nor
+# in a rows event.
+HIDDEN_NAME = re.compile(r"[0-9a-f]{32}|!hidden!.+![0-9]+![0-9]+", re.DOTALL)
 
 
 class Period(NamedTuple):

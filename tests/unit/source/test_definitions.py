@@ -31,6 +31,11 @@ def test_only_a_table_map_that_could_hide_a_plugin_type_or_a_period_is_asked_abo
     assert definitions.worth_asking([col("id", T.LONG), col("f92a934bb8b32234cc185c85b5f3631f",
                                                              T.VARCHAR)])
     assert not definitions.worth_asking([col("F92A934BB8B32234CC185C85B5F3631F", T.VARCHAR)])
+    # Later servers' name for it (8.4's make_functional_index_column_name): !hidden!, the index's
+    # name, its part's number and a count.
+    assert definitions.worth_asking([col("!hidden!idx_lower!0!0", T.VARCHAR)])
+    assert definitions.worth_asking([col("!hidden!a!b!1!12", T.LONGLONG)])
+    assert not definitions.worth_asking([col("!hidden!idx", T.VARCHAR)])
 
 
 class _Cursor:
@@ -64,6 +69,8 @@ def test_a_column_of_the_table_map_information_schema_does_not_list_is_hidden():
     assert found.hidden == ("f92a934bb8b32234cc185c85b5f3631f",)
     assert "column f92a934bb8b32234cc185c85b5f3631f is hidden (a functional index's): not " \
            "published" in definitions.describe(found)
+    later = definitions.read(conn, "app", "g", ["id", "a", "!hidden!functional_index!0!0"])
+    assert later.hidden == ("!hidden!functional_index!0!0",)
 
 
 # The server's own answers (SELECT CAST(UNHEX(...) AS INET6) on MariaDB 10.11).
