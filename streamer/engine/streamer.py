@@ -41,7 +41,7 @@ from streamer.schema import evolution
 from streamer.schema.masking import ColumnRules
 from streamer.schema.naming import TopicNames
 from streamer.schema.versions import TableCatalog, TableFilter
-from streamer.source import server
+from streamer.source import oldtemporal, server
 from streamer.source.definitions import Definitions
 
 log = logging.getLogger(__name__)
@@ -176,6 +176,8 @@ class Streamer:
             self.definitions = Definitions(
                 lambda: server.connect(server.connection_settings(cfg, self.password)),
                 server.is_mariadb)
+        if read_definitions:  # old temporal columns are measured as their table maps are parsed
+            oldtemporal.configure(self.definitions.of)
         return TableCatalog(cfg.namespace, self.filter,
                             lineage=evolution.lineage_from_records(records),
                             rules=self.column_rules, tombstones=cfg.topics.tombstones,

@@ -19,6 +19,8 @@ adds a column the table does not show:
   table to read for them (``information_schema`` types it ``SEQUENCE``), and a consumer would
   take them for inserts of one keyless row again and again: a sequence is not published, and
   says so once per version.
+- **Old temporal formats** (source.oldtemporal). A DATETIME, TIME or TIMESTAMP column in its
+  old format is written without its fractional digits, and its values' size depends on them.
 - **Functional indexes** (MySQL 8.0.13+). Each key part of ``INDEX ((expr))`` is a hidden
   generated column, named by an MD5 in hex (8.0.15, seen here) or, in later servers,
   ``!hidden!<index>!<part>!<n>`` (``make_functional_index_column_name`` in sql/sql_table.cc of
@@ -27,7 +29,7 @@ adds a column the table does not show:
 
 So a table map that could hide any of these (a binary column of 16 or 4 bytes, a VARBINARY of
 a multiple of 4 bytes, a column named row_start/row_end, a key column of a period's types, a
-sequence's first column, a column named like a hidden one) has its table's definition read from
+sequence's first column, an old temporal column, a column named like a hidden one) has its table's definition read from
 ``information_schema`` once per table version (``Definitions.of``), on a connection of its own,
 never on the hot path. The definition is the table's as it is when read: a stream far behind a
 DDL that turns a BINARY(16) into a UUID (the same bytes in the binlog) renders the older rows by
@@ -40,6 +42,8 @@ import re
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from pymysqlreplication.constants import FIELD_TYPE as T
+
+from streamer.source.oldtemporal import OLD
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +69,13 @@ class Period(NamedTuple):
 
 class Definition(NamedTuple):
     """What the table map lacks: (column, plugin type) pairs, the versioning period, the
-    columns the server hides (MySQL's functional indexes), and whether the table is a sequence."""
+    columns the server hides (MySQL's functional indexes), whether the table is a sequence, and
+    the fractional digits of its temporal columns in an old format (source.oldtemporal)."""
     types: Tuple[Tuple[str, str], ...]
     period: Optional[Period]
     hidden: Tuple[str, ...] = ()
     sequence: bool = False
+    fractions: Tuple[Tuple[str, int], ...] = ()
 
     def type_of(self, column: str) -> Optional[str]:
         for name, kind in self.types:
@@ -77,14 +83,22 @@ class Definition(NamedTuple):
                 return kind
         return None
 
+    def fraction_of(self, column: str) -> int:
+        for name, digits in self.fractions:
+            if name == column:
+                return digits
+        return 0
+
 
 NONE = Definition((), None)
 
 
 def worth_asking(columns: Any) -> bool:
     """Whether a table map's columns could hide a plugin type (a VECTOR too), a versioning
-    period or a sequence."""
+    period, a sequence or an old temporal column's fractional digits."""
     for c in columns:
+        if c.type in OLD:
+            return True
         if c.type == T.STRING and getattr(c, "character_set_name", None) in (None, "binary") \
                 and getattr(c, "max_length", None) in _PLUGIN_SIZES:
             return True
@@ -109,16 +123,22 @@ def read(conn: Any, db: str, table: str, names: Sequence[str] = ()) -> Definitio
         found = cur.fetchone()
         if found is None:
             return NONE
-        cur.execute("SELECT COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
-                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table))
+        cur.execute("SELECT COLUMN_NAME, DATA_TYPE, EXTRA, DATETIME_PRECISION "
+                    "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                    (db, table))
         rows = cur.fetchall()
-    types = tuple(sorted((name, str(kind).lower()) for name, kind, _ in rows
+    types = tuple(sorted((name, str(kind).lower()) for name, kind, _, _ in rows
                          if str(kind).lower() in PLUGIN_TYPES))
     kind = str(found[0]).upper()
     period = period_of(conn, db, table) if kind == "SYSTEM VERSIONED" else None
-    listed = {name for name, _, _ in rows}
+    listed = {name for name, _, _, _ in rows}
     hidden = tuple(n for n in names if HIDDEN_NAME.fullmatch(n) and n not in listed)
-    return Definition(types, period, hidden, kind == "SEQUENCE")
+    fractions = tuple(sorted((name, int(digits)) for name, kind, _, digits in rows
+                             if digits and str(kind).lower() in _TEMPORAL))
+    return Definition(types, period, hidden, kind == "SEQUENCE", fractions)
+
+
+_TEMPORAL = ("datetime", "time", "timestamp")
 
 
 _PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*`((?:[^`]|``)+)`\s*,\s*`((?:[^`]|``)+)`\s*\)",
@@ -159,6 +179,10 @@ class Definitions:
             # MySQL has neither plugin types nor versioning: only a hidden column is worth a read.
             asked = self.mariadb(self.conn) or any(n and HIDDEN_NAME.fullmatch(n) for n in names)
             found = read(self.conn, db, table, names) if asked else NONE
+            if found.fractions:  # only an old temporal column's digits are missing from the map
+                old = {c.name for c in columns if c.type in OLD}
+                found = found._replace(fractions=tuple(f for f in found.fractions
+                                                       if f[0] in old))
             self.cache[key] = found
             if found != NONE:
                 log.info("table %s.%s: %s", db, table, describe(found))
@@ -182,6 +206,8 @@ def describe(d: Definition) -> str:
                 "cache refills, SETVAL, ALTER SEQUENCE) are no changes of a table's rows, and are "
                 "not published; the rows that take its values carry them")
     parts = [f"column {name} is {kind.upper()}" for name, kind in d.types]
+    parts += [f"column {name} keeps an old temporal format, with {digits} fractional digits"
+              for name, digits in d.fractions]
     parts += [f"column {name} is hidden (a functional index's): not published" for name in d.hidden]
     if d.period is not None:
         parts.append(f"system-versioned (period {d.period.start}..{d.period.end}"

@@ -19,13 +19,13 @@ from typing import Any, List, Optional, Tuple
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import UpdateRowsEvent
 
+from streamer.source import oldtemporal
 from streamer.source.decoders import decimal_layout
 from streamer.source.vectors import VECTOR
 
 _FIXED = {FIELD_TYPE.TINY: 1, FIELD_TYPE.SHORT: 2, FIELD_TYPE.INT24: 3, FIELD_TYPE.LONG: 4,
           FIELD_TYPE.LONGLONG: 8, FIELD_TYPE.FLOAT: 4, FIELD_TYPE.DOUBLE: 8, FIELD_TYPE.YEAR: 1,
-          FIELD_TYPE.DATE: 3, FIELD_TYPE.NEWDATE: 3, FIELD_TYPE.TIME: 3, FIELD_TYPE.DATETIME: 8,
-          FIELD_TYPE.TIMESTAMP: 4}
+          FIELD_TYPE.DATE: 3, FIELD_TYPE.NEWDATE: 3}
 _FRACTIONAL = {FIELD_TYPE.TIME2: 3, FIELD_TYPE.DATETIME2: 5, FIELD_TYPE.TIMESTAMP2: 4}
 _PREFIXED = (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON, VECTOR)
 SLOT = "streamer_sizes"  # on the library's Table: the sizes, worked out once per table map
@@ -38,6 +38,8 @@ def size_of(column: Any) -> Optional[Size]:
     kind = column.type
     if kind in _FIXED:
         return _FIXED[kind], 0
+    if kind in oldtemporal.OLD:
+        return oldtemporal.size(kind, getattr(column, "fsp", None) or 0), 0
     if kind in _FRACTIONAL:
         return _FRACTIONAL[kind] + ((column.fsp or 0) + 1) // 2, 0
     if kind == FIELD_TYPE.NEWDECIMAL:

@@ -25,7 +25,7 @@ from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowImageType
 
 from streamer.errors import UnsupportedEvent
-from streamer.source import colcompress, jsondiff, mysqljson
+from streamer.source import colcompress, jsondiff, mysqljson, oldtemporal
 from streamer.source.decoders import (decimal_layout, decimal_unscaled, decode_string,
                                       make_decimal, read_string, time2_micros,
                                       time2_packed_from_binary)
@@ -148,6 +148,46 @@ def _date(event: Any, column: Any) -> Optional[int]:
     return days
 
 
+def _old_datetime(fsp: int) -> Reader:
+    """DATETIME in its old format (source.oldtemporal), as _datetime2 gives a DATETIME2."""
+    size = oldtemporal.size(FIELD_TYPE.DATETIME, fsp)
+
+    def read(event: Any, column: Any) -> Optional[int]:
+        year, month, day, hour, minute, second, micro = oldtemporal.datetime_parts(
+            event.packet.read(size), fsp)
+        days = _days(year, month, day)
+        if days is None or hour > 23 or minute > 59 or second > 59:
+            if year or month or day or hour or minute or second or micro:
+                _invalid(event, column, f"DATETIME '{year:04d}-{month:02d}-{day:02d} "
+                                        f"{hour:02d}:{minute:02d}:{second:02d}'")
+            event._RowsEvent__none_sources[column.name] = NONE_SOURCE.OUT_OF_DATETIME_RANGE
+            return None
+        return (days * 86400 + hour * 3600 + minute * 60 + second) * 1000000 + micro
+    return read
+
+
+def _old_time(fsp: int) -> Reader:
+    """TIME in its old format, as signed microseconds (a negative one too)."""
+    size = oldtemporal.size(FIELD_TYPE.TIME, fsp)
+
+    def read(event: Any, column: Any) -> int:
+        return oldtemporal.time_micros(event.packet.read(size), fsp)
+    return read
+
+
+def _old_timestamp(fsp: int) -> Reader:
+    """TIMESTAMP in its old format, as UTC microseconds."""
+    size = oldtemporal.size(FIELD_TYPE.TIMESTAMP, fsp)
+
+    def read(event: Any, column: Any) -> int:
+        return oldtemporal.timestamp_micros(event.packet.read(size), fsp)
+    return read
+
+
+_OLD_TEMPORAL = {FIELD_TYPE.DATETIME: _old_datetime, FIELD_TYPE.TIME: _old_time,
+                 FIELD_TYPE.TIMESTAMP: _old_timestamp}
+
+
 def _time2(event: Any, column: Any) -> int:
     """TIME(fsp) as signed microseconds (source.decoders reads the same bytes into a timedelta)."""
     fsp = column.fsp or 0
@@ -240,6 +280,9 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
         elif column.type == FIELD_TYPE.ENUM and column.enum_values:
             plan.append((column.name, _enum_reader(column.size, list(column.enum_values))))
+        elif column.type in _OLD_TEMPORAL:
+            fsp = getattr(column, "fsp", None) or 0
+            plan.append((column.name, _OLD_TEMPORAL[column.type](fsp)))
         elif getattr(column, "compressed", False):
             plan.append((column.name, _compressed_varchar if column.type == FIELD_TYPE.VARCHAR
                          else _compressed_blob))

@@ -604,3 +604,68 @@ def test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_sele
                 images[v["op"]] += 1
                 wrong += [f"{v['op']} row {i} {d}" for d in _differences(image, row, columns)]
     assert images == {"c": 300, "u": 600, "r": 300} and not wrong, "\n".join(wrong[:30])
+
+
+# Temporal columns in their old formats (MariaDB made them before 10.1, or while
+# mysql56_temporal_format is OFF): the binlog has no metadata for them, and their values' layout
+# depends on the fractional digits only the table's definition gives (source.oldtemporal).
+OLD_TEMPORAL = [
+    ("d0", "DATETIME", "'2024-06-30 23:59:59'", "'1000-01-01 00:00:00'"),
+    ("d3", "DATETIME(3)", "'1999-01-02 03:04:05.678'", "'9999-12-31 23:59:59.999'"),
+    ("d6", "DATETIME(6)", "'2024-06-30 23:59:59.123456'", "'9999-12-31 23:59:59.999999'"),
+    ("t0", "TIME", "'-838:59:59'", "'838:59:59'"),
+    ("t2", "TIME(2)", "'12:34:56.78'", "'-00:00:00.01'"),
+    ("t6", "TIME(6)", "'-01:02:03.000001'", "'838:59:59.000000'"),
+    ("s0", "TIMESTAMP NULL", "'1970-01-01 00:00:01'", "'2038-01-19 03:14:07'"),
+    ("s1", "TIMESTAMP(1) NULL", "'2001-09-09 01:46:40.1'", "'2020-02-29 12:00:00.5'"),
+    ("s6", "TIMESTAMP(6) NULL", "'2038-01-19 03:14:07.999999'", "'1970-01-01 00:00:01.000001'"),
+]
+
+
+@pytest.mark.every_source
+def test_old_temporal_formats_read_as_select_shows_them_in_binlog_and_snapshot(db, tmp_path,
+                                                                              source):
+    if source.mysql:
+        pytest.skip("MySQL 8.0 has no old temporal formats: its upgrade rebuilds them")
+    name, conn = db
+    cols = ", ".join(f"{c} {t}" for c, t, _, _ in OLD_TEMPORAL)
+    support.sql(conn, "SET GLOBAL mysql56_temporal_format = OFF")
+    try:
+        support.sql(conn, f"CREATE TABLE types (id INT PRIMARY KEY, {cols}, tail VARCHAR(5))")
+    finally:
+        support.sql(conn, "SET GLOBAL mysql56_temporal_format = ON")
+    created = support.sql(conn, "SHOW CREATE TABLE types")[0][1]
+    assert created.count("/* mariadb-5.3 */") == len(OLD_TEMPORAL), created  # the old formats
+    f, p = support.master_pos(conn)
+    names = ", ".join(c for c, _, _, _ in OLD_TEMPORAL)
+    rng = random.Random(source.name)
+    support.sql(conn, "SET time_zone = '+00:00'")
+    for row_id, idx in ((1, 2), (2, 3)):
+        values = ", ".join(col[idx] for col in OLD_TEMPORAL)
+        support.sql(conn, f"INSERT INTO types (id, {names}, tail) VALUES ({row_id}, {values}, "
+                          f"'x{row_id}')")
+    support.sql(conn, "INSERT INTO types (id) VALUES (3)")  # NULL in each
+    with conn.cursor() as cur:
+        for i in range(4, 54):
+            cur.execute(f"INSERT INTO types (id, {names}, tail) VALUES "
+                        f"(%s{', %s' * len(OLD_TEMPORAL)}, 'r')",
+                        [i] + [RANDOM[t.split("(")[0].split(" ")[0]](rng, t)
+                               for _, t, _, _ in OLD_TEMPORAL])
+    ns = support.unique("ot")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        msgs = support.consume([f"{ns}.{name}.types"], expect=53, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert "keeps an old temporal format, with 6 fractional digits" in proc.output()
+    _assert_equal_to_select(msgs, conn, OLD_TEMPORAL, "c")
+    ns2 = support.unique("ots")
+    cfg2 = support.write_config(str(tmp_path / "s.yaml"), ns2, [f"{name}.*"], server=source,
+                                start={"initial": "snapshot"})
+    with support.StreamerProcess(cfg2, str(tmp_path / "log2")) as proc:
+        snapped = support.consume([f"{ns2}.{name}.types"], expect=53, decode_ns=ns2)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    _assert_equal_to_select(snapped, conn, OLD_TEMPORAL, "r")
+    binlog_schema = support.decoder(ns).schema_of(msgs[0]["raw_value"])["fields"][0]
+    snapshot_schema = support.decoder(ns2).schema_of(snapped[0]["raw_value"])["fields"][0]
+    assert binlog_schema == snapshot_schema

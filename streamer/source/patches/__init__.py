@@ -33,8 +33,8 @@ from pymysqlreplication.row_event import (PartialUpdateRowsEvent, RowsEvent, Tab
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
-from streamer.source import (checksums, compressed, decoders, gtidtag, payload, rowplan,
-                             standins)
+from streamer.source import (checksums, compressed, decoders, gtidtag, oldtemporal, payload,
+                             rowplan, standins)
 from streamer.source.patches import query, table_map
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,12 @@ FIXES: List[Fix] = [
         "speed: a table's data dict built once, not for every rows event"),
     Fix(TableMapEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                     "ctl_connection"),
-        lambda original: table_map.cached_init(standins.translating(original)),
+        lambda original: table_map.cached_init(oldtemporal.measuring(
+            standins.translating(original))),
         "speed: each distinct table-map event parsed once; correctness: MySQL 9's VECTOR "
         "columns, MariaDB's compressed columns (and optional metadata the library doesn't "
-        "know) no longer stop the stream"),
+        "know) no longer stop the stream, and old temporal columns get their fractional "
+        "digits"),
     Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
         "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
     Fix(BinLogStreamReader, "_BinLogStreamReader__checksum_enabled", ("self",),

@@ -52,7 +52,8 @@ class _Cursor:
 
     def execute(self, sql, args=None):
         self.rows = [("BASE TABLE",)] if "information_schema.TABLES" in sql else \
-            [("id", "int", ""), ("a", "varchar", ""), ("0123456789abcdef0123456789abcdef", "int", "")]
+            [("id", "int", "", None), ("a", "varchar", "", None),
+             ("0123456789abcdef0123456789abcdef", "int", "", None)]
 
     def fetchone(self):
         return self.rows[0]
@@ -155,7 +156,7 @@ class _Sequences(_Cursor):
         if "information_schema.TABLES" in sql:
             self.rows = [("SEQUENCE" if args[1] == "s" else "BASE TABLE",)]
         else:
-            self.rows = [(c.name, "bigint", "") for c in _sequence_columns()]
+            self.rows = [(c.name, "bigint", "", None) for c in _sequence_columns()]
 
 
 def _sequence_columns():
