@@ -56,6 +56,7 @@ class Translation:
         self.vectors = vectors
         self.compressed = compressed
 
+
 def translated(data: bytes, at: int, counted: bool = True) -> Optional[Translation]:
     """The table-map event in ``data`` (its body from ``at``, its checksum last) with its
     stand-ins; None when it has nothing to translate (no type the library doesn't know, no
