@@ -22,10 +22,12 @@ adds a column the table does not show:
 - **Old temporal formats** (source.oldtemporal). A DATETIME, TIME or TIMESTAMP column in its
   old format is written without its fractional digits, and its values' size depends on them.
 - **Functional indexes** (MySQL 8.0.13+). Each key part of ``INDEX ((expr))`` is a hidden
-  generated column, named by an MD5 in hex (8.0.15, seen here) or, in later servers,
-  ``!hidden!<index>!<part>!<n>`` (``make_functional_index_column_name`` in sql/sql_table.cc of
-  8.4): in the table map, but in no rows event, nor in ``information_schema.COLUMNS`` or
-  ``SELECT *``. It is not published (and its absence from a rows event is no partial row image).
+  generated column, named by an MD5 in hex (8.0.15, seen here): in the table map, but in no
+  rows event, nor in ``information_schema.COLUMNS`` or ``SELECT *``. It is not published (and
+  its absence from a rows event is no partial row image). Later servers name it
+  ``!hidden!<index>!<part>!<n>`` and leave it out of the table map (8.0.41's Table_map_log_event
+  filters functional index columns out); a server between that names it so and still maps it
+  is read the same way.
 
 So a table map that could hide any of these (a binary column of 16 or 4 bytes, a VARBINARY of
 a multiple of 4 bytes, a column named row_start/row_end, a key column of a period's types, a
@@ -54,9 +56,9 @@ IMPLICIT_PERIOD = ("row_start", "row_end")
 SEQUENCE_FIRST = "next_not_cached_value"
 # The name MySQL gives the hidden generated column of a functional index's key part: the MD5 of
 # the index's name and the part's number, in hex (8.0.15), or "!hidden!", the index's name, "!",
-# the part's number, "!" and a number that makes it unique (later servers, 8.4 among them). Such
-# a column is in the table map, but neither in information_schema.COLUMNS nor in SELECT *, nor
-# in a rows event.
+# the part's number, "!" and a number that makes it unique (later servers). Where such a column
+# is in the table map, it is neither in information_schema.COLUMNS nor in SELECT *, nor in a
+# rows event.
 HIDDEN_NAME = re.compile(r"[0-9a-f]{32}|!hidden!.+![0-9]+![0-9]+", re.DOTALL)
 
 

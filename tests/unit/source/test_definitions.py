@@ -31,8 +31,8 @@ def test_only_a_table_map_that_could_hide_a_plugin_type_or_a_period_is_asked_abo
     assert definitions.worth_asking([col("id", T.LONG), col("f92a934bb8b32234cc185c85b5f3631f",
                                                              T.VARCHAR)])
     assert not definitions.worth_asking([col("F92A934BB8B32234CC185C85B5F3631F", T.VARCHAR)])
-    # Later servers' name for it (8.4's make_functional_index_column_name): !hidden!, the index's
-    # name, its part's number and a count.
+    # Later servers' name for it (8.0.41's make_functional_index_column_name): !hidden!, the
+    # index's name, its part's number and a count.
     assert definitions.worth_asking([col("!hidden!idx_lower!0!0", T.VARCHAR)])
     assert definitions.worth_asking([col("!hidden!a!b!1!12", T.LONGLONG)])
     assert not definitions.worth_asking([col("!hidden!idx", T.VARCHAR)])
