@@ -86,6 +86,8 @@ class Definition(NamedTuple):
         return None
 
     def fraction_of(self, column: str) -> int:
+        """An old temporal column's fractional digits; UNKNOWN_DIGITS when its table's
+        definition doesn't have the column (the table was dropped or changed since)."""
         for name, digits in self.fractions:
             if name == column:
                 return digits
@@ -135,12 +137,13 @@ def read(conn: Any, db: str, table: str, names: Sequence[str] = ()) -> Definitio
     period = period_of(conn, db, table) if kind == "SYSTEM VERSIONED" else None
     listed = {name for name, _, _, _ in rows}
     hidden = tuple(n for n in names if HIDDEN_NAME.fullmatch(n) and n not in listed)
-    fractions = tuple(sorted((name, int(digits)) for name, kind, _, digits in rows
-                             if digits and str(kind).lower() in _TEMPORAL))
+    fractions = tuple(sorted((name, int(digits or 0)) for name, kind, _, digits in rows
+                             if str(kind).lower() in _TEMPORAL))
     return Definition(types, period, hidden, kind == "SEQUENCE", fractions)
 
 
 _TEMPORAL = ("datetime", "time", "timestamp")
+UNKNOWN_DIGITS = -1  # an old temporal column its table's definition no longer has
 
 
 _PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*`((?:[^`]|``)+)`\s*,\s*`((?:[^`]|``)+)`\s*\)",
@@ -181,13 +184,15 @@ class Definitions:
             # MySQL has neither plugin types nor versioning: only a hidden column is worth a read.
             asked = self.mariadb(self.conn) or any(n and HIDDEN_NAME.fullmatch(n) for n in names)
             found = read(self.conn, db, table, names) if asked else NONE
-            if found.fractions:  # only an old temporal column's digits are missing from the map
-                old = {c.name for c in columns if c.type in OLD}
-                found = found._replace(fractions=tuple(f for f in found.fractions
-                                                       if f[0] in old))
+            old = [c.name for c in columns if c.type in OLD]
+            if asked and old:  # only an old temporal column's digits are missing from the map
+                digits = dict(found.fractions)
+                found = found._replace(fractions=tuple(
+                    (name, digits.get(name, UNKNOWN_DIGITS)) for name in old))
             self.cache[key] = found
-            if found != NONE:
-                log.info("table %s.%s: %s", db, table, describe(found))
+            said = describe(found)
+            if said:
+                log.info("table %s.%s: %s", db, table, said)
         return found
 
     def forget(self, db: str, table: str) -> None:
@@ -209,7 +214,11 @@ def describe(d: Definition) -> str:
                 "not published; the rows that take its values carry them")
     parts = [f"column {name} is {kind.upper()}" for name, kind in d.types]
     parts += [f"column {name} keeps an old temporal format, with {digits} fractional digits"
-              for name, digits in d.fractions]
+              for name, digits in d.fractions if digits > 0]
+    parts += [f"column {name} keeps an old temporal format, and the table's definition no longer "
+              f"has it (the table was dropped or changed since): its values' layout is unknown, "
+              f"so its rows are counted by their sizes, and a published table's stop the stream, "
+              f"naming the way out" for name, digits in d.fractions if digits == UNKNOWN_DIGITS]
     parts += [f"column {name} is hidden (a functional index's): not published" for name in d.hidden]
     if d.period is not None:
         parts.append(f"system-versioned (period {d.period.start}..{d.period.end}"

@@ -38,6 +38,9 @@ _DATETIME_BYTES = (8, 6, 6, 7, 7, 7, 8)  # by fractional digits; 0: the old 8-by
 _TIME_BYTES = (3, 4, 4, 5, 5, 5, 6)
 _TIMESTAMP_FRACTION_BYTES = (0, 1, 1, 2, 2, 3, 3)
 _TIME_ZERO = 3020400 * 1000000  # (838:59:59 + 1 s) in µs: a stored TIME's 0
+# By type, the sizes a value may have whatever its digits (for a column no definition has).
+SIZES = {FIELD_TYPE.DATETIME: sorted(set(_DATETIME_BYTES)), FIELD_TYPE.TIME: sorted(set(_TIME_BYTES)),
+         FIELD_TYPE.TIMESTAMP: sorted(set(4 + n for n in _TIMESTAMP_FRACTION_BYTES))}
 # The server's table definitions (source.definitions.Definitions.of), once the stream has them;
 # None: n unknown, read as 0 (the tests that replay a recording without a server).
 _DEFINITIONS: List[Optional[Callable[[str, str, Any], Any]]] = [None]

@@ -14,11 +14,13 @@ exactly at the event's end, falls back to the library's decoding (``None`` here)
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+import itertools
+from typing import Any, Dict, List, Optional, Tuple
 
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import UpdateRowsEvent
 
+from streamer.errors import UnsupportedEvent
 from streamer.source import oldtemporal
 from streamer.source.decoders import decimal_layout
 from streamer.source.vectors import VECTOR
@@ -31,6 +33,8 @@ _PREFIXED = (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON, VECTOR)
 SLOT = "streamer_sizes"  # on the library's Table: the sizes, worked out once per table map
 
 Size = Tuple[int, int]  # (fixed size, 0) or (0, width of the length before the value)
+UNKNOWN = -1  # (UNKNOWN, its type): an old temporal column of fractional digits no one knows
+MAX_CHOICES = 4096  # the most choices of such columns' sizes a count walks
 
 
 def size_of(column: Any) -> Optional[Size]:
@@ -39,7 +43,8 @@ def size_of(column: Any) -> Optional[Size]:
     if kind in _FIXED:
         return _FIXED[kind], 0
     if kind in oldtemporal.OLD:
-        return oldtemporal.size(kind, getattr(column, "fsp", None) or 0), 0
+        fsp = getattr(column, "fsp", None) or 0
+        return (UNKNOWN, kind) if fsp < 0 else (oldtemporal.size(kind, fsp), 0)
     if kind in _FRACTIONAL:
         return _FRACTIONAL[kind] + ((column.fsp or 0) + 1) // 2, 0
     if kind == FIELD_TYPE.NEWDECIMAL:
@@ -55,20 +60,24 @@ def size_of(column: Any) -> Optional[Size]:
     return None
 
 
-def _sizes(table: Any) -> Optional[List[Size]]:
+def _sizes(table: Any) -> Optional[Tuple[List[Size], List[int]]]:
+    """The sizes of the table's columns, and which of them are UNKNOWN; None when a size isn't
+    known here."""
     sizes = getattr(table, SLOT, False)
     if sizes is False:
         found = [size_of(c) for c in table.columns]
-        sizes = None if None in found else found
+        sizes = None if None in found else \
+            (found, [i for i, (fixed, _) in enumerate(found) if fixed == UNKNOWN])
         setattr(table, SLOT, sizes)
     return sizes
 
 
 def count(event: Any) -> Optional[int]:
     """The rows of ``event`` (a library rows event, read up to its first row), or None."""
-    sizes = _sizes(event.table_map[event.table_id])
-    if sizes is None or len(sizes) != event.number_of_columns:
+    known = _sizes(event.table_map[event.table_id])
+    if known is None or len(known[0]) != event.number_of_columns:
         return None
+    sizes, unknown = known
     wrapper = event.packet
     raw = wrapper.packet  # pymysql's packet; the wrapper has read event.packet.read_bytes of it
     buf = raw.get_all_data()
@@ -79,6 +88,38 @@ def count(event: Any) -> Optional[int]:
         images.append(event.columns_present_bitmap2)
     present = [[i for i in range(len(sizes)) if bitmap[i >> 3] & (1 << (i & 7))]
                for bitmap in images]
+    if not unknown:
+        return _walk(buf, at, end, present, sizes)
+    # Old temporal columns whose fractional digits no definition gives (source.oldtemporal):
+    # each choice of their sizes is walked, and the count most choices end exactly with is
+    # taken (a NULL's size makes no difference, so the true count has the most), the least of
+    # equals: the same bytes count the same in every run, which a resume inside a transaction
+    # needs. Too many choices: not counted.
+    choices = [oldtemporal.SIZES[sizes[i][1]] for i in unknown]
+    if _product(len(c) for c in choices) > MAX_CHOICES:
+        return None
+    fits: Dict[int, int] = {}
+    for tried in itertools.product(*choices):
+        trial = list(sizes)
+        for i, size in zip(unknown, tried):
+            trial[i] = (size, 0)
+        n = _walk(buf, at, end, present, trial)
+        if n is not None:
+            fits[n] = fits.get(n, 0) + 1
+    return min(fits, key=lambda n: (-fits[n], n)) if fits else None
+
+
+def _product(numbers: Any) -> int:
+    out = 1
+    for n in numbers:
+        out *= n
+    return out
+
+
+def _walk(buf: bytes, at: int, end: int, present: List[List[int]],
+          sizes: List[Size]) -> Optional[int]:
+    """The rows of images laid out from ``at`` to ``end`` by ``sizes``, or None when the walk
+    doesn't end exactly there."""
     rows = 0
     try:
         while at < end:
@@ -102,4 +143,15 @@ def count(event: Any) -> Optional[int]:
 def rows_in(event: Any) -> int:
     """The rows of ``event``: counted without decoding where the sizes are known, else decoded."""
     n = count(event)
-    return len(event.rows) if n is None else n
+    if n is not None:
+        return n
+    known = _sizes(event.table_map[event.table_id])
+    if known is not None and known[1]:  # the library can't decode them either
+        names = ", ".join(event.columns[i].name for i in known[1])
+        raise UnsupportedEvent(
+            f"rows event at offset {event.packet.log_pos - event.packet.event_size} of {event.schema}."
+            f"{event.table}: its rows can't be counted, as the fractional digits of its old "
+            f"temporal columns ({names}) are in no definition the server has (the table was "
+            f"dropped or changed since). Create the table again as it was (with "
+            f"mysql56_temporal_format OFF) and restart, or restart past these changes")
+    return len(event.rows)

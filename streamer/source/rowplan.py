@@ -184,6 +184,22 @@ def _old_timestamp(fsp: int) -> Reader:
     return read
 
 
+def _old_unknown(fsp: int) -> Reader:
+    """An old temporal column whose table's definition no longer has it: its digits, and so
+    its values' layout, are unknown."""
+    def read(event: Any, column: Any) -> Any:
+        packet = event.packet
+        raise UnsupportedEvent(
+            f"rows event at offset {packet.log_pos - packet.event_size} of {event.schema}."
+            f"{event.table}: column '{column.name}' keeps an old temporal format (made by MariaDB "
+            f"10.0 or older, or with mysql56_temporal_format OFF), whose values' layout depends "
+            f"on fractional digits the binlog doesn't carry, and the server's definition of the "
+            f"table no longer has the column (the table was dropped or changed since). Create "
+            f"the table again as it was (with mysql56_temporal_format OFF) and restart, or "
+            f"restart past these changes")
+    return read
+
+
 _OLD_TEMPORAL = {FIELD_TYPE.DATETIME: _old_datetime, FIELD_TYPE.TIME: _old_time,
                  FIELD_TYPE.TIMESTAMP: _old_timestamp}
 
@@ -282,7 +298,8 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             plan.append((column.name, _enum_reader(column.size, list(column.enum_values))))
         elif column.type in _OLD_TEMPORAL:
             fsp = getattr(column, "fsp", None) or 0
-            plan.append((column.name, _OLD_TEMPORAL[column.type](fsp)))
+            plan.append((column.name, (_old_unknown if fsp < 0 else
+                                       _OLD_TEMPORAL[column.type])(fsp)))
         elif getattr(column, "compressed", False):
             plan.append((column.name, _compressed_varchar if column.type == FIELD_TYPE.VARCHAR
                          else _compressed_blob))

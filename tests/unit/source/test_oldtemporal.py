@@ -12,6 +12,7 @@ import pytest
 from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
 
+from streamer.errors import UnsupportedEvent
 from streamer.position import Position
 from streamer.source import definitions, oldtemporal, patches, rowcount
 from tests.unit.engine_parts import ReplayedBinlog
@@ -49,6 +50,30 @@ class _Cursor:
 class _Conn:
     def cursor(self):
         return _Cursor()
+
+
+class _Gone(_Cursor):
+    """information_schema once app.old was dropped (``left``: or once all columns but those were
+    dropped from it)."""
+
+    left = None
+
+    def execute(self, sql, args=None):
+        if self.left is None:
+            self.rows = [None] if "information_schema.TABLES" in sql else []
+            return
+        super().execute(sql, args)
+        if "information_schema.TABLES" not in sql:
+            self.rows = [r for r in self.rows if r[0] not in DIGITS or r[0] in self.left]
+
+
+def _gone(left=None):
+    class Conn(_Conn):
+        def cursor(self):
+            found = _Gone()
+            found.left = left
+            return found
+    return Conn
 
     def close(self):
         pass
@@ -155,8 +180,7 @@ def test_a_published_table_with_them_streams_their_values(make, measured):
     plain = [decoder.decode(v) for t, _, v in publisher.messages()
              if v is not None and t.endswith(".plain")]
     assert [m["after"]["s"] for m in plain] == ["p1", "p2"]
-    assert dict(measured.cache[("app", "old")].fractions) == {
-        name: digits for name, digits in DIGITS.items() if digits}  # read for them, once
+    assert dict(measured.cache[("app", "old")].fractions) == DIGITS  # read for them, once
 
 
 def test_without_fractional_digits_the_old_layouts_are_read_as_the_server_stores_them():
@@ -169,3 +193,53 @@ def test_without_fractional_digits_the_old_layouts_are_read_as_the_server_stores
     assert [oldtemporal.size(T.DATETIME, n) for n in range(7)] == [8, 6, 6, 7, 7, 7, 8]
     assert [oldtemporal.size(T.TIME, n) for n in range(7)] == [3, 4, 4, 5, 5, 5, 6]
     assert [oldtemporal.size(T.TIMESTAMP, n) for n in range(7)] == [4, 5, 5, 6, 6, 7, 7]
+
+
+@pytest.fixture
+def dropped():
+    """The definitions of a server the table is gone from (a stream far behind its DROP)."""
+    found = definitions.Definitions(_gone(), mariadb=lambda conn: True)
+    oldtemporal.configure(found.of)
+    return found
+
+
+def _rows_events():
+    return [e for e in ReplayedBinlog("oldtemporal.binlog", Position(FILE, 4))
+            if e.__class__.__name__.endswith("RowsEvent") and e.table == "old"]
+
+
+def test_rows_whose_digits_the_server_no_longer_has_are_counted_by_the_sizes_that_fit():
+    # d6 and t6 were dropped from the table since: their values' sizes are a few, and the count
+    # most choices of them walk to each event's end with is the true one (a NULL's size makes
+    # no difference): a stream catching up over the table counts its rows (for the resume
+    # inside a transaction), the same in every run, and stops at none of them.
+    found = definitions.Definitions(_gone(left=("d0", "d3", "t0", "t2", "s0", "s1", "s6")),
+                                    mariadb=lambda conn: True)
+    oldtemporal.configure(found.of)
+    maps = _events(TableMapEvent)
+    assert {c.name: c.fsp for c in maps[0].columns if c.type in oldtemporal.OLD} == dict(
+        DIGITS, d6=definitions.UNKNOWN_DIGITS, t6=definitions.UNKNOWN_DIGITS)
+    assert [rowcount.rows_in(e) for e in _rows_events()] == [3, 2, 1]
+    assert "column t6 keeps an old temporal format, and the table's definition no longer has " \
+           "it" in definitions.describe(found.cache[("app", "old")])
+
+
+def test_rows_too_many_of_whose_digits_are_unknown_stop_naming_them_and_the_way_out(dropped):
+    events = _rows_events()
+    assert all(c.fsp == definitions.UNKNOWN_DIGITS for c in events[0].columns
+               if c.type in oldtemporal.OLD)
+    assert rowcount.count(events[0]) is None  # 3 × 4 × ... choices: more than it walks
+    with pytest.raises(UnsupportedEvent, match=r"its rows can't be counted, as the fractional "
+                                               r"digits of its old temporal columns \(d0, d3"):
+        rowcount.rows_in(events[0])
+
+
+def test_a_dropped_tables_rows_published_stop_naming_the_column_and_the_way_out(make, dropped):
+    streamer, publisher = make(sections={"tables": {"include": ["app.old"]}})
+    streamer.definitions = dropped
+    reader = ReplayedBinlog("oldtemporal.binlog", Position(FILE, 4),
+                            on_end=streamer.request_stop)
+    with reader, pytest.raises(UnsupportedEvent, match="column 'd0' keeps an old temporal "
+                                                       "format .* Create the table again"):
+        streamer.stream(publisher, reader, Position(FILE, 4))
+    assert not [v for t, _, v in publisher.messages() if t.endswith(".old")]
