@@ -112,8 +112,10 @@ class TableVersion:
         self._schemas(table_space, fields, excluded)
         # A version described for a snapshot (binlog False) reads no binlog rows.
         self.read_plan = rowplan.plan_for(event.columns) if binlog else None
-        # Columns of the table map that rows events leave out (source.definitions).
-        self.hidden = frozenset(definition.hidden)
+        # Columns of the table map that rows events leave out: a functional index's
+        # (source.definitions), a multi-valued index's typed array (source.standins).
+        self.hidden = frozenset(definition.hidden).union(
+            c.name for c in event.columns if getattr(c, "typed_array", None) is not None)
         key_columns = rules.key_columns(self.db, self.table) if rules is not None else None
         if key_columns is not None:
             pk = _key_fields(self.db, self.table, key_columns, fields)
@@ -158,8 +160,8 @@ class TableVersion:
                     f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
             if period is not None and period.hidden and col.name in (period.start, period.end):
                 continue  # the server's hidden period columns: SELECT * shows neither
-            if col.name in definition.hidden:
-                continue  # a functional index's hidden column: not in rows events either
+            if col.name in definition.hidden or getattr(col, "typed_array", None) is not None:
+                continue  # a functional or multi-valued index's column: in no rows event
             rule = rules.rule(self.db, self.table, col.name) if rules else None
             if rule is not None and col.is_primary and rule.method != "hash":
                 raise ConfigError(

@@ -236,6 +236,15 @@ def _compressed_blob(event: Any, column: Any) -> Any:
     return decode_string(event, colcompress.inflate(stored), column)
 
 
+def _typed_array(event: Any, column: Any) -> Any:
+    """A multi-valued index's column (source.standins), which MySQL writes in no row image."""
+    packet = event.packet
+    raise UnsupportedEvent(f"rows event at offset {packet.log_pos - packet.event_size} of "
+                           f"{event.schema}.{event.table} has a value for column "
+                           f"'{column.name}', a multi-valued index's typed array, which MySQL "
+                           f"writes in no row image and the streamer can't read")
+
+
 def _vector(event: Any, column: Any) -> bytes:
     """MySQL 9's VECTOR (source.vectors): its bytes, laid out as a LONGBLOB's."""
     return event.packet.read_length_coded_pascal_string(column.length_size)
@@ -296,6 +305,8 @@ def plan_for(columns: List[Any]) -> Optional[Plan]:
             plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
         elif column.type == FIELD_TYPE.ENUM and column.enum_values:
             plan.append((column.name, _enum_reader(column.size, list(column.enum_values))))
+        elif getattr(column, "typed_array", None) is not None:
+            plan.append((column.name, _typed_array))
         elif column.type in _OLD_TEMPORAL:
             fsp = getattr(column, "fsp", None) or 0
             plan.append((column.name, (_old_unknown if fsp < 0 else

@@ -15,11 +15,22 @@ map parsed): the stream stopped there, again at every restart. The types it does
   10.11: the table map's charsets field counts them among the character columns, as the
   library counts a BLOB and a VARCHAR.
 
+- **MySQL's typed arrays** (``MYSQL_TYPE_TYPED_ARRAY``, 244, 8.0.17+): the hidden column of a
+  multi-valued index (``INDEX ((CAST(doc->'$.tags' AS CHAR(20) ARRAY)))``), whose metadata is
+  its elements' type, then that type's own metadata (``rows_event.h``). Like a functional
+  index's column, it is in no rows event (source.definitions), and servers from 8.0.41 at the
+  latest leave it out of the table map; those between map it. It counts among the character
+  columns when its elements are strings (``is_character_type(field->real_type())``, the
+  elements' type), and never among the numeric ones (``binlog_type()``: 244): MySQL 8.0.13's
+  and 8.0.41's sql/log_event.cc alike.
+
 So ``translating`` hands the library the table map with each such column under its stand-in
-(VECTOR and BLOB_COMPRESSED as BLOB, VARCHAR_COMPRESSED as VARCHAR: the same metadata) and
-without the optional fields it doesn't know (13 and any later one, listed in ``LEFT_OUT``).
-The parsed columns get what the stand-in hid back: a VECTOR its type and N, a compressed column
-``compressed`` (its type stays the stand-in's, whose layout its values have).
+(VECTOR and BLOB_COMPRESSED as BLOB, VARCHAR_COMPRESSED as VARCHAR: the same metadata; a typed
+array of strings as its elements' type and metadata, any other as a DATE, which counts in no
+optional field and has no metadata) and without the optional fields it doesn't know (13 and
+any later one, listed in ``LEFT_OUT``). The parsed columns get what the stand-in hid back: a
+VECTOR its type and N, a compressed column ``compressed`` (its type stays the stand-in's, whose
+layout its values have), a typed array ``typed_array`` (its elements' type).
 """
 from __future__ import annotations
 
@@ -36,6 +47,15 @@ log = logging.getLogger(__name__)
 
 BLOB_COMPRESSED = 140
 VARCHAR_COMPRESSED = 141
+TYPED_ARRAY = 244
+# The column metadata's size by type (rows_event.h's table); a type not here has none.
+_META = {FIELD_TYPE.FLOAT: 1, FIELD_TYPE.DOUBLE: 1, FIELD_TYPE.TIMESTAMP2: 1,
+         FIELD_TYPE.DATETIME2: 1, FIELD_TYPE.TIME2: 1, FIELD_TYPE.JSON: 1, FIELD_TYPE.TINY_BLOB: 1,
+         FIELD_TYPE.MEDIUM_BLOB: 1, FIELD_TYPE.LONG_BLOB: 1, FIELD_TYPE.BLOB: 1,
+         FIELD_TYPE.GEOMETRY: 1, VECTOR: 1, BLOB_COMPRESSED: 1, FIELD_TYPE.VARCHAR: 2,
+         FIELD_TYPE.VAR_STRING: 2, FIELD_TYPE.STRING: 2, FIELD_TYPE.BIT: 2,
+         FIELD_TYPE.NEWDECIMAL: 2, FIELD_TYPE.ENUM: 2, FIELD_TYPE.SET: 2, VARCHAR_COMPRESSED: 2}
+_CHARACTER = (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB)
 # A type the library doesn't know -> the one it reads the same metadata and values of.
 STAND_INS = {VECTOR: FIELD_TYPE.BLOB, BLOB_COMPRESSED: FIELD_TYPE.BLOB,
              VARCHAR_COMPRESSED: FIELD_TYPE.VARCHAR}
@@ -51,10 +71,11 @@ class Translation:
     VECTOR columns' {index: N or None}, the compressed columns' indexes."""
 
     def __init__(self, data: bytes, vectors: Dict[int, Optional[int]],
-                 compressed: List[int]) -> None:
+                 compressed: List[int], arrays: Dict[int, int]) -> None:
         self.data = data
         self.vectors = vectors
         self.compressed = compressed
+        self.arrays = arrays  # a typed array's index -> its elements' type
 
 
 def translated(data: bytes, at: int, counted: bool = True) -> Optional[Translation]:
@@ -68,16 +89,24 @@ def translated(data: bytes, at: int, counted: bool = True) -> Optional[Translati
     count, pos = lenenc.read(data, pos)
     types_at = pos
     types = data[pos:pos + count]
-    size, pos = lenenc.read(data, pos + count)
-    fields_at = pos + size + (count + 7) // 8
+    size, meta_at = lenenc.read(data, pos + count)
+    meta = data[meta_at:meta_at + size]
+    fields_at = meta_at + size + (count + 7) // 8
     end = len(data) - _CHECKSUM
     kept, dims, unknown = _fields(data, fields_at, end)
-    if not unknown and not any(t in STAND_INS for t in types):
+    if not unknown and not any(t in STAND_INS or t == TYPED_ARRAY for t in types):
         return None
     vectors = [i for i, t in enumerate(types) if t == VECTOR]
-    out = bytearray(data[:fields_at])
     uncounted = {} if counted else {VECTOR: FIELD_TYPE.GEOMETRY}
-    out[types_at:types_at + count] = bytes(uncounted.get(t) or STAND_INS.get(t, t) for t in types)
+    new_types = bytearray(uncounted.get(t) or STAND_INS.get(t, t) for t in types)
+    arrays: Dict[int, int] = {}
+    if TYPED_ARRAY in types:
+        meta = _arrays_as_stand_ins(types, meta, new_types, arrays)
+    out = bytearray(data[:types_at])
+    out += new_types
+    out += lenenc.write(len(meta))
+    out += meta
+    out += data[meta_at + size:fields_at]  # the null bits
     out += kept
     out += data[end:]
     for kind in unknown if counted else ():  # (the second translation of a map: said once)
@@ -88,7 +117,32 @@ def translated(data: bytes, at: int, counted: bool = True) -> Optional[Translati
     return Translation(bytes(out),
                        {i: dims[n] if n < len(dims) else None for n, i in enumerate(vectors)},
                        [i for i, t in enumerate(types) if t in (BLOB_COMPRESSED,
-                                                                VARCHAR_COMPRESSED)])
+                                                                VARCHAR_COMPRESSED)], arrays)
+
+
+def _arrays_as_stand_ins(types: bytes, meta: bytes, new_types: bytearray,
+                         arrays: Dict[int, int]) -> bytes:
+    """The metadata block with each typed array's as its stand-in's (``new_types`` and
+    ``arrays`` filled in as it goes): a typed array of strings as its elements' type and
+    metadata, any other as a DATE, with none."""
+    out = bytearray()
+    at = 0
+    for i, t in enumerate(types):
+        if t != TYPED_ARRAY:
+            n = _META.get(t, 0)
+            out += meta[at:at + n]
+            at += n
+            continue
+        element = meta[at]
+        n = _META.get(element, 0)
+        arrays[i] = element
+        if element in _CHARACTER:
+            new_types[i] = element
+            out += meta[at + 1:at + 1 + n]
+        else:
+            new_types[i] = FIELD_TYPE.DATE
+        at += 1 + n
+    return bytes(out)
 
 
 def _fields(data: bytes, pos: int, end: int) -> Tuple[bytes, List[int], List[int]]:
@@ -159,6 +213,8 @@ def translating(parse: Callable[..., None]) -> Callable[..., None]:
                 columns[i].dimensions = n
             for i in found.compressed:
                 columns[i].compressed = True
+            for i, element in found.arrays.items():
+                columns[i].typed_array = element
     return __init__
 
 
