@@ -74,6 +74,24 @@ def spliced(name: str, at: int, event_type: int, body: bytes, flags: int = 0) ->
                       HEADER.pack(0, event_type, 1, size, at + size, flags) + body + b"\0" * 4)
 
 
+def maps_rewritten(name: str, rewrite: Callable[[bytes], bytes]) -> bytes:
+    """The recorded binlog ``name`` with each table-map event's body made ``rewrite(body)`` (the
+    checksum zeroed, as the tests' replay doesn't check it), as a server would have written it:
+    every later event's end position moved."""
+    with open(os.path.join(BINLOGS, name), "rb") as fh:
+        data = fh.read()
+    out, pos = bytearray(data[:4]), 4
+    while pos < len(data):
+        ts, kind, server, size, _, flags = HEADER.unpack_from(data, pos)
+        body = data[pos + HEADER.size:pos + size - 4]
+        if kind == 19:
+            body = rewrite(body)
+        length = HEADER.size + len(body) + 4
+        out += HEADER.pack(ts, kind, server, length, len(out) + length, flags) + body + b"\0" * 4
+        pos += size
+    return bytes(out)
+
+
 def query_rewritten(name: str, at: int, old: bytes, new: bytes) -> bytes:
     """The recorded binlog ``name`` with the query event at ``at``, whose statement is ``old``,
     saying ``new`` instead."""

@@ -8,8 +8,6 @@ out of the map. The tests make binlogs/vectors.binlog's app.plain (recorded on M
 ARRAY (counted among the character columns, as MySQL counts one by its elements' type) or a
 DATE ARRAY (counted in no optional field).
 """
-import os
-
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.row_event import TableMapEvent
@@ -18,7 +16,7 @@ from streamer.errors import UnsupportedEvent
 from streamer.position import Position
 from streamer.schema.versions import TableCatalog, TableFilter
 from streamer.source import patches, rowcount, rowplan, standins
-from tests.unit.engine_parts import BINLOGS, HEADER, ReplayedBinlog
+from tests.unit.engine_parts import ReplayedBinlog, maps_rewritten
 
 patches.apply()
 
@@ -29,19 +27,12 @@ PLAIN = b"\x02\x03\x0f\x02\x28\x00"  # 2 columns: INT, VARCHAR; 2 bytes of metad
 def as_8017(element: bytes) -> bytes:
     """The recording with app.plain's ``s`` as a typed array of ``element`` (its elements' type
     and metadata), as 8.0.17 writes one; every later event's end position moved."""
-    with open(os.path.join(BINLOGS, "vectors.binlog"), "rb") as fh:
-        data = fh.read()
-    out, pos = bytearray(data[:4]), 4
-    while pos < len(data):
-        ts, kind, server, size, _, flags = HEADER.unpack_from(data, pos)
-        body = data[pos + HEADER.size:pos + size - 4]
-        if kind == 19 and b"\x05plain\x00" in body:
-            assert body.count(PLAIN) == 1, body
-            body = body.replace(PLAIN, b"\x02\x03\xf4" + bytes([len(element)]) + element)
-        size = HEADER.size + len(body) + 4
-        out += HEADER.pack(ts, kind, server, size, len(out) + size, flags) + body + b"\0" * 4
-        pos += HEADER.unpack_from(data, pos)[3]
-    return bytes(out)
+    def rewrite(body):
+        if b"\x05plain\x00" not in body:
+            return body
+        assert body.count(PLAIN) == 1, body
+        return body.replace(PLAIN, b"\x02\x03\xf4" + bytes([len(element)]) + element)
+    return maps_rewritten("vectors.binlog", rewrite)
 
 
 CHAR_ARRAY = b"\x0f\x28\x00"  # VARCHAR elements of 40 bytes

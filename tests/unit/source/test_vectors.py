@@ -18,7 +18,7 @@ from streamer.errors import UnsupportedValue
 from streamer.position import Position
 from streamer.schema import columns
 from streamer.source import patches, rowcount, standins, vectors
-from tests.unit.engine_parts import BINLOGS, HEADER, ReplayedBinlog
+from tests.unit.engine_parts import BINLOGS, HEADER, ReplayedBinlog, maps_rewritten
 
 patches.apply()
 
@@ -41,22 +41,15 @@ def as_mysql9(extra_field: bytes = b"", charsets: bytes = CHARSETS) -> bytes:
     """The recording with app.emb's table maps as MySQL 9 writes them for VECTOR columns (and
     ``extra_field``, an optional metadata field of a later server, after them; ``charsets``
     for its charsets field); every later event's end position moved."""
-    with open(os.path.join(BINLOGS, "vectors.binlog"), "rb") as fh:
-        data = fh.read()
-    out, pos = bytearray(data[:4]), 4
-    while pos < len(data):
-        ts, kind, server, size, _, flags = HEADER.unpack_from(data, pos)
-        body = data[pos + HEADER.size:pos + size - 4]
-        if kind == 19 and b"\x03emb\x00" in body:
-            at = body.index(b"\x03emb\x00") + 5  # the column count, then the types
-            assert body[at] == len(EMB_TYPES) and body[at + 1:at + 7] == EMB_TYPES, body
-            assert body.count(CHARSETS) == 1, body
-            body = body[:at + 1] + EMB_TYPES.replace(b"\xfc", b"\xf2") + \
-                body[at + 7:].replace(CHARSETS, charsets) + DIMENSIONS + extra_field
-        size = HEADER.size + len(body) + 4
-        out += HEADER.pack(ts, kind, server, size, len(out) + size, flags) + body + b"\0" * 4
-        pos += HEADER.unpack_from(data, pos)[3]
-    return bytes(out)
+    def rewrite(body):
+        if b"\x03emb\x00" not in body:
+            return body
+        at = body.index(b"\x03emb\x00") + 5  # the column count, then the types
+        assert body[at] == len(EMB_TYPES) and body[at + 1:at + 7] == EMB_TYPES, body
+        assert body.count(CHARSETS) == 1, body
+        return body[:at + 1] + EMB_TYPES.replace(b"\xfc", b"\xf2") + \
+            body[at + 7:].replace(CHARSETS, charsets) + DIMENSIONS + extra_field
+    return maps_rewritten("vectors.binlog", rewrite)
 
 
 def _table_maps(data):
