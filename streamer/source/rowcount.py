@@ -15,6 +15,7 @@ exactly at the event's end, falls back to the library's decoding (``None`` here)
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from pymysqlreplication.constants import FIELD_TYPE
@@ -96,7 +97,7 @@ def count(event: Any) -> Optional[int]:
     # equals: the same bytes count the same in every run, which a resume inside a transaction
     # needs. Too many choices: not counted.
     choices = [oldtemporal.SIZES[sizes[i][1]] for i in unknown]
-    if _product(len(c) for c in choices) > MAX_CHOICES:
+    if math.prod(len(c) for c in choices) > MAX_CHOICES:
         return None
     fits: Dict[int, int] = {}
     for tried in itertools.product(*choices):
@@ -108,12 +109,6 @@ def count(event: Any) -> Optional[int]:
             fits[n] = fits.get(n, 0) + 1
     return min(fits, key=lambda n: (-fits[n], n)) if fits else None
 
-
-def _product(numbers: Any) -> int:
-    out = 1
-    for n in numbers:
-        out *= n
-    return out
 
 
 def _walk(buf: bytes, at: int, end: int, present: List[List[int]],
