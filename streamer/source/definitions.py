@@ -31,9 +31,11 @@ adds a column the table does not show:
 
 So a table map that could hide any of these (a binary column of 16 or 4 bytes, a VARBINARY of
 a multiple of 4 bytes, a column named row_start/row_end, a key column of a period's types, a
-sequence's first column, an old temporal column, a column named like a hidden one) has its table's definition read from
-``information_schema`` once per table version (``Definitions.of``), on a connection of its own,
-never on the hot path. The definition is the table's as it is when read: a stream far behind a
+sequence's first column, an old temporal column, a column named like a hidden one) has its
+table's definition read from ``information_schema`` once per table version
+(``Definitions.of``), on a connection of its own, never on the hot path (an old temporal
+column's, as its table map is first parsed: source.oldtemporal). The definition is the table's
+as it is when read: a stream far behind a
 DDL that turns a BINARY(16) into a UUID (the same bytes in the binlog) renders the older rows by
 the newer type; DDL naming the table reads it again (``forget``).
 """
@@ -133,13 +135,13 @@ def read(conn: Any, db: str, table: str, names: Sequence[str] = ()) -> Definitio
         rows = cur.fetchall()
     types = tuple(sorted((name, str(kind).lower()) for name, kind, _, _ in rows
                          if str(kind).lower() in PLUGIN_TYPES))
-    kind = str(found[0]).upper()
-    period = period_of(conn, db, table) if kind == "SYSTEM VERSIONED" else None
+    table_type = str(found[0]).upper()
+    period = period_of(conn, db, table) if table_type == "SYSTEM VERSIONED" else None
     listed = {name for name, _, _, _ in rows}
     hidden = tuple(n for n in names if HIDDEN_NAME.fullmatch(n) and n not in listed)
     fractions = tuple(sorted((name, int(digits or 0)) for name, kind, _, digits in rows
                              if str(kind).lower() in _TEMPORAL))
-    return Definition(types, period, hidden, kind == "SEQUENCE", fractions)
+    return Definition(types, period, hidden, table_type == "SEQUENCE", fractions)
 
 
 _TEMPORAL = ("datetime", "time", "timestamp")
