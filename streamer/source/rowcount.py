@@ -93,9 +93,10 @@ def count(event: Any) -> Optional[int]:
         return _walk(buf, at, end, present, sizes)
     # Old temporal columns whose fractional digits no definition gives (source.oldtemporal):
     # each choice of their sizes is walked, and the count most choices end exactly with is
-    # taken (a NULL's size makes no difference, so the true count has the most), the least of
-    # equals: the same bytes count the same in every run, which a resume inside a transaction
-    # needs. Too many choices: not counted.
+    # taken, the least of equals (a NULL's size makes no difference, so every choice that
+    # differs only in NULLs fits the true count, and a wrong count fits by chance): the same
+    # bytes count the same in every run, which a resume inside a transaction needs. Too many
+    # choices: not counted.
     choices = [oldtemporal.SIZES[sizes[i][1]] for i in unknown]
     if math.prod(len(c) for c in choices) > MAX_CHOICES:
         return None
@@ -108,7 +109,6 @@ def count(event: Any) -> Optional[int]:
         if n is not None:
             fits[n] = fits.get(n, 0) + 1
     return min(fits, key=lambda n: (-fits[n], n)) if fits else None
-
 
 
 def _walk(buf: bytes, at: int, end: int, present: List[List[int]],
