@@ -114,6 +114,10 @@ class Streamer:
         if start.file:
             self.metrics.resumed_at(start)  # the committed position until the first commit
         tables = self.catalog(publisher)
+        if self.definitions is not None:
+            # Its connection may be to a server restarted since, or failed over from: the next
+            # read opens one to the server in use.
+            self.definitions.close()
         policy = CommitPolicy(cfg, publisher, tracker, reader, self, self.metrics, self.clock,
                               self.totals, after_commit=self.heap.after_commit)
         announce = Announcer(publisher, policy.open, cfg.topics.compact,

@@ -82,6 +82,35 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
         assert got == sorted(truth) and len(set(got)) == len(got)
 
 
+def test_after_a_restart_of_the_server_table_definitions_are_read_on_a_new_connection(tmp_path):
+    # A UUID column's definition is read from the server on a connection of its own: the one
+    # opened before the restart is dead after it, and a table seen only after it must still be
+    # read (on the server in use, which a failover may have changed too).
+    with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE r", "CREATE TABLE r.a (id INT PRIMARY KEY, u UUID)")
+        start = support.master_pos(conn)
+        ns = support.unique("rd")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["r.*"],
+                                   mysql={"port": mdb.port, "password_file": mdb.password_file(),
+                                          "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0,
+                                          "reconnect_max_attempts": 5})
+        uuid = "123e4567-e89b-12d3-a456-426614174000"
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            support.sql(conn, f"INSERT INTO r.a VALUES (1, '{uuid}')")
+            first = support.consume([f"{ns}.r.a"], expect=1, decode_ns=ns)
+            assert str(first[0]["value"]["after"]["u"]) == uuid
+            mdb.down()
+            mdb.up()
+            support.sql(mdb.admin(), "CREATE TABLE r.b (id INT PRIMARY KEY, u UUID)",
+                        f"INSERT INTO r.b VALUES (2, '{uuid}')")
+            msgs = support.consume([f"{ns}.r.b"], expect=1, decode_ns=ns, timeout=60)
+            assert proc.proc.poll() is None, proc.output()[-3000:]
+            assert proc.stop() == 0
+        assert [(m["key"]["id"], str(m["value"]["after"]["u"])) for m in msgs] == [(2, uuid)]
+
+
 # A binlog of each family (MariaDB 11.4's is 10.11's).
 _FAMILIES = [s.name for s in support.enabled_sources() if s.name in ("mariadb-10.11", "mysql-8.0")]
 
