@@ -180,12 +180,11 @@ class Definitions:
         key = (db, table)
         found = self.cache.get(key)
         if found is None:
-            if self.conn is None:
-                self.conn = self.connect()
+            conn = self.connection()
             names = [c.name for c in columns]
             # MySQL has neither plugin types nor versioning: only a hidden column is worth a read.
-            asked = self.mariadb(self.conn) or any(n and HIDDEN_NAME.fullmatch(n) for n in names)
-            found = read(self.conn, db, table, names) if asked else NONE
+            asked = self.mariadb(conn) or any(n and HIDDEN_NAME.fullmatch(n) for n in names)
+            found = read(conn, db, table, names) if asked else NONE
             old = [c.name for c in columns if c.type in OLD]
             if asked and old:  # only an old temporal column's digits are missing from the map
                 digits = dict(found.fractions)
@@ -196,6 +195,13 @@ class Definitions:
             if said:
                 log.info("table %s.%s: %s", db, table, said)
         return found
+
+    def connection(self) -> Any:
+        """The connection definitions are read on, opened at first use (source.reach reads
+        triggers and routines on it too)."""
+        if self.conn is None:
+            self.conn = self.connect()
+        return self.conn
 
     def forget(self, db: str, table: str) -> None:
         """A statement named the table: its definition is read again at its next table map."""

@@ -87,18 +87,6 @@ def refuse(event: Any, file: str) -> None:
                            f"--start-file/--start-pos or --start-gtid)")
 
 
-# A statement that changes rows, and the table it names first: INSERT [INTO], REPLACE [INTO],
-# UPDATE, DELETE [FROM], LOAD DATA ... INTO TABLE; leading comments and modifiers allowed.
-_DML = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*|#[^\n]*\n\s*)*"
-    r"(?:(?:insert|replace)(?:\s+(?:low_priority|delayed|high_priority|ignore))*(?:\s+into)?"
-    r"|update(?:\s+(?:low_priority|ignore))*"
-    r"|delete(?:\s+(?:low_priority|quick|ignore))*\s+from"
-    r"|load\s+(?:data|xml)\b.*?\binto\s+table)"
-    r"\s+(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?",
-    re.IGNORECASE | re.DOTALL)
-
-
 def unquote(part: str) -> str:
     """An identifier as the server knows it: back-quotes taken off, doubled ones made one."""
     return part[1:-1].replace("``", "`") if part.startswith("`") else part
@@ -111,30 +99,22 @@ def table_named(first: str, second: Optional[str], default_db: str) -> Tuple[str
     return unquote(first), unquote(second)
 
 
-def statement_target(query: str, default_db: str) -> Optional[Tuple[str, str]]:
-    """(db, table) a statement-logged INSERT/REPLACE/UPDATE/DELETE/LOAD DATA changes (the first
-    table it names), or None for any other statement."""
-    m = _DML.match(query)
-    if m is None:
-        return None
-    return table_named(m.group(1), m.group(2), default_db)
-
-
-def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool]) -> None:
-    """Stop at row changes logged as a statement in a published table: the streamer reads row
-    events only, so they would be lost."""
-    schema = event.schema
-    db = schema.decode("utf-8", "replace") if isinstance(schema, bytes) else schema
-    target = statement_target(event.query, db or "")
-    if target is None or not published(*target):
-        return
-    packet = event.packet
-    raise UnsupportedEvent(f"a statement changing {target[0]}.{target[1]} at "
-                           f"{file}:{packet.log_pos - packet.event_size} was logged as a "
-                           f"statement, not as row events: {_STATEMENT}. Nothing from this event "
-                           f"on was published, and the checkpoint stays before it; once its "
-                           f"changes are accounted for, restart past it (streamer run "
-                           f"--start-file/--start-pos or --start-gtid)")
+def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool],
+                     reached: Dict[Tuple[str, str], str]) -> None:
+    """Stop at row changes logged as a statement that reach a published table (``reached``:
+    each table changed, and by what, source.reach): the streamer reads row events only, so
+    they would be lost."""
+    for (db, table), by in reached.items():
+        if not published(db, table):
+            continue
+        packet = event.packet
+        how = f" (by {by})" if by else ""
+        raise UnsupportedEvent(f"a statement changing {db}.{table}{how} at "
+                               f"{file}:{packet.log_pos - packet.event_size} was logged as a "
+                               f"statement, not as row events: {_STATEMENT}. Nothing from this "
+                               f"event on was published, and the checkpoint stays before it; "
+                               f"once its changes are accounted for, restart past it (streamer "
+                               f"run --start-file/--start-pos or --start-gtid)")
 
 
 # XA COMMIT / XA ROLLBACK as the server logs them: the xid as X'gtrid',X'bqual',formatID.

@@ -71,26 +71,34 @@ def test_binlog_compression_switched_on_mid_stream_changes_nothing_a_consumer_se
     assert len(view["packed"][4][3]["lt"]) == 1048576 and view["packed"][4][3]["vc"] == "updated"
 
 
-def _stopped_by(conn, name, tmp_path, *session_sql):
-    """Stream db.t, then run an UPDATE of it in a session set up by ``session_sql``: the exit code
-    and output, and what reached the topic."""
+def _stopped_by(conn, name, tmp_path, *session_sql, change="UPDATE t SET v = 'changed' WHERE id = 1",
+                source=None, stops=True):
+    """Stream db.t (only), then ``change`` in a session set up by ``session_sql``: the exit code
+    (None if it ran on: then stopped, after an insert of t in row format reached the topic) and
+    output, and what reached the topic."""
     support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20), n INT)",
                 "INSERT INTO t VALUES (1, 'a', 10)")
     ns = support.unique("img")
     f, p = support.master_pos(conn)
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"], server=source)
     topic = f"{ns}.{name}.t"
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
                                  "--start-pos", str(p)) as proc:
         support.sql(conn, "INSERT INTO t VALUES (2, 'b', 20)")
         support.consume([topic], expect=1, decode_ns=ns)
-        session = support.admin(name)
+        session = (source or support.DEFAULT).admin(name)
         try:
-            support.sql(session, *session_sql, "UPDATE t SET v = 'changed' WHERE id = 1")
+            support.sql(session, *session_sql, change)
         finally:
             session.close()
-        code = proc.wait(timeout=60)
-    msgs = support.consume([topic], expect=1, idle=2.0, decode_ns=ns)
+        if stops:
+            code = proc.wait(timeout=60)
+        else:
+            support.sql(conn, "INSERT INTO t VALUES (3, 'c', 30)")
+            support.consume([topic], expect=2, decode_ns=ns)
+            code = None
+            assert proc.stop() == 0, proc.output()[-3000:]
+    msgs = support.consume([topic], expect=1 if stops else 2, idle=2.0, decode_ns=ns)
     return code, proc.output(), msgs
 
 
@@ -111,6 +119,49 @@ def test_a_session_logging_statements_stops_the_streamer_naming_the_setting(db, 
     assert f"a statement changing {name}.t at " in out and "binlog_format=ROW" in out
     assert "Traceback" not in out
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
+
+
+_STATEMENT = "SET SESSION binlog_format = 'STATEMENT'"
+
+
+@pytest.mark.every_source
+def test_statement_logged_changes_of_a_published_table_by_a_join_or_a_function_stop_it(
+        source, db, tmp_path):
+    # Neither names the published table first: a multi-table UPDATE of it through a join, and
+    # a stored function that changes it, which the server logs as SELECT db.f(...).
+    name, conn = db
+    support.sql(conn, "CREATE TABLE o (id INT PRIMARY KEY, w INT)", "INSERT INTO o VALUES (1, 5)")
+    code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, source=source,
+                                  change="UPDATE o JOIN t ON t.id = o.id SET t.n = o.w")
+    assert code == 3, out[-2000:]
+    assert f"a statement changing {name}.t at " in out and "binlog_format=ROW" in out
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
+
+    support.sql(conn, "DROP TABLE t", "CREATE FUNCTION bump(x INT) RETURNS INT DETERMINISTIC "
+                "BEGIN UPDATE t SET n = n + x WHERE id = 1; RETURN x; END")
+    code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, source=source,
+                                  change="SELECT bump(5)")
+    assert code == 3, out[-2000:]
+    assert (f"a statement changing {name}.t (by the stored function {name}.bump) at " in out)
+    assert "Traceback" not in out
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
+
+
+def test_a_statement_logged_change_of_no_published_table_is_said_and_streaming_goes_on(
+        db, tmp_path):
+    # The table's trigger changes t, but the streamer's user is not shown triggers (it has no
+    # TRIGGER privilege): it can't tell, and says so, naming what it could not see.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE o (id INT PRIMARY KEY, w INT)",
+                "CREATE TRIGGER o_in AFTER INSERT ON o FOR EACH ROW "
+                "UPDATE t SET n = NEW.w WHERE id = 1")
+    code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, stops=False,
+                                  change="INSERT INTO o VALUES (7, 70)")
+    assert code is None
+    assert f"row changes of {name}.o were logged as a statement" in out
+    assert f"can't see: any trigger on {name}.o, which information_schema shows only to a user " \
+           "with the TRIGGER privilege" in out
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2), ("c", 3)]
 
 
 @pytest.mark.skipif("mariadb-11.4" not in [s.name for s in support.enabled_sources()],

@@ -1,20 +1,23 @@
 """The statements stage: query events other than BEGIN and COMMIT.
 
 DDL needs no parsing: a changed table shows up in its next table map. Three kinds of statement
-matter here: row changes that a session logged as a statement, in a published table, which are
-refused (``source.events``); TRUNCATE TABLE, the one DDL published, as op ``t``
+matter here: row changes that a session logged as a statement, which are refused when they
+reach a published table, themselves or by the triggers and routines they run (``source.reach``,
+``source.events``), and said once per table when they reach none that the streamer can see;
+TRUNCATE TABLE, the one DDL published, as op ``t``
 (``engine.rows.publish_truncate``); and the ALTER TABLEs that take rows out or put rows in with no
 row event (a partition dropped, emptied, exchanged: ``source.rowless``), which are warned about.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Set, Tuple
 
 from pymysqlreplication.event import QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
+from streamer.source.reach import Reach, Reached
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
 
@@ -26,6 +29,9 @@ class Statements:
         self.ctx = ctx
         self.tracker = ctx.tracker
         self.tables = ctx.tables
+        definitions = getattr(ctx.tables, "definitions", None)
+        self.reach = Reach(definitions.connection if definitions is not None else None)
+        self.said: Set[Tuple[str, str]] = set()
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
         return {QueryEvent: self.on_query}
@@ -35,7 +41,12 @@ class Statements:
         if query == "BEGIN" or query == "COMMIT":
             return 0
         tracker = self.tracker
-        events.refuse_statement(event, tracker.file, self.tables.filter)
+        reached = self.reach.of(query, _db(event), self.tables.filter)
+        if reached is not None:
+            events.refuse_statement(event, tracker.file, self.tables.filter, reached.tables)
+            self._unpublished(reached, event)
+            return 0
+        self.reach.forget()
         self.tables.on_statement(query)
         tv = truncated_version(event, self.tables)
         if tv is None:
@@ -51,11 +62,27 @@ class Statements:
             sent += ctx.after_publishing(tracker, tv.topic, sent, event.timestamp * 1000)
         return sent
 
+    def _unpublished(self, reached: Reached, event: Any) -> None:
+        """Say, once per table, that a session logs row changes as statements, which reached
+        no published table as far as the streamer can see."""
+        new = [t for t in reached.tables if t not in self.said]
+        if not new:
+            return
+        self.said.update(new)
+        named = ", ".join(f"{db}.{table}" for db, table in new)
+        unseen = "; ".join(reached.unseen) or "nothing"
+        log.warning("row changes of %s were logged as a statement (at %s:%d): a session logs "
+                    "with binlog_format STATEMENT or MIXED. They reach no published table as "
+                    "far as the streamer can see; what it can't see: %s. A change of a "
+                    "published table logged so stops the stream. Set binlog_format=ROW for "
+                    "every session. Said once per table", named, self.tracker.file,
+                    event.packet.log_pos - event.packet.event_size, unseen,
+                    extra={"table": named})
+
     def _unlogged(self, event: Any) -> None:
         """Warn of a statement that changed rows, or gave a table a foreign key that will
         change rows, with no row event (source.rowless)."""
-        schema = event.schema
-        db = schema.decode("utf-8", "replace") if isinstance(schema, bytes) else schema or ""
+        db = _db(event)
         change = rowless_change(event.query, db)
         if change is not None:
             self._rowless(change, event)
@@ -90,3 +117,9 @@ class Statements:
                     packet.log_pos - packet.event_size, change.db, change.table, change.says(),
                     " and ".join(published), ",".join(published),
                     extra={"table": published[0]})
+
+
+def _db(event: Any) -> str:
+    """The statement's default database."""
+    schema = event.schema
+    return schema.decode("utf-8", "replace") if isinstance(schema, bytes) else schema or ""

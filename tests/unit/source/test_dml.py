@@ -1,0 +1,131 @@
+"""Which tables a statement-logged row change changes, and what it calls, from its text."""
+from streamer.source import dml
+from streamer.source.reach import Reach
+
+
+def targets(sql, db="shop"):
+    return dml.changes(sql, db).tables
+
+
+def test_single_table_changes_name_their_table_however_spelt():
+    assert targets("INSERT INTO t (id) VALUES (1)") == {("shop", "t")}
+    assert targets("insert ignore into `sh op`.`t``x` values (1)", "d") == {("sh op", "t`x")}
+    assert targets("/* app */ UPDATE LOW_PRIORITY shop.t SET v = 1", "d") == {("shop", "t")}
+    assert targets("DELETE QUICK FROM t WHERE id = 1") == {("shop", "t")}
+    assert targets("DELETE FROM t AS q WHERE q.id = 1") == {("shop", "t")}
+    assert targets("REPLACE t VALUES (1)") == {("shop", "t")}
+    assert targets("LOAD DATA INFILE 'x.csv' INTO TABLE shop.t (a, b)", "d") == {("shop", "t")}
+    assert targets("/*!40000 INSERT IGNORE INTO t */ VALUES (1)") == {("shop", "t")}
+    assert targets("# why\nINSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = 2") == {
+        ("shop", "t")}
+
+
+def test_multi_table_updates_name_the_tables_their_assignments_qualify():
+    assert targets("UPDATE c JOIN b ON b.id = c.id SET b.v = 99") == {("shop", "b")}
+    assert targets("UPDATE a x JOIN (SELECT * FROM p) d ON d.id = x.id SET x.v = d.v") == {
+        ("shop", "a")}
+    assert targets("UPDATE (a JOIN b USING (id)) LEFT JOIN o.c AS cc ON cc.id = a.id "
+                   "SET cc.v = 1, b.w = (SELECT MAX(v) FROM z) WHERE a.id = 1") == {
+        ("o", "c"), ("shop", "b")}
+    assert targets("UPDATE a, o.b SET o.b.v = 1") == {("o", "b")}
+    # A column alone could be either table's: both.
+    assert targets("UPDATE a, b SET v = 1") == {("shop", "a"), ("shop", "b")}
+    assert targets("UPDATE a FORCE INDEX (k) JOIN b IGNORE KEY FOR JOIN (k) ON a.i = b.i "
+                   "SET b.v = 1") == {("shop", "b")}
+
+
+def test_multi_table_deletes_resolve_their_targets_through_the_aliases():
+    assert targets("DELETE b FROM b JOIN c ON b.id = c.id WHERE b.id = 1") == {("shop", "b")}
+    assert targets("DELETE FROM x1 USING b AS x1 JOIN c ON x1.id = c.id + 1") == {("shop", "b")}
+    assert targets("DELETE a.*, o.b.* FROM a JOIN o.b") == {("shop", "a"), ("o", "b")}
+    assert targets("DELETE y FROM o.t y, u WHERE y.i = u.i") == {("o", "t")}
+
+
+def test_statements_after_a_cte_list_and_inside_bodies_are_found():
+    assert targets("WITH w AS (SELECT 3 AS id) UPDATE b SET v = 7 WHERE id IN "
+                   "(SELECT id FROM w)") == {("shop", "b")}
+    body = ("BEGIN DECLARE n INT; IF x > 0 THEN INSERT INTO b VALUES (x, x); ELSE "
+            "lbl: LOOP DELETE FROM c WHERE id = x; LEAVE lbl; END LOOP; END IF; "
+            "SELECT v INTO n FROM d FOR UPDATE; RETURN REPLACE(s, 'a', 'b'); END")
+    assert targets(body) == {("shop", "b"), ("shop", "c")}
+
+
+def test_what_changes_no_rows_names_no_table():
+    for other in ("BEGIN", "ALTER TABLE t ADD c INT", "CREATE TABLE t (id INT)",
+                  "GRANT SELECT, UPDATE ON shop.t TO u", "SAVEPOINT a", "DROP TABLE updates",
+                  "SELECT INSERT('abc', 1, 1, 'x'), 'UPDATE t SET v = 1' FROM d",
+                  "DELETE HISTORY FROM t BEFORE SYSTEM_TIME NOW()"):
+        assert targets(other) == set(), other
+
+
+def test_calls_are_named_with_their_database():
+    assert dml.changes("SELECT `o`.`f`(50)", "shop").calls == {("o", "f")}
+    assert dml.changes("INSERT INTO c SELECT g(id) FROM a WHERE id IN (1, 2)", "shop").calls == {
+        ("shop", "g")}
+    assert dml.first_word("/* x */ -- y\n  select f(1)") == "SELECT"
+    assert dml.first_word("(SELECT 1)") == ""
+
+
+class _Cursor:
+    def __init__(self, answers, asked):
+        self.answers, self.asked = answers, asked
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, sql, args):
+        self.asked.append(("TRIGGERS" in sql, args))
+        self.rows = self.answers.get(("TRIGGERS" in sql,) + tuple(args), [])
+
+    def fetchall(self):
+        return self.rows
+
+
+class _Server:
+    """information_schema's TRIGGERS and ROUTINES rows, by (is a trigger, db, name)."""
+
+    def __init__(self, answers):
+        self.answers, self.asked = answers, []
+
+    def cursor(self):
+        return _Cursor(self.answers, self.asked)
+
+
+def test_the_reach_follows_triggers_and_routines_to_the_tables_they_change():
+    server = _Server({
+        (True, "app", "a"): [("app", "ta", "INSERT INTO log.b VALUES (NEW.id)")],
+        (True, "log", "b"): [("log", "tb", b"BEGIN SET @x = log.count_it(NEW.id); END")],
+        (False, "log", "count_it"): [("log", "count_it", "FUNCTION",
+                                      "BEGIN UPDATE n SET v = v + 1; RETURN 1; END")],
+        (False, "app", "f"): [("app", "f", "FUNCTION", None)],
+    })
+    reach = Reach(lambda: server)
+    reached = reach.of("INSERT INTO a VALUES (1)", "app")
+    assert reached.tables == {("app", "a"): "", ("log", "b"): "the trigger app.ta on app.a",
+                              ("log", "n"): "the stored function log.count_it"}
+    assert any("app.a" in u for u in reached.unseen) is False  # its trigger was shown
+    assert any("any trigger on log.n" in u for u in reached.unseen)
+    asked = len(server.asked)
+    reach.of("INSERT INTO a VALUES (2)", "app")
+    assert len(server.asked) == asked  # kept until a DDL
+    reach.forget()
+    reach.of("INSERT INTO a VALUES (2)", "app")
+    assert len(server.asked) == 2 * asked
+
+    called = reach.of("SELECT `app`.`f`(1)", "app")
+    assert called.tables == {}
+    assert called.unseen == ["the stored function app.f, whose body the streamer's user is not "
+                             "shown"]
+    assert reach.of("ALTER TABLE a ADD c INT", "app") is None
+    # A published table reached ends the reading: the stream stops there anyway.
+    asked = len(server.asked)
+    stopped = reach.of("INSERT INTO a VALUES (3)", "app", lambda db, table: db == "app")
+    assert stopped.tables == {("app", "a"): ""} and len(server.asked) == asked
+
+
+def test_without_a_server_the_statement_alone_is_read():
+    reached = Reach(None).of("UPDATE a JOIN b ON a.i = b.i SET b.v = f(1)", "app")
+    assert reached.tables == {("app", "b"): ""} and reached.unseen == []
