@@ -15,6 +15,15 @@ from tests import support
 from tests.e2e.servers import WITHOUT_GTIDS, PrivateKafka, PrivateMariaDB, binlog_rows
 
 
+def _restartable(tmp_path, mdb, ns, include, **mysql):
+    """A config streaming ``include`` from the private server ``mdb``, reconnecting within a
+    second of its restart."""
+    return support.write_config(str(tmp_path / "c.yaml"), ns, include,
+                                mysql={"port": mdb.port, "password_file": mdb.password_file(),
+                                       "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0,
+                                       **mysql})
+
+
 def _identities(msgs):
     return sorted((m["value"]["source"]["file"], m["value"]["source"]["pos"],
                    m["value"]["source"]["row"], m["value"]["op"], m["key"]["id"]) for m in msgs)
@@ -51,9 +60,7 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
         support.sql(conn, "CREATE DATABASE r", "CREATE TABLE r.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
         start = support.master_pos(conn)
         ns = support.unique("mr")
-        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["r.*"],
-                                   mysql={"port": mdb.port, "password_file": mdb.password_file(),
-                                          "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0})
+        cfg = _restartable(tmp_path, mdb, ns, ["r.*"])
         writer = Writer(lambda: mdb.admin("r"), "t")
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
@@ -91,10 +98,7 @@ def test_after_a_restart_of_the_server_table_definitions_are_read_on_a_new_conne
         support.sql(conn, "CREATE DATABASE r", "CREATE TABLE r.a (id INT PRIMARY KEY, u UUID)")
         start = support.master_pos(conn)
         ns = support.unique("rd")
-        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["r.*"],
-                                   mysql={"port": mdb.port, "password_file": mdb.password_file(),
-                                          "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0,
-                                          "reconnect_max_attempts": 5})
+        cfg = _restartable(tmp_path, mdb, ns, ["r.*"], reconnect_max_attempts=5)
         uuid = "123e4567-e89b-12d3-a456-426614174000"
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
@@ -181,9 +185,7 @@ def test_a_streamer_started_while_mariadb_is_down_waits_for_it_then_streams(tmp_
         conn.close()
         mdb.down()
         ns = support.unique("md")
-        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["w.*"],
-                                   mysql={"port": mdb.port, "password_file": mdb.password_file(),
-                                          "reconnect_backoff_s": 0.2, "reconnect_backoff_max_s": 1.0})
+        cfg = _restartable(tmp_path, mdb, ns, ["w.*"])
         unreachable = f"MySQL at 127.0.0.1:{mdb.port} unreachable"
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
