@@ -158,10 +158,10 @@ def load(conn: Any, names: Optional[List[str]] = None) -> List[str]:
             except Exception as exc:  # noqa: BLE001 - an unknown charset; the rest still load
                 log.debug("charset %s not loaded from the server: %s", name, exc)
                 continue
-        decoders.BYTE_ORDER[name] = codec
+        decoders.CODEC_OF[name] = codec
         for alias, charset in LIBRARY_NAMES.items():
             if charset == name:
-                decoders.BYTE_ORDER[alias] = codec
+                decoders.CODEC_OF[alias] = codec
         loaded.append(name)
     return loaded
 
@@ -182,7 +182,7 @@ def configure(settings: Callable[[], Dict[str, Any]],
                         _refused.add(name)
                 finally:
                     conn.close()
-            return decoders.BYTE_ORDER.get(name)
+            return decoders.CODEC_OF.get(name)
 
     decoders.SERVER_TABLE = ensure
     decoders.SERVER_TABLE_NAMES = frozenset(SERVER_DEFINED + list(LIBRARY_NAMES))

@@ -6,7 +6,8 @@ Corrections:
 - MySQL's latin1 is cp1252 plus five bytes cp1252 leaves undefined; the library decoded it as
   strict cp1252, so a row holding one of them (double-encoded UTF-8 'Á' is C3 81) stopped the
   streamer, again at every restart. UTF-16, UCS-2 and UTF-32 are big-endian in MySQL; the library
-  decoded utf16 and utf32 little-endian and had no codec for ucs2 and utf16le.
+  decoded utf16 and utf32 little-endian and had no codec for ucs2 and utf16le. MySQL's gb18030
+  is the 2005 edition, Python's codec the 2000 edition's table for one pair of sequences.
 - TIME(1..6) with a negative value: the library reads the integer and fractional parts
   separately, so '-00:00:00.000001' came back as -0.999999 s. MySQL packs both parts into
   one offset integer (see the server's my_time.cc); we decode it as such.
@@ -90,13 +91,41 @@ def _mysql_latin1() -> str:
 
 
 MYSQL_LATIN1 = _mysql_latin1()
-# MySQL's UTF-16, UCS-2 and UTF-32 are big-endian, and utf16le is its own charset. The library
-# names these columns' codecs 'utf16' and 'utf32' (to Python: little-endian without a byte-order
-# mark), and 'ucs2' and 'utf16le', which Python doesn't know.
-BYTE_ORDER = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le",
-              "utf32": "utf-32-be"}
+
+# MySQL's gb18030 is GB18030-2005 (MySQL 8.0 has it, MariaDB doesn't). Python's codec keeps the
+# 2000 edition's mapping of one pair the 2005 edition swapped: 0xA8BC is U+1E3F (ḿ) to the
+# server, U+E7C7 (private use) to Python, and 0x8135F437 the other way round, a silent change of
+# the text. Every other sequence decodes alike: checked against MySQL 8.0's CONVERT for every
+# two-byte sequence and every four-byte one of the BMP.
+_GB18030_2005 = {0xE7C7: 0x1E3F, 0x1E3F: 0xE7C7}
+
+
+def _gb18030_2005(name: str) -> Optional[codecs.CodecInfo]:
+    if name.replace("-", "_") != "mysql_gb18030":  # PyPy 3.9 keeps the hyphen
+        return None
+    edition_2000 = codecs.lookup("gb18030")
+
+    def decode(data: Any, errors: str = "strict") -> Tuple[str, int]:
+        text, size = edition_2000.decode(data, errors)  # its errors name gb18030 (_UNITS)
+        if "\ue7c7" in text or "\u1e3f" in text:
+            text = text.translate(_GB18030_2005)
+        return text, size
+
+    def encode(text: str, errors: str = "strict") -> Any:
+        raise UnicodeError("mysql-gb18030 is decoded only")
+
+    return codecs.CodecInfo(encode, decode, name="mysql-gb18030")
+
+
+codecs.register(_gb18030_2005)
+# The codec of each charset the library names where Python's codec of that name is not the
+# server's. MySQL's UTF-16, UCS-2 and UTF-32 are big-endian, and utf16le is its own charset: the
+# library names these columns' codecs 'utf16' and 'utf32' (to Python: little-endian without a
+# byte-order mark), and 'ucs2' and 'utf16le', which Python doesn't know.
+CODEC_OF = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le",
+            "utf32": "utf-32-be", "gb18030": "mysql-gb18030"}
 # The charsets whose codec is made from the server's own table the first time a value needs it,
-# and what makes it (source.charsets.configure sets both; it adds the codec to BYTE_ORDER).
+# and what makes it (source.charsets.configure sets both; it adds the codec to CODEC_OF).
 SERVER_TABLE_NAMES: FrozenSet[str] = frozenset()
 SERVER_TABLE: Optional[Callable[[str], Optional[str]]] = None
 
@@ -116,7 +145,7 @@ def decode_string(self: Any, raw: bytes, column: Any) -> Any:
         return raw.decode("utf-8", errors)
     if name == "cp1252":  # the library names MySQL's latin1 by the codec it took it for
         return codecs.charmap_decode(raw, errors, MYSQL_LATIN1)[0]
-    codec = BYTE_ORDER.get(name)
+    codec = CODEC_OF.get(name)
     if codec is None and name in SERVER_TABLE_NAMES and SERVER_TABLE is not None:
         codec = SERVER_TABLE(name)  # the server's table, asked for once (source.charsets)
     encoding = codec or self.charset_to_encoding(name)

@@ -243,6 +243,40 @@ def test_text_in_every_byte_order_and_all_of_latin1_reads_as_the_server_reads_it
     assert got[0][5:12] == ("ÀÁÂÃ", "âêôû", "ÄÖÅäöå", "ԱաԲ", "Čüé", "აბგ", "ÄĀā")
 
 
+@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
+                    reason="MySQL 8.0 is not in the matrix")
+def test_gb18030_reads_as_mysql_reads_it_its_2005_edition(tmp_path):
+    # MySQL's gb18030 is GB18030-2005, which swapped the characters of 0xA8BC (ḿ) and
+    # 0x8135F437 (a private-use one) from the 2000 edition Python's codec keeps. With a
+    # two-byte, a four-byte and a supplementary character around them; binlog and snapshot.
+    from tests.e2e.test_snapshot import snapshot_cli
+    source = support.SOURCES["mysql-8.0"]
+    conn = source.admin()
+    name = support.unique("t_")
+    support.sql(conn, f"CREATE DATABASE {name}", f"CREATE TABLE {name}.g (id INT PRIMARY KEY, "
+                      "v VARCHAR(16) CHARACTER SET gb18030, t TEXT CHARACTER SET gb18030)")
+    try:
+        ns = support.unique("gb")
+        f, p = support.master_pos(conn)
+        support.sql(conn, f"INSERT INTO {name}.g VALUES (1, X'41A8BC8135F437D6D0', "
+                          f"X'8135F437A8BC81308130'), (2, X'9530E232', 'plain')")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.g"], server=source)
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                     "--start-pos", str(p)) as proc:
+            streamed = support.consume([f"{ns}.{name}.g"], expect=2, decode_ns=ns)
+            assert snapshot_cli(cfg, "--tables", f"{name}.g")[0] == 0
+            snapped = support.consume([f"{ns}.{name}.g"], expect=4, decode_ns=ns)[2:]
+            assert proc.stop() == 0, proc.output()[-3000:]
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT v, t FROM {name}.g ORDER BY id")
+            shown = [tuple(r) for r in cur.fetchall()]
+    finally:
+        support.sql(conn, f"DROP DATABASE {name}")
+    assert shown[0] == ("A\u1e3f\ue7c7中", "\ue7c7\u1e3f\x80") and ord(shown[1][0]) > 0xFFFF
+    for msgs in (streamed, snapped):
+        assert [(m["value"]["after"]["v"], m["value"]["after"]["t"]) for m in msgs] == shown
+
+
 # Bytes a column keeps that its charset has no character for (a server takes any byte into an
 # ascii column, and a well-formed pair its big5 or gbk table lacks, even in strict mode), and
 # characters Python's cp1256 has where the server's has none: SELECT shows a '?' for each.

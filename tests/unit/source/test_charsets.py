@@ -37,7 +37,7 @@ def test_a_charset_the_server_has_decodes_by_its_table_and_one_it_lacks_is_left_
     charsets._tables.pop("mysql-swe7", None)
     assert charsets.load(server) == ["swe7"]
     assert len(server.asked) == len(charsets.SERVER_DEFINED)
-    assert decoders.BYTE_ORDER["swe7"] == "mysql-swe7"
+    assert decoders.CODEC_OF["swe7"] == "mysql-swe7"
     assert b"[abc]\xc0".decode("mysql-swe7") == "ÄabcÅ?"
     assert "ÄabcÅ".encode("mysql-swe7") == b"[abc]"
     # Loaded once per process: a reconnect asks again only for what is still missing.
@@ -92,12 +92,12 @@ def test_a_value_in_a_server_defined_charset_asks_for_its_table_once():
     charsets._tables["mysql-hebrew"] = "".join(chr(b) for b in range(256))
     charsets._tables["mysql-hebrew"] = charsets._tables["mysql-hebrew"][:0xAF] + "\u203e" + \
         charsets._tables["mysql-hebrew"][0xB0:]
-    decoders.BYTE_ORDER.pop("hebrew", None)
+    decoders.CODEC_OF.pop("hebrew", None)
     old = decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES
     try:
         decoders.SERVER_TABLE_NAMES = frozenset(["hebrew"])
         decoders.SERVER_TABLE = lambda name: (asked.append(name), charsets.load(None, [name]),
-                                              decoders.BYTE_ORDER.get(name))[2]
+                                              decoders.CODEC_OF.get(name))[2]
         event = SimpleNamespace(packet=SimpleNamespace(
             read_length_coded_pascal_string=lambda size: b"a\xaf"), _ignore_decode_errors=False)
         column = SimpleNamespace(character_set_name="hebrew")
@@ -123,7 +123,7 @@ def test_a_charset_the_server_gives_no_table_for_is_asked_for_once():
         return Refusing()
 
     charsets._tables.pop("mysql-geostd8", None)
-    decoders.BYTE_ORDER.pop("geostd8", None)
+    decoders.CODEC_OF.pop("geostd8", None)
     old = decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES
     try:
         charsets.configure(lambda: {"host": "h"}, connect)
@@ -133,3 +133,13 @@ def test_a_charset_the_server_gives_no_table_for_is_asked_for_once():
     finally:
         decoders.SERVER_TABLE, decoders.SERVER_TABLE_NAMES = old
         charsets._refused.discard("geostd8")
+
+
+def test_gb18030_is_the_2005_edition_mysql_has():
+    # 0xA8BC and 0x8135F437 swapped characters in 2005; the rest reads as Python's codec does,
+    # and a sequence with no character is one '?', four bytes long when its second is a digit.
+    assert decoders.CODEC_OF["gb18030"] == "mysql-gb18030"
+    raw = bytes.fromhex("41a8bc8135f437d6d09530e232")
+    assert raw.decode("mysql-gb18030") == "A\u1e3f\ue7c7中" + bytes.fromhex("9530e232").decode(
+        "gb18030")
+    assert bytes.fromhex("41e332b53442").decode("mysql-gb18030", "mysql-replace") == "A?B"
