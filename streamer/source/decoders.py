@@ -7,7 +7,8 @@ Corrections:
   strict cp1252, so a row holding one of them (double-encoded UTF-8 'Á' is C3 81) stopped the
   streamer, again at every restart. UTF-16, UCS-2 and UTF-32 are big-endian in MySQL; the library
   decoded utf16 and utf32 little-endian and had no codec for ucs2 and utf16le. MySQL's gb18030
-  is the 2005 edition, Python's codec the 2000 edition's table for one pair of sequences.
+  is the 2005 edition, Python's codec the 2000 edition's table for one pair of sequences; the
+  server's sjis has a backslash where Python's has a fullwidth one.
 - TIME(1..6) with a negative value: the library reads the integer and fractional parts
   separately, so '-00:00:00.000001' came back as -0.999999 s. MySQL packs both parts into
   one offset integer (see the server's my_time.cc); we decode it as such.
@@ -92,38 +93,44 @@ def _mysql_latin1() -> str:
 
 MYSQL_LATIN1 = _mysql_latin1()
 
-# MySQL's gb18030 is GB18030-2005 (MySQL 8.0 has it, MariaDB doesn't). Python's codec keeps the
-# 2000 edition's mapping of one pair the 2005 edition swapped: 0xA8BC is U+1E3F (ḿ) to the
-# server, U+E7C7 (private use) to Python, and 0x8135F437 the other way round, a silent change of
-# the text. Every other sequence decodes alike: checked against MySQL 8.0's CONVERT for every
-# two-byte sequence and every four-byte one of the BMP.
-_GB18030_2005 = {0xE7C7: 0x1E3F, 0x1E3F: 0xE7C7}
+# Python codecs that differ from the server's tables in a few characters, and what the server
+# has for them: checked against CONVERT on MySQL 8.0 and MariaDB 10.11 and 11.4 for every byte
+# pair (and gb18030's four-byte sequences of the BMP); any other sequence decodes alike.
+# - gb18030 (MySQL only) is GB18030-2005, which swapped the characters of 0xA8BC and 0x8135F437
+#   from the 2000 edition Python's codec keeps: ḿ (U+1E3F) and U+E7C7 (private use).
+# - sjis reads 0x815F as the backslash (U+005C), where Python has the fullwidth one (U+FF3C);
+#   the server has no character for U+FF3C, so nothing else decodes to it.
+_ADJUSTED = {"mysql_gb18030": ("gb18030", {0xE7C7: 0x1E3F, 0x1E3F: 0xE7C7}),
+             "mysql_sjis": ("shift_jis", {0xFF3C: 0x5C})}
 
 
-def _gb18030_2005(name: str) -> Optional[codecs.CodecInfo]:
-    if name.replace("-", "_") != "mysql_gb18030":  # PyPy 3.9 keeps the hyphen
+def _adjusted(name: str) -> Optional[codecs.CodecInfo]:
+    found = _ADJUSTED.get(name.replace("-", "_"))  # PyPy 3.9 keeps the hyphen
+    if found is None:
         return None
-    edition_2000 = codecs.lookup("gb18030")
+    base, table = found
+    python = codecs.lookup(base)
+    differ = [chr(c) for c in table]
 
     def decode(data: Any, errors: str = "strict") -> Tuple[str, int]:
-        text, size = edition_2000.decode(data, errors)  # its errors name gb18030 (_UNITS)
-        if "\ue7c7" in text or "\u1e3f" in text:
-            text = text.translate(_GB18030_2005)
+        text, size = python.decode(data, errors)  # its errors name its encoding (_UNITS)
+        if any(c in text for c in differ):
+            text = text.translate(table)
         return text, size
 
     def encode(text: str, errors: str = "strict") -> Any:
-        raise UnicodeError("mysql-gb18030 is decoded only")
+        raise UnicodeError(f"{name} is decoded only")
 
-    return codecs.CodecInfo(encode, decode, name="mysql-gb18030")
+    return codecs.CodecInfo(encode, decode, name=name.replace("_", "-"))
 
 
-codecs.register(_gb18030_2005)
+codecs.register(_adjusted)
 # The codec of each charset the library names where Python's codec of that name is not the
 # server's. MySQL's UTF-16, UCS-2 and UTF-32 are big-endian, and utf16le is its own charset: the
 # library names these columns' codecs 'utf16' and 'utf32' (to Python: little-endian without a
 # byte-order mark), and 'ucs2' and 'utf16le', which Python doesn't know.
 CODEC_OF = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le",
-            "utf32": "utf-32-be", "gb18030": "mysql-gb18030"}
+            "utf32": "utf-32-be", "gb18030": "mysql-gb18030", "sjis": "mysql-sjis"}
 # The charsets whose codec is made from the server's own table the first time a value needs it,
 # and what makes it (source.charsets.configure sets both; it adds the codec to CODEC_OF).
 SERVER_TABLE_NAMES: FrozenSet[str] = frozenset()

@@ -215,6 +215,7 @@ CHARSETS = [
     ("uj", "ujis", "X'F5A1A4A2'", "X'8FB0A1'"),  # the user-defined area and あ; a JIS X 0212 one
     ("ek", "euckr", "X'8141B0A1'", "X'B0A2'"),  # CP949's extension and 가
     ("em", "eucjpms", "X'ADA1C6FC'", "X'8FF4BD'"),  # ①日; 﨑
+    ("sj", "sjis", "X'815F5C'", "X'82A0'"),  # the server's backslash (Python's fullwidth one); あ
 ]
 
 

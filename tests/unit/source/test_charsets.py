@@ -143,3 +143,9 @@ def test_gb18030_is_the_2005_edition_mysql_has():
     assert raw.decode("mysql-gb18030") == "A\u1e3f\ue7c7中" + bytes.fromhex("9530e232").decode(
         "gb18030")
     assert bytes.fromhex("41e332b53442").decode("mysql-gb18030", "mysql-replace") == "A?B"
+
+
+def test_sjis_has_the_servers_backslash():
+    assert decoders.CODEC_OF["sjis"] == "mysql-sjis"
+    assert bytes.fromhex("815f5c82a0").decode("mysql-sjis") == "\\\\あ"
+    assert bytes.fromhex("41f04042").decode("mysql-sjis", "mysql-replace") == "A?B"
