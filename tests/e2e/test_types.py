@@ -278,6 +278,36 @@ def test_gb18030_reads_as_mysql_reads_it_its_2005_edition(tmp_path):
         assert [(m["value"]["after"]["v"], m["value"]["after"]["t"]) for m in msgs] == shown
 
 
+@pytest.mark.every_source
+def test_enum_and_set_members_in_any_charset_read_as_select_shows_them(source, db, tmp_path):
+    # The table map writes the members in the column's charset: latin1's 'café' is no UTF-8,
+    # ucs2's are two bytes a character, greek's is a charset Python's codec reads otherwise.
+    from tests.e2e.test_snapshot import snapshot_cli
+    name, conn = db
+    support.sql(conn, "CREATE TABLE m (id INT PRIMARY KEY, "
+                      "e ENUM('café', 'naïve', 'plain') CHARACTER SET latin1, "
+                      "s SET('größe', 'x', 'ü') CHARACTER SET latin1, "
+                      "u ENUM('Ā€', 'b') CHARACTER SET ucs2, g ENUM('ΑΒ', 'c') CHARACTER SET greek, "
+                      "j ENUM('日本', 'z') CHARACTER SET utf8mb4)")
+    ns = support.unique("em")
+    f, p = support.master_pos(conn)
+    support.sql(conn, "INSERT INTO m VALUES (1, 'café', 'größe,ü', 'Ā€', 'ΑΒ', '日本'), "
+                      "(2, 'naïve', 'x', 'b', 'c', 'z'), (3, NULL, '', NULL, NULL, NULL)")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.m"], server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        streamed = support.consume([f"{ns}.{name}.m"], expect=3, decode_ns=ns)
+        assert snapshot_cli(cfg, "--tables", f"{name}.m")[0] == 0
+        snapped = support.consume([f"{ns}.{name}.m"], expect=6, decode_ns=ns)[3:]
+        assert proc.stop() == 0, proc.output()[-3000:]
+    with conn.cursor() as cur:
+        cur.execute("SELECT e, s, u, g, j FROM m ORDER BY id")
+        shown = [tuple(r) for r in cur.fetchall()]
+    assert shown[0] == ("café", "größe,ü", "Ā€", "ΑΒ", "日本")
+    for msgs in (streamed, snapped):
+        assert [tuple(m["value"]["after"][c] for c in "esugj") for m in msgs] == shown
+
+
 # Bytes a column keeps that its charset has no character for (a server takes any byte into an
 # ascii column, and a well-formed pair its big5 or gbk table lacks, even in strict mode), and
 # characters Python's cp1256 has where the server's has none: SELECT shows a '?' for each.

@@ -1,4 +1,14 @@
-"""Speed fixes to python-mysql-replication's table-map events (source.patches applies them).
+"""Fixes to python-mysql-replication's table-map events (source.patches applies them).
+
+A correctness fix:
+
+- An ENUM's or SET's members are written in the table map in the column's charset; the library
+  decoded them as UTF-8, and a member that wasn't (latin1 'café') became "": its values were
+  published as "" (a SET's as ",x"), in silence. The members are kept as bytes
+  (``read_type_values``) and decoded in the column's charset as a value is
+  (``members_decoded``).
+
+And speed fixes:
 
 - Every table-map event built a ``Table`` whose primary key was found through each column's
   ``data`` property, a dict of all its attributes built per call (~17 % of a bulk catch-up).
@@ -15,7 +25,11 @@ docs/benchmarks.md has the profiles behind both numbers.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
+
+from pymysqlreplication.row_event import RowsEvent
+
+from streamer.source import decoders
 
 def table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
                 primary_key: Any = None, column_name_flag: bool = False) -> None:
@@ -113,3 +127,52 @@ def forget() -> None:
     """Drop every kept parse, of every stream: the next table-map event of each is parsed."""
     _stream[:] = [None, False, {}]
     _others.clear()
+
+
+def read_type_values(self: Any, length: int) -> Optional[List[List[bytes]]]:
+    """TableMapEvent._read_type_values: each ENUM's or SET's members, as the bytes of the
+    column's charset they are written in (``members_decoded`` decodes them)."""
+    packet = self.packet
+    read_until = packet.read_bytes + length
+    if packet.read_bytes >= read_until:
+        return None
+    result = []
+    while packet.read_bytes < read_until:
+        count = packet.read_length_coded_binary()
+        result.append([packet.read_variable_length_string() for _ in range(count)])
+    return result
+
+
+class _MemberSource:
+    """What decoders.decode_string asks of the event a value comes from, for a table map's
+    members: where they are, and how the library names a charset's codec."""
+    _ignore_decode_errors = False
+    charset_to_encoding = staticmethod(RowsEvent.charset_to_encoding)
+
+    def __init__(self, event: Any) -> None:
+        self.schema, self.table, self.packet = event.schema, event.table, event.packet
+
+
+def members_decoded(parse: Callable[..., None]) -> Callable[..., None]:
+    """TableMapEvent.__init__ that decodes each ENUM's and SET's members in the column's
+    charset once the library has read the columns' charsets (a charset without a codec, such
+    as binary, as UTF-8, as the library did)."""
+    def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
+                 ctl_connection: Any, **kwargs: Any) -> None:
+        parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+        source = None
+        for column in getattr(self, "columns", None) or ():
+            for attr in ("enum_values", "set_values"):
+                members = getattr(column, attr, None)
+                if not members:
+                    continue
+                source = source or _MemberSource(self)
+                setattr(column, attr, [_member(source, m, column) for m in members])
+    return __init__
+
+
+def _member(source: _MemberSource, raw: Any, column: Any) -> str:
+    if not isinstance(raw, bytes):
+        return raw  # the library's "" for an ENUM's index 0
+    text = decoders.decode_string(source, raw, column)
+    return text if isinstance(text, str) else raw.decode("utf-8", "replace")
