@@ -11,7 +11,7 @@ import pymysql
 from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.position import Position
-from streamer.source import charsets, rowless, server
+from streamer.source import charsets, collations, rowless, server
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ def probe_source(cfg: Config, password: str,
         # The charsets Python decodes otherwise than the server: by the server's tables, asked
         # of the server in use when a value first needs one (after a failover, the new one).
         charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
+        collations.register(conn, server.is_mariadb(conn))
         initial = cfg.start.initial
         beginning = initial == "beginning"
         snapshot = None

@@ -216,6 +216,10 @@ CHARSETS = [
     ("ek", "euckr", "X'8141B0A1'", "X'B0A2'"),  # CP949's extension and 가
     ("em", "eucjpms", "X'ADA1C6FC'", "X'8FF4BD'"),  # ①日; 﨑
     ("sj", "sjis", "X'815F5C'", "X'82A0'"),  # the server's backslash (Python's fullwidth one); あ
+    # MariaDB 10.10+'s uca1400 collations (ids from 2048) the replication library doesn't know.
+    ("u16c", "utf16 COLLATE utf16_uca1400_ai_ci", "'A€😀'", "'z'"),
+    ("ucsc", "ucs2 COLLATE ucs2_uca1400_as_cs", "'A€'", "'z'"),
+    ("u32c", "utf32 COLLATE utf32_uca1400_ai_ci", "'A€😀'", "'z'"),
 ]
 
 
