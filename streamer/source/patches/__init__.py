@@ -82,14 +82,15 @@ FIXES: List[Fix] = [
     Fix(TableMapEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                     "ctl_connection"),
         lambda original: table_map.cached_init(oldtemporal.measuring(
-            standins.translating(table_map.members_decoded(original)))),
+            standins.translating(table_map.completed(original)))),
         "speed: each distinct table-map event parsed once; correctness: MySQL 9's VECTOR "
         "columns, MariaDB's compressed columns (and optional metadata the library doesn't "
         "know) no longer stop the stream, old temporal columns get their fractional "
-        "digits, and ENUM and SET members are read in their column's charset"),
+        "digits, ENUM and SET members are read in their column's charset, and a key with a "
+        "prefix part is the table's key"),
     Fix(TableMapEvent, "_read_type_values", ("self", "length"),
         _keep(table_map.read_type_values),
-        "correctness: ENUM and SET members kept as bytes, not UTF-8 or \"\" (members_decoded)"),
+        "correctness: ENUM and SET members kept as bytes, not UTF-8 or \"\" (completed)"),
     Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
         "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
     Fix(BinLogStreamReader, "_BinLogStreamReader__checksum_enabled", ("self",),

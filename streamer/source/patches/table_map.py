@@ -1,12 +1,16 @@
 """Fixes to python-mysql-replication's table-map events (source.patches applies them).
 
-A correctness fix:
+Correctness fixes (``completed``), of what the library's parse of the optional metadata leaves
+wrong:
 
 - An ENUM's or SET's members are written in the table map in the column's charset; the library
   decoded them as UTF-8, and a member that wasn't (latin1 'café') became "": its values were
   published as "" (a SET's as ",x"), in silence. The members are kept as bytes
-  (``read_type_values``) and decoded in the column's charset as a value is
-  (``members_decoded``).
+  (``read_type_values``) and decoded in the column's charset as a value is.
+- A primary key with a prefix part (``PRIMARY KEY (id, name(10))``, any key on a TEXT) is
+  written as PRIMARY_KEY_WITH_PREFIX, which the library reads and leaves unused: no column was
+  a key column, and the table was published keyless (no key, no tombstones) while its snapshot
+  was keyed. Its columns are the key, their whole values (as a snapshot's are).
 
 And speed fixes:
 
@@ -131,7 +135,7 @@ def forget() -> None:
 
 def read_type_values(self: Any, length: int) -> Optional[List[List[bytes]]]:
     """TableMapEvent._read_type_values: each ENUM's or SET's members, as the bytes of the
-    column's charset they are written in (``members_decoded`` decodes them)."""
+    column's charset they are written in (``completed`` decodes them)."""
     packet = self.packet
     read_until = packet.read_bytes + length
     if packet.read_bytes >= read_until:
@@ -153,21 +157,26 @@ class _MemberSource:
         self.schema, self.table, self.packet = event.schema, event.table, event.packet
 
 
-def members_decoded(parse: Callable[..., None]) -> Callable[..., None]:
-    """TableMapEvent.__init__ that decodes each ENUM's and SET's members in the column's
-    charset once the library has read the columns' charsets (a charset without a codec, such
-    as binary, as UTF-8, as the library did)."""
+def completed(parse: Callable[..., None]) -> Callable[..., None]:
+    """TableMapEvent.__init__, then what the library leaves wrong of the optional metadata it
+    read: ENUM and SET members decoded in the column's charset (one without a codec, such as
+    binary, as UTF-8, as the library did), and a key's prefix parts made key columns."""
     def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
                  ctl_connection: Any, **kwargs: Any) -> None:
         parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+        columns = getattr(self, "columns", None)
+        if not columns:
+            return
         source = None
-        for column in getattr(self, "columns", None) or ():
+        for column in columns:
             for attr in ("enum_values", "set_values"):
                 members = getattr(column, attr, None)
-                if not members:
-                    continue
-                source = source or _MemberSource(self)
-                setattr(column, attr, [_member(source, m, column) for m in members])
+                if members:
+                    source = source or _MemberSource(self)
+                    setattr(column, attr, [_member(source, m, column) for m in members])
+        metadata = getattr(self, "optional_metadata", None)
+        for index in getattr(metadata, "primary_keys_with_prefix", None) or ():
+            columns[index].is_primary = True
     return __init__
 
 
