@@ -156,8 +156,11 @@ class TableVersion:
         for i, col in enumerate(event.columns):
             if not col.name or col.name.startswith("UNKNOWN_COL"):
                 raise MissingColumnNames(
-                    f"table {self.db}.{self.table}: the binlog carries no column names; set "
-                    f"binlog_row_metadata=FULL on the server (and rewrite the table's rows after it)")
+                    f"table {self.db}.{self.table}: the binlog carries no column names "
+                    f"(binlog_row_metadata is not FULL); set binlog_row_metadata=FULL on the "
+                    f"server. The events written without them stay in the binlog: restart past "
+                    f"them (streamer run --start-file/--start-pos or --start-gtid), then read "
+                    f"the table again (streamer snapshot --tables {self.db}.{self.table})")
             if period is not None and period.hidden and col.name in (period.start, period.end):
                 continue  # the server's hidden period columns: SELECT * shows neither
             if col.name in definition.hidden or getattr(col, "typed_array", None) is not None:

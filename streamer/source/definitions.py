@@ -175,8 +175,8 @@ class Definitions:
         self.cache: Dict[Tuple[str, str], Definition] = {}
 
     def of(self, db: str, table: str, columns: Any) -> Definition:
-        if not worth_asking(columns):
-            return NONE
+        if not worth_asking(columns) or not all(c.name for c in columns):
+            return NONE  # a map without names is refused by its version (MissingColumnNames)
         key = (db, table)
         found = self.cache.get(key)
         if found is None:

@@ -121,6 +121,27 @@ def test_a_session_logging_statements_stops_the_streamer_naming_the_setting(db, 
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
 
 
+@pytest.mark.every_source
+def test_table_maps_without_column_names_stop_the_streamer_naming_the_setting(
+        source, db, tmp_path):
+    # binlog_row_metadata is global and dynamic: set to MINIMAL while streaming, the next table
+    # map has no names. The library then asked the server for the table's names as they are now
+    # (MariaDB: as bytes, and the streamer stopped on a TypeError); they are never used.
+    name, conn = db
+    admin = source.admin()
+    try:
+        code, out, msgs = _stopped_by(conn, name, tmp_path,
+                                      "SET GLOBAL binlog_row_metadata = 'MINIMAL'",
+                                      source=source)
+    finally:
+        support.sql(admin, "SET GLOBAL binlog_row_metadata = 'FULL'")
+        admin.close()
+    assert code == 3, out[-2000:]
+    assert f"table {name}.t: the binlog carries no column names" in out
+    assert "binlog_row_metadata=FULL" in out and "Traceback" not in out
+    assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
+
+
 _STATEMENT = "SET SESSION binlog_format = 'STATEMENT'"
 
 

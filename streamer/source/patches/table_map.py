@@ -3,6 +3,10 @@
 Correctness fixes (``completed``), of what the library's parse of the optional metadata leaves
 wrong:
 
+- A map without column names (``binlog_row_metadata`` set to MINIMAL while streamed): the library
+  took the names the table has now from the server (as bytes on MariaDB, which stopped the
+  streamer with a TypeError); they are dropped, so that a published table's map is refused by
+  the catalog with the setting to fix (``MissingColumnNames``), as on MySQL.
 - An ENUM's or SET's members are written in the table map in the column's charset; the library
   decoded them as UTF-8, and a member that wasn't (latin1 'café') became "": its values were
   published as "" (a SET's as ",x"), in silence. The members are kept as bytes
@@ -167,6 +171,14 @@ def completed(parse: Callable[..., None]) -> Callable[..., None]:
         columns = getattr(self, "columns", None)
         if not columns:
             return
+        metadata = getattr(self, "optional_metadata", None)
+        if metadata is not None and not metadata.column_name_list:
+            # binlog_row_metadata MINIMAL: the library asks the server for the names the table
+            # has now (bytes, on MariaDB), which needn't be the ones this map's rows had. A map
+            # has the names it carries, none here: a published table's refuses, naming the fix.
+            for column in columns:
+                column.name = None
+            return
         source = None
         for column in columns:
             for attr in ("enum_values", "set_values"):
@@ -174,7 +186,6 @@ def completed(parse: Callable[..., None]) -> Callable[..., None]:
                 if members:
                     source = source or _MemberSource(self)
                     setattr(column, attr, [_member(source, m, column) for m in members])
-        metadata = getattr(self, "optional_metadata", None)
         for index in getattr(metadata, "primary_keys_with_prefix", None) or ():
             columns[index].is_primary = True
     return __init__
