@@ -7,9 +7,10 @@ builds the same Avro schema a table-map event of the table gives (tests/e2e/test
 compares the two for every type). Values arrive over the text protocol and are turned into what
 the binlog reader hands back for the same column (``shape``), so the same converters apply.
 
-Two columns can't be read faithfully as text, so they are selected as something else: FLOAT as
-``col + 0e0`` (the text form has six digits, the stored float more), and TIMESTAMP in a session
-whose time zone is UTC (the binlog carries the instant, the text form the session's wall clock).
+Some columns can't be read faithfully as text, so they are selected as something else: FLOAT and
+DOUBLE(M,D) as ``col + 0e0`` (the text form has six digits, or D, the stored value more), and
+TIMESTAMP in a session whose time zone is UTC (the binlog carries the instant, the text form the
+session's wall clock).
 A column left out of Kafka (tables.columns.exclude) is selected as NULL (``Described.leaving_out``).
 """
 from __future__ import annotations
@@ -255,8 +256,15 @@ def shapers(columns: Sequence[Column], db: str = "", table: str = ""
 
 def select_list(columns: Sequence[Column], unread: FrozenSet[str] = frozenset()) -> str:
     return ", ".join("NULL" if c.name in unread else
-                     quote(c.name) + " + 0e0" if c.type == T.FLOAT else quote(c.name)
+                     quote(c.name) + " + 0e0" if _inexact_text(c) else quote(c.name)
                      for c in columns)
+
+
+def _inexact_text(c: Column) -> bool:
+    """A FLOAT's text has six digits; a DOUBLE(M,D)'s has D, and the double the server's
+    rounding to D digits stored needn't be the one nearest to them (-0.01 is stored as
+    -0.010000000000000009). ``col + 0e0`` has the stored value's shortest exact text."""
+    return c.type == T.FLOAT or (c.type == T.DOUBLE and getattr(c, "decimals", None) is not None)
 
 
 def after_key(key: Sequence[str], literals: Sequence[str]) -> str:
