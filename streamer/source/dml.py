@@ -6,7 +6,7 @@ lost (source.events refuses it), and so would the changes of the triggers and st
 runs, which a statement-logged change carries out on the replica, not in the binlog
 (source.reach reads their bodies with this module too).
 
-Not a SQL parser: a tokenizer, statement starts found wherever a row change can start (after a
+Not a SQL parser: its tokens (source.sqltext), statement starts found wherever a row change can start (after a
 CTE list, inside a routine's BEGIN ... END), and the shapes that name what they change:
 ``INSERT/REPLACE [INTO] t``, ``LOAD DATA ... INTO TABLE t``, ``UPDATE refs SET a.c = ...`` (the
 tables its assignments qualify, or all of ``refs`` when one doesn't), ``DELETE FROM t``,
@@ -16,43 +16,9 @@ change is never missed for an unusual spelling, at worst a table it only reads i
 """
 from __future__ import annotations
 
-import re
 from typing import List, NamedTuple, Optional, Set, Tuple
 
-_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<xopen>/\*M?!\d*)                      # an executable comment: its text runs
-  | (?P<comment>/\*.*?\*/|--(?:\s[^\n]*)?(?:\n|$)|\#[^\n]*)
-  | (?P<q>`(?:[^`]|``)*`)
-  | (?P<s>'(?:[^'\\]|\\.|'')*')
-  | (?P<d>"(?:[^"\\]|\\.|"")*")              # a string, or a name under ANSI_QUOTES
-  | (?P<w>[\w$]+)
-  | (?P<xclose>\*/)
-  | (?P<p>.)
-""", re.X | re.S)
-_SKIPPED = ("space", "xopen", "comment", "xclose")
-
-
-class Token(NamedTuple):
-    kind: str   # w (a bare word), q (`quoted`), d ("quoted"), s ('string'), p (punctuation)
-    text: str   # a name as the server knows it, quotes taken off
-    up: str     # a bare word in upper case (a keyword's spelling), else ""
-
-
-def tokens(sql: str) -> List[Token]:
-    out = []
-    for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup
-        if kind in _SKIPPED:
-            continue
-        text = m.group()
-        if kind == "q":
-            text = text[1:-1].replace("``", "`")
-        elif kind == "d":
-            text = text[1:-1].replace('""', '"')
-        out.append(Token(kind, text, text.upper() if kind == "w" else ""))
-    return out
-
+from streamer.source.sqltext import Token, tokens
 
 Table = Tuple[str, str]
 
@@ -76,14 +42,6 @@ _SUBQUERY = {"SELECT", "WITH", "VALUES", "TABLE"}
 # Words a parenthesis follows that call nothing (a call's name is looked up: source.reach).
 _NOT_CALLED = _NOT_ALIAS | {"IN", "EXISTS", "AND", "OR", "NOT", "ANY", "ALL", "SOME", "OVER",
                             "INDEX", "KEY", "CHAR", "VARCHAR", "DECIMAL", "BINARY", "ROW"} | _STARTS
-
-
-def first_word(sql: str) -> str:
-    """The statement's first word, in upper case ("" if it starts with no bare word)."""
-    for m in _TOKEN.finditer(sql):
-        if m.lastgroup not in _SKIPPED:
-            return m.group().upper() if m.lastgroup == "w" else ""
-    return ""
 
 
 def changes(sql: str, default_db: str) -> Changes:

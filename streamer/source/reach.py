@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
-from streamer.source import dml
+from streamer.source import dml, sqltext
 
 Table = Tuple[str, str]
 _MOST_BODIES = 64  # routines calling routines: a bound, well past any real chain
@@ -56,7 +56,7 @@ class Reach:
            published: Callable[[str, str], bool] = lambda db, table: False) -> Optional[Reached]:
         """What ``query``, logged as a statement in ``db``, changes, up to the first table that
         is ``published``; None when it is no row change (DDL and the like)."""
-        if dml.first_word(query) not in dml.FIRST_WORDS:
+        if sqltext.first_word(query) not in dml.FIRST_WORDS:
             return None
         tables: Dict[Table, str] = {}
         unseen: List[str] = []

@@ -1,5 +1,5 @@
 """Which tables a statement-logged row change changes, and what it calls, from its text."""
-from streamer.source import dml
+from streamer.source import dml, sqltext
 from streamer.source.reach import Reach
 
 
@@ -62,8 +62,8 @@ def test_calls_are_named_with_their_database():
     assert dml.changes("SELECT `o`.`f`(50)", "shop").calls == {("o", "f")}
     assert dml.changes("INSERT INTO c SELECT g(id) FROM a WHERE id IN (1, 2)", "shop").calls == {
         ("shop", "g")}
-    assert dml.first_word("/* x */ -- y\n  select f(1)") == "SELECT"
-    assert dml.first_word("(SELECT 1)") == ""
+    assert sqltext.first_word("/* x */ -- y\n  select f(1)") == "SELECT"
+    assert sqltext.first_word("(SELECT 1)") == ""
 
 
 class _Cursor:
