@@ -3,7 +3,8 @@ import zlib
 from types import SimpleNamespace
 
 import pytest
-from pymysqlreplication.event import NotImplementedEvent, RandEvent
+from pymysqlreplication.event import (ExecuteLoadQueryEvent, IntvarEvent, NotImplementedEvent,
+                                      RandEvent, UserVarEvent)
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import PartialUpdateRowsEvent
 
@@ -53,8 +54,13 @@ def test_types_that_carry_no_change_pass_the_anonymous_gtid_and_the_servers_igno
 
 def test_known_events_the_streamer_cannot_read_are_refused_naming_the_setting():
     with pytest.raises(errors.UnsupportedEvent) as refused:
-        events.refuse(fake(RandEvent, 13), "f")
-    assert "RandEvent" in str(refused.value) and "binlog_format=ROW" in str(refused.value)
+        events.refuse(fake(ExecuteLoadQueryEvent, 18), "f")
+    assert "ExecuteLoadQueryEvent" in str(refused.value)
+    assert "binlog_format=ROW" in str(refused.value)
+    # A statement's context (INSERT_ID, RAND() seeds, user variables) is no change: the
+    # statement after it is judged by the tables it reaches (engine.stages.statements).
+    assert {IntvarEvent, RandEvent, UserVarEvent} <= set(events.NO_DATA)
+    assert not {IntvarEvent, RandEvent, UserVarEvent} & set(events.READ)
     # MySQL's partial JSON updates are read (source.jsondiff), not refused.
     assert PartialUpdateRowsEvent in events.FOLLOWED and PartialUpdateRowsEvent not in events._REFUSED
 
