@@ -44,6 +44,32 @@ _NOT_CALLED = _NOT_ALIAS | {"IN", "EXISTS", "AND", "OR", "NOT", "ANY", "ALL", "S
                             "INDEX", "KEY", "CHAR", "VARCHAR", "DECIMAL", "BINARY", "ROW"} | _STARTS
 
 
+def created_by_select(sql: str, default_db: str) -> Optional[Table]:
+    """The table a ``CREATE TABLE ... [AS] SELECT`` fills, as a statement: its rows are in no
+    row event (logged in row format, the statement is written without its SELECT, and the rows
+    follow). None for any other statement, and for a TEMPORARY table (never in a table map)."""
+    toks = tokens(sql)
+    j = 1 if toks and toks[0].up == "CREATE" else len(toks)
+    if toks[j:j + 2] and toks[j].up == "OR" and toks[j + 1].up == "REPLACE":
+        j += 2
+    if j >= len(toks) or toks[j].up != "TABLE":
+        return None
+    j += 1
+    if [t.up for t in toks[j:j + 2]] == ["IF", "NOT"]:
+        j += 3
+    statement = _Statement(toks, j, default_db)
+    name = statement._name(j)
+    if name is None:
+        return None
+    depth = 0
+    for tok in toks[name[2]:]:
+        if tok.kind == "p":
+            depth += (tok.text == "(") - (tok.text == ")")
+        elif tok.up in ("SELECT", "WITH") and depth <= 1:
+            return name[:2]
+    return None
+
+
 def changes(sql: str, default_db: str) -> Changes:
     """What ``sql`` (a statement, or a trigger's or routine's body) changes and calls; names
     without a database are ``default_db``'s."""

@@ -5,7 +5,8 @@ fires and the stored functions it calls (a call that changes rows is logged as
 ``SELECT db.f(...)``) do their changes on each replica again, so none of those is in the binlog
 as rows either. Which tables they change is in their bodies, in ``information_schema.TRIGGERS``
 and ``ROUTINES``, read with source.dml the same way the statement is, routine by routine (a
-body's own calls and the triggers of what it changes too), and kept until the next DDL.
+body's own calls and the triggers of what it changes too), and kept until the next DDL. A
+``CREATE TABLE ... SELECT`` logged as a statement fills its new table with no row event either.
 
 What can't be seen is said, not guessed: ``information_schema`` shows a table's triggers only to
 a user with the TRIGGER privilege on it (the streamer's grants don't have it), and a routine's
@@ -30,6 +31,7 @@ _ROUTINES = ("SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINIT
 class Reached(NamedTuple):
     tables: Dict[Table, str]  # each table changed, and by what: "" for the statement itself
     unseen: List[str]         # what might change more, and couldn't be read
+    ddl: bool = False         # a CREATE TABLE ... SELECT: DDL as well
 
 
 class _Body(NamedTuple):
@@ -56,12 +58,18 @@ class Reach:
            published: Callable[[str, str], bool] = lambda db, table: False) -> Optional[Reached]:
         """What ``query``, logged as a statement in ``db``, changes, up to the first table that
         is ``published``; None when it is no row change (DDL and the like)."""
-        if sqltext.first_word(query) not in dml.FIRST_WORDS:
+        word = sqltext.first_word(query)
+        created = dml.created_by_select(query, db) if word == "CREATE" else None
+        if word not in dml.FIRST_WORDS and created is None:
             return None
         tables: Dict[Table, str] = {}
         unseen: List[str] = []
         todo = [_Body(db, query, "")]
         read: Set[Tuple[str, str]] = set()
+        if created is not None:
+            tables[created] = ""
+            if published(*created):
+                return Reached(tables, unseen, True)
         while todo:
             body = todo.pop()
             if body.sql is None:
@@ -72,14 +80,14 @@ class Reach:
                 if table not in tables:
                     tables[table] = body.by
                     if published(*table):
-                        return Reached(tables, unseen)
+                        return Reached(tables, unseen, created is not None)
                     todo.extend(self._bodies([("trigger", table)], read, unseen))
             todo.extend(self._bodies((("routine", c) for c in sorted(found.calls)), read, unseen))
         if self.connection is not None:
             unseen.extend(f"any trigger on {t[0]}.{t[1]}, which information_schema shows "
                           f"only to a user with the TRIGGER privilege on the table"
                           for t in tables if not self._triggers.get(t))
-        return Reached(tables, unseen)
+        return Reached(tables, unseen, created is not None)
 
     def _bodies(self, wanted: Iterable[Tuple[str, Table]], read: Set[Tuple[str, str]],
                 unseen: List[str]) -> List[_Body]:

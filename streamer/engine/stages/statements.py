@@ -45,7 +45,8 @@ class Statements:
         if reached is not None:
             events.refuse_statement(event, tracker.file, self.tables.filter, reached.tables)
             self._unpublished(reached, event)
-            return 0
+            if not reached.ddl:
+                return 0
         self.reach.forget()
         self.tables.on_statement(query)
         tv = truncated_version(event, self.tables)

@@ -58,6 +58,17 @@ def test_what_changes_no_rows_names_no_table():
         assert targets(other) == set(), other
 
 
+def test_a_table_created_by_a_select_is_named_and_other_ddl_names_none():
+    assert dml.created_by_select("CREATE TABLE s1 AS SELECT * FROM a", "d") == ("d", "s1")
+    assert dml.created_by_select("CREATE OR REPLACE TABLE IF NOT EXISTS x.s2 (PRIMARY KEY (id)) "
+                                 "(SELECT 1 AS id)", "d") == ("x", "s2")
+    for other in ("CREATE TABLE t (id INT, v VARCHAR(10))", "CREATE TEMPORARY TABLE t SELECT 1",
+                  "CREATE TABLE t LIKE a", "CREATE VIEW v AS SELECT 1", "INSERT INTO t SELECT 1",
+                  # a CREATE TABLE ... SELECT logged in row format: the definition alone
+                  "CREATE TABLE `r1` (\n  `id` int(11) NOT NULL,\n  `select` int(11))"):
+        assert dml.created_by_select(other, "d") is None, other
+
+
 def test_calls_are_named_with_their_database():
     assert dml.changes("SELECT `o`.`f`(50)", "shop").calls == {("o", "f")}
     assert dml.changes("INSERT INTO c SELECT g(id) FROM a WHERE id IN (1, 2)", "shop").calls == {
@@ -120,6 +131,9 @@ def test_the_reach_follows_triggers_and_routines_to_the_tables_they_change():
     assert called.unseen == ["the stored function app.f, whose body the streamer's user is not "
                              "shown"]
     assert reach.of("ALTER TABLE a ADD c INT", "app") is None
+    created = reach.of("CREATE TABLE c SELECT * FROM a", "app")
+    assert created.tables == {("app", "c"): ""} and created.ddl
+    assert reach.of("CREATE TABLE c (id INT)", "app") is None
     # A published table reached ends the reading: the stream stops there anyway.
     asked = len(server.asked)
     stopped = reach.of("INSERT INTO a VALUES (3)", "app", lambda db, table: db == "app")
