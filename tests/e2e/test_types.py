@@ -248,13 +248,26 @@ def test_text_in_every_byte_order_and_all_of_latin1_reads_as_the_server_reads_it
     assert got[0][5:12] == ("ÀÁÂÃ", "âêôû", "ÄÖÅäöå", "ԱաԲ", "Čüé", "აბგ", "ÄĀā")
 
 
+def _binlog_and_snapshot(cfg, tmp_path, table, ns, start, rows):
+    """The ``rows`` messages a stream of ``table`` from ``start`` publishes, then those a
+    snapshot of it publishes: (streamed, snapped, the run's output)."""
+    from tests.e2e.test_snapshot import snapshot_cli
+    topic = f"{ns}.{table}"
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        streamed = support.consume([topic], expect=rows, decode_ns=ns)
+        assert snapshot_cli(cfg, "--tables", table)[0] == 0
+        snapped = support.consume([topic], expect=2 * rows, decode_ns=ns)[rows:]
+        assert proc.stop() == 0, proc.output()[-3000:]
+    return streamed, snapped, proc.output()
+
+
 @pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
                     reason="MySQL 8.0 is not in the matrix")
 def test_gb18030_reads_as_mysql_reads_it_its_2005_edition(tmp_path):
     # MySQL's gb18030 is GB18030-2005, which swapped the characters of 0xA8BC (ḿ) and
     # 0x8135F437 (a private-use one) from the 2000 edition Python's codec keeps. With a
     # two-byte, a four-byte and a supplementary character around them; binlog and snapshot.
-    from tests.e2e.test_snapshot import snapshot_cli
     source = support.SOURCES["mysql-8.0"]
     conn = source.admin()
     name = support.unique("t_")
@@ -266,12 +279,7 @@ def test_gb18030_reads_as_mysql_reads_it_its_2005_edition(tmp_path):
         support.sql(conn, f"INSERT INTO {name}.g VALUES (1, X'41A8BC8135F437D6D0', "
                           f"X'8135F437A8BC81308130'), (2, X'9530E232', 'plain')")
         cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.g"], server=source)
-        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
-                                     "--start-pos", str(p)) as proc:
-            streamed = support.consume([f"{ns}.{name}.g"], expect=2, decode_ns=ns)
-            assert snapshot_cli(cfg, "--tables", f"{name}.g")[0] == 0
-            snapped = support.consume([f"{ns}.{name}.g"], expect=4, decode_ns=ns)[2:]
-            assert proc.stop() == 0, proc.output()[-3000:]
+        streamed, snapped, _ = _binlog_and_snapshot(cfg, tmp_path, f"{name}.g", ns, (f, p), 2)
         with conn.cursor() as cur:
             cur.execute(f"SELECT v, t FROM {name}.g ORDER BY id")
             shown = [tuple(r) for r in cur.fetchall()]
@@ -286,7 +294,6 @@ def test_gb18030_reads_as_mysql_reads_it_its_2005_edition(tmp_path):
 def test_enum_and_set_members_in_any_charset_read_as_select_shows_them(source, db, tmp_path):
     # The table map writes the members in the column's charset: latin1's 'café' is no UTF-8,
     # ucs2's are two bytes a character, greek's is a charset Python's codec reads otherwise.
-    from tests.e2e.test_snapshot import snapshot_cli
     name, conn = db
     support.sql(conn, "CREATE TABLE m (id INT PRIMARY KEY, "
                       "e ENUM('café', 'naïve', 'plain') CHARACTER SET latin1, "
@@ -298,12 +305,7 @@ def test_enum_and_set_members_in_any_charset_read_as_select_shows_them(source, d
     support.sql(conn, "INSERT INTO m VALUES (1, 'café', 'größe,ü', 'Ā€', 'ΑΒ', '日本'), "
                       "(2, 'naïve', 'x', 'b', 'c', 'z'), (3, NULL, '', NULL, NULL, NULL)")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.m"], server=source)
-    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
-                                 "--start-pos", str(p)) as proc:
-        streamed = support.consume([f"{ns}.{name}.m"], expect=3, decode_ns=ns)
-        assert snapshot_cli(cfg, "--tables", f"{name}.m")[0] == 0
-        snapped = support.consume([f"{ns}.{name}.m"], expect=6, decode_ns=ns)[3:]
-        assert proc.stop() == 0, proc.output()[-3000:]
+    streamed, snapped, _ = _binlog_and_snapshot(cfg, tmp_path, f"{name}.m", ns, (f, p), 3)
     with conn.cursor() as cur:
         cur.execute("SELECT e, s, u, g, j FROM m ORDER BY id")
         shown = [tuple(r) for r in cur.fetchall()]
@@ -355,7 +357,6 @@ UNMAPPED = [("a", "ascii", "X'41DB42'"), ("b5", "big5", "X'41C8A142'"),
 @pytest.mark.every_source
 def test_bytes_no_character_stands_for_are_published_as_select_shows_them_and_counted(
         db, tmp_path, source):
-    from tests.e2e.test_snapshot import snapshot_cli
     name, conn = db
     cols = ", ".join(f"{c} VARCHAR(8) CHARACTER SET {cs}" for c, cs, _ in UNMAPPED)
     names = ", ".join(c for c, _, _ in UNMAPPED)
@@ -366,12 +367,7 @@ def test_bytes_no_character_stands_for_are_published_as_select_shows_them_and_co
                       f"(1, {', '.join(v for _, _, v in UNMAPPED)}, X'0041D8000042')",
                 "INSERT INTO un (id) VALUES (2)")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.un"], server=source)
-    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
-                                 "--start-pos", str(p)) as proc:
-        streamed = support.consume([f"{ns}.{name}.un"], expect=2, decode_ns=ns)
-        assert snapshot_cli(cfg, "--tables", f"{name}.un")[0] == 0
-        snapped = support.consume([f"{ns}.{name}.un"], expect=4, decode_ns=ns)[2:]
-        assert proc.stop() == 0, proc.output()[-3000:]
+    streamed, snapped, out = _binlog_and_snapshot(cfg, tmp_path, f"{name}.un", ns, (f, p), 2)
     with conn.cursor() as cur:
         cur.execute(f"SELECT {names} FROM un WHERE id = 1")
         shown = cur.fetchone()
@@ -382,7 +378,6 @@ def test_bytes_no_character_stands_for_are_published_as_select_shows_them_and_co
     # A lone UTF-16 surrogate in a ucs2 column: MariaDB's SELECT sends it as three bytes no
     # UTF-8 character stands for. Both ways publish it as one '?', and say where.
     assert streamed[0]["value"]["after"]["u"] == snapped[0]["value"]["after"]["u"] == "A?B"
-    out = proc.output()
     for col, charset, value in UNMAPPED[:2] + [("u", "ucs2", "X'0041D8000042'")]:
         assert (f"invalid {charset} text (bytes {value[2:-1].lower()}) in {name}.un column {col}"
                 in out), out[-3000:]
