@@ -39,6 +39,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from streamer.source import decoders
 
+
 def table_init(self: Any, table_id: int, schema: str, table: str, columns: Any,
                 primary_key: Any = None, column_name_flag: bool = False) -> None:
     if primary_key is None:
@@ -163,8 +164,9 @@ class _MemberSource:
 
 def completed(parse: Callable[..., None]) -> Callable[..., None]:
     """TableMapEvent.__init__, then what the library leaves wrong of the optional metadata it
-    read: ENUM and SET members decoded in the column's charset (one without a codec, such as
-    binary, as UTF-8, as the library did), and a key's prefix parts made key columns."""
+    read: names it took from the server dropped, ENUM and SET members decoded in the column's
+    charset (one without a codec, such as binary, as UTF-8, as the library did), and a key's
+    prefix parts made key columns."""
     def __init__(self: Any, from_packet: Any, event_size: int, table_map: Any,
                  ctl_connection: Any, **kwargs: Any) -> None:
         parse(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
