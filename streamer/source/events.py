@@ -90,18 +90,6 @@ def refuse(event: Any, file: str) -> None:
                            f"--start-file/--start-pos or --start-gtid)")
 
 
-def unquote(part: str) -> str:
-    """An identifier as the server knows it: back-quotes taken off, doubled ones made one."""
-    return part[1:-1].replace("``", "`") if part.startswith("`") else part
-
-
-def table_named(first: str, second: Optional[str], default_db: str) -> Tuple[str, str]:
-    """(db, table) of a statement's ``first[.second]`` table name, in ``default_db`` if bare."""
-    if second is None:
-        return default_db, unquote(first)
-    return unquote(first), unquote(second)
-
-
 def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool],
                      reached: Dict[Tuple[str, str], str]) -> None:
     """Stop at row changes logged as a statement that reach a published table (``reached``:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 import pymysql
 
 from streamer.source.chunks import quote
-from streamer.source.events import table_named, unquote
+from streamer.source.sqltext import table_named, unquote
 
 _NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
 _TABLE = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"

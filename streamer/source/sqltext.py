@@ -1,12 +1,13 @@
 """SQL text as tokens: names unquoted, strings and comments told apart, keywords upper-cased.
 
 What source.dml reads statements and routine bodies with. An executable comment's text
-(``/*!40000 ... */``, MariaDB's ``/*M!... */``) is read as the server runs it: as text.
+(``/*!40000 ... */``, MariaDB's ``/*M!... */``) is read as the server runs it: as text. And the
+names source.rowless's patterns find, unquoted the same way (``unquote``, ``table_named``).
 """
 from __future__ import annotations
 
 import re
-from typing import List, NamedTuple
+from typing import List, NamedTuple, Optional, Tuple
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -49,3 +50,15 @@ def first_word(sql: str) -> str:
         if m.lastgroup not in _SKIPPED:
             return m.group().upper() if m.lastgroup == "w" else ""
     return ""
+
+
+def unquote(part: str) -> str:
+    """An identifier as the server knows it: back-quotes taken off, doubled ones made one."""
+    return part[1:-1].replace("``", "`") if part.startswith("`") else part
+
+
+def table_named(first: str, second: Optional[str], default_db: str) -> Tuple[str, str]:
+    """(db, table) of a statement's ``first[.second]`` table name, in ``default_db`` if bare."""
+    if second is None:
+        return default_db, unquote(first)
+    return unquote(first), unquote(second)
