@@ -95,6 +95,8 @@ def _starts_statement(toks: List[Token], i: int) -> bool:
     nxt = toks[i + 1] if i + 1 < len(toks) else None
     if nxt is None or nxt.text == "." or (nxt.text == "(" and toks[i].up in _FUNCTIONS):
         return False
+    if nxt.up == "INTO" and i + 2 < len(toks) and toks[i + 2].up == "TABLE":
+        return False  # LOAD DATA ... REPLACE INTO TABLE t: the LOAD's own word
     prev = toks[i - 1] if i else None
     return prev is None or (prev.up or prev.text) not in _NOT_AFTER
 

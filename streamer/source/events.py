@@ -11,7 +11,8 @@ type is in exactly one of three lists here:
   diffs ``source.jsondiff`` applies to the before image;
 - ``NO_DATA``: known to carry no row change (formats, checkpoints, GTID lists, annotations, and
   the context a statement-logged statement is written with: its INSERT_ID, RAND() seed and user
-  variables, which come before the statement, which the statements stage judges); not asked
+  variables, a LOAD DATA's file, which come before the statement, which the statements stage
+  judges); not asked
   for, so the library does not even parse them;
 - refused: everything else, the event types the library does not know included. The engine stops
   at the first such event with exit 3, naming its type, its position, the setting behind it and the
@@ -39,33 +40,33 @@ from streamer.source import compressed, gtidtag, payload
 
 FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent,
                        TableMapEvent, RotateEvent, GtidEvent, gtidtag.TaggedGtidEvent,
-                       MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent, XAPrepareEvent]
+                       MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent, XAPrepareEvent,
+                       ExecuteLoadQueryEvent]
 NO_DATA: List[Any] = [FormatDescriptionEvent, StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
                       MariadbAnnotateRowsEvent, MariadbBinLogCheckPointEvent, MariadbGtidListEvent,
-                      MariadbStartEncryptionEvent, IntvarEvent, RandEvent, UserVarEvent]
+                      MariadbStartEncryptionEvent, IntvarEvent, RandEvent, UserVarEvent,
+                      BeginLoadQueryEvent]
 # Event types the library has no class for that carry no row change: MySQL's GTID event of a
 # server with gtid_mode=OFF (a transaction's first event, before its BEGIN), Group Replication's
-# transaction context and view change, and the heartbeat of MySQL 8.0.26+ past a 4 GB offset.
-NO_DATA_TYPES: FrozenSet[int] = frozenset([BINLOG.ANONYMOUS_GTID_LOG_EVENT, 36, 37, 41])
+# transaction context and view change, the heartbeat of MySQL 8.0.26+ past a 4 GB offset, and
+# the bytes of a file a statement-logged LOAD DATA reads (Append_block, and Delete_file when the
+# statement failed), whose statement (Execute_load_query) the statements stage judges.
+NO_DATA_TYPES: FrozenSet[int] = frozenset([BINLOG.ANONYMOUS_GTID_LOG_EVENT, 36, 37, 41,
+                                           BINLOG.APPEND_BLOCK_EVENT, BINLOG.DELETE_FILE_EVENT])
 # The server's own contract: an event with this flag may be skipped by a reader that doesn't know
 # its type (LOG_EVENT_IGNORABLE_F); any other unknown type must not be.
 IGNORABLE_F = 0x80
 
-# Why a refused event is there, and what to do about it.
+# Why a statement-logged change is refused, and what to do about it.
 _STATEMENT = ("a statement logged as a statement (binlog_format STATEMENT or MIXED for that "
               "session, or a stored program's): the streamer reads row changes only. Set "
               "binlog_format=ROW globally and for every session (SET GLOBAL binlog_format='ROW'; "
               "sessions started before keep their own)")
-# (A LOAD DATA logged as a statement is refused whatever its table: its statement is in an event
-# the library reads no text of.)
-_REFUSED: Dict[Any, str] = {
-    BeginLoadQueryEvent: _STATEMENT, ExecuteLoadQueryEvent: _STATEMENT,
-}
 # What the streamer asks the library for: its own events, MariaDB's compressed ones (read as
-# their plain twins, which the engine follows), and those it must see to refuse.
-# MySQL's compressed transactions (source.payload) are asked for too: the binlog reader hands
-# out the events each holds in its place.
-READ: List[Any] = (FOLLOWED + list(compressed.CLASSES.values()) + list(_REFUSED)
+# their plain twins, which the engine follows), and those it must see to refuse (every type the
+# library does not know). MySQL's compressed transactions (source.payload) are asked for too:
+# the binlog reader hands out the events each holds in its place.
+READ: List[Any] = (FOLLOWED + list(compressed.CLASSES.values())
                    + [NotImplementedEvent, payload.TransactionPayloadEvent])
 
 
@@ -77,14 +78,10 @@ def refuse(event: Any, file: str) -> None:
     if cls is NotImplementedEvent and (code in NO_DATA_TYPES or packet.flags & IGNORABLE_F):
         return
     where = f"{file}:{packet.log_pos - packet.event_size}"
-    why = _REFUSED.get(cls)
-    if why is None:
-        name = "unknown" if cls is NotImplementedEvent else cls.__name__
-        why = "an event type the streamer does not know"
-    else:
-        name = cls.__name__
-    raise UnsupportedEvent(f"binlog event {name} (type {code}) at {where}: {why}. Nothing from "
-                           f"this event on was published, and the checkpoint stays before it. "
+    name = "unknown" if cls is NotImplementedEvent else cls.__name__
+    raise UnsupportedEvent(f"binlog event {name} (type {code}) at {where}: an event type the "
+                           f"streamer does not know. Nothing from this event on was published, "
+                           f"and the checkpoint stays before it. "
                            f"Events already written this way stay in the binlog: once their "
                            f"changes are accounted for, restart past them (streamer run "
                            f"--start-file/--start-pos or --start-gtid)")

@@ -1,5 +1,6 @@
 """Binlog events on a real server: compressed ones read as their plain twins, and those the
 streamer can't read stopping it by name, never a silent skip."""
+import contextlib
 import json
 import subprocess
 import sys
@@ -146,6 +147,19 @@ def test_table_maps_without_column_names_stop_the_streamer_naming_the_setting(
 _STATEMENT = "SET SESSION binlog_format = 'STATEMENT'"
 
 
+@contextlib.contextmanager
+def _local_infile(source):
+    """The server takes LOAD DATA LOCAL (MySQL 8.0's default is not to) while inside."""
+    admin = source.admin()
+    was = support.sql(admin, "SELECT @@GLOBAL.local_infile")[0][0]
+    support.sql(admin, "SET GLOBAL local_infile = 1")
+    try:
+        yield
+    finally:
+        support.sql(admin, f"SET GLOBAL local_infile = {int(was)}")
+        admin.close()
+
+
 @pytest.mark.every_source
 def test_statement_logged_changes_of_a_published_table_by_a_join_or_a_function_stop_it(
         source, db, tmp_path):
@@ -185,14 +199,22 @@ def test_a_statement_logged_change_of_no_published_table_is_said_and_streaming_g
     # The table's trigger changes t, but the streamer's user is not shown triggers (it has no
     # TRIGGER privilege): it can't tell, and says so, naming what it could not see. The
     # statement comes with its context (an INSERT_ID, a RAND() seed, a user variable: events of
-    # their own), which changes nothing.
+    # their own), which changes nothing. Before it, a LOAD DATA of another unpublished table
+    # (the file's bytes in events of their own, the statement in one more).
     name, conn = db
     support.sql(conn, "CREATE TABLE o (id INT AUTO_INCREMENT PRIMARY KEY, w INT, r DOUBLE)",
                 "CREATE TRIGGER o_in AFTER INSERT ON o FOR EACH ROW "
-                "UPDATE t SET n = NEW.w WHERE id = 1")
-    code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, "SET @w = 70", stops=False,
-                                  source=source, change="INSERT INTO o (w, r) VALUES (@w, RAND())")
+                "UPDATE t SET n = NEW.w WHERE id = 1", "CREATE TABLE l (id INT PRIMARY KEY, w INT)")
+    lines = tmp_path / "l.csv"
+    lines.write_text("".join(f"{i},{i * 7}\n" for i in range(3000)))  # past one 16 KB block
+    load = f"LOAD DATA LOCAL INFILE '{lines}' INTO TABLE l FIELDS TERMINATED BY ','"
+    with _local_infile(source):
+        code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, "SET @w = 70", load,
+                                      stops=False, source=source,
+                                      change="INSERT INTO o (w, r) VALUES (@w, RAND())")
     assert code is None
+    assert support.sql(conn, "SELECT COUNT(*) FROM l") == [(3000,)]
+    assert f"row changes of {name}.l were logged as a statement" in out
     assert f"row changes of {name}.o were logged as a statement" in out
     assert f"can't see: any trigger on {name}.o, which information_schema shows only to a user " \
            "with the TRIGGER privilege" in out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Set, Tuple
 
-from pymysqlreplication.event import QueryEvent
+from pymysqlreplication.event import ExecuteLoadQueryEvent, QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
@@ -34,7 +34,8 @@ class Statements:
         self.said: Set[Tuple[str, str]] = set()
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
-        return {QueryEvent: self.on_query}
+        # A LOAD DATA logged as a statement: a query event of its own type (source.patches.query).
+        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query}
 
     def on_query(self, event: Any) -> int:
         query = event.query

@@ -26,7 +26,7 @@ import pymysql
 import pymysqlreplication
 from pymysql.connections import Connection, MySQLResult
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import BinLogEvent, QueryEvent
+from pymysqlreplication.event import BinLogEvent, ExecuteLoadQueryEvent, QueryEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (PartialUpdateRowsEvent, RowsEvent, TableMapEvent,
                                           UpdateRowsEvent)
@@ -93,6 +93,10 @@ FIXES: List[Fix] = [
         "correctness: ENUM and SET members kept as bytes, not UTF-8 or \"\" (completed)"),
     Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
         "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
+    Fix(ExecuteLoadQueryEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
+                                            "ctl_connection"), query.load_query_init,
+        "correctness: a LOAD DATA logged as a statement is judged by its table, as any "
+        "statement is (the library reads no statement text of it)"),
     Fix(BinLogStreamReader, "_BinLogStreamReader__checksum_enabled", ("self",),
         checksums.always_checksum_aware,
         "correctness: binlogs written without checksums, and with, in one stream"),

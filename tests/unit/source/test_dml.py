@@ -15,6 +15,14 @@ def test_single_table_changes_name_their_table_however_spelt():
     assert targets("DELETE FROM t AS q WHERE q.id = 1") == {("shop", "t")}
     assert targets("REPLACE t VALUES (1)") == {("shop", "t")}
     assert targets("LOAD DATA INFILE 'x.csv' INTO TABLE shop.t (a, b)", "d") == {("shop", "t")}
+    # As the server logs a LOAD DATA (LOCAL or not), and its REPLACE, which starts nothing.
+    assert targets("LOAD DATA LOCAL INFILE '/tmp/SQL_LOAD_MB-1-2' IGNORE INTO TABLE `t` FIELDS "
+                   "TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '\\\\' LINES TERMINATED BY "
+                   "'\\n' (`id`, `v`)") == {("shop", "t")}
+    assert targets("LOAD DATA CONCURRENT INFILE 'x' REPLACE INTO TABLE d.`u` CHARACTER SET "
+                   "latin1") == {("d", "u")}
+    assert targets("LOAD XML LOCAL INFILE 'x' INTO TABLE u ROWS IDENTIFIED BY '<r>'") == {
+        ("shop", "u")}
     assert targets("/*!40000 INSERT IGNORE INTO t */ VALUES (1)") == {("shop", "t")}
     assert targets("# why\nINSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = 2") == {
         ("shop", "t")}

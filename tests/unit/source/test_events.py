@@ -3,8 +3,8 @@ import zlib
 from types import SimpleNamespace
 
 import pytest
-from pymysqlreplication.event import (ExecuteLoadQueryEvent, IntvarEvent, NotImplementedEvent,
-                                      RandEvent, UserVarEvent)
+from pymysqlreplication.event import (BeginLoadQueryEvent, ExecuteLoadQueryEvent, IntvarEvent,
+                                      NotImplementedEvent, RandEvent, UserVarEvent)
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import PartialUpdateRowsEvent
 
@@ -24,13 +24,12 @@ def fake(cls, code, at=1000, size=50, flags=0):
 
 
 def test_every_event_class_the_library_knows_is_in_exactly_one_list():
-    lists = [set(events.FOLLOWED), set(events.NO_DATA), set(events._REFUSED), {NotImplementedEvent}]
+    lists = [set(events.FOLLOWED), set(events.NO_DATA), {NotImplementedEvent}]
     assert sum(len(x) for x in lists) == len(set().union(*lists))  # disjoint
     # Read apart: MariaDB's compressed events and MySQL's compressed transactions.
     apart = set(compressed.CLASSES.values()) | set(payload.EVENT_MAP.values())
     assert set(EVENT_MAP.values()) - apart <= set().union(*lists)
-    assert set(events.READ) == (set(events.FOLLOWED) | set(events._REFUSED) | {NotImplementedEvent}
-                                | apart)
+    assert set(events.READ) == set(events.FOLLOWED) | {NotImplementedEvent} | apart
     # MariaDB's compressed types: read, each as the plain twin the engine follows.
     for code, (_, twin, _) in compressed.TWINS.items():
         assert EVENT_MAP[code].__bases__ == (twin,) and twin in events.FOLLOWED
@@ -52,17 +51,17 @@ def test_types_that_carry_no_change_pass_the_anonymous_gtid_and_the_servers_igno
     events.refuse(fake(NotImplementedEvent, 250, flags=events.IGNORABLE_F), "f")
 
 
-def test_known_events_the_streamer_cannot_read_are_refused_naming_the_setting():
-    with pytest.raises(errors.UnsupportedEvent) as refused:
-        events.refuse(fake(ExecuteLoadQueryEvent, 18), "f")
-    assert "ExecuteLoadQueryEvent" in str(refused.value)
-    assert "binlog_format=ROW" in str(refused.value)
-    # A statement's context (INSERT_ID, RAND() seeds, user variables) is no change: the
-    # statement after it is judged by the tables it reaches (engine.stages.statements).
-    assert {IntvarEvent, RandEvent, UserVarEvent} <= set(events.NO_DATA)
-    assert not {IntvarEvent, RandEvent, UserVarEvent} & set(events.READ)
+def test_a_statements_context_and_a_load_datas_file_are_no_change_its_statement_is_followed():
+    # A statement's context (INSERT_ID, RAND() seeds, user variables) and the file a LOAD DATA
+    # reads are no change: the statement after them is judged by the tables it reaches
+    # (engine.stages.statements), a LOAD DATA's too (Execute_load_query).
+    assert {IntvarEvent, RandEvent, UserVarEvent, BeginLoadQueryEvent} <= set(events.NO_DATA)
+    assert not {IntvarEvent, RandEvent, UserVarEvent, BeginLoadQueryEvent} & set(events.READ)
+    events.refuse(fake(NotImplementedEvent, 9), "f")  # Append_block
+    events.refuse(fake(NotImplementedEvent, 11), "f")  # Delete_file
+    assert ExecuteLoadQueryEvent in events.FOLLOWED
     # MySQL's partial JSON updates are read (source.jsondiff), not refused.
-    assert PartialUpdateRowsEvent in events.FOLLOWED and PartialUpdateRowsEvent not in events._REFUSED
+    assert PartialUpdateRowsEvent in events.FOLLOWED
 
 
 def _replay_compressed(make, start):
