@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import List, NamedTuple, Optional, Set, Tuple
 
-from streamer.source.sqltext import Token, tokens
+from streamer.source.sqltext import Token, is_name, name_at, tokens
 
 Table = Tuple[str, str]
 
@@ -57,8 +57,7 @@ def created_by_select(sql: str, default_db: str) -> Optional[Table]:
     j += 1
     if [t.up for t in toks[j:j + 2]] == ["IF", "NOT"]:
         j += 3
-    statement = _Statement(toks, j, default_db)
-    name = statement._name(j)
+    name = name_at(toks, j, default_db)
     if name is None:
         return None
     depth = 0
@@ -79,16 +78,12 @@ def changes(sql: str, default_db: str) -> Changes:
     for i, tok in enumerate(toks):
         if tok.up in _STARTS and _starts_statement(toks, i):
             tables.update(_Statement(toks, i, default_db).targets())
-        elif tok.text == "(" and tok.kind == "p" and i and _is_name(toks[i - 1]):
-            if i >= 3 and toks[i - 2].text == "." and _is_name(toks[i - 3]):
+        elif tok.text == "(" and tok.kind == "p" and i and is_name(toks[i - 1]):
+            if i >= 3 and toks[i - 2].text == "." and is_name(toks[i - 3]):
                 calls.add((toks[i - 3].text, toks[i - 1].text))
             elif toks[i - 1].kind == "q" or toks[i - 1].up not in _NOT_CALLED:
                 calls.add((default_db, toks[i - 1].text))
     return Changes(tables, calls)
-
-
-def _is_name(tok: Token) -> bool:
-    return tok.kind in "wqd"
 
 
 def _starts_statement(toks: List[Token], i: int) -> bool:
@@ -123,12 +118,12 @@ class _Statement:
         word, j = self.up(self.i), self.i + 1
         if word in ("INSERT", "REPLACE"):
             j = self._skip(j, ("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO"))
-            name = self._name(j)
+            name = name_at(self.toks, j, self.db)
             return [name[:2]] if name else []
         if word == "LOAD":
             while j + 2 < len(self.toks) and not (self.up(j) == "INTO" and self.up(j + 1) == "TABLE"):
                 j += 1
-            name = self._name(j + 2)
+            name = name_at(self.toks, j + 2, self.db)
             return [name[:2]] if name else []
         if word == "UPDATE":
             factors, j = self._references(self._skip(j, ("LOW_PRIORITY", "IGNORE")), {"SET"})
@@ -141,15 +136,6 @@ class _Statement:
         while self.up(j) in words:
             j += 1
         return j
-
-    def _name(self, j: int) -> Optional[Tuple[str, str, int]]:
-        """(db, table, the index after it) of a name at ``j``: ``t`` or ``db.t``."""
-        toks = self.toks
-        if j >= len(toks) or not _is_name(toks[j]):
-            return None
-        if self.text(j + 1) == "." and j + 2 < len(toks) and _is_name(toks[j + 2]):
-            return toks[j].text, toks[j + 2].text, j + 3
-        return self.db, toks[j].text, j + 1
 
     def _deleted(self, j: int) -> List[Table]:
         if self.up(j) == "HISTORY":  # MariaDB's DELETE HISTORY: history rows, never published
@@ -168,7 +154,7 @@ class _Statement:
     def _name_list(self, j: int) -> Tuple[List[Tuple[Optional[str], str]], int]:
         """``t1[.*], db.t2[.*] ...``: each (db or None, name), and the index after the list."""
         named: List[Tuple[Optional[str], str]] = []
-        while j < len(self.toks) and _is_name(self.toks[j]):
+        while j < len(self.toks) and is_name(self.toks[j]):
             if self.text(j + 1) == "." and self.text(j + 2) != "*":
                 named.append((self.text(j), self.text(j + 2)))
                 j += 3
@@ -217,8 +203,8 @@ class _Statement:
                 j = self._balanced(j + 1)
             elif tok.up in _JOIN or tok.text == ",":
                 j += 1
-            elif _is_name(tok) and tok.up not in _NOT_ALIAS:
-                db, table, j = self._name(j)
+            elif is_name(tok) and tok.up not in _NOT_ALIAS:
+                db, table, j = name_at(self.toks, j, self.db)
                 if self.up(j) == "PARTITION":
                     j = self._balanced(j + 1)
                 alias, j = self._alias(j)
@@ -234,7 +220,7 @@ class _Statement:
     def _alias(self, j: int) -> Tuple[Optional[str], int]:
         if self.up(j) == "AS":
             return self.text(j + 1), j + 2
-        if j < len(self.toks) and _is_name(self.toks[j]) and self.up(j) not in _NOT_ALIAS:
+        if j < len(self.toks) and is_name(self.toks[j]) and self.up(j) not in _NOT_ALIAS:
             return self.text(j), j + 1
         return None, j
 

@@ -33,27 +33,17 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 import pymysql
 
 from streamer.source.chunks import quote
-from streamer.source.sqltext import table_named, unquote
+from streamer.source.sqltext import name_at, table_statement, unquote
 
-_NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
-_TABLE = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
-
-_ALTER = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*alter\s+(?:online\s+)?(?:ignore\s+)?table\s+(?:if\s+exists\s+)?"
-    + _TABLE + r"\s+(.*)$", re.IGNORECASE | re.DOTALL)
-
-_PART = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_I = re.IGNORECASE | re.DOTALL
-# What an ALTER TABLE does without row events; the groups of those that name another table.
-_KINDS = (
-    ("truncate", re.compile(r"\btruncate\s+partition\b(?!\s+all\s*;?\s*$)", _I)),
-    ("drop", re.compile(r"\bdrop\s+partition\b", _I)),
-    ("exchange", re.compile(r"\bexchange\s+partition\s+" + _PART + r"\s+with\s+table\s+"
-                            + _TABLE, _I)),
-    ("out", re.compile(r"\bconvert\s+partition\s+" + _PART + r"\s+to\s+table\s+" + _TABLE, _I)),
-    ("into", re.compile(r"\bconvert\s+table\s+" + _TABLE + r"\s+to\s+partition\b", _I)),
-    ("import", re.compile(r"\bimport\s+(?:partition\s+.*?\s+)?tablespace\b", _I)),
-)
+# What an ALTER TABLE does without row events, by its first two words, and where the other table
+# an exchange or a move names is (counted from the first word).
+_KINDS = {
+    ("TRUNCATE", "PARTITION"): ("truncate", None),
+    ("DROP", "PARTITION"): ("drop", None),
+    ("EXCHANGE", "PARTITION"): ("exchange", 5),  # EXCHANGE PARTITION p WITH TABLE t
+    ("CONVERT", "PARTITION"): ("out", 5),  # CONVERT PARTITION p TO TABLE t
+    ("CONVERT", "TABLE"): ("into", 2),  # CONVERT TABLE t TO PARTITION p
+}
 
 _SAYS = {
     "drop": "dropped a partition: its rows left the table",
@@ -79,27 +69,27 @@ class RowlessChange(NamedTuple):
 def rowless_change(query: str, default_db: str) -> Optional[RowlessChange]:
     """The ALTER TABLE ``query`` changes rows with no row event for them: what it does, else
     None (``TRUNCATE PARTITION ALL`` too, a TRUNCATE: source.truncate)."""
-    m = _ALTER.match(query)
-    if m is None:
+    found = table_statement(query, default_db)
+    if found is None or found.verb != "ALTER":
         return None
-    db, table = table_named(m.group(1), m.group(2), default_db)
-    rest = m.group(3)
-    for what, pattern in _KINDS:
-        found = pattern.search(rest)
-        if found is not None:
-            other = table_named(found.group(1), found.group(2), db) if found.groups() else None
-            return RowlessChange(db, table, what, other)
+    rest = found.rest
+    words = [t.up for t in rest]
+    for i, word in enumerate(words):
+        if word == "IMPORT" and "TABLESPACE" in words[i + 1:]:
+            return RowlessChange(found.db, found.table, "import", None)
+        kind = _KINDS.get((word, words[i + 1] if i + 1 < len(words) else ""))
+        if kind is None:
+            continue
+        what, at = kind
+        if what == "truncate" and words[i + 2:] == ["ALL"]:
+            return None  # the whole table: a TRUNCATE (source.truncate)
+        other = name_at(rest, i + at, found.db) if at is not None else None
+        return RowlessChange(found.db, found.table, what, other[:2] if other else None)
     return None
 
 
 # -- foreign keys' actions ------------------------------------------------------------------------
 ACTIONS = ("CASCADE", "SET NULL", "SET DEFAULT")
-
-_CREATE = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?"
-    + _TABLE + r"\s*(.*)$", _I)
-_ACTION = re.compile(r"\bon\s+(?:delete|update)\s+(?:cascade|set\s+null|set\s+default)\b", _I)
-
 
 class Cascade(NamedTuple):
     """A foreign key of ``db.table`` whose action on ``parent`` changes rows of ``db.table``."""
@@ -175,11 +165,17 @@ def cascades_said(found: List[Cascade]) -> List[Tuple[str, str]]:
 
 def cascade_added(query: str, default_db: str) -> Optional[Tuple[str, str]]:
     """(db, table) of a CREATE or ALTER TABLE ``query`` that gives it a foreign key with an
-    action, else None."""
-    m = _ALTER.match(query) or _CREATE.match(query)
-    if m is None or _ACTION.search(m.group(3)) is None:
+    action (ON DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT), else None."""
+    found = table_statement(query, default_db)
+    if found is None or found.verb == "TRUNCATE":
         return None
-    return table_named(m.group(1), m.group(2), default_db)
+    words = [t.up for t in found.rest] + ["", ""]
+    for i, word in enumerate(words[:-3]):
+        if word == "ON" and words[i + 1] in ("DELETE", "UPDATE") and (
+                words[i + 2] == "CASCADE" or
+                words[i + 2] == "SET" and words[i + 3] in ("NULL", "DEFAULT")):
+            return found.db, found.table
+    return None
 
 
 # -- binlog filters -------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """SQL text as tokens: names unquoted, strings and comments told apart, keywords upper-cased.
 
-What source.dml reads statements and routine bodies with. An executable comment's text
-(``/*!40000 ... */``, MariaDB's ``/*M!... */``) is read as the server runs it: as text. And the
-names source.rowless's patterns find, unquoted the same way (``unquote``, ``table_named``).
+What source.dml reads statements and routine bodies with, and source.rowless and
+source.truncate the DDL they look for (``table_statement``): a comment anywhere (an
+application's ``/* controller=... */`` after the statement) or a string that spells a keyword
+(``COMMENT 'drop partition monthly'``) changes no word. An executable comment's text
+(``/*!40000 ... */``, MariaDB's ``/*M!... */``) is read as the server runs it: as text.
 """
 from __future__ import annotations
 
@@ -52,13 +54,64 @@ def first_word(sql: str) -> str:
     return ""
 
 
+def is_name(tok: Token) -> bool:
+    return tok.kind in "wqd"
+
+
+def name_at(toks: List[Token], j: int, default_db: str) -> Optional[Tuple[str, str, int]]:
+    """(db, table, the index after it) of a table name at ``toks[j]``: ``t`` or ``db.t``."""
+    if j >= len(toks) or not is_name(toks[j]):
+        return None
+    if j + 2 < len(toks) and toks[j + 1].text == "." and toks[j + 1].kind == "p" and \
+            is_name(toks[j + 2]):
+        return toks[j].text, toks[j + 2].text, j + 3
+    return default_db, toks[j].text, j + 1
+
+
+class TableStatement(NamedTuple):
+    verb: str  # ALTER, CREATE or TRUNCATE
+    db: str
+    table: str
+    rest: List[Token]  # what follows the name (MariaDB's WAIT n or NOWAIT, a final ; left out)
+
+
+# What may stand between a statement's verb and its TABLE, and between TABLE and the name.
+_BEFORE_TABLE = {"ALTER": ("ONLINE", "IGNORE"), "CREATE": ("OR", "REPLACE", "TEMPORARY"),
+                 "TRUNCATE": ()}
+_BEFORE_NAME = ("IF", "NOT", "EXISTS")
+
+
+def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
+    """``ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t ...``, ``CREATE [OR REPLACE] [TEMPORARY]
+    TABLE [IF NOT EXISTS] t ...`` or ``TRUNCATE [TABLE] t``, read; None for any other
+    statement."""
+    toks = tokens(sql)
+    while toks and toks[-1].kind == "p" and toks[-1].text == ";":
+        toks.pop()
+    verb = toks[0].up if toks else ""
+    before = _BEFORE_TABLE.get(verb)
+    if before is None:
+        return None
+    j = 1
+    while j < len(toks) and toks[j].up in before:
+        j += 1
+    if j < len(toks) and toks[j].up == "TABLE":
+        j += 1
+    elif verb != "TRUNCATE":
+        return None
+    while j < len(toks) and toks[j].up in _BEFORE_NAME:
+        j += 1
+    name = name_at(toks, j, default_db)
+    if name is None:
+        return None
+    db, table, j = name
+    if j < len(toks) and toks[j].up == "WAIT":
+        j += 2
+    elif j < len(toks) and toks[j].up == "NOWAIT":
+        j += 1
+    return TableStatement(verb, db, table, toks[j:])
+
+
 def unquote(part: str) -> str:
     """An identifier as the server knows it: back-quotes taken off, doubled ones made one."""
     return part[1:-1].replace("``", "`") if part.startswith("`") else part
-
-
-def table_named(first: str, second: Optional[str], default_db: str) -> Tuple[str, str]:
-    """(db, table) of a statement's ``first[.second]`` table name, in ``default_db`` if bare."""
-    if second is None:
-        return default_db, unquote(first)
-    return unquote(first), unquote(second)

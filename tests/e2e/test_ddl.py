@@ -51,7 +51,7 @@ DDL_SCRIPT = [
     "CREATE TABLE t_gone (id INT PRIMARY KEY, z DATE NOT NULL)",
     "INSERT INTO t_gone VALUES (2, '2024-02-29')",
     "INSERT INTO t_trunc VALUES (1, 1), (2, 2)",
-    "TRUNCATE TABLE t_trunc",
+    "TRUNCATE TABLE t_trunc /*controller='reset',framework='django'*/",  # an app's tag
     "INSERT INTO t_trunc VALUES (3, 3)",
     "CREATE TABLE t_created (id INT PRIMARY KEY, label VARCHAR(10))",
     "INSERT INTO t_created VALUES (1, 'new')",

@@ -174,6 +174,16 @@ def test_lineage_is_each_topics_last_value_schema():
     ("alter table `t` truncate partition all;", ("cur", "t")),
     ("ALTER TABLE t TRUNCATE PARTITION p0", None),
     ("ALTER TABLE t TRUNCATE PARTITION all_rows", None),
+    # Comments anywhere (an application's tag after the statement: sqlcommenter, Rails' query
+    # logs), as the servers log them; MariaDB's WAIT/NOWAIT.
+    ("TRUNCATE TABLE t /*controller='index',framework='django'*/", ("cur", "t")),
+    ("TRUNCATE /* x */ TABLE s.t -- why\n", ("s", "t")),
+    ("TRUNCATE t # c", ("cur", "t")),
+    ("TRUNCATE TABLE t WAIT 5", ("cur", "t")),
+    ("ALTER TABLE t /* a */ TRUNCATE PARTITION ALL /*app*/", ("cur", "t")),
+    ("ALTER TABLE t NOWAIT TRUNCATE PARTITION ALL", ("cur", "t")),
+    ("ALTER TABLE t COMMENT 'truncate partition all'", None),
+    ("TRUNCATE TABLE t, u", None),
 ])
 def test_truncate_statements_are_recognised(query, expected):
     assert truncated_table(query, "cur") == expected

@@ -18,6 +18,12 @@ from streamer.source.rowless import RowlessChange, cascade_added, cascades_said,
      ("cur", "t", "into", ("cur", "t_new"))),
     ("ALTER TABLE t IMPORT TABLESPACE", ("cur", "t", "import", None)),
     ("ALTER TABLE t IMPORT PARTITION p0, p1 TABLESPACE", ("cur", "t", "import", None)),
+    # Comments anywhere, as the servers log them.
+    ("ALTER /* x */ TABLE t DROP PARTITION p0", ("cur", "t", "drop", None)),
+    ("ALTER TABLE t TRUNCATE PARTITION p0 /*controller='cron'*/", ("cur", "t", "truncate", None)),
+    ("ALTER TABLE t EXCHANGE PARTITION p0 -- monthly\n WITH TABLE t_old",
+     ("cur", "t", "exchange", ("cur", "t_old"))),
+    ("ALTER TABLE IF EXISTS t WAIT 3 DROP PARTITION p0", ("cur", "t", "drop", None)),
     # Rows stay where they are: nothing to say.
     ("ALTER TABLE t TRUNCATE PARTITION ALL", None),  # a TRUNCATE: source.truncate publishes it
     ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", None),
@@ -30,6 +36,9 @@ from streamer.source.rowless import RowlessChange, cascade_added, cascades_said,
     ("ALTER TABLE t DISCARD TABLESPACE", None),  # nothing can be read from it until imported
     ("DROP TABLE t", None),
     ("CREATE TABLE drop_partition_log (id INT)", None),
+    ("ALTER TABLE t COMMENT 'we drop partition p0 monthly'", None),  # a string, not words
+    ("ALTER TABLE t TRUNCATE PARTITION ALL /* nightly */", None),
+    ("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4", None),
 ])
 def test_statements_that_change_rows_without_row_events_are_recognised(query, expected):
     found = rowless_change(query, "cur")
@@ -75,6 +84,9 @@ def test_foreign_keys_with_actions_are_read_from_the_tables_definition():
     ("CREATE TABLE t (ts TIMESTAMP DEFAULT NOW() ON UPDATE CURRENT_TIMESTAMP)", None),
     ("ALTER TABLE c DROP FOREIGN KEY f", None),
     ("INSERT INTO log VALUES ('ON DELETE CASCADE')", None),
+    ("CREATE /* app */ TABLE c (pid INT REFERENCES p (id) ON /* x */ DELETE CASCADE)",
+     ("cur", "c")),
+    ("ALTER TABLE c COMMENT 'on delete cascade, some day'", None),
 ])
 def test_a_statement_giving_a_table_a_foreign_key_action_is_recognised(query, expected):
     assert cascade_added(query, "cur") == expected
