@@ -105,10 +105,12 @@ def secret(name: str, base: str = LOCAL) -> str:
         return fh.read().strip()
 
 
-def admin(db: Optional[str] = None, port: int = MYSQL_PORT, base: str = LOCAL) -> Any:
-    return pymysql.connect(host="127.0.0.1", port=port, user="admin",
-                           password=secret("admin", base), database=db, autocommit=True,
-                           charset="utf8mb4", local_infile=True)
+def admin(db: Optional[str] = None, port: int = MYSQL_PORT, base: str = LOCAL,
+          **options: Any) -> Any:
+    return pymysql.connect(**{"host": "127.0.0.1", "port": port, "user": "admin",
+                              "password": secret("admin", base), "database": db,
+                              "autocommit": True, "charset": "utf8mb4", "local_infile": True,
+                              **options})
 
 
 def sql(conn: Any, *statements: str, args: Any = None) -> List[Tuple]:

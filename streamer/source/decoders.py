@@ -152,14 +152,8 @@ def decode_string(self: Any, raw: bytes, column: Any) -> Any:
         return raw.decode("utf-8", errors)
     if name == "cp1252":  # the library names MySQL's latin1 by the codec it took it for
         return codecs.charmap_decode(raw, errors, MYSQL_LATIN1)[0]
-    codec = CODEC_OF.get(name)
-    if codec is None and name in SERVER_TABLE_NAMES and SERVER_TABLE is not None:
-        codec = SERVER_TABLE(name)  # the server's table, asked for once (source.charsets)
-    encoding = codec or self.charset_to_encoding(name)
-    known = _CODECS.get(encoding)
-    if known is None:
-        known = _CODECS[encoding] = _has_codec(encoding)
-    if not known:
+    encoding = _encoding(name, self)
+    if encoding is None:
         # No Python codec (e.g. 'binary', 'swe7'): hand back the stored bytes. Asked of the
         # codec registry, not of a decode: CPython decodes b"" to "" without looking for the
         # codec, so an empty BINARY value (a MariaDB UUID of zeros) came back as text there.
@@ -172,6 +166,30 @@ def decode_string(self: Any, raw: bytes, column: Any) -> Any:
         text = raw.decode(encoding, "mysql-replace")
         _undecodable(self, column, raw, text)
         return text
+
+
+def _encoding(name: str, event: Any) -> Optional[str]:
+    """The Python codec of the charset the library names ``name`` (else the one ``event``'s
+    class names); None when Python has none."""
+    codec = CODEC_OF.get(name)
+    if codec is None and name in SERVER_TABLE_NAMES and SERVER_TABLE is not None:
+        codec = SERVER_TABLE(name)  # the server's table, asked for once (source.charsets)
+    encoding = codec or event.charset_to_encoding(name)
+    known = _CODECS.get(encoding)
+    if known is None:
+        known = _CODECS[encoding] = _has_codec(encoding)
+    return encoding if known else None
+
+
+def decode_text(raw: bytes, name: str, event: Any) -> str:
+    """Text that is no stored value (a statement), written in the charset the library names
+    ``name``, read with the codecs values are read with; a byte sequence no character stands
+    for reads as '?', and a charset Python has no codec for as UTF-8."""
+    if raw.isascii():
+        return raw.decode("ascii")
+    if name == "cp1252":
+        return codecs.charmap_decode(raw, "strict", MYSQL_LATIN1)[0]
+    return raw.decode(_encoding(name, event) or "utf-8", "mysql-replace")
 
 
 def _undecodable(event: Any, column: Any, raw: bytes, text: str) -> None:

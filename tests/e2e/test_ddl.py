@@ -10,6 +10,7 @@ import fastavro
 import pytest
 
 from streamer.kafka.topics import read_schema_records
+from streamer.schema.naming import topic_part
 from tests import support
 
 DDL_SCRIPT = [
@@ -23,6 +24,7 @@ DDL_SCRIPT = [
     "CREATE TABLE t_gone (id INT PRIMARY KEY, v INT)",
     "CREATE TABLE t_trunc (id INT PRIMARY KEY, v INT)",
     "CREATE TABLE t_ts (id INT PRIMARY KEY, w DATETIME NULL)",
+    "CREATE TABLE `t_été` (id INT PRIMARY KEY)",
     "START",
     "INSERT INTO t_add VALUES (1, 'x')",
     "ALTER TABLE t_add ADD COLUMN b INT NOT NULL DEFAULT 7",
@@ -53,6 +55,10 @@ DDL_SCRIPT = [
     "INSERT INTO t_trunc VALUES (1, 1), (2, 2)",
     "TRUNCATE TABLE t_trunc /*controller='reset',framework='django'*/",  # an app's tag
     "INSERT INTO t_trunc VALUES (3, 3)",
+    "INSERT INTO `t_été` VALUES (1)",
+    # A session whose client charset is latin1 writes its statement's text in latin1.
+    ("latin1", "TRUNCATE TABLE `t_été`"),
+    "INSERT INTO `t_été` VALUES (2)",
     "CREATE TABLE t_created (id INT PRIMARY KEY, label VARCHAR(10))",
     "INSERT INTO t_created VALUES (1, 'new')",
     "INSERT INTO t_ts VALUES (1, '2024-01-01 10:00:00')",
@@ -60,15 +66,16 @@ DDL_SCRIPT = [
     "INSERT INTO t_ts VALUES (2, '2024-01-01 10:00:00')",
 ]
 TABLES = ["t_add", "t_drop", "t_ren", "t_mod", "t_vc", "t_pk", "t_old", "t_new", "t_gone",
-          "t_trunc", "t_created", "t_ts"]
-EXPECTED_MESSAGES = 24
+          "t_trunc", "t_created", "t_ts", "t_été"]
+EXPECTED_MESSAGES = 27
 
 
 def _stream(tmp_path, db, start, ns, source=None):
     cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{db}.*"], server=source)
     with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
-        msgs = support.consume([f"{ns}.{db}.{t}" for t in TABLES], expect=EXPECTED_MESSAGES,
+        msgs = support.consume([f"{ns}.{db}.{topic_part(t)}" for t in TABLES],
+                               expect=EXPECTED_MESSAGES,
                                decode_ns=ns, idle=2.0)
         assert proc.stop() == 0, proc.output()
     return msgs, proc.output()
@@ -95,6 +102,11 @@ def run(tmp_path_factory, request):
     for stmt in DDL_SCRIPT:
         if stmt == "START":
             start = support.master_pos(conn)
+        elif isinstance(stmt, tuple):  # (the session's client charset, the statement)
+            session = source.admin(db)
+            session.set_character_set(stmt[0])
+            support.sql(session, stmt[1])
+            session.close()
         else:
             support.sql(conn, stmt)
     ns = support.unique("dd")
@@ -106,7 +118,7 @@ def run(tmp_path_factory, request):
 
 
 def _of(run, table):
-    topic = f"{run['ns']}.{run['db']}.{table}"
+    topic = f"{run['ns']}.{run['db']}.{topic_part(table)}"
     return [m for m in run["msgs"] if m["topic"] == topic]
 
 
@@ -130,10 +142,12 @@ def test_every_row_change_around_the_ddl_arrives_once(run):
 def test_alters_written_in_two_phases_are_read_as_one(run):
     """The START ALTER / COMMIT ALTER pair of each ALTER (MariaDB 11.4 here) is in the binlog,
     and the stream around it is the same as around a one-event ALTER (the other tests)."""
-    conn = run["source"].admin()
+    # Bytes: MySQL shows each statement's text as it was written (one in latin1 here).
+    conn = support.admin(port=run["source"].port, use_unicode=False)
     try:
-        events = support.sql(conn, f"SHOW BINLOG EVENTS IN '{run['start'][0]}' "
-                                   f"FROM {run['start'][1]}")
+        events = [[v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in e]
+                  for e in support.sql(conn, f"SHOW BINLOG EVENTS IN '{run['start'][0]}' "
+                                             f"FROM {run['start'][1]}")]
     finally:
         conn.close()
     alters = [e[5] for e in events if e[2] == "Query" and "ALTER TABLE t_add" in e[5]]
@@ -206,6 +220,12 @@ def test_truncate_is_published_as_op_t_between_the_rows(run):
     assert msgs[2]["raw_key"] is None
     src = msgs[2]["value"]["source"]
     assert src["table"] == "t_trunc" and src["db"] == run["db"] and src["tx_row"] == 0
+
+
+def test_a_truncate_written_in_another_charset_than_utf8_is_published(run):
+    # The statement's bytes are latin1 ('t_\xe9t\xe9'): read as UTF-8, they named no table.
+    assert _rows(run, "t_été") == [("c", None, {"id": 1}), ("t", None, None),
+                                   ("c", None, {"id": 2})]
 
 
 def test_table_created_mid_stream_is_streamed(run):

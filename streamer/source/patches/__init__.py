@@ -93,6 +93,9 @@ FIXES: List[Fix] = [
         "correctness: ENUM and SET members kept as bytes, not UTF-8 or \"\" (completed)"),
     Fix(QueryEvent, "_read_status_vars_value_for_key", ("self", "key"), query.read_status_var,
         "correctness: MariaDB 11's status variables no longer stop the stream at a DDL"),
+    Fix(QueryEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
+                                 "ctl_connection"), _keep(query.query_init),
+        "correctness: a statement is read in its client's charset, not always as UTF-8"),
     Fix(ExecuteLoadQueryEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                             "ctl_connection"), query.load_query_init,
         "correctness: a LOAD DATA logged as a statement is judged by its table, as any "
@@ -124,6 +127,7 @@ USED: List[Tuple[Any, str, Tuple[str, ...]]] = [
                                        "verify_checksum", "optional_meta_data", "enable_logging",
                                        "use_column_name_cache", "post_header_lengths")),
     (BinLogEvent, "_declared_post_header_len", ("self", "default")),
+    (BinLogEvent, "_advance_to_payload", ("self", "known_post_header_len")),
     (BinLogEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
                                "ctl_connection", "mysql_version", "only_tables",
                                "ignored_tables", "only_schemas", "ignored_schemas",

@@ -46,3 +46,28 @@ def test_a_status_variable_the_reader_does_not_know_is_skipped_with_the_rest_of_
     event = _query(_with_status(extra))
     assert event.query == "CREATE DATABASE t_660ccac5 CHARACTER SET utf8mb4"
     assert event.schema == b"t_660ccac5"
+
+
+def _written_by(client, query):
+    """CREATE_DATABASE made ``query`` (bytes) written by a client of collation id ``client``
+    (Q_CHARSET_CODE: the client's, the connection's and the server's collations)."""
+    head, body = CREATE_DATABASE[:19], bytearray(CREATE_DATABASE[19:])
+    at = body.index(bytes([4]) + b"\x2d\x00" * 3)
+    struct.pack_into("<H", body, at + 1, client)
+    body = body[:body.index(b"CREATE DATABASE")] + query + body[-4:]  # the checksum's place
+    return head[:9] + struct.pack("<I", 19 + len(body)) + head[13:] + bytes(body)
+
+
+@pytest.mark.parametrize("client, query, text", [
+    (8, "TRUNCATE TABLE `café`".encode("latin1"), "TRUNCATE TABLE `café`"),  # latin1
+    (8, b"SELECT '\x80\x81'", "SELECT '\u20ac\x81'"),  # MySQL's latin1 is cp1252 and C1
+    (51, "TRUNCATE `таблица`".encode("cp1251"), "TRUNCATE `таблица`"),
+    # sjis's 表 is 0x95 0x5C: read as UTF-8 it was a bad byte and a backslash.
+    (13, "TRUNCATE `表`".encode("sjis"), "TRUNCATE `表`"),
+    (255, "TRUNCATE `日本`".encode("utf-8"), "TRUNCATE `日本`"),  # MySQL 8's utf8mb4 default
+    (45, b"SELECT '\xff'", "SELECT '?'"),  # bytes no character stands for: '?', as the server
+])
+def test_a_statement_is_read_in_its_clients_charset(client, query, text):
+    event = _query(_written_by(client, query))
+    assert event.character_set_client == client and event.query == text
+    assert event.schema == b"t_660ccac5"
