@@ -11,7 +11,7 @@ import pymysql
 from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.position import Position
-from streamer.source import charsets, collations, rowless, server
+from streamer.source import charsets, collations, rowless, server, sqltext
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,10 @@ def probe_source(cfg: Config, password: str,
         # of the server in use when a value first needs one (after a failover, the new one).
         charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
         collations.register(conn, server.is_mariadb(conn))
+        case = server.names_case(conn)
+        sqltext.FOLD_NAMES = case == "1"
+        if case == "2":
+            log.warning("%s (MySQL at %s:%d)", server.NAMES_CASE_2, cfg.mysql.host, cfg.mysql.port)
         initial = cfg.start.initial
         beginning = initial == "beginning"
         snapshot = None

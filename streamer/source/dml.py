@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import List, NamedTuple, Optional, Set, Tuple
 
-from streamer.source.sqltext import Token, is_name, name_at, tokens
+from streamer.source.sqltext import Token, folded, is_name, name_at, tokens
 
 Table = Tuple[str, str]
 
@@ -65,7 +65,7 @@ def created_by_select(sql: str, default_db: str) -> Optional[Table]:
         if tok.kind == "p":
             depth += (tok.text == "(") - (tok.text == ")")
         elif tok.up in ("SELECT", "WITH") and depth <= 1:
-            return name[:2]
+            return folded(name[0], name[1])
     return None
 
 
@@ -83,7 +83,7 @@ def changes(sql: str, default_db: str) -> Changes:
                 calls.add((toks[i - 3].text, toks[i - 1].text))
             elif toks[i - 1].kind == "q" or toks[i - 1].up not in _NOT_CALLED:
                 calls.add((default_db, toks[i - 1].text))
-    return Changes(tables, calls)
+    return Changes({folded(*t) for t in tables}, {folded(*c) for c in calls})
 
 
 def _starts_statement(toks: List[Token], i: int) -> bool:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 import pymysql
 
 from streamer.source.chunks import quote
-from streamer.source.sqltext import name_at, table_statement, unquote
+from streamer.source.sqltext import folded, name_at, table_statement, unquote
 
 # What an ALTER TABLE does without row events, by its first two words, and where the other table
 # an exchange or a move names is (counted from the first word).
@@ -84,7 +84,8 @@ def rowless_change(query: str, default_db: str) -> Optional[RowlessChange]:
         if what == "truncate" and words[i + 2:] == ["ALL"]:
             return None  # the whole table: a TRUNCATE (source.truncate)
         other = name_at(rest, i + at, found.db) if at is not None else None
-        return RowlessChange(found.db, found.table, what, other[:2] if other else None)
+        return RowlessChange(found.db, found.table, what,
+                             folded(other[0], other[1]) if other else None)
     return None
 
 

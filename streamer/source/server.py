@@ -200,6 +200,10 @@ NOTED = [
                   "need ON; otherwise positions are binlog files and offsets"),
     ("binlog_order_commits", "snapshot.mode read_only needs ON (MySQL's default): transactions "
                              "become visible in their binlog order"),
+    ("lower_case_table_names", "1: statements' table names are read in lower case, as the "
+                               "server keeps them; 2: a TRUNCATE or a statement-logged change is "
+                               "recognised only when it names the table in the case it was "
+                               "created in"),
 ]
 
 
@@ -591,6 +595,20 @@ def read_only_refusal(writes: bool, in_order: bool, database: str) -> Optional[s
             f"needs transactions to become visible in their binlog order, and this MySQL has "
             f"binlog_order_commits OFF: a chunk could miss a change the stream read before its "
             f"window, and publish a row older than that change. {ORDER_FIX}, {watermark}")
+
+
+def names_case(conn: Any) -> str:
+    """The server's lower_case_table_names: 0, names as written and compared so; 1, kept in lower
+    case (as its table maps give them), whatever case a statement writes them in; 2, kept as
+    created (as table maps give them) and compared in lower case."""
+    row = query_one(conn, "SELECT @@GLOBAL.lower_case_table_names")
+    return "0" if row is None else str(row[0])
+
+
+NAMES_CASE_2 = ("lower_case_table_names is 2: the server keeps table names as created and "
+                "compares them in lower case, and the streamer recognises a TRUNCATE or a "
+                "statement-logged change only when it names a published table in the case the "
+                "table was created in")
 
 
 def server_id(conn: Any) -> int:

@@ -23,6 +23,10 @@ _TOKEN = re.compile(r"""
   | (?P<p>.)
 """, re.X | re.S)
 _SKIPPED = ("space", "xopen", "comment", "xclose")
+# Whether the server keeps database and table names in lower case whatever case a statement
+# writes them in (lower_case_table_names=1), as its table maps give them: the names a statement
+# changes are read so too (set at start for the server in use: engine.start).
+FOLD_NAMES = False
 
 
 class Token(NamedTuple):
@@ -68,6 +72,11 @@ def name_at(toks: List[Token], j: int, default_db: str) -> Optional[Tuple[str, s
     return default_db, toks[j].text, j + 1
 
 
+def folded(db: str, name: str) -> Tuple[str, str]:
+    """A table's (or routine's) database and name as the server keeps them (``FOLD_NAMES``)."""
+    return (db.lower(), name.lower()) if FOLD_NAMES else (db, name)
+
+
 class TableStatement(NamedTuple):
     verb: str  # ALTER, CREATE or TRUNCATE
     db: str
@@ -105,6 +114,7 @@ def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
     if name is None:
         return None
     db, table, j = name
+    db, table = folded(db, table)
     if j < len(toks) and toks[j].up == "WAIT":
         j += 2
     elif j < len(toks) and toks[j].up == "NOWAIT":

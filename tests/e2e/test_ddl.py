@@ -257,3 +257,38 @@ def test_replaying_the_binlog_from_its_start_gives_byte_identical_messages(run):
              for r in read_schema_records(kafka, run["ns"], settle=True)}
     second = {(r["fingerprint"], r["schema"]) for r in read_schema_records(kafka, ns2, settle=True)}
     assert first == second and len(first) >= 20
+
+
+def test_a_server_keeping_names_in_lower_case_has_statements_naming_them_in_any_case_read(
+        tmp_path):
+    """lower_case_table_names=1 (MariaDB takes it at start): table maps name mydb.mytable,
+    statements name it as written. A TRUNCATE of MyDb.MYTABLE is published, and a
+    statement-logged change of MyTable stops the stream, naming it."""
+    from tests.e2e.servers import PrivateMariaDB
+
+    mdb = PrivateMariaDB(str(tmp_path / "lower"), extra_args="--lower-case-table-names=1")
+    mdb.up()
+    try:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE MyDb", "CREATE TABLE MyDb.MyTable (id INT PRIMARY KEY)",
+                    "USE MyDb")
+        ns = support.unique("lc")
+        start = support.master_pos(conn)
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["mydb.*"],
+                                   mysql={"port": mdb.port, "password_file": mdb.password_file()})
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            support.sql(conn, "INSERT INTO MyTable VALUES (1)", "TRUNCATE TABLE MyTable",
+                        "INSERT INTO MyDb.MyTable VALUES (2)", "TRUNCATE MYDB.MYTABLE",
+                        "INSERT INTO MyTable VALUES (3)")
+            msgs = support.consume([f"{ns}.mydb.mytable"], expect=5, decode_ns=ns)
+            support.sql(conn, "SET SESSION binlog_format = 'STATEMENT'",
+                        "INSERT INTO MyTable VALUES (4)")
+            code = proc.wait(60)
+        out = proc.output()
+        assert code == 3, out[-3000:]
+        assert [(m["value"]["op"], (m["value"]["after"] or {}).get("id")) for m in msgs] == [
+            ("c", 1), ("t", None), ("c", 2), ("t", None), ("c", 3)]
+        assert "a statement changing mydb.mytable at " in out, out[-3000:]
+    finally:
+        mdb.down()

@@ -151,3 +151,17 @@ def test_the_reach_follows_triggers_and_routines_to_the_tables_they_change():
 def test_without_a_server_the_statement_alone_is_read():
     reached = Reach(None).of("UPDATE a JOIN b ON a.i = b.i SET b.v = f(1)", "app")
     assert reached.tables == {("app", "b"): ""} and reached.unseen == []
+
+
+def test_on_a_server_keeping_names_in_lower_case_a_statements_names_are_read_so(monkeypatch):
+    from streamer.source import rowless, truncate
+    monkeypatch.setattr(sqltext, "FOLD_NAMES", True)
+    assert targets("UPDATE Shop.Orders o JOIN Items i ON i.id = o.id SET o.n = 1") == {
+        ("shop", "orders")}
+    assert dml.changes("SELECT Shop.Bump(1)", "shop").calls == {("shop", "bump")}
+    assert dml.created_by_select("CREATE TABLE Copy SELECT * FROM t", "shop") == ("shop", "copy")
+    assert truncate.truncated_table("TRUNCATE TABLE Shop.MyTable", "x") == ("shop", "mytable")
+    found = rowless.rowless_change("ALTER TABLE T EXCHANGE PARTITION p0 WITH TABLE Arch.T0", "d")
+    assert (found.db, found.table, found.other) == ("d", "t", ("arch", "t0"))
+    monkeypatch.setattr(sqltext, "FOLD_NAMES", False)  # lower_case_table_names 0 (or 2)
+    assert targets("UPDATE Shop.Orders SET n = 1") == {("Shop", "Orders")}
