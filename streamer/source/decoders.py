@@ -185,8 +185,6 @@ def decode_text(raw: bytes, name: str, event: Any) -> str:
     """Text that is no stored value (a statement), written in the charset the library names
     ``name``, read with the codecs values are read with; a byte sequence no character stands
     for reads as '?', and a charset Python has no codec for as UTF-8."""
-    if raw.isascii():
-        return raw.decode("ascii")
     if name == "cp1252":
         return codecs.charmap_decode(raw, "strict", MYSQL_LATIN1)[0]
     return raw.decode(_encoding(name, event) or "utf-8", "mysql-replace")

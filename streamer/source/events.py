@@ -10,10 +10,9 @@ type is in exactly one of three lists here:
   ``source.compressed`` reads each as its plain twin; so are MySQL's partial JSON updates, whose
   diffs ``source.jsondiff`` applies to the before image;
 - ``NO_DATA``: known to carry no row change (formats, checkpoints, GTID lists, annotations, and
-  the context a statement-logged statement is written with: its INSERT_ID, RAND() seed and user
+  what a statement-logged statement is written with: its INSERT_ID, RAND() seed and user
   variables, a LOAD DATA's file, which come before the statement, which the statements stage
-  judges); not asked
-  for, so the library does not even parse them;
+  judges); not asked for, so the library does not even parse them;
 - refused: everything else, the event types the library does not know included. The engine stops
   at the first such event with exit 3, naming its type, its position, the setting behind it and the
   fix; the position is not moved past it, so after the fix a restart loses nothing.

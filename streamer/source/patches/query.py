@@ -1,4 +1,5 @@
-"""A query event's status variables, MariaDB 11's included.
+"""Query events as the servers write them: their status variables (MariaDB 11's included), the
+charset of their statement, and LOAD DATA's statement.
 
 The library reads a query event's status variables one by one and raises on a code it does not
 know, which stops the stream at the event. MariaDB writes codes beyond the ones it knows:
@@ -81,6 +82,8 @@ def _status_vars(event: Any) -> None:
 
 def statement(event: Any, raw: bytes) -> str:
     """A statement's text, in its client's charset (UTF-8 when the event doesn't say)."""
+    if raw.isascii():  # most statements (MySQL's BEGIN of every transaction): any charset
+        return raw.decode("ascii")
     client = getattr(event, "character_set_client", None)
     charset = charset_by_id(client, event.dbms) if client is not None else None
     return decoders.decode_text(raw, charset.encoding if charset is not None else "utf8",
