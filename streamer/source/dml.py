@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import List, NamedTuple, Optional, Set, Tuple
 
-from streamer.source.sqltext import Token, folded, is_name, name_at, tokens
+from streamer.source.sqltext import Token, folded, is_name, name_at, table_statement, tokens
 
 Table = Tuple[str, str]
 
@@ -48,24 +48,15 @@ def created_by_select(sql: str, default_db: str) -> Optional[Table]:
     """The table a ``CREATE TABLE ... [AS] SELECT`` fills, as a statement: its rows are in no
     row event (logged in row format, the statement is written without its SELECT, and the rows
     follow). None for any other statement, and for a TEMPORARY table (never in a table map)."""
-    toks = tokens(sql)
-    j = 1 if toks and toks[0].up == "CREATE" else len(toks)
-    if toks[j:j + 2] and toks[j].up == "OR" and toks[j + 1].up == "REPLACE":
-        j += 2
-    if j >= len(toks) or toks[j].up != "TABLE":
-        return None
-    j += 1
-    if [t.up for t in toks[j:j + 2]] == ["IF", "NOT"]:
-        j += 3
-    name = name_at(toks, j, default_db)
-    if name is None:
+    found = table_statement(sql, default_db)
+    if found is None or found.verb != "CREATE" or "TEMPORARY" in found.before:
         return None
     depth = 0
-    for tok in toks[name[2]:]:
+    for tok in found.rest:
         if tok.kind == "p":
             depth += (tok.text == "(") - (tok.text == ")")
         elif tok.up in ("SELECT", "WITH") and depth <= 1:
-            return folded(name[0], name[1])
+            return found.db, found.table
     return None
 
 

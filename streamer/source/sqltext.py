@@ -79,6 +79,7 @@ def folded(db: str, name: str) -> Tuple[str, str]:
 
 class TableStatement(NamedTuple):
     verb: str  # ALTER, CREATE or TRUNCATE
+    before: List[str]  # the words between the verb and TABLE (ONLINE, OR REPLACE, TEMPORARY...)
     db: str
     table: str
     rest: List[Token]  # what follows the name (MariaDB's WAIT n or NOWAIT, a final ; left out)
@@ -104,6 +105,7 @@ def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
     j = 1
     while j < len(toks) and toks[j].up in before:
         j += 1
+    words = [t.up for t in toks[1:j]]
     if j < len(toks) and toks[j].up == "TABLE":
         j += 1
     elif verb != "TRUNCATE":
@@ -119,7 +121,7 @@ def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
         j += 2
     elif j < len(toks) and toks[j].up == "NOWAIT":
         j += 1
-    return TableStatement(verb, db, table, toks[j:])
+    return TableStatement(verb, words, db, table, toks[j:])
 
 
 def unquote(part: str) -> str:
