@@ -170,12 +170,10 @@ def cascade_added(query: str, default_db: str) -> Optional[Tuple[str, str]]:
     found = table_statement(query, default_db)
     if found is None or found.verb == "TRUNCATE":
         return None
-    words = [t.up for t in found.rest] + ["", ""]
-    for i, word in enumerate(words[:-3]):
-        if word == "ON" and words[i + 1] in ("DELETE", "UPDATE") and (
-                words[i + 2] == "CASCADE" or
-                words[i + 2] == "SET" and words[i + 3] in ("NULL", "DEFAULT")):
-            return found.db, found.table
+    words = " ".join(t.up or "_" for t in found.rest)  # a name or a string is no keyword
+    if any(f" ON {what} {rule}" in f" {words} " for what in ("DELETE", "UPDATE")
+           for rule in ("CASCADE ", "SET NULL ", "SET DEFAULT ")):
+        return found.db, found.table
     return None
 
 
