@@ -472,6 +472,16 @@ def streamer_truncate(value_writer: avro.Writer) -> Callable[..., bytes]:
     return truncate_value
 
 
+def _names(query: str, table: str) -> bool:
+    """Whether ``query`` may name ``table``: its name as a word, case aside (a statement's may
+    differ from the table map's on a server with lower_case_table_names), as written bare or
+    quoted, where a backquote doubles inside backquotes and a double quote inside double quotes
+    (ANSI_QUOTES). Naming another table of a name like it only costs a read of the definition."""
+    spellings = {table, table.replace("`", "``"), table.replace('"', '""')}
+    return any(re.search(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", query, re.I)
+               for name in spellings)
+
+
 class TableCatalog:
     """Maps binlog table ids to table versions, building each version once.
 
@@ -548,7 +558,7 @@ class TableCatalog:
         if definitions is None or not definitions.cache:
             return
         for db, table in list(definitions.cache):
-            if re.search(r"(?<![\w$])" + re.escape(table) + r"(?![\w$])", query, re.I):
+            if _names(query, table):
                 definitions.forget(db, table)
                 tv = self.current.pop((db, table), None)
                 if tv is not None:

@@ -5,7 +5,7 @@ import pytest
 from pymysqlreplication.constants import FIELD_TYPE
 
 from streamer.errors import MissingColumnNames
-from streamer.schema.versions import TableFilter, TableVersion
+from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
 
 
 class Col:
@@ -165,3 +165,34 @@ def test_a_key_fastavro_writes_is_the_versions_own_on_the_one_row_path(monkeypat
     assert tv.one_row()._key is tv.key_writer
     expected = published(process_event, lambda: tv)
     assert published(process_one_row_event, tv.one_row) == expected
+
+
+class _Cached:
+    """The definitions a catalog read (source.definitions.Definitions): the names it was asked
+    to forget."""
+
+    def __init__(self, *tables):
+        self.cache = {("shop", t): object() for t in tables}
+        self.forgotten = []
+
+    def forget(self, db, table):
+        self.forgotten.append(table)
+        self.cache.pop((db, table), None)
+
+
+@pytest.mark.parametrize("statement, forgotten", [
+    ("ALTER TABLE `a``b` MODIFY u UUID", ["a`b"]),
+    ('ALTER TABLE "a""b" MODIFY u UUID', ['a"b']),
+    ("ALTER TABLE shop.Orders ADD COLUMN ip INET6", ["orders"]),
+    ("alter table `my-t` modify u uuid", ["my-t"]),
+    ("ALTER TABLE orders_old ADD COLUMN x INT", []),
+    ("ALTER TABLE `a``bc` ADD COLUMN x INT", []),
+])
+def test_a_statement_naming_a_table_however_quoted_has_its_definition_read_again(statement,
+                                                                                forgotten):
+    # A change from BINARY(16) to UUID leaves the table map's bytes as they were: the definition
+    # read for the table must be read again, or its values come out as the old type's.
+    cached = _Cached("a`b", 'a"b', "orders", "my-t")
+    catalog = TableCatalog("ns", TableFilter(["*.*"], []), definitions=cached)
+    catalog.on_statement(statement)
+    assert cached.forgotten == forgotten
