@@ -7,16 +7,19 @@ reach a published table, themselves or by the triggers and routines they run (``
 TRUNCATE TABLE, the one DDL published, as op ``t``
 (``engine.rows.publish_truncate``); and the ALTER TABLEs that take rows out or put rows in with no
 row event (a partition dropped, emptied, exchanged: ``source.rowless``), which are warned about.
+MariaDB's two-phase ALTER is written twice: it is read at its COMMIT ALTER only (its START ALTER
+changed nothing yet, and a ROLLBACK ALTER nothing at all).
 """
 from __future__ import annotations
 
 import logging
 from typing import Any, Callable, Dict, Set, Tuple
 
-from pymysqlreplication.event import ExecuteLoadQueryEvent, QueryEvent
+from pymysqlreplication.event import ExecuteLoadQueryEvent, MariadbGtidEvent, QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
+from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
@@ -32,14 +35,25 @@ class Statements:
         definitions = getattr(ctx.tables, "definitions", None)
         self.reach = Reach(definitions.connection if definitions is not None else None)
         self.said: Set[Tuple[str, str]] = set()
+        # The phase of MariaDB's two-phase ALTER the next query event is in (patches.gtid).
+        self.alter = 0
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
         # A LOAD DATA logged as a statement: a query event of its own type (source.patches.query).
-        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query}
+        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query,
+                MariadbGtidEvent: self.on_gtid}
+
+    def on_gtid(self, event: Any) -> int:
+        self.alter = event.alter
+        return 0
 
     def on_query(self, event: Any) -> int:
         query = event.query
         if query == "BEGIN" or query == "COMMIT":
+            return 0
+        if self.alter & (START_ALTER | ROLLBACK_ALTER):
+            # A two-phase ALTER started, or failed: its table is as it was until a COMMIT
+            # ALTER of the same statement, which is read like any ALTER.
             return 0
         tracker = self.tracker
         reached = self.reach.of(query, _db(event), self.tables.filter)

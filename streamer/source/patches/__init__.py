@@ -26,7 +26,8 @@ import pymysql
 import pymysqlreplication
 from pymysql.connections import Connection, MySQLResult
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import BinLogEvent, ExecuteLoadQueryEvent, QueryEvent
+from pymysqlreplication.event import (BinLogEvent, ExecuteLoadQueryEvent, MariadbGtidEvent,
+                                      QueryEvent)
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (PartialUpdateRowsEvent, RowsEvent, TableMapEvent,
                                           UpdateRowsEvent)
@@ -35,7 +36,7 @@ from pymysqlreplication.table import Table
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
 from streamer.source import (checksums, compressed, decoders, gtidtag, oldtemporal, payload,
                              rowplan, standins)
-from streamer.source.patches import query, table_map
+from streamer.source.patches import gtid, query, table_map
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,10 @@ FIXES: List[Fix] = [
                                             "ctl_connection"), query.load_query_init,
         "correctness: a LOAD DATA logged as a statement is judged by its table, as any "
         "statement is (the library reads no statement text of it)"),
+    Fix(MariadbGtidEvent, "__init__", ("self", "from_packet", "event_size", "table_map",
+                                       "ctl_connection"), gtid.gtid_init,
+        "correctness: the phase of a two-phase ALTER (START, COMMIT or ROLLBACK ALTER), which "
+        "only the GTID event's extra flags tell"),
     Fix(BinLogStreamReader, "_BinLogStreamReader__checksum_enabled", ("self",),
         checksums.always_checksum_aware,
         "correctness: binlogs written without checksums, and with, in one stream"),
