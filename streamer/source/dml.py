@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import List, NamedTuple, Optional, Set, Tuple
 
-from streamer.source.sqltext import Token, folded, is_name, name_at, table_statement, tokens
+from streamer.source.sqltext import (Token, folded, is_name, name_at, settings_end,
+                                     table_statement, tokens)
 
 Table = Tuple[str, str]
 
@@ -66,8 +67,10 @@ def changes(sql: str, default_db: str) -> Changes:
     toks = tokens(sql)
     tables: Set[Table] = set()
     calls: Set[Tuple[str, str]] = set()
+    # Statements run with MariaDB's per-statement settings: the word after their FOR.
+    set_for = {settings_end(toks, i) for i, tok in enumerate(toks) if tok.up == "SET"}
     for i, tok in enumerate(toks):
-        if tok.up in _STARTS and _starts_statement(toks, i):
+        if tok.up in _STARTS and (i in set_for or _starts_statement(toks, i)):
             tables.update(_Statement(toks, i, default_db).targets())
         elif tok.text == "(" and tok.kind == "p" and i and is_name(toks[i - 1]):
             if i >= 3 and toks[i - 2].text == "." and is_name(toks[i - 3]):

@@ -5,6 +5,8 @@ source.truncate the DDL they look for (``table_statement``): a comment anywhere 
 application's ``/* controller=... */`` after the statement) or a string that spells a keyword
 (``COMMENT 'drop partition monthly'``) changes no word. An executable comment's text
 (``/*!40000 ... */``, MariaDB's ``/*M!... */``) is read as the server runs it: as text.
+A statement run with MariaDB's per-statement settings (``SET STATEMENT ... FOR``) is read as
+the statement after them.
 """
 from __future__ import annotations
 
@@ -51,11 +53,34 @@ def tokens(sql: str) -> List[Token]:
 
 
 def first_word(sql: str) -> str:
-    """The statement's first word, in upper case ("" if it starts with no bare word)."""
+    """The statement's first word, in upper case ("" if it starts with no bare word), past
+    MariaDB's per-statement settings (``settings_end``)."""
     for m in _TOKEN.finditer(sql):
         if m.lastgroup not in _SKIPPED:
-            return m.group().upper() if m.lastgroup == "w" else ""
+            word = m.group().upper() if m.lastgroup == "w" else ""
+            if word == "SET":
+                toks = tokens(sql)
+                j = settings_end(toks, 0)
+                return toks[j].up if j < len(toks) else ""
+            return word
     return ""
+
+
+def settings_end(toks: List[Token], i: int) -> int:
+    """Where the statement begins that MariaDB's ``SET STATEMENT var=value [, ...] FOR`` at
+    ``toks[i]`` runs with its settings (as the binlog keeps it: ``SET STATEMENT
+    lock_wait_timeout=5 FOR ALTER TABLE ...``, ``SET STATEMENT binlog_format=STATEMENT FOR
+    INSERT ...``); ``i`` when no such prefix is there. The settings' values hold no bare FOR
+    outside parentheses."""
+    if i + 1 < len(toks) and toks[i].up == "SET" and toks[i + 1].up == "STATEMENT":
+        depth = 0
+        for j in range(i + 2, len(toks)):
+            tok = toks[j]
+            if tok.kind == "p":
+                depth += (tok.text == "(") - (tok.text == ")")
+            elif depth == 0 and tok.up == "FOR":
+                return j + 1
+    return i
 
 
 def is_name(tok: Token) -> bool:
@@ -98,6 +123,7 @@ def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
     toks = tokens(sql)
     while toks and toks[-1].kind == "p" and toks[-1].text == ";":
         toks.pop()
+    toks = toks[settings_end(toks, 0):]
     verb = toks[0].up if toks else ""
     before = _BEFORE_TABLE.get(verb)
     if before is None:

@@ -114,9 +114,14 @@ def test_a_session_with_a_minimal_row_image_stops_the_streamer_naming_the_settin
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2)]
 
 
-def test_a_session_logging_statements_stops_the_streamer_naming_the_setting(db, tmp_path):
+def test_a_change_logged_as_a_statement_by_set_statement_stops_the_streamer_naming_it(db,
+                                                                                       tmp_path):
+    # MariaDB's per-statement settings, kept in the statement's text in the binlog: the
+    # statement after them is read (a session logging statements: the tests below).
     name, conn = db
-    code, out, msgs = _stopped_by(conn, name, tmp_path, "SET SESSION binlog_format = 'STATEMENT'")
+    code, out, msgs = _stopped_by(
+        conn, name, tmp_path, change="SET STATEMENT binlog_format=STATEMENT, sql_mode='' FOR "
+                                     "UPDATE t SET v = 'changed' WHERE id = 1")
     assert code == 3, out[-2000:]
     assert f"a statement changing {name}.t at " in out and "binlog_format=ROW" in out
     assert "Traceback" not in out

@@ -165,3 +165,28 @@ def test_on_a_server_keeping_names_in_lower_case_a_statements_names_are_read_so(
     assert (found.db, found.table, found.other) == ("d", "t", ("arch", "t0"))
     monkeypatch.setattr(sqltext, "FOLD_NAMES", False)  # lower_case_table_names 0 (or 2)
     assert targets("UPDATE Shop.Orders SET n = 1") == {("Shop", "Orders")}
+
+
+def test_a_statement_run_with_mariadbs_per_statement_settings_is_the_statement_after_them():
+    # As MariaDB logs them: the SET STATEMENT ... FOR prefix kept in the query event.
+    from streamer.source import rowless, truncate
+    reach = Reach(None)
+    assert reach.of("SET STATEMENT binlog_format=STATEMENT FOR INSERT INTO t VALUES (1)",
+                    "shop").tables == {("shop", "t"): ""}
+    assert reach.of("set statement max_statement_time=1.5, sql_mode=CONCAT(@@sql_mode, ',X') "
+                    "for UPDATE o.t SET v = 1", "shop").tables == {("o", "t"): ""}
+    assert reach.of("SET STATEMENT sql_mode='' FOR SELECT * FROM t FOR UPDATE", "shop") \
+        .tables == {}
+    assert truncate.truncated_table("SET STATEMENT foreign_key_checks=0 FOR TRUNCATE TABLE t",
+                                    "shop") == ("shop", "t")
+    found = rowless.rowless_change("SET STATEMENT lock_wait_timeout=5 FOR ALTER TABLE t DROP "
+                                   "PARTITION p0", "shop")
+    assert (found.db, found.table, found.what) == ("shop", "t", "drop")
+    assert rowless.cascade_added("SET STATEMENT lock_wait_timeout=5 FOR ALTER TABLE t ADD "
+                                 "FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE",
+                                 "shop") == ("shop", "t")
+    # Inside a routine's body too; other SETs are no prefix.
+    assert targets("BEGIN SET STATEMENT sql_mode='' FOR DELETE FROM a; SELECT 1 FROM b FOR "
+                   "UPDATE; END") == {("shop", "a")}
+    assert reach.of("SET PASSWORD FOR 'u'@'h' = PASSWORD('x')", "shop") is None
+    assert reach.of("SET STATEMENT sql_mode=''", "shop") is None
