@@ -20,6 +20,8 @@ from streamer.source.gtidtag import TaggedGtidEvent
 
 # What stages.savepoints.looked_ahead sets on a MariaDB group it read whole: its holes.
 MariadbGtidEvent.holes = None
+# What source.patches.gtid reads into each MariaDB GTID event (0 where it isn't applied).
+MariadbGtidEvent.alter = 0
 # MariaDB's GTID event flag for a statement that is a transaction of its own (no BEGIN follows).
 FL_STANDALONE = 1
 # MariaDB's GTID event flag for the group of an XA transaction's XA START ... XA PREPARE.
@@ -40,7 +42,7 @@ class Tracker:
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_file", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
                  "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes", "start",
-                 "placed")
+                 "placed", "alter")
 
     def __init__(self, start: Position, by_gtid: bool = False,
                  holes: Optional[Dict[str, List[Tuple[int, int]]]] = None):
@@ -82,6 +84,8 @@ class Tracker:
         self.explicit = False
         # In the group of an XA transaction being prepared: its rows wait for its XA COMMIT.
         self.xa = False
+        # MariaDB: the phase of a two-phase ALTER the group is (source.patches.gtid), else 0.
+        self.alter = 0
         # The prepared XA transactions not yet committed or rolled back (Position.xa).
         self.xa_pending: Dict[str, List[Any]] = {k: list(v) for k, v in (start.xa or {}).items()}
         # Ranges of the current transaction's row changes a ROLLBACK TO SAVEPOINT took back
@@ -143,6 +147,7 @@ class Tracker:
             self.begin(_start_of(event), event.gtid)
             self.explicit = not (event.flags & FL_STANDALONE)
             self.xa = bool(event.flags & FL_PREPARED_XA)
+            self.alter = event.alter
             if event.holes is not None:  # a group read whole first (stages.savepoints)
                 self.holes = event.holes
         elif cls is GtidEvent or cls is TaggedGtidEvent:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Set, Tuple
 
-from pymysqlreplication.event import ExecuteLoadQueryEvent, MariadbGtidEvent, QueryEvent
+from pymysqlreplication.event import ExecuteLoadQueryEvent, QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
@@ -35,25 +35,19 @@ class Statements:
         definitions = getattr(ctx.tables, "definitions", None)
         self.reach = Reach(definitions.connection if definitions is not None else None)
         self.said: Set[Tuple[str, str]] = set()
-        # The phase of MariaDB's two-phase ALTER the next query event is in (patches.gtid).
-        self.alter = 0
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
         # A LOAD DATA logged as a statement: a query event of its own type (source.patches.query).
-        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query,
-                MariadbGtidEvent: self.on_gtid}
-
-    def on_gtid(self, event: Any) -> int:
-        self.alter = event.alter
-        return 0
+        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query}
 
     def on_query(self, event: Any) -> int:
         query = event.query
         if query == "BEGIN" or query == "COMMIT":
             return 0
-        if self.alter & (START_ALTER | ROLLBACK_ALTER):
-            # A two-phase ALTER started, or failed: its table is as it was until a COMMIT
-            # ALTER of the same statement, which is read like any ALTER.
+        if self.tracker.alter & (START_ALTER | ROLLBACK_ALTER):
+            # A two-phase ALTER started, or failed (the group's GTID event says: the tracker
+            # keeps it): its table is as it was until a COMMIT ALTER of the same statement,
+            # which is read like any ALTER.
             return 0
         tracker = self.tracker
         reached = self.reach.of(query, _db(event), self.tables.filter)
