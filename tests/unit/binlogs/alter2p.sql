@@ -23,3 +23,10 @@ END //
 DELIMITER ;
 CALL app.fails();
 INSERT INTO app.c VALUES (3, 1, 6, 9);
+-- An XA transaction whose format id (6) has the bits of two phases: its GTID events hold the
+-- XA id between the flags and the extra flags, which must be skipped, not read as a phase.
+XA START 'x', '', 6;
+INSERT INTO app.c VALUES (4, 1, 7, 9);
+XA END 'x', '', 6;
+XA PREPARE 'x', '', 6;
+XA COMMIT 'x', '', 6;
