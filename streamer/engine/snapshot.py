@@ -371,6 +371,20 @@ class Snapshots:
             self._give_up_chunk()
             self.pump()
 
+    def mark_lost(self, chunk: Chunk, waited_s: float) -> None:
+        """The chunk in flight, read and its high mark written, has waited ``waited_s`` for that
+        mark while the stream read all the server had: the mark is not coming (the server logs
+        no change of the watermark table, or its event was lost). The chunk is read again, with
+        new watermarks; none of its rows was published, so none is published twice."""
+        log.warning("snapshot of %s.%s: chunk %d's high watermark (%s) has not come in the "
+                    "binlog in %.0f s, while the stream read all the server sent; reading that "
+                    "chunk again with new watermarks. If this repeats, the server does not log "
+                    "the changes of %s.%s (binlog_do_db, binlog_ignore_db: streamer check "
+                    "says)", chunk.db, chunk.table, chunk.job["chunk"] + 1, chunk.high, waited_s,
+                    self.database, signals.WATERMARK, extra={"table": chunk.job["table"]})
+        self._give_up_chunk()
+        self.pump()
+
     def finish(self, chunk: Chunk, sent: int) -> None:
         """The chunk's rows were published (``sent`` in all): its progress goes with them, and
         the next chunk is read."""

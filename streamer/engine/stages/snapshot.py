@@ -29,6 +29,9 @@ from streamer.source import signals
 # While changes keep arriving, the chunk being read still gets a slice this often: a snapshot
 # goes on under any load, and a change waits for at most one slice.
 SHARE_S = 0.05
+# A chunk whose high mark has not come in this long, the stream caught up all the while, is read
+# again (``Snapshots.mark_lost``): a mark comes within milliseconds of its write.
+HIGH_MARK_S = 30.0
 
 
 class SnapshotStage:
@@ -38,6 +41,9 @@ class SnapshotStage:
         self.tracker = ctx.tracker
         self.last_slice = float("-inf")
         self.ahead: Any = None  # the last chunk's table version whose topic was asked ahead
+        # The chunk waiting for its high mark, and since when the stream has been caught up.
+        self.awaited: Optional[Chunk] = None
+        self.awaited_since = 0.0
         snaps.reset(start.snapshot, ctx.tables)
         if snaps.read_only:
             snaps.seed(ctx.tracker.gtids, start)
@@ -80,8 +86,22 @@ class SnapshotStage:
 
     def on_caught_up(self) -> int:
         if not self.snaps.read_only:
+            self._overdue()
             return self.work()
         return 0 if self.tracker.in_tx else self.on_position()
+
+    def _overdue(self) -> None:
+        """Caught up: a chunk read whose high mark has not come in HIGH_MARK_S is read again."""
+        chunk = self.snaps.chunk
+        if chunk is None or chunk.reading is not None or chunk.landed:
+            return
+        now = self.ctx.clock.monotonic()
+        if chunk is not self.awaited:
+            self.awaited, self.awaited_since = chunk, now
+        elif now - self.awaited_since >= HIGH_MARK_S:
+            self.awaited = None
+            self.snaps.mark_lost(chunk, now - self.awaited_since)
+            self._follow()
 
     def work(self) -> int:
         """Slices of the chunk in flight (read, or published once landed) until the server sends

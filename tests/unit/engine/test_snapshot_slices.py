@@ -638,3 +638,31 @@ def test_what_is_kept_by_a_tables_name_goes_once_its_snapshot_ends(ctx):  # noqa
     assert snaps.step() and kept() == (False, True, False)  # its first slice, then it fails
     assert not snaps.step() and snaps.chunk is None
     assert snaps.done == 2 and kept() == (False, False, False)
+
+
+def test_a_chunk_whose_high_mark_does_not_come_while_caught_up_is_read_again(ctx, caplog):  # noqa: F811
+    # A mark comes within milliseconds of its write; one that hasn't in HIGH_MARK_S while the
+    # stream read all there was will not: a snapshot waiting for it would wait for ever, in
+    # silence.
+    from streamer.engine.stages import snapshot as stage_module
+    tables = Tables(range(1, 4))
+    ctx, snaps, stage = _stage(ctx, tables, slice_rows=10)
+    stage.on_caught_up()  # read whole: the high mark is written
+    first = snaps.chunk
+    assert first.reading is None and tables.marks == [first.low, first.high]
+    stage.on_caught_up()  # caught up, waiting for the mark from here
+    ctx.clock.sleep(stage_module.HIGH_MARK_S - 1)
+    stage.on_caught_up()
+    assert snaps.chunk is first and not caplog.records  # not yet
+    ctx.clock.sleep(1)
+    tables.server.rows = [(i, f"v{i}") for i in range(1, 4)]  # the table, for a new SELECT
+    stage.on_caught_up()
+    again = snaps.chunk
+    assert again is not first and again.low not in (first.low, first.high)
+    assert tables.marks[2:] == [again.low, again.high]  # read again, framed by new marks
+    assert [k for (k,) in again.kept()] == [1, 2, 3] and first.job is again.job
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith(
+        f"snapshot of shop.t: chunk 1's high watermark ({first.high}) has not come in the "
+        f"binlog in {stage_module.HIGH_MARK_S:.0f} s, while the stream read all the server "
+        f"sent; reading that chunk again with new watermarks"), said
