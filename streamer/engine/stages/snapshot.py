@@ -94,6 +94,7 @@ class SnapshotStage:
         """Caught up: a chunk read whose high mark has not come in HIGH_MARK_S is read again."""
         chunk = self.snaps.chunk
         if chunk is None or chunk.reading is not None or chunk.landed:
+            self.awaited = None  # not kept past its wait: its rows go with it
             return
         now = self.ctx.clock.monotonic()
         if chunk is not self.awaited:
