@@ -44,12 +44,12 @@ class Statements:
         query = event.query
         if query == "BEGIN" or query == "COMMIT":
             return 0
-        if self.tracker.alter & (START_ALTER | ROLLBACK_ALTER):
+        tracker = self.tracker
+        if tracker.alter & (START_ALTER | ROLLBACK_ALTER):
             # A two-phase ALTER started, or failed (the group's GTID event says: the tracker
             # keeps it): its table is as it was until a COMMIT ALTER of the same statement,
             # which is read like any ALTER.
             return 0
-        tracker = self.tracker
         reached = self.reach.of(query, _db(event), self.tables.filter)
         if reached is not None:
             events.refuse_statement(event, tracker.file, self.tables.filter, reached.tables)
