@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import re
 import time
 import uuid
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
@@ -44,7 +43,7 @@ from streamer.engine.chunk import Chunk, RowUnreadable
 from streamer.errors import SnapshotRefused, StreamerError
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
-from streamer.source import chunks, condition, server, signals
+from streamer.source import chunks, condition, server, signals, sqltext
 
 log = logging.getLogger(__name__)
 
@@ -359,8 +358,7 @@ class Snapshots:
         """A statement (DDL) naming the table of the chunk in flight: the chunk was read with
         columns that may have changed, so it is read again, with the table as it is now."""
         chunk = self.chunk
-        if chunk is not None and re.search(r"(?<![\w$])" + re.escape(chunk.table) + r"(?![\w$])",
-                                           query, re.IGNORECASE):
+        if chunk is not None and sqltext.may_name(query, chunk.table):
             log.info("snapshot of %s.%s: a statement on the table while chunk %d was in flight; "
                      "reading that chunk again", chunk.db, chunk.table, chunk.job["chunk"] + 1)
             partly = chunk.done_key()

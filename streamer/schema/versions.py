@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import fnmatch
 import logging
-import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from streamer.codec import avro
@@ -19,6 +18,7 @@ from streamer.schema.naming import TOPIC_TEMPLATE, TopicNames, topic_name, topic
 from streamer.source import rowplan
 from streamer.source.definitions import NONE as NO_DEFINITION
 from streamer.source.definitions import Definition
+from streamer.source.sqltext import may_name
 
 log = logging.getLogger(__name__)
 
@@ -472,16 +472,6 @@ def streamer_truncate(value_writer: avro.Writer) -> Callable[..., bytes]:
     return truncate_value
 
 
-def _names(query: str, table: str) -> bool:
-    """Whether ``query`` may name ``table``: its name as a word, case aside (a statement's may
-    differ from the table map's on a server with lower_case_table_names), as written bare or
-    quoted, where a backquote doubles inside backquotes and a double quote inside double quotes
-    (ANSI_QUOTES). Naming another table of a name like it only costs a read of the definition."""
-    spellings = {table, table.replace("`", "``"), table.replace('"', '""')}
-    return any(re.search(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", query, re.I)
-               for name in spellings)
-
-
 class TableCatalog:
     """Maps binlog table ids to table versions, building each version once.
 
@@ -558,7 +548,7 @@ class TableCatalog:
         if definitions is None or not definitions.cache:
             return
         for db, table in list(definitions.cache):
-            if _names(query, table):
+            if may_name(query, table):
                 definitions.forget(db, table)
                 tv = self.current.pop((db, table), None)
                 if tv is not None:

@@ -83,6 +83,17 @@ def settings_end(toks: List[Token], i: int) -> int:
     return i
 
 
+def may_name(query: str, table: str) -> bool:
+    """Whether ``query`` may name ``table``: its name as a word, case aside (a statement's may
+    differ from the table map's on a server with lower_case_table_names), as written bare or
+    quoted, where a backquote doubles inside backquotes and a double quote inside double quotes
+    (ANSI_QUOTES). A cheap test, for what is redone when a table may have changed: naming
+    another table of a name like it only costs that."""
+    spellings = {table, table.replace("`", "``"), table.replace('"', '""')}
+    return any(re.search(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", query, re.I)
+               for name in spellings)
+
+
 def is_name(tok: Token) -> bool:
     return tok.kind in "wqd"
 
