@@ -28,6 +28,7 @@ from streamer.engine.tracker import Tracker
 from streamer.errors import UnsupportedEvent
 from streamer.schema.versions import TableCatalog, TableVersion
 from streamer.source import jsondiff
+from streamer.source.temporary import used_temporary
 from streamer.source.truncate import truncated_table
 
 log = logging.getLogger(__name__)
@@ -151,7 +152,9 @@ def truncated_version(event: Any, tables: TableCatalog) -> Optional[Any]:
     schema = event.schema
     db = schema.decode("utf-8") if isinstance(schema, bytes) else schema
     target = truncated_table(event.query, db)
-    if target is None or not tables.filter(*target):
+    # A TRUNCATE that used a temporary table of its session (a statement-logging session's,
+    # source.temporary) emptied that one: it names no other.
+    if target is None or used_temporary(event) or not tables.filter(*target):
         return None
     tv = tables.last_version(*target)
     if tv is None:

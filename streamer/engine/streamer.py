@@ -43,6 +43,7 @@ from streamer.schema.naming import TopicNames
 from streamer.schema.versions import TableCatalog, TableFilter
 from streamer.source import oldtemporal, server
 from streamer.source.definitions import Definitions
+from streamer.source.temporary import TemporaryTables
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class Streamer:
         self.definitions: Optional[Definitions] = None
         # Row changes a ROLLBACK TO SAVEPOINT took back, by transaction (stages.savepoints).
         self.holes: Dict[str, List[Any]] = {}
+        # The temporary tables of sessions logging statements (stages.statements).
+        self.temporary = TemporaryTables()
         # Kept across reconnects so a re-read builds the very same table versions.
         self.tables: Optional[TableCatalog] = None
         self.schema_records: Optional[Ahead[List[Dict[str, Any]]]] = None
@@ -125,7 +128,8 @@ class Streamer:
         ctx = Context(cfg, publisher, tracker, tables, self.clock, self.metrics, announce, policy)
         rows = Rows(ctx)
         table_maps = TableMaps(ctx, rows)
-        stages: List[Any] = [table_maps, Statements(ctx), Savepoints(ctx, self.holes)]
+        stages: List[Any] = [table_maps, Statements(ctx, self.temporary),
+                             Savepoints(ctx, self.holes)]
         if self.txlog is not None:
             stages.append(TxMeta(ctx, self.txlog, start))
         stages.append(SnapshotStage(ctx, self.snapshots, table_maps, start))

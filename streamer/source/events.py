@@ -8,8 +8,9 @@ type is in exactly one of three lists here:
 
 - ``FOLLOWED``: read and acted on by the engine. MariaDB's compressed events are among them:
   ``source.compressed`` reads each as its plain twin; so are MySQL's partial JSON updates, whose
-  diffs ``source.jsondiff`` applies to the before image;
-- ``NO_DATA``: known to carry no row change (formats, checkpoints, GTID lists, annotations, and
+  diffs ``source.jsondiff`` applies to the before image; and a binlog's format description,
+  which says whether the server began that binlog at its start (source.temporary);
+- ``NO_DATA``: known to carry no row change (checkpoints, GTID lists, annotations, and
   what a statement-logged statement is written with: its INSERT_ID, RAND() seed and user
   variables, a LOAD DATA's file, which come before the statement, which the statements stage
   judges); not asked for, so the library does not even parse them;
@@ -36,12 +37,13 @@ from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEven
 
 from streamer.errors import UnsupportedEvent
 from streamer.source import compressed, gtidtag, payload
+from streamer.source.temporary import used_temporary
 
 FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent,
                        TableMapEvent, RotateEvent, GtidEvent, gtidtag.TaggedGtidEvent,
                        MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent, XAPrepareEvent,
-                       ExecuteLoadQueryEvent]
-NO_DATA: List[Any] = [FormatDescriptionEvent, StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
+                       ExecuteLoadQueryEvent, FormatDescriptionEvent]
+NO_DATA: List[Any] = [StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
                       MariadbAnnotateRowsEvent, MariadbBinLogCheckPointEvent, MariadbGtidListEvent,
                       MariadbStartEncryptionEvent, IntvarEvent, RandEvent, UserVarEvent,
                       BeginLoadQueryEvent]
@@ -101,7 +103,17 @@ def refuse_statement(event: Any, file: str, published: Callable[[str, str], bool
                                f"statement, not as row events: {_STATEMENT}. Nothing from this "
                                f"event on was published, and the checkpoint stays before it; "
                                f"once its changes are accounted for, restart past it (streamer "
-                               f"run --start-file/--start-pos or --start-gtid)")
+                               f"run --start-file/--start-pos or --start-gtid)"
+                               f"{_temporary(event, db, table)}")
+
+
+def _temporary(event: Any, db: str, table: str) -> str:
+    if not used_temporary(event):
+        return ""
+    return (f". The statement used a temporary table of its session (thread "
+            f"{event.slave_proxy_id}): if that was {db}.{table}, its CREATE TEMPORARY TABLE came "
+            f"before what this streamer read (before its start, or in a row-logged moment of "
+            f"the session), and no change of the published table is lost by restarting past it")
 
 
 # XA COMMIT / XA ROLLBACK as the server logs them: the xid as X'gtrid',X'bqual',formatID.

@@ -14,7 +14,7 @@ body only to its definer or a user with global SELECT (MySQL: or SHOW_ROUTINE).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import AbstractSet, Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from streamer.source import dml, sqltext
 
@@ -55,9 +55,12 @@ class Reach:
         self._routines.clear()
 
     def of(self, query: str, db: str,
-           published: Callable[[str, str], bool] = lambda db, table: False) -> Optional[Reached]:
+           published: Callable[[str, str], bool] = lambda db, table: False,
+           temporary: AbstractSet[Table] = frozenset()) -> Optional[Reached]:
         """What ``query``, logged as a statement in ``db``, changes, up to the first table that
-        is ``published``; None when it is no row change (DDL and the like)."""
+        is ``published``; None when it is no row change (DDL and the like). A name in
+        ``temporary`` is a temporary table of the statement's session (source.temporary),
+        which hides the table of that name from the statement and what it runs."""
         word = sqltext.first_word(query)
         created = dml.created_by_select(query, db) if word == "CREATE" else None
         if word not in dml.FIRST_WORDS and created is None:
@@ -77,7 +80,7 @@ class Reach:
                 continue
             found = dml.changes(body.sql, body.db)
             for table in sorted(found.tables):
-                if table not in tables:
+                if table not in tables and table not in temporary:
                     tables[table] = body.by
                     if published(*table):
                         return Reached(tables, unseen, created is not None)

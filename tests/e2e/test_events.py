@@ -150,6 +150,11 @@ def test_table_maps_without_column_names_stop_the_streamer_naming_the_setting(
 
 
 _STATEMENT = "SET SESSION binlog_format = 'STATEMENT'"
+# A session's temporary table named like the published t, in its every statement-logged use.
+_TEMPORARY_T = ("CREATE TEMPORARY TABLE t (id INT PRIMARY KEY, v VARCHAR(20), n INT)",
+                "INSERT INTO t VALUES (9, 'temporary', 90)", "UPDATE t SET n = 91 WHERE id = 9",
+                "TRUNCATE TABLE t", "INSERT INTO t VALUES (8, 'temporary', 80)",
+                "DROP TEMPORARY TABLE t")
 
 
 @contextlib.contextmanager
@@ -205,7 +210,8 @@ def test_a_statement_logged_change_of_no_published_table_is_said_and_streaming_g
     # TRIGGER privilege): it can't tell, and says so, naming what it could not see. The
     # statement comes with its context (an INSERT_ID, a RAND() seed, a user variable: events of
     # their own), which changes nothing. Before it, a LOAD DATA of another unpublished table
-    # (the file's bytes in events of their own, the statement in one more).
+    # (the file's bytes in events of their own, the statement in one more), and the session's
+    # own temporary table named t, filled, emptied and dropped: not the published t.
     name, conn = db
     support.sql(conn, "CREATE TABLE o (id INT AUTO_INCREMENT PRIMARY KEY, w INT, r DOUBLE)",
                 "CREATE TRIGGER o_in AFTER INSERT ON o FOR EACH ROW "
@@ -214,11 +220,12 @@ def test_a_statement_logged_change_of_no_published_table_is_said_and_streaming_g
     lines.write_text("".join(f"{i},{i * 7}\n" for i in range(3000)))  # past one 16 KB block
     load = f"LOAD DATA LOCAL INFILE '{lines}' INTO TABLE l FIELDS TERMINATED BY ','"
     with _local_infile(source):
-        code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, "SET @w = 70", load,
-                                      stops=False, source=source,
+        code, out, msgs = _stopped_by(conn, name, tmp_path, _STATEMENT, *_TEMPORARY_T,
+                                      "SET @w = 70", load, stops=False, source=source,
                                       change="INSERT INTO o (w, r) VALUES (@w, RAND())")
     assert code is None
     assert support.sql(conn, "SELECT COUNT(*) FROM l") == [(3000,)]
+    assert f"row changes of {name}.t were logged" not in out
     assert f"row changes of {name}.l were logged as a statement" in out
     assert f"row changes of {name}.o were logged as a statement" in out
     assert f"can't see: any trigger on {name}.o, which information_schema shows only to a user " \

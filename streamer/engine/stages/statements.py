@@ -13,14 +13,15 @@ changed nothing yet, and a ROLLBACK ALTER nothing at all).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, Set, Tuple
+from typing import Any, Callable, Dict, Optional, Set, Tuple
 
-from pymysqlreplication.event import ExecuteLoadQueryEvent, QueryEvent
+from pymysqlreplication.event import ExecuteLoadQueryEvent, FormatDescriptionEvent, QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
 from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
+from streamer.source.temporary import TemporaryTables
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
 
@@ -28,8 +29,12 @@ log = logging.getLogger(__name__)
 
 
 class Statements:
-    def __init__(self, ctx: Any) -> None:
+    """``temporary``: the temporary tables sessions logging statements made, kept across
+    connections (a reconnection reads again what the last one read past its checkpoint)."""
+
+    def __init__(self, ctx: Any, temporary: Optional[TemporaryTables] = None) -> None:
         self.ctx = ctx
+        self.temporary = temporary if temporary is not None else TemporaryTables()
         self.tracker = ctx.tracker
         self.tables = ctx.tables
         definitions = getattr(ctx.tables, "definitions", None)
@@ -38,7 +43,15 @@ class Statements:
 
     def handlers(self) -> Dict[Any, Callable[[Any], int]]:
         # A LOAD DATA logged as a statement: a query event of its own type (source.patches.query).
-        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query}
+        return {QueryEvent: self.on_query, ExecuteLoadQueryEvent: self.on_query,
+                FormatDescriptionEvent: self.on_format}
+
+    def on_format(self, event: Any) -> int:
+        if event.created:
+            # A binlog the server began at its start (one begun by a rotation, or the copy a
+            # connection's first events hold, says 0): no temporary table outlived it.
+            self.temporary.server_started()
+        return 0
 
     def on_query(self, event: Any) -> int:
         query = event.query
@@ -50,7 +63,10 @@ class Statements:
             # keeps it): its table is as it was until a COMMIT ALTER of the same statement,
             # which is read like any ALTER.
             return 0
-        reached = self.reach.of(query, _db(event), self.tables.filter)
+        db = _db(event)
+        temporary = self.temporary
+        temporary.on_statement(event, query, db)
+        reached = self.reach.of(query, db, self.tables.filter, temporary.of(event))
         if reached is not None:
             events.refuse_statement(event, tracker.file, self.tables.filter, reached.tables)
             self._unpublished(reached, event)

@@ -25,6 +25,7 @@ from streamer.engine.txmeta import TransactionLog
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.schema.versions import TableCatalog, TableFilter
+from streamer.source.temporary import THREAD_SPECIFIC_F
 from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 
 
@@ -65,9 +66,12 @@ def rows_event(table_id, *ids, cls=WriteRowsEvent):
                            rows=[{"values": {"id": i, "v": i * 10}} for i in ids])
 
 
-def query(text, db="app"):
+def query(text, db="app", flags=0, thread=9):
+    """A query event; ``flags`` 0x4: the statement used a temporary table of its session."""
     return SimpleNamespace(__class__=QueryEvent, query=text, schema=db, timestamp=1700000000,
-                           packet=SimpleNamespace(log_pos=300, event_size=50, server_id=1))
+                           slave_proxy_id=thread,
+                           packet=SimpleNamespace(log_pos=300, event_size=50, server_id=1,
+                                                  flags=flags))
 
 
 def begin(ctx):
@@ -139,6 +143,44 @@ def test_statements_refuse_a_published_tables_row_change_logged_as_a_statement(c
     with pytest.raises(errors.UnsupportedEvent, match="app.t .* was logged as a statement"):
         stage.on_query(query("INSERT INTO t VALUES (1)"))
     assert stage.on_query(query("INSERT INTO other.t VALUES (1)", db="other")) == 0
+
+
+def test_a_sessions_temporary_table_named_like_a_published_one_is_not_that_table(ctx, caplog):
+    # A session logging statements (MariaDB's MIXED, or STATEMENT) has its temporary tables'
+    # statements logged; the server flags (0x4) those that used one of its temporary tables.
+    TableMaps(ctx, Rows(ctx)).on_event(table_map(7))
+    stage = Statements(ctx)
+    used = THREAD_SPECIFIC_F
+    assert stage.on_query(query("CREATE TEMPORARY TABLE t (id INT)", flags=used)) == 0
+    begin(ctx)
+    assert stage.on_query(query("INSERT INTO t VALUES (1)", flags=used)) == 0
+    assert stage.on_query(query("UPDATE app.t SET id = 2", flags=used)) == 0
+    assert stage.on_query(query("TRUNCATE TABLE t", flags=used)) == 0
+    assert "logged as a statement" not in caplog.text  # not even said: no table of the server's
+    # The same statement of a session that has no such temporary table changes the table.
+    with pytest.raises(errors.UnsupportedEvent, match="app.t .* was logged as a statement"):
+        stage.on_query(query("INSERT INTO t VALUES (1)", flags=used, thread=10))
+    # Flagged, an INSERT may read a temporary table and change a real one.
+    stage.on_query(query("CREATE TEMPORARY TABLE tmp (id INT)", flags=used, thread=11))
+    with pytest.raises(errors.UnsupportedEvent, match="app.t .* was logged as a statement.* "
+                       r"used a temporary table of its session \(thread 11\): if that was "
+                       "app.t, its CREATE TEMPORARY TABLE came before what this streamer read"):
+        stage.on_query(query("INSERT INTO t SELECT * FROM tmp", flags=used, thread=11))
+    # Dropped, the name is the real table's again.
+    stage.on_query(query("DROP TEMPORARY TABLE IF EXISTS t", flags=used))
+    with pytest.raises(errors.UnsupportedEvent, match="app.t .* was logged as a statement"):
+        stage.on_query(query("INSERT INTO t VALUES (1)", flags=used))
+    ctx.policy.commit()
+    assert ctx.publisher.changes() == []  # no TRUNCATE of app.t published
+
+
+def test_a_binlog_the_server_began_at_its_start_ends_every_temporary_table(ctx):
+    stage = Statements(ctx)
+    stage.on_query(query("CREATE TEMPORARY TABLE t (id INT)", flags=THREAD_SPECIFIC_F))
+    stage.on_format(SimpleNamespace(created=0))  # a rotation, or a connection's first events
+    assert stage.temporary.of(query("", flags=THREAD_SPECIFIC_F)) == {("app", "t")}
+    stage.on_format(SimpleNamespace(created=1796518907))
+    assert stage.temporary.of(query("", flags=THREAD_SPECIFIC_F)) == frozenset()
 
 
 def test_a_truncate_is_published_with_the_tables_current_version(ctx):

@@ -129,7 +129,7 @@ def test_a_statement_logged_change_of_a_published_table_stops_the_streamer():
     from streamer.source.events import refuse_statement
 
     class Packet:
-        log_pos, event_size = 1200, 100
+        log_pos, event_size, flags = 1200, 100, 0
 
     class Query:
         packet = Packet()
