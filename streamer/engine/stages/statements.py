@@ -21,9 +21,9 @@ from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
 from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
-from streamer.source.temporary import TemporaryTables
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
+from streamer.source.temporary import TemporaryTables
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,9 @@ class Statements:
 
     def on_format(self, event: Any) -> int:
         if event.created:
-            # A binlog the server began at its start (one begun by a rotation, or the copy a
-            # connection's first events hold, says 0): no temporary table outlived it.
+            # A binlog the server began at its start: no temporary table outlived it. One begun
+            # by a rotation says 0, as does the copy that opens a connection resuming past a
+            # binlog's first event, by position or by GTID (seen on MariaDB 10.11 and MySQL 8.0).
             self.temporary.server_started()
         return 0
 
