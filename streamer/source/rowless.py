@@ -166,9 +166,10 @@ def cascades_said(found: List[Cascade]) -> List[Tuple[str, str]]:
 
 def cascade_added(query: str, default_db: str) -> Optional[Tuple[str, str]]:
     """(db, table) of a CREATE or ALTER TABLE ``query`` that gives it a foreign key with an
-    action (ON DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT), else None."""
+    action (ON DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT), else None. A TEMPORARY
+    table's is none of a published table's, whatever its name."""
     found = table_statement(query, default_db)
-    if found is None or found.verb == "TRUNCATE":
+    if found is None or found.verb == "TRUNCATE" or "TEMPORARY" in found.before:
         return None
     words = " ".join(t.up or "_" for t in found.rest)  # a name or a string is no keyword
     if any(f" ON {what} {rule}" in f" {words} " for what in ("DELETE", "UPDATE")

@@ -87,6 +87,8 @@ def test_foreign_keys_with_actions_are_read_from_the_tables_definition():
     ("CREATE /* app */ TABLE c (pid INT REFERENCES p (id) ON /* x */ DELETE CASCADE)",
      ("cur", "c")),
     ("ALTER TABLE c COMMENT 'on delete cascade, some day'", None),
+    # A session's temporary table, named like a published one or not, is never published.
+    ("CREATE TEMPORARY TABLE c (pid INT REFERENCES p (id) ON DELETE CASCADE)", None),
 ])
 def test_a_statement_giving_a_table_a_foreign_key_action_is_recognised(query, expected):
     assert cascade_added(query, "cur") == expected
