@@ -356,9 +356,10 @@ def test_partial_json_updates_are_applied_and_equal_select(db, tmp_path, source)
 def test_partition_statements_that_move_rows_without_row_events_are_warned_about(db, tmp_path,
                                                                                  source):
     """Dropping, emptying, exchanging or converting a partition moves its rows with no row
-    event: the stream goes on, and a WARNING names each statement and the tables whose topics
-    no longer follow them. Emptying every partition is a TRUNCATE, published as one. Comments
-    in them (an application's tag after one) change nothing."""
+    event, as does renaming a table onto a published one's name: the stream goes on, and a
+    WARNING names each statement and the tables whose topics no longer follow them. Emptying
+    every partition is a TRUNCATE, published as one. Comments in them (an application's tag
+    after one) change nothing."""
     name, conn = db
     support.sql(conn, "CREATE TABLE p (id INT PRIMARY KEY) PARTITION BY RANGE (id) ("
                       "PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), "
@@ -375,10 +376,17 @@ def test_partition_statements_that_move_rows_without_row_events_are_warned_about
         support.sql(conn, "INSERT INTO p VALUES (32)",
                     "ALTER TABLE p TRUNCATE PARTITION ALL /*controller='nightly'*/",
                     "INSERT INTO p VALUES (33)")
+        # A table rebuilt aside and swapped in: p's rows change with no row event too.
+        support.sql(conn, "CREATE TABLE p_new (id INT PRIMARY KEY)", "INSERT INTO p_new VALUES (40)",
+                    "RENAME TABLE p TO p_old, p_new TO p", "INSERT INTO p VALUES (41)")
 
-    msgs, out = _stream_from(tmp_path, conn, source, name, "p", 7, changes)
+    msgs, out = _stream_from(tmp_path, conn, source, name, "p", 8, changes)
     assert [(m["value"]["op"], (m["value"]["after"] or {}).get("id")) for m in msgs] == [
-        ("c", 1), ("c", 11), ("c", 21), ("c", 31), ("c", 32), ("t", None), ("c", 33)]
+        ("c", 1), ("c", 11), ("c", 21), ("c", 31), ("c", 32), ("t", None), ("c", 33), ("c", 41)]
+    renamed = [ln for ln in out.splitlines() if "a published table, and the server logs" in ln]
+    assert len(renamed) == 2 and all("WARNING" in ln for ln in renamed), renamed
+    assert f"renamed {name}.p to {name}.p_old, a published" in renamed[0]
+    assert f"renamed {name}.p_new to {name}.p, a published" in renamed[1]
     said = [ln for ln in out.splitlines() if "logs no row event for such rows" in ln]
     want = [f"on {name}.p dropped a partition: its rows left the table",
             f"on {name}.p emptied a partition: its rows left the table",

@@ -6,7 +6,9 @@ reach a published table, themselves or by the triggers and routines they run (``
 ``source.events``), and said once per table when they reach none that the streamer can see;
 TRUNCATE TABLE, the one DDL published, as op ``t``
 (``engine.rows.publish_truncate``); and the ALTER TABLEs that take rows out or put rows in with no
-row event (a partition dropped, emptied, exchanged: ``source.rowless``), which are warned about.
+row event (a partition dropped, emptied, exchanged: ``source.rowless``), and the RENAMEs that
+bring another table's rows under a published table's name (``source.renames``), which are
+warned about.
 MariaDB's two-phase ALTER is written twice: it is read at its COMMIT ALTER only (its START ALTER
 changed nothing yet, and a ROLLBACK ALTER nothing at all).
 """
@@ -21,9 +23,10 @@ from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import events
 from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
+from streamer.source.renames import online_swap, renames
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
-from streamer.source.temporary import TemporaryTables
+from streamer.source.temporary import TemporaryTables, used_temporary
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +111,12 @@ class Statements:
 
     def _unlogged(self, event: Any) -> None:
         """Warn of a statement that changed rows, or gave a table a foreign key that will
-        change rows, with no row event (source.rowless)."""
+        change rows, with no row event (source.rowless, source.renames)."""
         db = _db(event)
+        for old, new in renames(event.query, db):
+            # (A statement that used a temporary table renamed temporary tables: source.temporary.)
+            if old != new and self.tables.filter(*new) and not used_temporary(event):
+                self._renamed(old, new, event)
         change = rowless_change(event.query, db)
         if change is not None:
             self._rowless(change, event)
@@ -121,6 +128,25 @@ class Statements:
                         "statement at %s:%d): %s", table, self.tracker.file,
                         event.packet.log_pos - event.packet.event_size, unlogged_actions(table),
                         extra={"table": table})
+
+    def _renamed(self, old: Tuple[str, str], new: Tuple[str, str], event: Any) -> None:
+        """Say that a table was renamed onto a published table's name: its rows changed with
+        no row event, unless the rename was an online schema change tool's swap."""
+        packet = event.packet
+        at = f"{self.tracker.file}:{packet.log_pos - packet.event_size}"
+        table, was = "%s.%s" % new, "%s.%s" % old
+        if online_swap(old, new):
+            log.info("the statement at %s renamed %s to %s: an online schema change's swap "
+                     "(gh-ost, pt-online-schema-change), whose copy the tool kept equal to the "
+                     "table with row changes of its own; nothing to read again", at, was, table,
+                     extra={"table": table})
+            return
+        log.warning("the statement at %s renamed %s to %s, a published table, and the server "
+                    "logs no row event for the rows that came under that name: the topic of %s "
+                    "never gets them, and keeps the rows a table of that name had before, if "
+                    "any. If consumers must follow, read the table again (streamer snapshot "
+                    "--tables %s: it publishes the rows there now; rows gone stay in the topic)",
+                    at, was, table, table, table, extra={"table": table})
 
     def _rowless(self, change: RowlessChange, event: Any) -> None:
         """Say that a statement took rows out of published tables, or put rows in, that no

@@ -216,6 +216,33 @@ def test_rows_a_partition_statement_moves_without_row_events_are_warned_about(ct
     assert caplog.text == "" and ctx.publisher.open == []
 
 
+def test_a_table_renamed_onto_a_published_tables_name_is_warned_about(ctx, caplog):
+    caplog.set_level("INFO")
+    stage = Statements(ctx)
+    assert stage.on_query(query("RENAME TABLE t TO other.t_old, other.t_new TO t")) == 0
+    said = [r for r in caplog.records if "renamed" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING"
+    assert said[0].getMessage().startswith(
+        "the statement at f:250 renamed other.t_new to app.t, a published table, and the server "
+        "logs no row event for the rows that came under that name: the topic of app.t never "
+        "gets them, and keeps the rows a table of that name had before, if any.")
+    assert "streamer snapshot --tables app.t:" in said[0].getMessage()
+    caplog.clear()
+    # An online schema change's swap (app.* published: the table set aside too): its copy
+    # holds the table's rows.
+    stage.on_query(query("RENAME TABLE `t` TO `_t_del`, `_t_gho` TO `t`"))
+    assert [(r.levelname, r.getMessage()[:75]) for r in caplog.records] == [
+        ("INFO", "the statement at f:250 renamed app.t to app._t_del: an online schema change"),
+        ("INFO", "the statement at f:250 renamed app._t_gho to app.t: an online schema change")]
+    caplog.clear()
+    # Onto no published name, a temporary table's (a statement that used one), or its own.
+    for text, flags in (("RENAME TABLE t TO other.t", 0), ("ALTER TABLE t RENAME TO other.u", 0),
+                        ("ALTER TABLE tmp RENAME TO t", THREAD_SPECIFIC_F),
+                        ("ALTER TABLE t RENAME TO t", 0)):
+        stage.on_query(query(text, flags=flags))
+    assert caplog.text == ""
+
+
 def test_a_statement_giving_a_published_table_a_foreign_key_action_is_warned_about(ctx, caplog):
     stage = Statements(ctx)
     stage.on_query(query("ALTER TABLE other.c ADD FOREIGN KEY (p) REFERENCES app.t (id) "
