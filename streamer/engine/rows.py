@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import types
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent,
                                           UpdateRowsEvent, WriteRowsEvent)
@@ -146,12 +146,15 @@ def in_holes(holes: Any, tx_row: int) -> bool:
     return False
 
 
-def truncated_version(event: Any, tables: TableCatalog) -> Optional[Any]:
-    """The version to publish the TRUNCATE a query event makes with: the table's current one,
-    else its last (``TableCatalog.last_version``); None when it isn't published."""
-    schema = event.schema
-    db = schema.decode("utf-8") if isinstance(schema, bytes) else schema
-    target = truncated_table(event.query, db)
+def truncated_version(event: Any, tables: TableCatalog,
+                      target: Optional[Tuple[str, str]] = None) -> Optional[Any]:
+    """The version to publish the TRUNCATE a query event makes with (or the table ``target``
+    it empties otherwise, source.dml.emptied): the table's current one, else its last
+    (``TableCatalog.last_version``); None when it isn't published."""
+    if target is None:
+        schema = event.schema
+        target = truncated_table(event.query,
+                                 schema.decode("utf-8") if isinstance(schema, bytes) else schema)
     # A TRUNCATE that used a temporary table of its session (a statement-logging session's,
     # source.temporary) emptied that one: it names no other.
     if target is None or used_temporary(event) or not tables.filter(*target):

@@ -61,6 +61,26 @@ def created_by_select(sql: str, default_db: str) -> Optional[Table]:
     return None
 
 
+def emptied(sql: str, default_db: str) -> Optional[Table]:
+    """The table a ``DELETE FROM t`` with nothing after the name empties (every row, as a
+    TRUNCATE does); None for any other statement. MySQL before 8.0.22 logs one, as a statement
+    whatever the binlog format, when a MEMORY table is first used after a restart emptied it
+    (seen on 8.0.15: ``DELETE FROM `db`.`t```; 8.0.22 and MariaDB log a TRUNCATE TABLE)."""
+    toks = tokens(sql)
+    while toks and toks[-1].kind == "p" and toks[-1].text == ";":
+        toks.pop()
+    j = settings_end(toks, 0)
+    if j >= len(toks) or toks[j].up != "DELETE":
+        return None
+    j += 1
+    while j < len(toks) and toks[j].up in ("LOW_PRIORITY", "QUICK", "IGNORE"):
+        j += 1
+    name = name_at(toks, j + 1, default_db) if j < len(toks) and toks[j].up == "FROM" else None
+    if name is None or name[2] != len(toks):
+        return None
+    return folded(name[0], name[1])
+
+
 def changes(sql: str, default_db: str) -> Changes:
     """What ``sql`` (a statement, or a trigger's or routine's body) changes and calls; names
     without a database are ``default_db``'s."""

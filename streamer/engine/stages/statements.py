@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Optional, Set, Tuple
 from pymysqlreplication.event import ExecuteLoadQueryEvent, FormatDescriptionEvent, QueryEvent
 
 from streamer.engine.rows import publish_truncate, truncated_version
-from streamer.source import events
+from streamer.source import dml, events
 from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
 from streamer.source.renames import online_swap, renames
@@ -70,9 +70,16 @@ class Statements:
         db = _db(event)
         temporary = self.temporary
         temporary.on_statement(event, query, db)
-        reached = self.reach.of(query, db, self.tables.filter, temporary.of(event))
+        emptied = self._emptied(event, query, db)
+        published = self.tables.filter if emptied is None else _besides(emptied, self.tables)
+        reached = self.reach.of(query, db, published, temporary.of(event))
         if reached is not None:
-            events.refuse_statement(event, tracker.file, self.tables.filter, reached.tables)
+            events.refuse_statement(event, tracker.file, published, reached.tables)
+            if emptied is not None:  # published as the TRUNCATE it is; the rest was judged
+                reached.tables.pop(emptied, None)
+                self._unpublished(reached, event)
+                tv = truncated_version(event, self.tables, emptied)
+                return 0 if tv is None else self._truncate(event, tv)
             self._unpublished(reached, event)
             if not reached.ddl:
                 return 0
@@ -82,6 +89,26 @@ class Statements:
         if tv is None:
             self._unlogged(event)
             return 0
+        return self._truncate(event, tv)
+
+    def _emptied(self, event: Any, query: str, db: str) -> Optional[Tuple[str, str]]:
+        """The published table a whole-table DELETE logged as a statement empties, when the
+        server is MySQL: MySQL before 8.0.22 logs one so when a MEMORY table is first used
+        after a restart emptied it, in any binlog format (source.dml.emptied), and it is
+        published as the TRUNCATE it is. Not in a MariaDB group: those are counted row by row
+        for the rows a ROLLBACK TO takes back (stages.savepoints), and MariaDB logs such an
+        emptying as a TRUNCATE. Not when the statement used a temporary table (its session's
+        own, source.temporary, or one a trigger reads)."""
+        if query[:6].upper() != "DELETE" or used_temporary(event):
+            return None
+        gtid = self.tracker.gtid
+        if gtid is not None and ":" not in gtid:  # MariaDB's domain-server-sequence
+            return None
+        table = dml.emptied(query, db)
+        return table if table is not None and self.tables.filter(*table) else None
+
+    def _truncate(self, event: Any, tv: Any) -> int:
+        tracker = self.tracker
         ctx = self.ctx
         # Its version's schema goes out first when no table map of this stream announced it
         # (that announcement may have been in an aborted batch).
@@ -170,6 +197,13 @@ class Statements:
                     packet.log_pos - packet.event_size, change.db, change.table, change.says(),
                     " and ".join(published), ",".join(published),
                     extra={"table": published[0]})
+
+
+def _besides(table: Tuple[str, str], tables: Any) -> Callable[[str, str], bool]:
+    """Whether a table other than ``table`` is published."""
+    def published(db: str, name: str) -> bool:
+        return (db, name) != table and tables.filter(db, name)
+    return published
 
 
 def _db(event: Any) -> str:

@@ -25,8 +25,10 @@ from streamer.engine.txmeta import TransactionLog
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.schema.versions import TableCatalog, TableFilter
+from streamer.source.reach import Reach
 from streamer.source.temporary import THREAD_SPECIFIC_F
 from tests.unit.engine_parts import FakeClock, InMemoryPublisher
+from tests.unit.source.test_dml import _Server
 
 
 @pytest.fixture
@@ -172,6 +174,36 @@ def test_a_sessions_temporary_table_named_like_a_published_one_is_not_that_table
         stage.on_query(query("INSERT INTO t VALUES (1)", flags=used))
     ctx.policy.commit()
     assert ctx.publisher.changes() == []  # no TRUNCATE of app.t published
+
+
+def test_mysqls_emptying_of_a_memory_table_logged_as_a_delete_is_published_as_a_truncate(ctx):
+    # MySQL before 8.0.22 empties a MEMORY table at its first use after a restart and logs
+    # BEGIN, DELETE FROM `db`.`t`, COMMIT (seen on 8.0.15), whatever the binlog format.
+    TableMaps(ctx, Rows(ctx)).on_event(table_map(7))
+    stage = Statements(ctx)
+    ctx.tracker.begin(200, "3e11fa47-71ca-11e1-9e33-c80aa9429562:5")
+    assert stage.on_query(query("DELETE FROM `app`.`t`")) == 1
+    ctx.policy.commit()
+    assert ctx.publisher.changes() == [("t", None)]
+    # Any other DELETE logged as a statement is refused, as are a MariaDB group's (counted row
+    # by row for its savepoints; MariaDB logs such an emptying as a TRUNCATE) and one that used
+    # a temporary table.
+    for text, gtid, flags in (("DELETE FROM t WHERE id = 1", None, 0),
+                              ("DELETE FROM t", "0-1-5", 0),
+                              ("DELETE FROM t", None, THREAD_SPECIFIC_F)):
+        ctx.tracker.begin(300, gtid)
+        with pytest.raises(errors.UnsupportedEvent, match="app.t .* was logged as a statement"):
+            stage.on_query(query(text, flags=flags))
+
+
+def test_a_whole_table_delete_whose_trigger_changes_another_published_table_is_refused(ctx):
+    stage = Statements(ctx)
+    server = _Server({(True, "app", "t"): [("app", "t_del", "UPDATE app.u SET n = 0")]})
+    stage.reach = Reach(lambda: server)
+    ctx.tracker.begin(200, None)
+    with pytest.raises(errors.UnsupportedEvent, match=r"app.u \(by the trigger app.t_del on "
+                                                      r"app.t\) at .* was logged as a statement"):
+        stage.on_query(query("DELETE FROM t"))
 
 
 def test_a_binlog_the_server_began_at_its_start_ends_every_temporary_table(ctx):

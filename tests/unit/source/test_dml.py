@@ -1,4 +1,6 @@
 """Which tables a statement-logged row change changes, and what it calls, from its text."""
+import pytest
+
 from streamer.source import dml, sqltext
 from streamer.source.reach import Reach
 
@@ -190,3 +192,19 @@ def test_a_statement_run_with_mariadbs_per_statement_settings_is_the_statement_a
                    "UPDATE; END") == {("shop", "a")}
     assert reach.of("SET PASSWORD FOR 'u'@'h' = PASSWORD('x')", "shop") is None
     assert reach.of("SET STATEMENT sql_mode=''", "shop") is None
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("DELETE FROM `shop`.`mem`", ("shop", "mem")),  # as MySQL 8.0.15 logs a MEMORY table's
+    ("delete quick from t ;", ("shop", "t")),
+    ("DELETE FROM t /* tag */", ("shop", "t")),
+    ("DELETE FROM t WHERE id = 1", None),
+    ("DELETE FROM t LIMIT 5", None),
+    ("DELETE FROM t AS x", None),
+    ("DELETE FROM a, b USING a JOIN b", None),
+    ("DELETE a FROM a", None),
+    ("DELETE HISTORY FROM t", None),
+    ("TRUNCATE t", None),
+])
+def test_a_delete_of_every_row_is_told_from_others(sql, expected):
+    assert dml.emptied(sql, "shop") == expected
