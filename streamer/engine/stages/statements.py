@@ -3,12 +3,13 @@
 DDL needs no parsing: a changed table shows up in its next table map. Three kinds of statement
 matter here: row changes that a session logged as a statement, which are refused when they
 reach a published table, themselves or by the triggers and routines they run (``source.reach``,
-``source.events``), and said once per table when they reach none that the streamer can see;
-TRUNCATE TABLE, the one DDL published, as op ``t``
-(``engine.rows.publish_truncate``); and the ALTER TABLEs that take rows out or put rows in with no
-row event (a partition dropped, emptied, exchanged: ``source.rowless``), and the RENAMEs that
-bring another table's rows under a published table's name (``source.renames``), which are
-warned about.
+``source.events``), and said once per table when they reach none that the streamer can see (a
+session's temporary table hides the table of its name: ``source.temporary``);
+TRUNCATE TABLE, the one DDL published, as op ``t`` (``engine.rows.publish_truncate``), as is
+the whole-table DELETE with which MySQL empties a MEMORY table after a restart; and the ALTER
+TABLEs that take rows out or put rows in with no row event (a partition dropped, emptied,
+exchanged: ``source.rowless``), and the RENAMEs that bring another table's rows under a
+published table's name (``source.renames``), which are warned about.
 MariaDB's two-phase ALTER is written twice: it is read at its COMMIT ALTER only (its START ALTER
 changed nothing yet, and a ROLLBACK ALTER nothing at all).
 """
@@ -77,10 +78,10 @@ class Statements:
             events.refuse_statement(event, tracker.file, published, reached.tables)
             if emptied is not None:  # published as the TRUNCATE it is; the rest was judged
                 reached.tables.pop(emptied, None)
-                self._unpublished(reached, event)
+            self._unpublished(reached, event)
+            if emptied is not None:
                 tv = truncated_version(event, self.tables, emptied)
                 return 0 if tv is None else self._truncate(event, tv)
-            self._unpublished(reached, event)
             if not reached.ddl:
                 return 0
         self.reach.forget()
