@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import List, NamedTuple, Optional, Set, Tuple
 
 from streamer.source.sqltext import (Token, folded, is_name, name_at, settings_end,
-                                     table_statement, tokens)
+                                     statement_tokens, table_statement, tokens)
 
 Table = Tuple[str, str]
 
@@ -66,13 +66,10 @@ def emptied(sql: str, default_db: str) -> Optional[Table]:
     TRUNCATE does); None for any other statement. MySQL before 8.0.22 logs one, as a statement
     whatever the binlog format, when a MEMORY table is first used after a restart emptied it
     (seen on 8.0.15: ``DELETE FROM `db`.`t```; 8.0.22 and MariaDB log a TRUNCATE TABLE)."""
-    toks = tokens(sql)
-    while toks and toks[-1].kind == "p" and toks[-1].text == ";":
-        toks.pop()
-    j = settings_end(toks, 0)
-    if j >= len(toks) or toks[j].up != "DELETE":
+    toks = statement_tokens(sql)
+    if not toks or toks[0].up != "DELETE":
         return None
-    j += 1
+    j = 1
     while j < len(toks) and toks[j].up in ("LOW_PRIORITY", "QUICK", "IGNORE"):
         j += 1
     name = name_at(toks, j + 1, default_db) if j < len(toks) and toks[j].up == "FROM" else None

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from streamer.source.sqltext import (Token, first_word, folded, name_at, settings_end,
-                                     table_statement, tokens)
+from streamer.source.sqltext import (Token, first_word, folded, name_at, statement_tokens,
+                                     table_statement)
 
 Table = Tuple[str, str]
 
@@ -23,8 +23,7 @@ def renames(query: str, default_db: str) -> List[Tuple[Table, Table]]:
     renames, in order; [] for any other statement."""
     word = first_word(query)
     if word == "RENAME":
-        toks = tokens(query)
-        return _pairs(toks, settings_end(toks, 0) + 1, default_db)
+        return _pairs(statement_tokens(query), 1, default_db)
     if word == "ALTER":
         found = table_statement(query, default_db)
         if found is not None and found.verb == "ALTER":

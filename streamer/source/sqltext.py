@@ -83,6 +83,15 @@ def settings_end(toks: List[Token], i: int) -> int:
     return i
 
 
+def statement_tokens(sql: str) -> List[Token]:
+    """A statement's tokens from its verb on: past MariaDB's per-statement settings
+    (``settings_end``), a final ``;`` left out."""
+    toks = tokens(sql)
+    while toks and toks[-1].kind == "p" and toks[-1].text == ";":
+        toks.pop()
+    return toks[settings_end(toks, 0):]
+
+
 def may_name(query: str, table: str) -> bool:
     """Whether ``query`` may name ``table``: its name as a word, case aside (a statement's may
     differ from the table map's on a server with lower_case_table_names), as written bare or
@@ -131,10 +140,7 @@ def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
     """``ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t ...``, ``CREATE [OR REPLACE] [TEMPORARY]
     TABLE [IF NOT EXISTS] t ...`` or ``TRUNCATE [TABLE] t``, read; None for any other
     statement."""
-    toks = tokens(sql)
-    while toks and toks[-1].kind == "p" and toks[-1].text == ";":
-        toks.pop()
-    toks = toks[settings_end(toks, 0):]
+    toks = statement_tokens(sql)
     verb = toks[0].up if toks else ""
     before = _BEFORE_TABLE.get(verb)
     if before is None:
