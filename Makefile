@@ -14,7 +14,8 @@ SLOWEST := --durations=15 --durations-min=20
 # (streamer/ops/gcpacing.py, GC_MARKING_STEP, says why): Debian's PyPy 7.3.11 has an incremental-GC
 # bug, fixed in 7.3.16, that shows as a rare segfault in pytest's assertion rewriting (one CI run
 # crashed so while collecting).
-PYTEST_PYPY := PYPY_GC_INCREMENT_STEP=64GB $(VENV_PYPY)/bin/python -m pytest
+PYPY_GC := PYPY_GC_INCREMENT_STEP=64GB
+PYTEST_PYPY := $(PYPY_GC) $(VENV_PYPY)/bin/python -m pytest
 
 .PHONY: help deps venv up up-replica down config run demo-load test test-pypy test-cpython soak unit lint docs bench bench-compare bench-targets clean \
 	constraints ffi build deploy-canary verify-canary deploy-stage deploy-main check-jenkinsfile
@@ -84,7 +85,10 @@ test-cpython: venv up
 	STREAMER_TEST_SOURCES=$${STREAMER_TEST_SOURCES:-mariadb-10.11} \
 		$(VENV_CPY)/bin/python -m pytest -q tests $(SLOWEST) $(PYTEST_ARGS)
 
-test: lint test-pypy test-cpython
+# `make test`: both, in two lanes at once, one per set of shared servers (tests/lanes.sh says how):
+# the default server's tests under PyPy then CPython, and beside them the matrix's under PyPy.
+test: lint venv up
+	$(PYPY_GC) tests/lanes.sh $(SLOWEST) $(PYTEST_ARGS)
 
 # The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak).
 soak: venv up

@@ -2,6 +2,7 @@
 import os
 import re
 import subprocess
+import sys
 
 from streamer.ops import gcpacing
 
@@ -19,5 +20,34 @@ def test_every_pypy_run_of_the_suite_marks_each_major_collection_in_one_step_as_
     pypy = [line for line in recipes("unit", "test-pypy")
             if re.search(r"\.venv-pypy/bin/python -m pytest\b", line)]
     assert len(pypy) == 2, pypy  # unit's and test-pypy's
-    for line in pypy:
+    # make test's lanes (tests/lanes.sh) run PyPy in the environment make gives them.
+    lanes = [line for line in recipes("test") if "tests/lanes.sh" in line]
+    assert len(lanes) == 1, lanes
+    for line in pypy + lanes:
         assert f"PYPY_GC_INCREMENT_STEP={gcpacing.GC_MARKING_STEP} " in line, line
+
+
+def _collected(part):
+    env = dict(os.environ, STREAMER_TEST_PART=part)
+    env.pop("STREAMER_TEST_SOURCES", None)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only",
+                          "-p", "no:cacheprovider", "tests/e2e"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    return {line for line in out.splitlines() if "::" in line}
+
+
+# The tests of one server of the matrix only (marked on_source).
+_ON_SOURCE = {"test_full_nodup_updates_are_published_whole_as_full_ones_are",
+              "test_mysql_without_gtids_sigkills_lose_and_double_nothing",
+              "test_mysql_8s_own_login_without_tls_streams",
+              "test_read_only_mode_is_refused_and_its_chunks_put_off_on_a_mysql_committing_out_of_order",
+              "test_gb18030_reads_as_mysql_reads_it_its_2005_edition"}
+
+
+def test_make_tests_two_lanes_run_every_test_once_each_server_in_one_lane():
+    whole, default, matrix = _collected(""), _collected("default"), _collected("matrix")
+    assert whole and not default & matrix and default | matrix == whole
+    # The matrix lane: each test of MySQL 8.0 or MariaDB 11.4, by its parameter (a source, or
+    # a flavour of private servers) or its marker; the default lane: the rest.
+    assert matrix == {t for t in whole if re.search(r"\[.*(mysql-8\.0|mariadb-11\.4)", t)
+                      or t.split("::")[-1] in _ON_SOURCE}

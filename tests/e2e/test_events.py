@@ -233,8 +233,7 @@ def test_a_statement_logged_change_of_no_published_table_is_said_and_streaming_g
     assert [(m["value"]["op"], m["key"]["id"]) for m in msgs] == [("c", 2), ("c", 3)]
 
 
-@pytest.mark.skipif("mariadb-11.4" not in [s.name for s in support.enabled_sources()],
-                    reason="MariaDB 11.4 is not in the matrix")
+@pytest.mark.on_source("mariadb-11.4")
 def test_full_nodup_updates_are_published_whole_as_full_ones_are(tmp_path):
     # MariaDB 11.4's binlog_row_image FULL_NODUP logs an update's after image with the changed
     # columns only; the before image is whole. The same updates, to a table logged FULL and to

@@ -259,8 +259,7 @@ def test_sigkills_under_load_lose_and_double_nothing_on_every_server(db, tmp_pat
     assert_matches_binlog(msgs, truth)
 
 
-@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
-                    reason="MySQL 8.0 is not in the matrix")
+@pytest.mark.on_source("mysql-8.0")
 def test_mysql_without_gtids_sigkills_lose_and_double_nothing(tmp_path):
     """MySQL 8.0 as it comes (gtid_mode OFF): its transactions are anonymous, and everything is
     placed by binlog file and offset. The settings that need GTIDs say they can't have them."""

@@ -32,8 +32,7 @@ def _streams(tmp_path, source, user, password, mysql=None, port=None):
         support.sql(conn, "DROP DATABASE IF EXISTS lg")
 
 
-@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
-                    reason="MySQL 8.0 is not in the matrix")
+@pytest.mark.on_source("mysql-8.0")
 def test_mysql_8s_own_login_without_tls_streams(tmp_path):
     # caching_sha2_password, MySQL 8's default (8.4's only one enabled by default), sends the
     # password RSA-encrypted when there is no TLS and the server has no cached hash of it: a

@@ -473,8 +473,7 @@ def test_read_only_mode_snapshots_with_a_user_that_may_not_write(db, tmp_path, s
         support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
 
 
-@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
-                    reason="MySQL 8.0 is not in the matrix")
+@pytest.mark.on_source("mysql-8.0")
 def test_read_only_mode_is_refused_and_its_chunks_put_off_on_a_mysql_committing_out_of_order(
         tmp_path):
     # A chunk's window is placed by the binlog's order, which is the order its read sees

@@ -262,8 +262,7 @@ def _binlog_and_snapshot(cfg, tmp_path, table, ns, start, rows):
     return streamed, snapped, proc.output()
 
 
-@pytest.mark.skipif("mysql-8.0" not in [s.name for s in support.enabled_sources()],
-                    reason="MySQL 8.0 is not in the matrix")
+@pytest.mark.on_source("mysql-8.0")
 def test_gb18030_reads_as_mysql_reads_it_its_2005_edition(tmp_path):
     # MySQL's gb18030 is GB18030-2005, which swapped the characters of 0xA8BC (ḿ) and
     # 0x8135F437 (a private-use one) from the 2000 edition Python's codec keeps. With a
