@@ -294,10 +294,13 @@ def test_full_nodup_updates_are_published_whole_as_full_ones_are(tmp_path):
 
 
 def _stream_from(tmp_path, conn, source, name, table, expect, changes):
-    """Run the streamer from the binlog's end, make ``changes``, consume ``expect`` messages."""
+    """Run the streamer from the binlog's end, make ``changes``, consume ``expect`` messages
+    (a number, or a function of no argument that says it once the changes are made)."""
     ns = support.unique("ev")
     f, p = support.master_pos(conn)
     changes()
+    if callable(expect):
+        expect = expect()
     cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.*"], server=source)
     with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", f,
                                  "--start-pos", str(p)) as proc:
