@@ -85,8 +85,8 @@ test-cpython: venv up
 	STREAMER_TEST_SOURCES=$${STREAMER_TEST_SOURCES:-mariadb-10.11} \
 		$(VENV_CPY)/bin/python -m pytest -q tests $(SLOWEST) $(PYTEST_ARGS)
 
-# `make test`: both, in two lanes at once, one per set of shared servers (tests/lanes.sh says how):
-# the default server's tests under PyPy then CPython, and beside them the matrix's under PyPy.
+# `make test`: both, in two lanes at once (tests/lanes.sh says how): the default server's tests,
+# and beside them the rest (the other servers', private servers', the unit tests).
 test: lint venv up
 	$(PYPY_GC) tests/lanes.sh $(SLOWEST) $(PYTEST_ARGS)
 

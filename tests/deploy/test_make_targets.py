@@ -31,11 +31,11 @@ def test_every_pypy_run_of_the_suite_marks_each_major_collection_in_one_step_as_
         assert f"PYPY_GC_INCREMENT_STEP={gcpacing.GC_MARKING_STEP} " in line, line
 
 
-def _collected(part):
-    env = dict(os.environ, STREAMER_TEST_PART=part)
+def _collected(lane):
+    env = dict(os.environ, STREAMER_TEST_PART=lane)
     env.pop("STREAMER_TEST_SOURCES", None)
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only",
-                          "-p", "no:cacheprovider", "tests/e2e"],
+                          "-p", "no:cacheprovider", "tests"],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
     return {line for line in out.splitlines() if "::" in line}
 
@@ -46,14 +46,25 @@ _ON_SOURCE = {"test_full_nodup_updates_are_published_whole_as_full_ones_are",
               "test_mysql_8s_own_login_without_tls_streams",
               "test_read_only_mode_is_refused_and_its_chunks_put_off_on_a_mysql_committing_out_of_order",
               "test_gb18030_reads_as_mysql_reads_it_its_2005_edition"}
+# Tests of the default server's flavour on private servers only (marked private_servers).
+_PRIVATE = {"test_a_binlog_a_crash_cut_off_inside_an_event_is_read_on_from_the_next",
+            "test_the_guard_warns_before_the_server_purges_the_checkpoints_file"}
 
 
 @pytest.mark.skipif(platform.python_implementation() == "PyPy",
                     reason="the suite's lanes, not the runtime: collected once, under CPython")
 def test_make_tests_two_lanes_run_every_test_once_each_server_in_one_lane():
-    whole, default, matrix = _collected(""), _collected("default"), _collected("matrix")
-    assert whole and not default & matrix and default | matrix == whole
-    # The matrix lane: each test of MySQL 8.0 or MariaDB 11.4, by its parameter (a source, or
-    # a flavour of private servers) or its marker; the default lane: the rest.
-    assert matrix == {t for t in whole if re.search(r"\[.*(mysql-8\.0|mariadb-11\.4)", t)
-                      or t.split("::")[-1] in _ON_SOURCE}
+    whole, default, other = _collected(""), _collected("default"), _collected("other")
+    assert whole and not default & other and default | other == whole
+    # The default lane: the e2e tests of the default server only; the unit tests, those of the
+    # other servers (by parameter or marker) and those of private servers are the other's.
+    assert all(t.startswith("tests/e2e/") for t in default)
+    assert not any(re.search(r"\[.*(mysql-8\.0|mariadb-11\.4)", t)
+                   or t.split("::")[-1].split("[")[0] in _ON_SOURCE | _PRIVATE for t in default)
+    names = {t.split("::")[-1].split("[")[0] for t in other}
+    assert names >= _ON_SOURCE | _PRIVATE
+    assert any(t.startswith("tests/unit/") for t in other)
+    # The default server's tests are most of the e2e tests: none was sent away by mistake.
+    assert {"test_truncate_is_published_as_op_t_between_the_rows",
+            "test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_is_idle"} \
+        <= {t.split("::")[-1].split("[")[0] for t in default}

@@ -54,6 +54,7 @@ class Writer(threading.Thread):
             time.sleep(0.01)
 
 
+@pytest.mark.private_servers
 def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
     with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
         conn = mdb.admin()
@@ -89,6 +90,7 @@ def test_mariadb_restart_mid_stream_loses_and_doubles_nothing(tmp_path):
         assert got == sorted(truth) and len(set(got)) == len(got)
 
 
+@pytest.mark.private_servers
 def test_after_a_restart_of_the_server_table_definitions_are_read_on_a_new_connection(tmp_path):
     # A UUID column's definition is read from the server on a connection of its own: the one
     # opened before the restart is dead after it, and a table seen only after it must still be
@@ -150,6 +152,7 @@ def _cut_off(tmp_path, mdb, stop, extra):
     return start, cut, proc.output()
 
 
+@pytest.mark.private_servers
 @pytest.mark.parametrize("flavour,extra", [(f, "") for f in _FAMILIES] + [
     ("mysql-8.0", WITHOUT_GTIDS) for f in _FAMILIES if f == "mysql-8.0"],
     ids=lambda v: "without-gtids" if v == WITHOUT_GTIDS else v)
@@ -164,6 +167,7 @@ def test_a_transaction_the_binlog_was_cut_off_inside_is_not_published(tmp_path, 
         _cut_off(tmp_path, mdb, mdb.down, 0)
 
 
+@pytest.mark.private_servers
 @pytest.mark.skipif("mariadb-10.11" not in _FAMILIES, reason="MariaDB 10.11 is not in the matrix")
 def test_a_binlog_a_crash_cut_off_inside_an_event_is_read_on_from_the_next(tmp_path):
     # Killed, then cut 10 bytes into the XID event, as a crash in the middle of writing it
@@ -177,6 +181,7 @@ def test_a_binlog_a_crash_cut_off_inside_an_event_is_read_on_from_the_next(tmp_p
         said[0], said
 
 
+@pytest.mark.private_servers
 def test_a_streamer_started_while_mariadb_is_down_waits_for_it_then_streams(tmp_path):
     with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
         conn = mdb.admin()
@@ -356,6 +361,7 @@ def test_another_reader_of_the_server_id_ends_the_stream_which_says_so_and_goes_
         replica.close()
 
 
+@pytest.mark.private_servers
 def test_purged_binlog_is_a_clear_error_and_a_non_zero_exit(tmp_path):
     with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
         conn = mdb.admin()

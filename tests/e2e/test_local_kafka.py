@@ -1,7 +1,12 @@
 """The local broker's own log (deploy/local/kafka.sh) rolls by size instead of growing forever."""
 import subprocess
 
+import pytest
+
 from tests.e2e.servers import PrivateKafka
+
+# Private brokers only.
+pytestmark = pytest.mark.private_servers
 
 
 def test_a_log_past_its_size_rolls_at_start_and_the_start_is_still_seen(tmp_path):

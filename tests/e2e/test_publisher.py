@@ -18,6 +18,9 @@ from streamer.kafka.topics import KafkaSchemas, kafka_schema_source
 from streamer.position import Position
 from tests import support
 
+# Kafka alone: no server of the matrix.
+pytestmark = pytest.mark.private_servers
+
 
 def _cfg(tmp_path, namespace, **kafka):
     path = support.write_config(os.path.join(str(tmp_path), f"{namespace}.yaml"), namespace,

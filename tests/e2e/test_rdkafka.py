@@ -9,6 +9,9 @@ from streamer.kafka import logs
 from streamer.kafka.rdkafka import Producer
 from tests import support
 
+# Kafka alone: no server of the matrix.
+pytestmark = pytest.mark.private_servers
+
 
 def _producer(txid: str) -> Producer:
     p = Producer({"bootstrap.servers": support.KAFKA, "transactional.id": txid,

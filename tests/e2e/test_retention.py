@@ -5,9 +5,14 @@ import re
 import signal
 import time
 
+import pytest
+
 from tests import support
 from tests.e2e.servers import PrivateMariaDB, free_port
 from tests.e2e.test_metrics import get
+
+# A private server only (its binlog purged).
+pytestmark = pytest.mark.private_servers
 
 EXPIRY_S = 30
 

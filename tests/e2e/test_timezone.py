@@ -13,6 +13,9 @@ from tests import support
 from tests.e2e.servers import PrivateMariaDB
 from tests.e2e.test_types import COLUMNS
 
+# A private server only (its time zone set).
+pytestmark = pytest.mark.private_servers
+
 SERVER_TZ = "Pacific/Apia"
 STREAMER_TZ = "America/St_Johns"
 UTC = datetime.timezone.utc
