@@ -85,9 +85,9 @@ test-cpython: venv up
 	STREAMER_TEST_SOURCES=$${STREAMER_TEST_SOURCES:-mariadb-10.11} \
 		$(VENV_CPY)/bin/python -m pytest -q tests $(SLOWEST) $(PYTEST_ARGS)
 
-# `make test`: both, in two lanes at once (tests/lanes.sh says how): the default server's tests,
-# and beside them the rest (the other servers', private servers', the unit tests).
-test: lint venv up
+# `make test`: both, in two lanes at once (tests/lanes.sh says how, and starts the servers): the
+# default server's tests, and beside them the rest (the other servers', private servers', units).
+test: lint venv
 	$(PYPY_GC) tests/lanes.sh $(SLOWEST) $(PYTEST_ARGS)
 
 # The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak).

@@ -1,4 +1,4 @@
-"""`make test`'s two lanes (tests/lanes.sh): STREAMER_TEST_PART picks the tests of one.
+"""`make test`'s two lanes (tests/lanes.sh): STREAMER_TEST_LANE picks the tests of one.
 
 A test may SET GLOBAL, PURGE or load its server, so no two tests share a server at the same
 time. The lanes run at once: "default", the tests of the default server (MariaDB 10.11), and
@@ -44,9 +44,9 @@ def lane_of(item) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    lane = os.environ.get("STREAMER_TEST_PART", "")
+    lane = os.environ.get("STREAMER_TEST_LANE", "")
     if lane and lane not in LANES:
-        raise pytest.UsageError(f"STREAMER_TEST_PART={lane!r}: one of {', '.join(LANES)}, "
+        raise pytest.UsageError(f"STREAMER_TEST_LANE={lane!r}: one of {', '.join(LANES)}, "
                                 f"or unset for the whole suite")
     enabled = {s.name for s in support.enabled_sources()}
     kept, dropped = [], []

@@ -2,7 +2,7 @@
 # `make test`'s suites, in two lanes at once (usage: tests/lanes.sh [pytest args...]).
 #
 # A test may SET GLOBAL, PURGE or load its server, so no two tests share a server at the same
-# time; tests/conftest.py puts each test in one lane (STREAMER_TEST_PART):
+# time; tests/conftest.py puts each test in one lane (STREAMER_TEST_LANE):
 #   default: the tests of the default server (MariaDB 10.11);
 #   other:   the rest: the tests of MySQL 8.0 and MariaDB 11.4, those of private servers or Kafka
 #            alone, and the unit tests. Its output is kept in .local/tests-other.log and shown
@@ -29,9 +29,9 @@ passed() {
 lane() {
     local name=$1 pypy cpython
     shift
-    STREAMER_TEST_PART=$name passed "${PYPY[@]}" -q tests "$@"
+    STREAMER_TEST_LANE=$name passed "${PYPY[@]}" -q tests "$@"
     pypy=$?
-    STREAMER_TEST_PART=$name STREAMER_TEST_SOURCES="${STREAMER_TEST_SOURCES:-mariadb-10.11}" \
+    STREAMER_TEST_LANE=$name STREAMER_TEST_SOURCES="${STREAMER_TEST_SOURCES:-mariadb-10.11}" \
         passed "${CPYTHON[@]}" -q tests "$@"
     cpython=$?
     echo "lane $name: PyPy rc=$pypy, CPython rc=$cpython"

@@ -32,7 +32,7 @@ def test_every_pypy_run_of_the_suite_marks_each_major_collection_in_one_step_as_
 
 
 def _collected(lane):
-    env = dict(os.environ, STREAMER_TEST_PART=lane)
+    env = dict(os.environ, STREAMER_TEST_LANE=lane)
     env.pop("STREAMER_TEST_SOURCES", None)
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only",
                           "-p", "no:cacheprovider", "tests"],
