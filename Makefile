@@ -90,11 +90,15 @@ test-cpython: venv up
 test: lint venv
 	$(PYPY_GC) tests/lanes.sh $(SLOWEST) $(PYTEST_ARGS)
 
-# The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak).
+# The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak),
+# and the randomized tests with new draws: a new seed each time, named so a failure can be replayed
+# (make soak STREAMER_TEST_SEED=N).
+STREAMER_TEST_SEED ?= $(shell date +%s)
 soak: venv up
-	STREAMER_SOAK=1 $(PYTEST_PYPY) -q tests/e2e/test_exactly_once.py tests/e2e/test_standby.py \
-		tests/e2e/test_ddl_random.py::test_sigkills_and_random_ddl_during_a_snapshot_lose_and_double_nothing \
-		$(SLOWEST) $(PYTEST_ARGS)
+	@echo "soak: STREAMER_TEST_SEED=$(STREAMER_TEST_SEED)"
+	STREAMER_SOAK=1 STREAMER_TEST_SEED=$(STREAMER_TEST_SEED) $(PYTEST_PYPY) -q \
+		tests/e2e/test_exactly_once.py tests/e2e/test_standby.py tests/e2e/test_ddl_random.py \
+		tests/e2e/test_tx_random.py tests/e2e/test_json_random.py $(SLOWEST) $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV_CPY)/bin/ruff check streamer tests bench

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -28,6 +29,20 @@ def soak(quick: int, full: int) -> int:
     """How many times a kill loop kills: ``quick`` in `make test`, ``full`` in `make soak`
     (STREAMER_SOAK=1)."""
     return full if os.environ.get("STREAMER_SOAK") == "1" else quick
+
+
+def rng(label: str) -> "random.Random":
+    """The random source of a randomized test, seeded by ``label`` (the same draws each run), and
+    by STREAMER_TEST_SEED when set: `make soak` sets a new one each time, to try other draws. A
+    failure is replayed with the seed it names in its message (``seeded``)."""
+    seed = os.environ.get("STREAMER_TEST_SEED", "")
+    return random.Random(f"{label} {seed}" if seed else label)
+
+
+def seeded(message: str) -> str:
+    """``message`` with the STREAMER_TEST_SEED a randomized test ran with, if any."""
+    seed = os.environ.get("STREAMER_TEST_SEED", "")
+    return f"{message} (STREAMER_TEST_SEED={seed})" if seed else message
 
 
 class Source:

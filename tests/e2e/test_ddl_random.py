@@ -6,7 +6,6 @@ a snapshot runs and the streamer is killed again and again."""
 import collections
 import datetime
 import decimal
-import random
 import signal
 import threading
 import time
@@ -154,7 +153,7 @@ def _as_selected(image):
 def test_random_ddl_between_random_row_changes_each_image_is_what_select_showed(db, source,
                                                                                 tmp_path):
     name, conn = db
-    table = _Table(conn, random.Random(f"ddl {source.name}"))
+    table = _Table(conn, support.rng(f"ddl {source.name}"))
     f, p = support.master_pos(conn)
     for _ in range(150):
         table.step()
@@ -172,7 +171,7 @@ def test_random_ddl_between_random_row_changes_each_image_is_what_select_showed(
             (_as_selected(m["value"]["before"]), _as_selected(m["value"]["after"])))
     wrong = [(row, got.get(row), table.changes.get(row)) for row in set(got) | set(table.changes)
              if got.get(row) != table.changes.get(row)]
-    assert not wrong, f"{len(msgs)} of {expect} messages; {wrong[:3]}; DDL: {table.ddl}"
+    assert not wrong, support.seeded(f"{len(msgs)} of {expect} messages; {wrong[:3]}; DDL: {table.ddl}")
     assert len(table.ddl) > 20 and {c.split()[0] for c in table.ddl} == {
         "ADD", "DROP", "MODIFY", "RENAME"}
 
@@ -230,15 +229,15 @@ def _check_snapshot(table, msgs, rows, log):
     wrong = {row: table.misread(row, values) for row, values in by_row.items()}
     wrong = {row: why for row, why in wrong.items() if why}
     wrong.update({row: "no message" for row, c in table.changes.items() if c and row not in by_row})
-    assert not wrong, f"{len(wrong)} rows: {sorted(wrong.items())[:3]}; DDL: {table.ddl}"
+    assert not wrong, support.seeded(f"{len(wrong)} rows: {sorted(wrong.items())[:3]}; DDL: {table.ddl}")
     reads = collections.Counter(m["key"]["id"] for m in msgs if m["value"] and
                                 m["value"]["op"] == "r")
     # A row changed while its chunk's window was open is left out of the chunk, its change
     # published instead: only a row never changed must be read.
     off = [(row, reads[row]) for row in set(reads) | set(range(1, rows + 1))
            if reads[row] > 1 or not reads[row] and not table.changes[row]]
-    assert not off, (len(off), sorted(off)[:10],
-                     [ln for ln in log.splitlines() if " snapshot" in ln][-20:])
+    assert not off, support.seeded(str((len(off), sorted(off)[:10], [
+        ln for ln in log.splitlines() if " snapshot" in ln][-20:])))
 
 
 @pytest.mark.every_source
@@ -250,7 +249,7 @@ def test_sigkills_and_random_ddl_during_a_snapshot_lose_and_double_nothing(db, s
     before and after its read, in the shape the table had then, and a row never changed is."""
     name, conn = db
     rows, last = 600, 10 ** 6
-    rng = random.Random(f"ddlk {source.name}")
+    rng = support.rng(f"ddlk {source.name}")
     table = _Watched(conn, rng, rows)
     ns = support.unique("dk")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
@@ -295,7 +294,7 @@ def test_sigkills_and_random_ddl_during_a_snapshot_lose_and_double_nothing(db, s
         stop.set()
         if worker.is_alive():
             worker.join()
-    assert not failed, failed
+    assert not failed, support.seeded(str(failed))
     with open(log) as fh:
         out = fh.read()
     _check_snapshot(table, msgs, rows, out)

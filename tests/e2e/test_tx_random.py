@@ -13,7 +13,6 @@ The same workload also runs while a snapshot of the tables is taken (chunks of 4
 row's snapshot read must show it as the changes published before it left it; and while the
 streamer is SIGKILLed again and again, catching up in batches of 10 messages, so that it
 resumes inside transactions, their rows taken back read whole again."""
-import random
 import re
 import threading
 
@@ -203,7 +202,7 @@ def test_random_transactions_savepoints_and_engines_each_row_chains_to_what_sele
     f, p = support.master_pos(conn)
     other = source.admin(name)
     try:
-        seen = _run_workload([conn, other], random.Random(f"tx {source.name}"), 1000)
+        seen = _run_workload([conn, other], support.rng(f"tx {source.name}"), 1000)
     finally:
         other.close()
     final = _tables(conn)
@@ -214,7 +213,7 @@ def test_random_transactions_savepoints_and_engines_each_row_chains_to_what_sele
                                  "--start-pos", str(p)) as proc:
         msgs = _to_the_end(proc, ns, name)  # (without the look-ahead, the chains break)
     broken = _broken_chains(msgs, final)
-    assert not broken, f"{len(msgs)} messages, {seen}: {sorted(broken)[:5]}"
+    assert not broken, support.seeded(f"{len(msgs)} messages, {seen}: {sorted(broken)[:5]}")
     assert min(n for what, n in seen.items() if what != "lock waits") > 5, seen
 
 
@@ -229,7 +228,7 @@ def test_a_snapshot_under_random_transactions_reads_each_row_as_its_changes_left
                                start={"initial": "snapshot"}, snapshot={"chunk_rows": 40})
     sessions, stop, seen = [source.admin(name), source.admin(name)], threading.Event(), {}
     load = threading.Thread(target=lambda: seen.update(_run_workload(
-        sessions, random.Random(f"txs {source.name}"), 10 ** 6, stop, rows)))
+        sessions, support.rng(f"txs {source.name}"), 10 ** 6, stop, rows)))
     with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
         load.start()
         try:
@@ -244,7 +243,7 @@ def test_a_snapshot_under_random_transactions_reads_each_row_as_its_changes_left
     for session in sessions:
         session.close()
     broken = _broken_chains(msgs, final, known=False)
-    assert not broken, f"{len(msgs)} messages, {seen}: {sorted(broken)[:5]}"
+    assert not broken, support.seeded(f"{len(msgs)} messages, {seen}: {sorted(broken)[:5]}")
     reads = sum(1 for m in msgs if m["value"]["op"] == "r")
     assert reads > len(TABLES) * rows and seen["committed"] > 20, (reads, seen)
 
@@ -254,11 +253,11 @@ def test_sigkills_under_random_transactions_lose_and_double_nothing(db, source, 
     name, conn = db
     _create(conn, 0)
     f, p = support.master_pos(conn)
-    rng = random.Random(f"txk {source.name}")
+    rng = support.rng(f"txk {source.name}")
     sessions, stop, seen = [source.admin(name), source.admin(name)], threading.Event(), {}
     _run_workload(sessions, rng, 1000)  # a backlog: each run catches up, cutting batches
     load = threading.Thread(target=lambda: seen.update(_run_workload(
-        sessions, random.Random(f"txk load {source.name}"), 10 ** 6, stop)))
+        sessions, support.rng(f"txk load {source.name}"), 10 ** 6, stop)))
     ns = support.unique("txk")
     # Batches of 10: a full one commits inside a transaction, and a kill after it resumes there.
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
@@ -283,5 +282,6 @@ def test_sigkills_under_random_transactions_lose_and_double_nothing(db, source, 
     with support.StreamerProcess(cfg, log) as proc:  # the rest, at full pace
         msgs = _to_the_end(proc, ns, name)  # (the runs' log: none of them aborted a batch)
     broken = _broken_chains(msgs, final)
-    assert not broken, f"{len(msgs)} messages, {seen}, resumed {resumed}: {sorted(broken)[:5]}"
+    assert not broken, support.seeded(
+        f"{len(msgs)} messages, {seen}, resumed {resumed}: {sorted(broken)[:5]}")
     assert any(resumed), f"no run resumed inside a transaction (+N rows): {resumed}"
