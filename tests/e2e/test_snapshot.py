@@ -641,7 +641,7 @@ def test_chunks_follow_every_kind_of_key_under_changes_each_row_once_and_current
     as read: were they to differ, the row read before its change would be published after
     it (stale), or a row deleted in the window would come back."""
     name, conn = db
-    rng = random.Random(f"keys {source.name}")
+    rng = support.rng(f"keys {source.name}")
     support.sql(conn, "SET time_zone = '+00:00'")
     key_types = {}
     for i, key_type in enumerate(KEY_TYPES):
@@ -689,7 +689,7 @@ def test_chunks_follow_every_kind_of_key_under_changes_each_row_once_and_current
         want = sorted(support.sql(conn, f"SELECT n, v FROM {t}"))
         if max(reads.values(), default=0) > 1 or sorted(state.values()) != want:
             wrong[t] = (key_type, max(reads.values(), default=0), len(state), len(want))
-    assert not wrong, wrong
+    assert not wrong, support.seeded(str(wrong))
     # The load ran through the snapshots.
     assert load.steps > 200, load.steps
     assert sum(1 for m in msgs if m["value"] and m["value"]["op"] == "u") > 1000

@@ -5,7 +5,6 @@ import datetime
 import decimal
 import ipaddress
 import json
-import random
 import uuid
 
 import pytest
@@ -645,7 +644,7 @@ def test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_sele
     from tests.e2e.test_snapshot import snapshot_cli
     name, conn = typed_table
     columns = [c for c in columns_of(source) if c not in GEOMETRY]
-    rng = random.Random(source.name)
+    rng = support.rng(source.name)
     names = ", ".join(c for c, _, _, _ in columns)
 
     def random_row():
@@ -697,7 +696,8 @@ def test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_sele
             if image is not None:
                 images[v["op"]] += 1
                 wrong += [f"{v['op']} row {i} {d}" for d in _differences(image, row, columns)]
-    assert images == {"c": 300, "u": 600, "r": 300} and not wrong, "\n".join(wrong[:30])
+    assert images == {"c": 300, "u": 600, "r": 300} and not wrong, support.seeded(
+        "\n".join(wrong[:30]))
 
 
 # Temporal columns in their old formats (MariaDB made them before 10.1, or while
@@ -740,7 +740,7 @@ def test_old_temporal_formats_read_as_select_shows_them_in_binlog_and_snapshot(t
     assert created.count("/* mariadb-5.3 */") == len(OLD_TEMPORAL), created  # the old formats
     f, p = support.master_pos(conn)
     names = ", ".join(c for c, _, _, _ in OLD_TEMPORAL)
-    rng = random.Random(source.name)
+    rng = support.rng(source.name)
     support.sql(conn, "SET time_zone = '+00:00'")
     for row_id, idx in ((1, 2), (2, 3)):
         values = ", ".join(col[idx] for col in OLD_TEMPORAL)
