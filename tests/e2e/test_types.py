@@ -313,6 +313,44 @@ def test_enum_and_set_members_in_any_charset_read_as_select_shows_them(source, d
 
 
 @pytest.mark.every_source
+def test_enums_of_over_255_members_and_sets_of_every_width_read_as_select_shows_them(
+        source, db, tmp_path):
+    # An ENUM of more than 255 members is stored in two bytes, a SET in 1, 2, 3, 4 or 8 (up to
+    # 8, 16, 24, 32 and 64 members): their first, last and boundary members, in binlog and
+    # snapshot, against SELECT.
+    name, conn = db
+    members = {"e": 300, "s8": 8, "s9": 9, "s17": 17, "s25": 25, "s33": 33, "s64": 64}
+
+    def listed(n):
+        return ", ".join(f"'m{i}'" for i in range(1, n + 1))
+    columns = ", ".join(f"{c} {'ENUM' if c == 'e' else 'SET'}({listed(n)})"
+                        for c, n in members.items())
+    support.sql(conn, f"CREATE TABLE w (id INT PRIMARY KEY, {columns})")
+    sets = [c for c in members if c != "e"]
+    rows = [
+        [1, "m1"] + ["m1" for _ in sets],
+        [2, "m255"] + [",".join(f"m{i}" for i in range(1, members[c] + 1)) for c in sets],
+        [3, "m256"] + [f"m{members[c]}" for c in sets],
+        [4, "m300"] + [f"m1,m{members[c] - 1},m{members[c]}" for c in sets],
+        [5, None] + ["" for _ in sets],
+    ]
+    f, p = support.master_pos(conn)
+    with conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO w VALUES ({', '.join(['%s'] * len(rows[0]))})", rows)
+    conn.commit()
+    ns = support.unique("wm")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.w"], server=source)
+    streamed, snapped, _ = _binlog_and_snapshot(cfg, tmp_path, f"{name}.w", ns, (f, p), len(rows))
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, {', '.join(members)} FROM w ORDER BY id")
+        shown = [list(r) for r in cur.fetchall()]
+    # SELECT lays a SET's members out in the order of the definition, as the topic must.
+    assert shown[3][1] == "m300" and shown[1][-1].endswith(",m63,m64"), shown
+    for msgs in (streamed, snapped):
+        assert [[m["value"]["after"][c] for c in ["id", *members]] for m in msgs] == shown
+
+
+@pytest.mark.every_source
 def test_a_primary_key_with_a_prefix_part_keys_the_binlog_and_a_snapshot_alike(
         source, db, tmp_path):
     # The table map writes such a key as PRIMARY_KEY_WITH_PREFIX; a key on TEXT needs a prefix.
