@@ -111,7 +111,9 @@ class TableVersion:
         table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
         self._schemas(table_space, fields, excluded)
         # A version described for a snapshot (binlog False) reads no binlog rows.
-        self.read_plan = rowplan.plan_for(event.columns) if binlog else None
+        # It steps over the values no message publishes (excluded, or masked with null).
+        self.read_plan = rowplan.plan_for(event.columns, frozenset(
+            excluded + [mysql for mysql, _ in self.nulled])) if binlog else None
         # Columns of the table map that rows events leave out: a functional index's
         # (source.definitions), a multi-valued index's typed array (source.standins).
         self.hidden = frozenset(definition.hidden).union(

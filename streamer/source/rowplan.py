@@ -293,13 +293,36 @@ _BY_TYPE = {FIELD_TYPE.VARCHAR: _varchar, FIELD_TYPE.STRING: _varchar, FIELD_TYP
             FIELD_TYPE.TIMESTAMP2: _timestamp2, FIELD_TYPE.JSON: _json, VECTOR: _vector}
 
 
-def plan_for(columns: List[Any]) -> Optional[Plan]:
-    """One (name, reader or None for the library's) per column; None when a name is missing."""
+def _skip_varchar(event: Any, column: Any) -> None:
+    packet = event.packet
+    packet.advance(packet.read_uint_by_size(2 if column.max_length > 255 else 1))
+
+
+def _skip_blob(event: Any, column: Any) -> None:
+    packet = event.packet
+    packet.advance(packet.read_uint_by_size(column.length_size))
+
+
+# A value nobody reads (an excluded column's, or one masked with null) of a type whose
+# decoding costs: stepped over, its length read and its bytes left as they are. A compressed
+# column's stored form is laid out as its plain type's, a partial JSON update's diff as a JSON.
+_SKIPS = {FIELD_TYPE.VARCHAR: _skip_varchar, FIELD_TYPE.STRING: _skip_varchar,
+          FIELD_TYPE.BLOB: _skip_blob, FIELD_TYPE.JSON: _skip_blob,
+          FIELD_TYPE.GEOMETRY: _skip_blob, VECTOR: _skip_blob}
+SKIPPERS = frozenset(_SKIPS.values())
+
+
+def plan_for(columns: List[Any], unread: FrozenSet[str] = frozenset()) -> Optional[Plan]:
+    """One (name, reader or None for the library's) per column; None when a name is missing.
+    The values of the columns named in ``unread`` are published by no message: those of the
+    types ``_SKIPS`` knows are stepped over, and read as None."""
     plan: Plan = []
     for column in columns:
         if not column.name:
             return None
-        if column.type in _INTS:
+        if column.name in unread and column.type in _SKIPS:
+            plan.append((column.name, _SKIPS[column.type]))
+        elif column.type in _INTS:
             plan.append((column.name, _int_reader(_INTS[column.type], not column.unsigned)))
         elif column.type == FIELD_TYPE.NEWDECIMAL:
             plan.append((column.name, _decimal_reader(column.precision, column.decimals)))
@@ -470,7 +493,7 @@ def _read_partial(event: Any, cols_bitmap: bytes, plan: Plan, partial: bytes) ->
         if null_bitmap[at >> 3] & (1 << (at & 7)):
             none_sources[name] = NONE_SOURCE.NULL
             values[name] = None
-        elif is_partial:
+        elif is_partial and read not in SKIPPERS:
             values[name] = jsondiff.read(
                 event.packet.read_length_coded_pascal_string(column.length_size))
         elif read is not None:

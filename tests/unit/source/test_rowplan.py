@@ -34,6 +34,9 @@ class Packet:
         self.at += n
         return out
 
+    def advance(self, n):
+        self.at += int(n)
+
     def read_int64(self):
         return struct.unpack("<q", self.read(8))[0]
 
@@ -158,6 +161,25 @@ def test_planned_reads_equal_the_librarys_and_consume_the_same_bytes():
     assert got["e"] == "c"
 
 
+def test_values_no_message_publishes_are_stepped_over_and_the_rest_read_alike():
+    # Excluded columns, or masked with null (schema.versions): a string's, a blob's or a JSON's
+    # bytes are not decoded; a fixed-size value is read as before, at no saving.
+    data = row_bytes()
+    present = bytes([0xFF, 0xFF, 0x0F])
+    plan = rowplan.plan_for(COLUMNS, frozenset(["name", "note", "body", "amount", "nowhere"]))
+    readers = dict(plan)
+    assert readers["name"] in rowplan.SKIPPERS and readers["body"] in rowplan.SKIPPERS
+    assert readers["amount"] is not None and readers["amount"] not in rowplan.SKIPPERS
+    skipping = event(data, plan)
+    got = read_column_data(skipping, present)
+    want = read_column_data(event(data, rowplan.plan_for(COLUMNS)), present)
+    assert skipping.packet.at == len(data)
+    assert got["name"] is None and got["body"] is None and got["note"] is None
+    assert want["name"] == "héllo" and want["body"] == "x" * 300
+    assert {k: v for k, v in got.items() if k not in ("name", "body")} == \
+        {k: v for k, v in want.items() if k not in ("name", "body")}
+
+
 def test_every_type_gets_a_reader_or_the_librarys_and_a_nameless_table_gets_no_plan():
     plan = rowplan.plan_for(COLUMNS)
     readers = dict(plan)
@@ -256,6 +278,15 @@ def test_a_mysql_json_column_is_read_as_the_text_a_client_shows():
     assert read_column_data(ev, bytes([1])) == {"js": '{"a": 1, "b": "x"}'}
     from pymysqlreplication.packet import parse_json
     assert parse_json(SMALL_OBJECT[0], SMALL_OBJECT[1:]) == {b"a": 1, b"b": b"x"}  # the library
+
+
+def test_an_unread_mysql_json_column_is_stepped_over_undecoded():
+    from tests.unit.source.test_mysqljson import SMALL_OBJECT
+    js = col("js", FIELD_TYPE.JSON, length_size=4)
+    data = bytes([0]) + len(SMALL_OBJECT).to_bytes(4, "little") + SMALL_OBJECT[:1] + b"\xff" * (
+        len(SMALL_OBJECT) - 1)  # not JSON at all: decoding it would fail
+    ev = _one_column(js, data, rowplan.plan_for([js], frozenset(["js"])))
+    assert read_column_data(ev, bytes([1])) == {"js": None} and ev.packet.at == len(data)
 
 
 def test_a_hidden_column_missing_from_a_row_is_passed_over_any_other_stops_the_stream():
