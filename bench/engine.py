@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from . import env, results
 
@@ -31,10 +31,10 @@ PASSES = 3
 FILE = "mysql-bin.000002"
 
 
-def child(tree: str, path: str, tuned: bool = False) -> None:
+def child(tree: str, path: str, tuned: bool = False, exclude: Sequence[str] = ()) -> None:
     """In a fresh interpreter: stream ``path`` through ``tree``'s engine PASSES times; prints
     the CPU µs per row change of each pass as a JSON list. ``tuned``: the JIT as ``streamer run``
-    tunes it."""
+    tunes it; ``exclude``: columns of the table kept out of Kafka (tables.columns.exclude)."""
     import time
     sys.path.insert(0, tree)
     os.chdir(tree)
@@ -55,7 +55,8 @@ def child(tree: str, path: str, tuned: bool = False) -> None:
     cfg_path = os.path.join(workdir, "c.yaml")
     with open(cfg_path, "w") as fh:
         fh.write(f"namespace: bench\nsource: {{name: b}}\nmysql: {{server_id: 9, password_file: "
-                 f"'{workdir}/pw'}}\ntables: {{include: ['payload*.*']}}\n"
+                 f"'{workdir}/pw'}}\ntables: {{include: ['payload*.*'], columns: {{exclude: "
+                 f"{json.dumps(['payload*.t.' + c for c in exclude])}}}}}\n"
                  f"warmup: {{transactions: 0}}\n")
     cfg = config.load(cfg_path, environ={})
     out = []
@@ -92,9 +93,9 @@ def _tree(commit: str, workdir: str) -> str:
     return path
 
 
-def _run(tree: str, path: str, tuned: bool) -> List[float]:
+def _run(tree: str, path: str, tuned: bool, exclude: Sequence[str]) -> List[float]:
     out = subprocess.run([sys.executable, "-m", "bench.engine", "--child", tree, path,
-                          *(["--tuned"] if tuned else [])],
+                          "--tuned" if tuned else "--untuned", *exclude],
                          cwd=env.ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"bench.engine: the run of {tree} failed:\n{out.stderr[-3000:]}")
@@ -103,7 +104,7 @@ def _run(tree: str, path: str, tuned: bool) -> List[float]:
 
 def main(argv: List[str]) -> int:
     if argv[:1] == ["--child"]:
-        child(argv[1], argv[2], tuned=argv[3:] == ["--tuned"])
+        child(argv[1], argv[2], tuned=argv[3] == "--tuned", exclude=argv[4:])
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("a", help="a commit, or . for the working tree")
@@ -114,6 +115,9 @@ def main(argv: List[str]) -> int:
     p.add_argument("--tuned", action="store_true",
                    help="the JIT tuned as `streamer run` tunes it (cli._tune_jit), not PyPy's "
                    "defaults")
+    p.add_argument("--exclude", action="append", default=[], metavar="COLUMN",
+                   help="a column of the table (name, note, at, amount, body) kept out of Kafka "
+                   "(tables.columns.exclude; repeatable): its values are read past, unpublished")
     p.add_argument("--results", default=env.RESULTS)
     args = p.parse_args(argv)
     from .payload import _record
@@ -128,7 +132,7 @@ def main(argv: List[str]) -> int:
                 for _ in range(args.repeat):
                     for commit, tree in trees.items():
                         samples.setdefault(shape, {}).setdefault(commit, []).append(
-                            _run(tree, path, args.tuned))
+                            _run(tree, path, args.tuned, args.exclude))
         finally:
             for commit, tree in trees.items():
                 if commit != ".":
@@ -138,6 +142,8 @@ def main(argv: List[str]) -> int:
         rec: Dict[str, Any] = dict(results.run_header(False, args.repeat), shape=f"engine-{shape}",
                                    interpreter=sys.implementation.name, a=args.a, b=args.b,
                                    tuned=args.tuned)
+        if args.exclude:
+            rec["exclude"] = args.exclude
         for side, commit in (("a", args.a), ("b", args.b)):
             runs = by_commit[commit]
             rec[f"{side}_cold_us_per_row"] = round(statistics.median(r[0] for r in runs), 3)
