@@ -111,9 +111,10 @@ class TableVersion:
         table_space = f"{avro.avro_name(self.db)}.{avro.avro_name(self.table)}"
         self._schemas(table_space, fields, excluded)
         # A version described for a snapshot (binlog False) reads no binlog rows.
-        # It steps over the values no message publishes (excluded, or masked with null).
-        self.read_plan = rowplan.plan_for(event.columns, frozenset(
-            excluded + [mysql for mysql, _ in self.nulled])) if binlog else None
+        # The values no message publishes (excluded, or masked with null): the binlog's reader
+        # steps over them, and a row image may leave them out (rowplan.TableState).
+        self.unread = frozenset(excluded + [mysql for mysql, _ in self.nulled])
+        self.read_plan = rowplan.plan_for(event.columns, self.unread) if binlog else None
         # Columns of the table map that rows events leave out: a functional index's
         # (source.definitions), a multi-valued index's typed array (source.standins).
         self.hidden = frozenset(definition.hidden).union(
@@ -634,7 +635,8 @@ class TableCatalog:
                 evolution.report(f"{tv.db}.{tv.table}", evolution.changes(
                     previous, tv.row_schema["fields"], tv.pk_names))
         self.by_id[event.table_id] = tv
-        rowplan.attach(event, tv, tv.read_plan, bool(tv.empty_set_columns), tv.hidden)
+        rowplan.attach(event, tv, tv.read_plan, bool(tv.empty_set_columns), tv.hidden,
+                       tv.unread)
         if cur is tv:
             return None
         self.current[key] = tv

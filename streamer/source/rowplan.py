@@ -347,28 +347,32 @@ class TableState:
     (``SLOT``): the table version it was built for, its plan, and whether its rows may skip the
     library's none sources."""
 
-    __slots__ = ("version", "plan", "skip_none_sources", "hidden")
+    __slots__ = ("version", "plan", "skip_none_sources", "hidden", "unread")
 
     def __init__(self, version: Any, plan: Optional[Plan], skip_none_sources: bool,
-                 hidden: FrozenSet[str] = frozenset()) -> None:
+                 hidden: FrozenSet[str] = frozenset(),
+                 unread: FrozenSet[str] = frozenset()) -> None:
         self.version = version
         self.plan = plan
         self.skip_none_sources = skip_none_sources
         # Columns rows events leave out by design (a functional index's, source.definitions).
         self.hidden = hidden
+        # Columns whose values no message publishes (excluded, masked with null): a row image
+        # may leave them out (binlog_row_image NOBLOB leaves out the BLOBs and TEXTs it can).
+        self.unread = unread
 
 
 SLOT = "streamer"
 
 
 def attach(table_map_event: Any, version: Any, plan: Optional[Plan], none_sources: bool,
-           hidden: FrozenSet[str] = frozenset()) -> None:
+           hidden: FrozenSet[str] = frozenset(), unread: FrozenSet[str] = frozenset()) -> None:
     """Use ``plan`` for the rows that follow this table map (the library's Table object).
     Without ``none_sources`` the rows skip the library's per-row list of why each None is None
     (only an empty SET needs it, to tell it from NULL). ``hidden`` columns may be missing from
-    a row image."""
+    a row image; ``unread`` ones too, read as None."""
     setattr(table_map_event.get_table(), SLOT,
-            TableState(version, plan, not none_sources, hidden))
+            TableState(version, plan, not none_sources, hidden, unread))
 
 
 def state_of(table: Any) -> Optional[TableState]:
@@ -396,7 +400,8 @@ def _partial_image(event: Any, column: str) -> UnsupportedEvent:
         f"column '{column}': its row image is not FULL (binlog_row_image MINIMAL or NOBLOB for "
         f"the session that wrote it), and publishing it would turn that value into null. Set "
         f"binlog_row_image=FULL globally and for every session (SET GLOBAL binlog_row_image="
-        f"'FULL'; sessions started before keep their own). Nothing from this event on was "
+        f"'FULL'; sessions started before keep their own), or, if the column need not be "
+        f"published, leave it out (tables.columns.exclude). Nothing from this event on was "
         f"published, and the checkpoint stays before it; once its change is accounted for, "
         f"restart past it (streamer run --start-file/--start-pos or --start-gtid)")
 
@@ -458,6 +463,9 @@ def read_column_data(library: Callable[..., Any]) -> Callable[..., Any]:
         for i, (name, read) in enumerate(plan):
             if not cols_bitmap[i >> 3] & (1 << (i & 7)):
                 if name in state.hidden or row_image_type is _AFTER:
+                    continue
+                if name in state.unread:
+                    values[name] = None  # published by no message: not needed
                     continue
                 raise _partial_image(self, name)
             if null_bitmap[at >> 3] & (1 << (at & 7)):

@@ -310,6 +310,26 @@ def test_a_hidden_column_missing_from_a_row_is_passed_over_any_other_stops_the_s
         read_column_data(ev, bytes([0b101]))
 
 
+def test_a_row_image_may_leave_out_an_unpublished_column_read_as_none():
+    # binlog_row_image NOBLOB leaves out a BLOB when it can; excluded or masked with null, its
+    # value is not needed. A published column left out still stops the stream.
+    from streamer.errors import UnsupportedEvent
+
+    cols = [col("id", FIELD_TYPE.LONG), col("b", FIELD_TYPE.BLOB, length_size=2),
+            col("a", FIELD_TYPE.VARCHAR, max_length=80)]
+    data = bytes([0]) + (7).to_bytes(4, "little", signed=True) + bytes([1]) + b"y"
+    for unread, want in ((frozenset(["b"]), {"id": 7, "b": None, "a": "y"}), (frozenset(), None)):
+        ev = event(data, rowplan.plan_for(cols, unread))
+        ev.columns = ev.table_map[7].columns = cols
+        ev.table_map[7].streamer.unread = unread
+        if want is None:
+            with pytest.raises(UnsupportedEvent, match="has no value for column 'b'.*"
+                                                       "tables.columns.exclude"):
+                read_column_data(ev, bytes([0b101]))
+        else:
+            assert read_column_data(ev, bytes([0b101])) == want and ev.packet.at == len(data)
+
+
 def test_an_update_whose_after_image_leaves_out_unchanged_columns_is_made_whole():
     # MariaDB 11.4's binlog_row_image FULL_NODUP: the before image whole, the after image with
     # the changed columns only. A before image without a column still stops the stream.
