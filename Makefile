@@ -93,10 +93,9 @@ test: lint venv
 # The kill loops at their full length under PyPy (`make test` runs each shorter: tests/support.soak),
 # and the randomized tests with new draws: a new seed each time, named so a failure can be replayed
 # (make soak STREAMER_TEST_SEED=N).
-STREAMER_TEST_SEED ?= $(shell date +%s)
 soak: venv up
-	@echo "soak: STREAMER_TEST_SEED=$(STREAMER_TEST_SEED)"
-	STREAMER_SOAK=1 STREAMER_TEST_SEED=$(STREAMER_TEST_SEED) $(PYTEST_PYPY) -q \
+	seed=$${STREAMER_TEST_SEED:-$$(date +%s)}; echo "soak: STREAMER_TEST_SEED=$$seed"; \
+	STREAMER_SOAK=1 STREAMER_TEST_SEED=$$seed $(PYTEST_PYPY) -q \
 		tests/e2e/test_exactly_once.py tests/e2e/test_standby.py tests/e2e/test_ddl_random.py \
 		tests/e2e/test_tx_random.py tests/e2e/test_json_random.py \
 		tests/e2e/test_types.py::test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_select_reads_them \

@@ -139,7 +139,9 @@ def main(argv: List[str]) -> int:
                     subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=env.ROOT,
                                    capture_output=True)
     for shape, by_commit in samples.items():
-        rec: Dict[str, Any] = dict(results.run_header(False, args.repeat), shape=f"engine-{shape}",
+        # With columns left out, a shape of its own (as bench.suite names its snapshot's).
+        name = f"engine-{shape}" + ("-without-" + "-".join(args.exclude) if args.exclude else "")
+        rec: Dict[str, Any] = dict(results.run_header(False, args.repeat), shape=name,
                                    interpreter=sys.implementation.name, a=args.a, b=args.b,
                                    tuned=args.tuned)
         if args.exclude:

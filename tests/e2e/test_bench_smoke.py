@@ -299,7 +299,7 @@ def test_engine_compares_two_commits_cpu_per_row_without_kafka(tmp_path):
                "--repeat", "1", "--tuned", "--exclude", "body", "--results", str(results))
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["shape"] for r in lines] == ["engine-bulk", "engine-oltp"]
+    assert [r["shape"] for r in lines] == ["engine-bulk-without-body", "engine-oltp-without-body"]
     for r in lines:
         assert (r["a"], r["b"], r["repeat"], r["tuned"], r["exclude"]) == (
             "HEAD", ".", 1, True, ["body"])
