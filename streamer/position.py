@@ -19,7 +19,7 @@ class Position:
     and under PyPy nothing else that ``run`` imports needs them."""
 
     __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction",
-                 "tx_gtid", "server_uuid", "xa", "run")
+                 "tx_gtid", "server_uuid", "xa", "run", "awaited")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
@@ -27,7 +27,7 @@ class Position:
                  snapshot: Optional[Dict[str, Any]] = None,
                  transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "",
                  server_uuid: str = "", xa: Optional[Dict[str, List[Any]]] = None,
-                 run: str = "") -> None:
+                 run: str = "", awaited: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -54,6 +54,11 @@ class Position:
         # The process that committed it (kafka.transactions): a producer being replaced tells
         # a newer instance's checkpoint from its own.
         self.run = run
+        # Other transactions whose first rows were published and that the stream has not come
+        # to again: after a failover, a resume by GTID set skips into them wherever they come,
+        # and the new server may send another domain's first (engine.tracker). GTID ->
+        # {"rows": row changes already published, "transaction": its metadata's counts, if on}.
+        self.awaited = awaited
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -68,7 +73,7 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa", "run"):
+        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa", "run", "awaited"):
             if not fields[name]:
                 del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
@@ -81,10 +86,13 @@ class Position:
                    ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
                    transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""),
                    server_uuid=data.get("server_uuid", ""), xa=data.get("xa"),
-                   run=data.get("run", ""))
+                   run=data.get("run", ""), awaited=data.get("awaited"))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""
+        if self.awaited:
+            n = len(self.awaited)
+            extra += f" (and rows of {n} more transaction{'s' if n > 1 else ''}, by GTID)"
         gtid = f" gtid={self.gtid_set}" if self.gtid_set else ""
         snap = ""
         if self.snapshot and self.snapshot.get("queue"):

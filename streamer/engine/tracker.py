@@ -9,7 +9,7 @@ the same whichever tables the changes belonged to.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pymysqlreplication.event import (GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent,
                                       XAPrepareEvent, XidEvent)
@@ -40,9 +40,8 @@ class Tracker:
     """Follows transaction boundaries in the event stream and says what to checkpoint."""
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_file", "tx_start", "tx_rows", "in_tx",
-                 "server_id", "txid", "skip", "explicit", "resume_gtid", "resume_skip",
-                 "resume_txid", "server_uuid", "xa", "xa_pending", "hole_map", "holes", "start",
-                 "placed", "alter")
+                 "server_id", "txid", "skip", "explicit", "awaited", "on_resumed", "server_uuid",
+                 "xa", "xa_pending", "hole_map", "holes", "start", "placed", "alter")
 
     def __init__(self, start: Position, by_gtid: bool = False,
                  holes: Optional[Dict[str, List[Tuple[int, int]]]] = None):
@@ -73,13 +72,17 @@ class Tracker:
         # first rotate with offset 4, not the transaction's, and on another server the offsets
         # mean nothing, so the skip waits for the transaction's GTID ("" when the checkpoint
         # didn't keep it: the first one that comes, which a dump by GTID set sends first).
-        self.resume_gtid: Optional[str] = None
-        self.resume_skip = 0
-        self.resume_txid: Optional[str] = None
+        # Another domain's transactions may come first, and a checkpoint inside one of them
+        # keeps the skips still awaited (``Position.awaited``): GTID -> (rows, the metadata
+        # counts its BEGIN went out with, or None).
+        self.awaited: Dict[str, Tuple[int, Optional[Dict[str, Any]]]] = {
+            gtid: (int(entry["rows"]), entry.get("transaction"))
+            for gtid, entry in (start.awaited or {}).items()}
         if (by_gtid or not start.file) and start.rows:
-            self.resume_gtid, self.resume_skip, self.skip = start.tx_gtid, start.rows, 0
-            # Its transaction-metadata id is the one its BEGIN went out with.
-            self.resume_txid = (start.transaction or {}).get("id")
+            self.awaited[start.tx_gtid] = (start.rows, start.transaction)
+            self.skip = 0
+        # Told the metadata counts of an awaited transaction when it begins (engine.stages.txmeta).
+        self.on_resumed: Optional[Callable[[Dict[str, Any]], None]] = None
         # True once the transaction has an explicit BEGIN; a statement outside one ends itself.
         self.explicit = False
         # In the group of an XA transaction being prepared: its rows wait for its XA COMMIT.
@@ -165,12 +168,14 @@ class Tracker:
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
         txid = f"{self.file}:{start_pos}"
-        if self.resume_gtid is not None:
-            if gtid == self.resume_gtid or not self.resume_gtid:
-                self.skip, self.resume_gtid = self.resume_skip, None
-                txid = self.resume_txid or txid
-            else:
-                self.skip = 0
+        awaited = self._awaited_now(gtid) if self.awaited else None
+        if awaited is not None:
+            self.skip, progress = awaited
+            if progress is not None:
+                # Its transaction-metadata id is the one its BEGIN went out with.
+                txid = progress["id"]
+                if self.on_resumed is not None:
+                    self.on_resumed(progress)
         elif self.in_tx or start_pos != self.tx_start:
             # Not the transaction the checkpoint is inside: a group that ended without an end
             # this tracker knows must not pass its skip on to the next one.
@@ -184,6 +189,14 @@ class Tracker:
         self.txid = txid
         self.xa = False
         self.holes = self.hole_map.get(txid) if self.hole_map else None
+
+    def _awaited_now(self, gtid: Optional[str]) -> Optional[Tuple[int, Optional[Dict[str, Any]]]]:
+        """The skip of the awaited transaction ``gtid`` begins, taken out; None when it is not
+        one (an awaited "" is the first that comes)."""
+        found = self.awaited.pop(gtid or "", None)
+        if found is None and "" in self.awaited:
+            found = self.awaited.pop("")
+        return found
 
     def end(self, next_pos: int) -> None:
         if self.gtid is not None:
@@ -210,22 +223,34 @@ class Tracker:
             s = self.start
             return Position(s.file, s.pos, s.gtid_set, s.rows, s.server_id,
                             transaction=s.transaction, tx_gtid=s.tx_gtid,
-                            server_uuid=s.server_uuid, xa=self._xa())
-        if self.resume_gtid is not None and not self.in_tx:
-            # The transaction to skip into has not come yet (another domain's came first): a
-            # restart must resume by GTID set again and still skip into it. (Inside that other
-            # transaction the position can say only one of the two: see source.failover.)
-            return Position("", 4, str(self.gtids), self.resume_skip, self.server_id,
-                            tx_gtid=self.resume_gtid, server_uuid=self.server_uuid, xa=self._xa())
+                            server_uuid=s.server_uuid, xa=self._xa(), awaited=s.awaited)
+        if self.awaited and not self.in_tx:
+            # A transaction to skip into has not come yet (another domain's came first): a
+            # restart must resume by GTID set again and still skip into it. The first awaited
+            # is said as a single one always was; any others ride in ``awaited``.
+            (gtid, (rows, progress)), *others = self.awaited.items()
+            return Position("", 4, str(self.gtids), rows, self.server_id, transaction=progress,
+                            tx_gtid=gtid, server_uuid=self.server_uuid, xa=self._xa(),
+                            awaited=_awaited(others))
         if not self.placed:  # only the artificial rotate of a dump by GTID set since the start
             s = self.start
             return Position(s.file, s.pos, str(self.gtids), 0, self.server_id,
                             server_uuid=self.server_uuid, xa=self._xa())
         if self.in_tx:
+            # Inside another domain's transaction, the ones to skip into still ride along.
             return Position(self.tx_file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
-                            tx_gtid=self.gtid or "", server_uuid=self.server_uuid, xa=self._xa())
+                            tx_gtid=self.gtid or "", server_uuid=self.server_uuid, xa=self._xa(),
+                            awaited=_awaited(self.awaited.items()) if self.awaited else None)
         return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id,
                         server_uuid=self.server_uuid, xa=self._xa())
 
     def _xa(self) -> Optional[Dict[str, List[Any]]]:
         return {k: list(v) for k, v in self.xa_pending.items()} if self.xa_pending else None
+
+
+def _awaited(entries: Any) -> Optional[Dict[str, Dict[str, Any]]]:
+    """``Position.awaited`` of the tracker's awaited (GTID, (rows, progress)) pairs."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for gtid, (rows, progress) in entries:
+        out[gtid] = {"rows": rows} if progress is None else {"rows": rows, "transaction": progress}
+    return out or None

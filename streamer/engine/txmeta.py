@@ -73,6 +73,11 @@ class TransactionLog:
     def reset(self, progress: Optional[Dict[str, Any]]) -> None:
         """Resume from a checkpoint's ``transaction`` (None: between transactions)."""
         self.announced = False
+        self.resume(progress)
+
+    def resume(self, progress: Optional[Dict[str, Any]]) -> None:
+        """Go on with the transaction whose counts are ``progress`` (its BEGIN went out in an
+        earlier run), or with none."""
         self.open = None if progress is None else {
             "id": progress["id"], "gtid": progress.get("gtid"), "ts_ms": int(progress["ts_ms"]),
             "counts": dict(progress["counts"])}

@@ -19,10 +19,9 @@ them, and it would hand their sequence numbers to new transactions. That is refu
 to the next; when every server was found behind since the stream last worked, the streamer stops.
 
 The rows of a transaction the checkpoint is inside are skipped by that transaction's GTID
-(``Position.tx_gtid``, ``engine.tracker``), wherever it comes in the new server's binlog. One case
-is left: with several GTID domains, a batch cut inside another domain's transaction that the new
-server sends before it can keep only one of the two skips; a crash right then republishes the
-first transaction's published rows.
+(``Position.tx_gtid``, ``engine.tracker``), wherever it comes in the new server's binlog. With
+several GTID domains the new server may send other domains' transactions first; a checkpoint
+inside one of them keeps the skip still awaited beside its own (``Position.awaited``).
 """
 from __future__ import annotations
 
@@ -96,7 +95,7 @@ def translated(start: Position, server_id: int, where: str, uuid: str = "") -> P
                 "resuming there by the checkpoint's GTID set", where, server_id, start.describe(),
                 start.server_id)
     return Position("", 4, start.gtid_set, start.rows, server_id, start.ts, start.snapshot,
-                    start.transaction, start.tx_gtid, uuid, xa=start.xa)
+                    start.transaction, start.tx_gtid, uuid, xa=start.xa, awaited=start.awaited)
 
 
 def translated_xa(conn: Any, xa: Optional[Dict[str, List[Any]]], where: str

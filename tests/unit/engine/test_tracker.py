@@ -70,3 +70,44 @@ def test_a_start_by_file_is_placed_by_its_rotate_as_before():
     tracker = Tracker(Position("mysql-bin.000007", 900, "0-1-5", 0, 1))
     tracker.on_event(_rotate("mysql-bin.000007", 900, 0), RotateEvent)
     assert (tracker.position().file, tracker.position().pos) == ("mysql-bin.000007", 900)
+
+
+def test_several_transactions_awaited_by_gtid_ride_in_every_checkpoint_until_they_begin():
+    # Resumed by GTID set inside 0-1-8 (3 rows published, its BEGIN out): other domains'
+    # transactions come first, and a restart by GTID set inside one of them adds its own skip.
+    progress = {"id": "mysql-bin.000002:1234", "gtid": "0-1-8", "ts_ms": 5, "counts": {"t": 3}}
+    tracker = Tracker(Position("", 4, "0-1-7", rows=3, server_id=2, tx_gtid="0-1-8",
+                               transaction=progress))
+    tracker.begin(400, "1-1-3")
+    assert tracker.count(2) == 0
+    inside = Position.from_json(tracker.position().to_json())
+    assert (inside.pos, inside.rows, inside.tx_gtid) == (400, 2, "1-1-3")
+    assert inside.awaited == {"0-1-8": {"rows": 3, "transaction": progress}}
+    assert "and rows of 1 more transaction, by GTID" in inside.describe()
+
+    tracker = Tracker(inside, by_gtid=True)
+    resumed = []
+    tracker.on_resumed = resumed.append
+    tracker.begin(100, "2-1-1")  # a third domain's, first again
+    assert tracker.count(4) == 0
+    assert tracker.position().awaited == {"1-1-3": {"rows": 2},
+                                          "0-1-8": {"rows": 3, "transaction": progress}}
+    tracker.end(200)
+    between = Position.from_json(tracker.position().to_json())
+    # Between transactions: a start by GTID set, the first awaited said as one always was.
+    assert (between.file, between.gtid_set, between.rows, between.tx_gtid) == (
+        "", "0-1-7,2-1-1", 3, "0-1-8")
+    assert between.transaction == progress and between.awaited == {"1-1-3": {"rows": 2}}
+
+    tracker = Tracker(between)
+    tracker.on_resumed = resumed.append
+    tracker.begin(300, "0-1-8")
+    assert tracker.count(5) == 3 and tracker.txid == progress["id"] and resumed == [progress]
+    assert tracker.position().awaited == {"1-1-3": {"rows": 2}}
+    tracker.end(350)
+    tracker.begin(350, "1-1-3")
+    assert tracker.count(4) == 2 and resumed == [progress]  # no metadata counts: none told
+    assert tracker.position().awaited is None
+    tracker.end(390)
+    at = tracker.position()
+    assert (at.rows, at.awaited, at.gtid_set) == (0, None, "0-1-8,1-1-3,2-1-1")

@@ -183,6 +183,105 @@ def test_a_checkpoint_taken_before_the_transaction_to_skip_into_came_keeps_the_s
     assert tracker.count(5) == 3  # its first three were published before the failover
 
 
+# Transaction metadata on, in the streamer's own records or Debezium's (whose changes also
+# carry their order in the transaction).
+FORMATS = {
+    "avro": {"topics": {"transactions": True}},
+    "debezium": {"topics": {"transactions": True},
+                 "sections": {"format": "debezium", "debezium": {"schemas_enable": False}}},
+}
+
+
+def _framing(publisher, fmt):
+    """(op, key) of each row change; per transaction id, its records' statuses, its END's count
+    and (Debezium) its changes' total orders."""
+    import collections
+    import json
+
+    changes, txs = [], collections.defaultdict(lambda: {"status": [], "orders": []})
+    decoder = publisher.decoder()
+    for topic, key, value in publisher.messages(all_topics=True):
+        if topic.endswith("__transactions") or topic == "test.transaction":
+            rec = decoder.decode(value) if fmt == "avro" else json.loads(value)
+            txs[rec["id"]]["status"].append(rec["status"])
+            if rec["status"] == "END":
+                txs[rec["id"]]["count"] = rec["event_count"]
+        elif topic == "test.app.t":
+            dec = decoder.decode if fmt == "avro" else (lambda b: b and json.loads(b))
+            env = dec(value)
+            changes.append(("tombstone" if env is None else env["op"],
+                            None if key is None else dec(key)["id"]))
+            if env is not None and fmt == "debezium":
+                txs[env["transaction"]["id"]]["orders"].append(env["transaction"]["total_order"])
+    return changes, txs
+
+
+@pytest.mark.parametrize("stop", [True, False], ids=["stopped inside it", "not stopped"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_another_domains_transaction_first_keeps_the_skip_and_counts_still_awaited(make, fmt, stop):
+    # After a failover the new server sends another GTID domain's transaction before the one
+    # the checkpoint is inside. Its rows are published whole, and the awaited one's rest once,
+    # under the BEGIN its first rows went out with. Stopped by a batch cut inside the other
+    # transaction (a crash would leave the same checkpoint), the next run, on that server,
+    # resumes by file inside it and must still skip into the awaited one.
+    def made(**kwargs):
+        return make(batch={"max_messages": 2}, **FORMATS[fmt], **kwargs)
+
+    first, published = made()
+
+    def stop_inside_transaction_2(position):
+        if position.pos == TX2 and position.rows:
+            first.request_stop()
+    published.on_commit = stop_inside_transaction_2
+    with ReplayedBinlog("engine.binlog", Position(FILE, 4), on_end=first.request_stop) as reader:
+        first.stream(published, reader, Position(FILE, 4))
+    checkpoint = published.committed
+    assert checkpoint.pos == TX2 and checkpoint.rows and checkpoint.transaction
+    moved = failover.translated(checkpoint, 2, "MySQL at b:2")
+
+    second, then = made()
+
+    def stop_inside_the_other(position):
+        if position.rows and position.tx_gtid != checkpoint.tx_gtid:
+            second.request_stop()
+    if stop:
+        then.on_commit = stop_inside_the_other
+    with ReplayedBinlog("engine.binlog", Position(FILE, 4), on_end=second.request_stop,
+                        file="mysql-bin.000107") as reader:
+        second.stream(then, reader, moved)
+    publishers = [published, then]
+    if stop:
+        inside = Position.from_json(then.committed.to_json())
+        assert inside.file == "mysql-bin.000107" and inside.rows and inside.pos < TX2
+        assert inside.awaited == {checkpoint.tx_gtid: {"rows": checkpoint.rows,
+                                                       "transaction": checkpoint.transaction}}
+        third, resumed = made()
+        with ReplayedBinlog("engine.binlog", Position(FILE, inside.pos),
+                            on_end=third.request_stop, file="mysql-bin.000107") as reader:
+            third.stream(resumed, reader, inside)
+        publishers.append(resumed)
+    runs = [_framing(p, fmt) for p in publishers]
+    before = ALL[:len(runs[0][0])]
+    assert runs[0][0] == before and 3 < len(before) < len(ALL)
+    # The other transaction (its rows are those of the recording's first) whole, then the rest
+    # of the awaited one and what follows: none repeated, none lost.
+    assert [c for changes, _ in runs[1:] for c in changes] == ALL[:3] + ALL[len(before):]
+    # Every transaction framed once over the runs; the awaited one's END counts all nine of
+    # its messages (Debezium: seven change events), and its orders go on where they stopped.
+    framed = {}
+    for _, txs in runs:
+        for txid, tx in txs.items():
+            into = framed.setdefault(txid, {"status": [], "orders": []})
+            into["status"] += tx["status"]
+            into["orders"] += tx["orders"]
+            into["count"] = tx.get("count", into.get("count"))
+    assert all(tx["status"] == ["BEGIN", "END"] for tx in framed.values()), framed
+    awaited = framed[checkpoint.transaction["id"]]
+    assert awaited["count"] == (9 if fmt == "avro" else 7)
+    if fmt == "debezium":
+        assert awaited["orders"] == list(range(1, 8))
+
+
 def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, monkeypatch):
     from streamer.engine import start as start_mod
 
