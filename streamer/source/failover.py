@@ -167,11 +167,23 @@ def other_server(start: Position, here_id: int, here_uuid: str) -> bool:
     return bool(start.server_uuid and here_uuid and here_uuid != start.server_uuid)
 
 
+def begun(start: Position, gtids: str) -> str:
+    """The GTID set ``gtids`` a resume of ``start`` reads after, with the transactions whose
+    first rows were published: the one the checkpoint is inside, and any it awaits. A server
+    must hold them too, or their published rows would stay in Kafka with no rest to come."""
+    wanted = GtidSet(gtids)
+    inside = [start.tx_gtid] if start.rows and start.tx_gtid else []
+    for gtid in inside + [g for g in (start.awaited or ()) if g]:
+        wanted.add(gtid)
+    return str(wanted)
+
+
 def check_contains(conn: Any, gtids: str, where: str) -> None:
-    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids``. On MariaDB the
-    set keeps one sequence number per domain, which a promoted replica that wrote past a gap
-    would have too: there, each of the set's GTIDs must be in the binlog's state of its own
-    server id (``@@gtid_binlog_state``: the last sequence number per domain and server id)."""
+    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids`` (``begun``:
+    with those whose first rows were published). On MariaDB the set keeps one sequence number
+    per domain, which a promoted replica that wrote past a gap would have too: there, each of
+    the set's GTIDs must be in the binlog's state of its own server id
+    (``@@gtid_binlog_state``: the last sequence number per domain and server id)."""
     have = server.binlog_gtids(conn)
     wanted = GtidSet(gtids)
     lacks = GtidSet(have).missing(wanted)
@@ -180,11 +192,11 @@ def check_contains(conn: Any, gtids: str, where: str) -> None:
     if lacks:
         raise ServerBehind(
             f"{where} lacks transactions the stream already published: {'; '.join(lacks)} "
-            f"(resume set {gtids}; the server's binlog has {have or 'none'}). Resuming there would "
-            f"leave their changes in Kafka with no source, and the server could give their "
-            f"numbers to new transactions. Point mysql.hosts at a server that has them (a "
-            f"replica that caught up), or, if they are lost for good, restart once with "
-            f"--start-gtid naming this server's set")
+            f"(the stream read {gtids}; the server's binlog has {have or 'none'}). Resuming "
+            f"there would leave their changes in Kafka with no source, and the server could "
+            f"give their numbers to new transactions. Point mysql.hosts at a server that has "
+            f"them (a replica that caught up), or, if they are lost for good, restart once "
+            f"with --start-gtid naming this server's set")
 
 
 def diverged(state: str, wanted: GtidSet) -> List[str]:

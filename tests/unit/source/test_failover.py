@@ -360,3 +360,27 @@ def test_a_translated_checkpoint_keeps_its_prepared_xa_transactions_placed_on_th
     assert placed == {"X'61',X'',1": ["b-bin.000003", 4242, "0-1-17", "mysql-bin.000008:900"]}
     with pytest.raises(SourceError, match="its rows could not be published at its XA"):
         failover.translated_xa(None, {"X'62',X'',1": ["f", 4, "0-1-99", "f:4"]}, "MySQL at b:2")
+
+
+@pytest.mark.parametrize("start,now,lacks", [
+    # Inside 0-1-8, three rows of it published: a server whose domain 0 ends at 0-1-7 lacks it.
+    (Position("", 4, "0-1-7", rows=3, tx_gtid="0-1-8"), "0-1-7", "domain 0: seq 8 "),
+    # Awaiting 7-2-1 (another domain's came first): a server without domain 7 lacks it.
+    (Position("f", 400, "0-1-7", rows=2, tx_gtid="1-1-3", awaited={"7-2-1": {"rows": 4}}),
+     "0-1-7,1-1-3", "domain 7: every transaction up to 7-2-1"),
+    (Position("", 4, U1 + ":1-7", rows=3, tx_gtid=U1 + ":8"), U1 + ":1-7", U1 + ":8"),
+])
+def test_a_server_lacking_a_transaction_whose_first_rows_were_published_is_behind(
+        monkeypatch, start, now, lacks):
+    monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: now)
+    monkeypatch.setattr(failover.server, "binlog_state", lambda conn: now)
+    with pytest.raises(ServerBehind, match="lacks transactions the stream already published: "
+                                           + lacks):
+        failover.check_contains(None, failover.begun(start, start.gtid_set), "here")
+    # The set alone, which the server holds, would have let it resume: those rows stayed alone.
+    failover.check_contains(None, start.gtid_set, "here")
+    # A server that has them is taken.
+    monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: failover.begun(start, now))
+    monkeypatch.setattr(failover.server, "binlog_state",
+                        lambda conn: failover.begun(start, now))
+    failover.check_contains(None, failover.begun(start, start.gtid_set), "here")
