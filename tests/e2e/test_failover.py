@@ -1,9 +1,11 @@
 """Source failover on a real primary and its GTID replica (deploy/local/mysql.sh, private ports):
 a checkpoint taken on the primary resumes on the replica by GTID set; a replica behind the
-checkpoint is refused with the missing range; and the primary SIGKILLed under load, the replica
-promoted, the stream goes on with nothing lost or doubled. tests/unit/source/test_failover.py has the
-parts without servers."""
+checkpoint is refused with the missing range; another GTID domain's transaction that the new
+server sends first keeps the skip into the checkpoint's own; and the primary SIGKILLed under
+load, the replica promoted, the stream goes on with nothing lost or doubled.
+tests/unit/source/test_failover.py has the parts without servers."""
 import contextlib
+import json
 import random
 import re
 import subprocess
@@ -202,6 +204,102 @@ def test_a_checkpoint_resumes_on_a_replica_by_gtid_and_one_behind_is_refused(pai
     assert _ids(msgs) == list(range(1, 16))  # each row once
     replica_rows = support.sql(replica.admin(), "SELECT id, v FROM f1.t ORDER BY id")
     assert [(m["key"]["id"], m["value"]["after"]["v"]) for m in msgs] == replica_rows
+
+
+ROWS = 20000  # of each of the two big transactions
+
+
+def _stopped_inside(cfg, log, topic, start=None):
+    """A run of the streamer stopped (SIGTERM) once its stream published some of the big
+    transaction it reads into ``topic``: batches of 10 cut it, and a stop waits for the next
+    cut, inside it. ``start`` runs first, once the stream is open."""
+    with support.StreamerProcess(cfg, log) as proc, support.EndOffset(topic) as end:
+        proc.wait_reading()
+        if start is not None:
+            start()
+        support.wait_for(lambda: end() >= 50, interval=0.02, what=f"rows in {topic}")
+        assert proc.stop() == 0, proc.output()[-3000:]
+    return proc.output()
+
+
+def _checkpoint(ns):
+    """The last checkpoint of namespace ``ns``, as its JSON says."""
+    return json.loads(support.consume([f"{ns}.__positions"], idle=2)[-1]["raw_value"])
+
+
+def _with_gtid(server, gtid, *statements):
+    """Run ``statements`` as one transaction on ``server`` under the GTID ``gtid``, as a
+    replica applies another server's transaction (MySQL ``uuid:n``, MariaDB ``d-s-n``)."""
+    if server.mysql:
+        return support.sql(server.admin(), f"SET GTID_NEXT = '{gtid}'", "BEGIN", *statements,
+                           "COMMIT", "SET GTID_NEXT = 'AUTOMATIC'")
+    domain, server_id, seq = gtid.split("-")
+    return support.sql(server.admin(), f"SET SESSION gtid_domain_id = {domain}",
+                       f"SET SESSION server_id = {server_id}", f"SET SESSION gtid_seq_no = {seq}",
+                       "BEGIN", *statements, "COMMIT")
+
+
+def test_another_domains_transaction_first_on_the_new_server_republishes_nothing(pair, tmp_path):
+    # The stream stops inside a big transaction on the primary. The server it fails over to
+    # holds that transaction too, but after one of another GTID domain (MySQL: another source
+    # uuid), as out-of-order parallel or multi-source replication leaves it: it sends that one
+    # first, and the stream stops again inside it. The third run, on that server, resumes by
+    # file inside the other domain's transaction and must still skip the first one's rows
+    # published before the failover: each row once.
+    primary, replica = pair
+    support.sql(primary.admin(), "CREATE DATABASE f3",
+                "CREATE TABLE f3.n (n INT PRIMARY KEY)",
+                "CREATE TABLE f3.t (id INT PRIMARY KEY, v INT)",
+                "CREATE TABLE f3.u (id INT PRIMARY KEY, v INT)",
+                "INSERT INTO f3.n VALUES " + ",".join(f"({i})" for i in range(1, ROWS + 1)))
+    _caught_up(primary, replica)
+    support.sql(replica.admin(), "STOP SLAVE")
+    ns = support.unique("fd")
+    small = {"batch": {"max_messages": 10}}
+    fill = "INSERT INTO f3.{} (id, v) SELECT n, n FROM f3.n ORDER BY n"
+    pw = primary.password_file()
+
+    _stopped_inside(_config(tmp_path, ns, "f3", [primary.port], pw, **small),
+                    str(tmp_path / "log1"), f"{ns}.f3.t",
+                    start=lambda: support.sql(primary.admin(), fill.format("t")))
+    first = _checkpoint(ns)
+    assert first["rows"] and first["tx_gtid"], first
+    # The replica gets the primary's transaction under its GTID, after one of another domain.
+    other = f"{'5a0e5a8c-71ca-11e1-9e33-c80aa9429562:1' if replica.mysql else '7-2-1'}"
+    _with_gtid(replica, other, fill.format("u"))
+    on_replica = _config(tmp_path, ns, "f3", [replica.port], pw, **small)
+    # Without the primary's transaction the replica is refused: rows of it are in Kafka.
+    with support.StreamerProcess(on_replica, str(tmp_path / "log-behind")) as proc:
+        assert proc.wait(60) == 3, proc.output()[-3000:]
+    domain, _, seq = first["tx_gtid"].split("-") if not replica.mysql else ("", "", "")
+    lacks = first["tx_gtid"] if replica.mysql else f"domain {domain}: seq {seq} "
+    assert f"lacks transactions the stream already published: {lacks}" in proc.output(), \
+        proc.output()[-3000:]
+    _with_gtid(replica, first["tx_gtid"], fill.format("t"))
+
+    out = _stopped_inside(on_replica, str(tmp_path / "log2"), f"{ns}.f3.u")
+    assert "resuming there by the checkpoint's GTID set" in out, out[-3000:]
+    second = _checkpoint(ns)
+    assert second["tx_gtid"] == other and second["rows"], second
+    assert second["awaited"] == {first["tx_gtid"]: {"rows": first["rows"]}}, second
+
+    with support.StreamerProcess(_config(tmp_path, ns, "f3", [replica.port], pw),
+                                 str(tmp_path / "log3")) as proc:
+        proc.wait_reading()
+        msgs = support.consume([f"{ns}.f3.t", f"{ns}.f3.u"], expect=2 * ROWS, decode_ns=ns,
+                               idle=2, timeout=180)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    for table in ("t", "u"):
+        ids = [m["key"]["id"] for m in msgs if m["topic"] == f"{ns}.f3.{table}"]
+        assert sorted(ids) == list(range(1, ROWS + 1)), (table, len(ids), len(set(ids)))
+
+    # The replica replicates again from where the primary is (the primary's transaction is in
+    # it already), for the tests after this one.
+    if not replica.mysql:
+        support.sql(replica.admin(),
+                    f"SET GLOBAL gtid_slave_pos = '{primary.gtid_position()}'")
+    support.sql(replica.admin(), "START SLAVE")
+    _caught_up(primary, replica)
 
 
 class Load(threading.Thread):
