@@ -197,3 +197,23 @@ def test_a_ddl_is_still_a_transaction_of_its_own():
                                   (QueryEvent, "CREATE TABLE t2 (id INT) ENGINE=InnoDB", 179, 300))
     t.on_event(gtid, g)
     assert t.on_event(ddl, q) is True and not t.in_tx and t.position().pos == 300
+
+
+def test_the_documented_checkpoint_schema_names_every_field_a_checkpoint_has():
+    fields = {f["name"] for f in avro.load_static("position")["fields"]}
+    assert fields == set(Position.__slots__)
+    # A checkpoint inside another domain's transaction, awaiting one with its metadata counts,
+    # is a record of the schema (its absent fields at their defaults).
+    fastavro = pytest.importorskip("fastavro")
+    schema = avro.load_static("position")
+    progress = {"id": "f:4", "gtid": "0-1-8", "ts_ms": 5, "counts": {"ns.a.t": 3},
+                "records": {"total": 3, "by_collection": {"a.t": 3}}}
+    tracker = Tracker(Position("", 4, "0-1-7", rows=3, server_id=2, tx_gtid="0-1-8",
+                               transaction=progress))
+    tracker.begin(400, "1-1-3")
+    tracker.count(2)
+    record = json.loads(tracker.position().to_json())
+    assert record["awaited"] == {"0-1-8": {"rows": 3, "transaction": progress}}
+    for field in schema["fields"]:
+        record.setdefault(field["name"], field.get("default"))
+    assert fastavro.validation.validate(record, fastavro.parse_schema(schema), raise_errors=True)
