@@ -168,7 +168,7 @@ class Tracker:
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
         txid = f"{self.file}:{start_pos}"
-        awaited = self._awaited_now(gtid) if self.awaited else None
+        awaited = self._awaited_now(start_pos, gtid) if self.awaited else None
         if awaited is not None:
             self.skip, progress = awaited
             if progress is not None:
@@ -190,11 +190,14 @@ class Tracker:
         self.xa = False
         self.holes = self.hole_map.get(txid) if self.hole_map else None
 
-    def _awaited_now(self, gtid: Optional[str]) -> Optional[Tuple[int, Optional[Dict[str, Any]]]]:
+    def _awaited_now(self, start_pos: int, gtid: Optional[str]
+                     ) -> Optional[Tuple[int, Optional[Dict[str, Any]]]]:
         """The skip of the awaited transaction ``gtid`` begins, taken out; None when it is not
-        one (an awaited "" is the first that comes)."""
+        one. An awaited "" (a checkpoint that didn't keep its GTID) is the first that comes,
+        but for the one a start by file is inside, which has its own skip."""
         found = self.awaited.pop(gtid or "", None)
-        if found is None and "" in self.awaited:
+        if found is None and "" in self.awaited and not (
+                self.skip and not self.in_tx and start_pos == self.tx_start):
             found = self.awaited.pop("")
         return found
 

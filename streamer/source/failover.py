@@ -167,11 +167,11 @@ def other_server(start: Position, here_id: int, here_uuid: str) -> bool:
     return bool(start.server_uuid and here_uuid and here_uuid != start.server_uuid)
 
 
-def begun(start: Position, gtids: str) -> str:
-    """The GTID set ``gtids`` a resume of ``start`` reads after, with the transactions whose
-    first rows were published: the one the checkpoint is inside, and any it awaits. A server
-    must hold them too, or their published rows would stay in Kafka with no rest to come."""
-    wanted = GtidSet(gtids)
+def begun(start: Position) -> str:
+    """The transactions whose first rows were published, as a GTID set ("" if none): the one
+    the checkpoint ``start`` is inside, and any it awaits. A server must hold them as well as
+    the checkpoint's set, or their published rows would stay in Kafka with no rest to come."""
+    wanted = GtidSet("")
     inside = [start.tx_gtid] if start.rows and start.tx_gtid else []
     for gtid in inside + [g for g in (start.awaited or ()) if g]:
         wanted.add(gtid)
@@ -179,8 +179,8 @@ def begun(start: Position, gtids: str) -> str:
 
 
 def check_contains(conn: Any, gtids: str, where: str) -> None:
-    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids`` (``begun``:
-    with those whose first rows were published). On MariaDB the set keeps one sequence number
+    """Refuse a server whose binlog lacks transactions of the GTID set ``gtids`` (a resume's
+    set, or those ``begun``). On MariaDB the set keeps one sequence number
     per domain, which a promoted replica that wrote past a gap would have too: there, each of
     the set's GTIDs must be in the binlog's state of its own server id
     (``@@gtid_binlog_state``: the last sequence number per domain and server id)."""

@@ -109,7 +109,10 @@ class BinlogReader:
                 self.gtid_start = self.start.gtid_set
             self.start.server_uuid = uuid
             if self.gtid_start is not None:
-                failover.check_contains(conn, failover.begun(self.start, self.gtid_start), where)
+                failover.check_contains(conn, self.gtid_start, where)
+                begun = failover.begun(self.start)
+                if begun:
+                    failover.check_contains(conn, begun, where)
                 return
             files = binlog_files(conn)
             if self.start.file in files:

@@ -111,3 +111,15 @@ def test_several_transactions_awaited_by_gtid_ride_in_every_checkpoint_until_the
     tracker.end(390)
     at = tracker.position()
     assert (at.rows, at.awaited, at.gtid_set) == (0, None, "0-1-8,1-1-3,2-1-1")
+
+
+def test_an_awaited_transaction_of_unknown_gtid_is_not_the_one_a_start_by_file_is_inside():
+    # A checkpoint that didn't keep its transaction's GTID awaits "the first that comes"; after
+    # a stop inside another transaction, a start by file there skips that one's own rows first.
+    tracker = Tracker(Position("mysql-bin.000107", 400, "0-1-7", rows=2, server_id=2,
+                               tx_gtid="1-1-3", awaited={"": {"rows": 3}}))
+    tracker.begin(400, "1-1-3")
+    assert tracker.count(5) == 2 and tracker.position().awaited == {"": {"rows": 3}}
+    tracker.end(450)
+    tracker.begin(450, "0-1-8")
+    assert tracker.count(5) == 3 and tracker.position().awaited is None
