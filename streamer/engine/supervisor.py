@@ -93,6 +93,8 @@ class Supervisor:
             self.streamer.idle_hooks.append(warmup.run)
         self.reconnects = 0
         self.servers = failover.Servers(cfg)
+        if len(self.servers.hosts) > 1:
+            self.metrics.servers = self.servers
         self.lease: Optional[Any] = None  # kafka.lease, with ha.enabled
         self.publisher: Optional[Any] = None
 

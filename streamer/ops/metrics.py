@@ -68,6 +68,8 @@ class Metrics:
         self.snapshot_status: Callable[[], Optional[Dict[str, Any]]] = lambda: None
         # The hot-standby lease (kafka.lease) when ha.enabled: role, takeovers.
         self.ha: Optional[Any] = None
+        # The servers of mysql.hosts (source.failover.Servers) when it lists more than one.
+        self.servers: Optional[Any] = None
         self.rates = {"messages_per_s": 0.0, "rows_per_s": 0.0, "bytes_per_s": 0.0}
         self.latency = LatencyWindow(m.latency_threshold_ms).summary()
         # Each stage's p50, p99 and max over the last interval (ops.latency).
@@ -258,6 +260,9 @@ class Metrics:
             "ha": None if self.ha is None else {
                 "role": self.ha.role, "takeovers": self.ha.takeovers,
                 "since": round(self.ha.since, 3), "group": self.ha.group},
+            "failover": None if self.servers is None else {
+                "server": self.servers.current, "switches": self.servers.switches,
+                "behind": sorted(self.servers.behind)},
         })
         state, reason = self.health()
         out["health"] = {"status": state, "reason": reason}

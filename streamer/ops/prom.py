@@ -92,6 +92,12 @@ class StreamerCollector:
                                          "lease", labels=names)
             family.add_metric(values, float(ha["takeovers"]))
             yield family
+        moved = st.get("failover")
+        if moved is not None:
+            family = CounterMetricFamily("streamer_source_switches", "times the stream moved to "
+                                         "another server of mysql.hosts", labels=names)
+            family.add_metric(values, float(moved["switches"]))
+            yield family
         snap = st["snapshot"]
         if snap is not None:
             for key, kind, text in SNAPSHOT_SERIES:

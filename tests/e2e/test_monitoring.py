@@ -1,6 +1,6 @@
 """deploy/monitoring against a running streamer: every series the shipped dashboard and alert
-rules query is in its /metrics (an instance of a hot-standby pair, taking a snapshot, so that
-the series only those expose are there too)."""
+rules query is in its /metrics (an instance of a hot-standby pair, taking a snapshot, with a
+second server in mysql.hosts, so that the series only those expose are there too)."""
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,7 +25,10 @@ def test_every_series_the_dashboard_and_rules_use_is_in_a_running_streamers_metr
                 "INSERT INTO t SELECT seq, 'x' FROM seq_1_to_30000")
     ns = support.unique("mon")
     port = free_port()
-    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+    mysql = support.DEFAULT.mysql_config(ns)
+    # A second server to fail over to, never needed: the first streams.
+    mysql["hosts"] = [f"{mysql['host']}:{mysql['port']}", f"127.0.0.1:{free_port()}"]
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], mysql=mysql,
                                metrics={"http_port": port, "interval_s": 0.5},
                                ha={"enabled": True}, start={"initial": "snapshot"},
                                snapshot={"chunk_rows": 20})

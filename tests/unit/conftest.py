@@ -10,12 +10,13 @@ from tests.unit.engine_parts import FakeClock, InMemoryPublisher
 @pytest.fixture
 def make(tmp_path):
     def make(batch=None, heartbeat=False, clock=None, topics=None, columns=None,
-             supervised=False, sections=None, **publisher_args):
+             supervised=False, sections=None, hosts=None, **publisher_args):
         """(the engine's Streamer, or with ``supervised`` its Supervisor, and the publisher)."""
         path = tmp_path / "streamer.yaml"
         (tmp_path / "pw").write_text("unused: nothing connects\n")
         path.write_text("namespace: test\nsource: {name: src}\n"
-                        "mysql: {server_id: 99, password_file: pw}\n"
+                        "mysql: {server_id: 99, password_file: pw"
+                        + (f", hosts: [{', '.join(hosts)}]" if hosts else "") + "}\n"
                         "tables: {include: ['app.*']}\n")
         cfg = config.load(str(path), environ={})
         cfg["batch"].update(batch or {})

@@ -15,11 +15,18 @@ class Lease:
     lost = False
 
 
+class Servers:
+    current = "db2:3306"
+    switches = 1
+    behind = {"db1:3306": "lacks 0-1-9"}
+
+
 def metrics_with_everything():
     cfg = config.load(None, environ={"STREAMER__MYSQL__SERVER_ID": "9",
                                      "STREAMER_MYSQL_PASSWORD": "x"})
     m = Metrics(cfg, heartbeat=True)
     m.ha = Lease()
+    m.servers = Servers()
     m.snapshot_status = lambda: {"tables_left": 1, "tables_done": 0, "rows": 10, "chunks": 1,
                                  "rows_per_s": 5.0, "eta_s": 2.0, "table": "a.b",
                                  "table_rows": 10, "table_estimate": 20}

@@ -37,7 +37,7 @@ def test_the_alert_rules_are_valid():
     out = subprocess.run([promtool(), "check", "rules", "alerts.yml"], cwd=MONITORING,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "8 rules found" in out.stdout
+    assert "9 rules found" in out.stdout
 
 
 def test_the_alerts_fire_on_what_should_fire_them_and_only_on_that():

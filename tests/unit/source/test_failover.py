@@ -1,6 +1,8 @@
 """Source failover without servers: mysql.hosts, the GTID containment check's ranges, the server
 list, and a checkpoint resumed by GTID set on another server (the engine's loop on a replayed
 binlog). tests/e2e/test_failover.py does it on a real primary and replica."""
+import re
+
 import pytest
 
 from streamer import config
@@ -285,10 +287,7 @@ def test_another_domains_transaction_first_keeps_the_skip_and_counts_still_await
 def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, monkeypatch):
     from streamer.engine import start as start_mod
 
-    streamer, publisher = make(supervised=True)
-    streamer.cfg["mysql"]["hosts"] = ["a:1", "b:2"]
-    config._validate_hosts(streamer.cfg["mysql"])
-    streamer.servers = failover.Servers(streamer.cfg)
+    streamer, publisher = make(supervised=True, hosts=["a:1", "b:2"])
     monkeypatch.setattr(start_mod, "probe_source",
                         lambda *args: start_mod.SourceInfo(1, (FILE, 4), None))
     monkeypatch.setattr(streamer, "_sleep", lambda seconds: None)
@@ -320,6 +319,15 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
     assert streamer.run() == 0
     # a unreachable: b; b behind: a again, which works.
     assert seen == [("a", 1), ("b", 2), ("a", 1)] and streamer.servers.switches == 2
+    # /status and /metrics say so: b is behind until streaming (on a) is seen to work.
+    assert streamer.metrics.status()["failover"] == {"server": "a:1", "switches": 2,
+                                                     "behind": ["b:2"]}
+    from streamer.ops.httpstatus import prometheus
+    text = prometheus(streamer.metrics)
+    assert re.search(r"^streamer_source_switches_total\{.*\} 2\.0$", text, re.M), text
+    alone, _ = make(supervised=True)
+    assert alone.metrics.status()["failover"] is None
+    assert "streamer_source_switches" not in prometheus(alone.metrics)
 
 
 
