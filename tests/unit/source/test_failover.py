@@ -1,12 +1,15 @@
 """Source failover without servers: mysql.hosts, the GTID containment check's ranges, the server
 list, and a checkpoint resumed by GTID set on another server (the engine's loop on a replayed
 binlog). tests/e2e/test_failover.py does it on a real primary and replica."""
+import collections
+import json
 import re
 
 import pytest
 
 from streamer import config
 from streamer.errors import ConfigError, ServerBehind, ServerUnreachable, SourceError
+from streamer.ops.httpstatus import prometheus
 from streamer.position import GtidSet, Position
 from streamer.source import failover, patches
 from tests.unit.engine_parts import ReplayedBinlog
@@ -197,19 +200,16 @@ FORMATS = {
 def _framing(publisher, fmt):
     """(op, key) of each row change; per transaction id, its records' statuses, its END's count
     and (Debezium) its changes' total orders."""
-    import collections
-    import json
-
     changes, txs = [], collections.defaultdict(lambda: {"status": [], "orders": []})
     decoder = publisher.decoder()
+    dec = decoder.decode if fmt == "avro" else (lambda b: b and json.loads(b))
     for topic, key, value in publisher.messages(all_topics=True):
         if topic.endswith("__transactions") or topic == "test.transaction":
-            rec = decoder.decode(value) if fmt == "avro" else json.loads(value)
+            rec = dec(value)
             txs[rec["id"]]["status"].append(rec["status"])
             if rec["status"] == "END":
                 txs[rec["id"]]["count"] = rec["event_count"]
         elif topic == "test.app.t":
-            dec = decoder.decode if fmt == "avro" else (lambda b: b and json.loads(b))
             env = dec(value)
             changes.append(("tombstone" if env is None else env["op"],
                             None if key is None else dec(key)["id"]))
@@ -226,8 +226,8 @@ def test_another_domains_transaction_first_keeps_the_skip_and_counts_still_await
     # under the BEGIN its first rows went out with. Stopped by a batch cut inside the other
     # transaction (a crash would leave the same checkpoint), the next run, on that server,
     # resumes by file inside it and must still skip into the awaited one.
-    def made(**kwargs):
-        return make(batch={"max_messages": 2}, **FORMATS[fmt], **kwargs)
+    def made():
+        return make(batch={"max_messages": 2}, **FORMATS[fmt])
 
     first, published = made()
 
@@ -322,7 +322,6 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
     # /status and /metrics say so: b is behind until streaming (on a) is seen to work.
     assert streamer.metrics.status()["failover"] == {"server": "a:1", "switches": 2,
                                                      "behind": ["b:2"]}
-    from streamer.ops.httpstatus import prometheus
     text = prometheus(streamer.metrics)
     assert re.search(r"^streamer_source_switches_total\{.*\} 2\.0$", text, re.M), text
     alone, _ = make(supervised=True)
