@@ -131,7 +131,7 @@ class Streamer:
         stages: List[Any] = [table_maps, Statements(ctx, self.temporary),
                              Savepoints(ctx, self.holes)]
         if self.txlog is not None:
-            stages.append(TxMeta(ctx, self.txlog, start))
+            stages.append(TxMeta(ctx, self.txlog))
         stages.append(SnapshotStage(ctx, self.snapshots, table_maps, start))
         stages.append(Xa(ctx, rows, self.reread))
         if self.metrics.heartbeat_db is not None:

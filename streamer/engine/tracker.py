@@ -81,7 +81,8 @@ class Tracker:
         if (by_gtid or not start.file) and start.rows:
             self.awaited[start.tx_gtid] = (start.rows, start.transaction)
             self.skip = 0
-        # Told the metadata counts of an awaited transaction when it begins (engine.stages.txmeta).
+        # Told the metadata counts of a transaction an earlier run published rows of when it
+        # begins again: the one a start by file is inside, or an awaited one (stages.txmeta).
         self.on_resumed: Optional[Callable[[Dict[str, Any]], None]] = None
         # True once the transaction has an explicit BEGIN; a statement outside one ends itself.
         self.explicit = False
@@ -168,18 +169,23 @@ class Tracker:
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
         txid = f"{self.file}:{start_pos}"
-        awaited = self._awaited_now(start_pos, gtid) if self.awaited else None
+        # The transaction a start by file is inside, its skip kept since the start.
+        inside = self.skip and not self.in_tx and start_pos == self.tx_start
+        awaited = self._awaited_now(gtid, inside) if self.awaited else None
         if awaited is not None:
             self.skip, progress = awaited
-            if progress is not None:
-                # Its transaction-metadata id is the one its BEGIN went out with.
-                txid = progress["id"]
-                if self.on_resumed is not None:
-                    self.on_resumed(progress)
-        elif self.in_tx or start_pos != self.tx_start:
+        elif inside:
+            progress = self.start.transaction
+        else:
             # Not the transaction the checkpoint is inside: a group that ended without an end
             # this tracker knows must not pass its skip on to the next one.
-            self.skip = 0
+            self.skip, progress = 0, None
+        if progress is not None:
+            # Rows of it were published by an earlier run: its transaction-metadata id is the
+            # one its BEGIN went out with (on another server, perhaps), and its counts go on.
+            txid = progress["id"]
+            if self.on_resumed is not None:
+                self.on_resumed(progress)
         self.in_tx = True
         self.placed = True
         self.tx_file = self.file
@@ -190,14 +196,13 @@ class Tracker:
         self.xa = False
         self.holes = self.hole_map.get(txid) if self.hole_map else None
 
-    def _awaited_now(self, start_pos: int, gtid: Optional[str]
+    def _awaited_now(self, gtid: Optional[str], inside: bool
                      ) -> Optional[Tuple[int, Optional[Dict[str, Any]]]]:
         """The skip of the awaited transaction ``gtid`` begins, taken out; None when it is not
         one. An awaited "" (a checkpoint that didn't keep its GTID) is the first that comes,
-        but for the one a start by file is inside, which has its own skip."""
+        but for the one a start by file is ``inside``, which has its own skip."""
         found = self.awaited.pop(gtid or "", None)
-        if found is None and "" in self.awaited and not (
-                self.skip and not self.in_tx and start_pos == self.tx_start):
+        if found is None and not inside and "" in self.awaited:
             found = self.awaited.pop("")
         return found
 

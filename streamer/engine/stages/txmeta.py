@@ -14,16 +14,15 @@ from streamer.position import Position
 
 
 class TxMeta:
-    def __init__(self, ctx: Any, log: Any, start: Position) -> None:
+    def __init__(self, ctx: Any, log: Any) -> None:
         self.ctx = ctx
         self.log = log
-        # A checkpoint carries the open transaction's counts only from inside it. A resume by
-        # GTID set skips into its transaction where it comes (engine.tracker: only a start by
-        # file is inside it at once), and other domains' transactions may come first: its
-        # counts are the tracker's until it begins, and each awaited one's the same way.
-        tracker = ctx.tracker
-        log.reset(start.transaction if tracker.skip else None)
-        tracker.on_resumed = log.resume
+        # A checkpoint carries the open transaction's counts only from inside it (and those of
+        # any it awaits: Position.awaited). The tracker hands them back as the transaction
+        # begins again, by file or wherever a resume by GTID set finds it, with the id its
+        # BEGIN went out with.
+        log.reset(None)
+        ctx.tracker.on_resumed = log.resume
         log.announce = lambda: ctx.announce.transactions(log.topic, log.writer,
                                                          log.records.key_writer)
         ctx.published.append(self.on_published)

@@ -314,7 +314,7 @@ def test_a_heartbeat_opens_the_batch_marks_it_and_publishes_nothing(ctx):
 
 def test_transaction_metadata_frames_a_transactions_messages(ctx):
     log = TransactionLog("test")
-    stage = TxMeta(ctx, log, Position("f", 4))
+    stage = TxMeta(ctx, log)
     rows = Rows(ctx)
     TableMaps(ctx, rows).on_event(table_map(7))
     begin(ctx)

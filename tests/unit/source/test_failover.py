@@ -218,14 +218,17 @@ def _framing(publisher, fmt):
     return changes, txs
 
 
-@pytest.mark.parametrize("stop", [True, False], ids=["stopped inside it", "not stopped"])
+@pytest.mark.parametrize("stop", ["the other", "the awaited", None],
+                         ids=["stopped inside the other", "stopped inside the awaited",
+                              "not stopped"])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_another_domains_transaction_first_keeps_the_skip_and_counts_still_awaited(make, fmt, stop):
     # After a failover the new server sends another GTID domain's transaction before the one
     # the checkpoint is inside. Its rows are published whole, and the awaited one's rest once,
     # under the BEGIN its first rows went out with. Stopped by a batch cut inside the other
     # transaction (a crash would leave the same checkpoint), the next run, on that server,
-    # resumes by file inside it and must still skip into the awaited one.
+    # resumes by file inside it and must still skip into the awaited one; stopped inside the
+    # awaited one, it goes on there under the same BEGIN and counts.
     def made():
         return make(batch={"max_messages": 2}, **FORMATS[fmt])
 
@@ -243,20 +246,27 @@ def test_another_domains_transaction_first_keeps_the_skip_and_counts_still_await
 
     second, then = made()
 
-    def stop_inside_the_other(position):
-        if position.rows and position.tx_gtid != checkpoint.tx_gtid:
+    def stop_inside(position):
+        awaited = position.tx_gtid == checkpoint.tx_gtid
+        if position.rows > (checkpoint.rows if awaited else 0) and \
+                awaited == (stop == "the awaited"):
             second.request_stop()
     if stop:
-        then.on_commit = stop_inside_the_other
+        then.on_commit = stop_inside
     with ReplayedBinlog("engine.binlog", Position(FILE, 4), on_end=second.request_stop,
                         file="mysql-bin.000107") as reader:
         second.stream(then, reader, moved)
     publishers = [published, then]
     if stop:
         inside = Position.from_json(then.committed.to_json())
-        assert inside.file == "mysql-bin.000107" and inside.rows and inside.pos < TX2
-        assert inside.awaited == {checkpoint.tx_gtid: {"rows": checkpoint.rows,
-                                                       "transaction": checkpoint.transaction}}
+        assert inside.file == "mysql-bin.000107" and inside.rows
+        if stop == "the other":
+            assert inside.pos < TX2 and inside.awaited == {checkpoint.tx_gtid: {
+                "rows": checkpoint.rows, "transaction": checkpoint.transaction}}
+        else:
+            assert inside.tx_gtid == checkpoint.tx_gtid and inside.rows > checkpoint.rows
+            assert inside.transaction["id"] == checkpoint.transaction["id"]
+            assert not inside.awaited
         third, resumed = made()
         with ReplayedBinlog("engine.binlog", Position(FILE, inside.pos),
                             on_end=third.request_stop, file="mysql-bin.000107") as reader:
