@@ -543,6 +543,36 @@ class TableCatalog:
             self.fmt.attach_topic(found)
         return found
 
+    def had_messages(self, db: str, table: str) -> bool:
+        """Whether the table's topic had a message in this namespace: a version of this run, or
+        a value schema in the schema topic (its topic not claimed by asking)."""
+        key = (db, table)
+        return key in self.current or key in self._last or \
+            self.topics.of(db, table) in self._schemas
+
+    def database_topics(self, db: str) -> List[str]:
+        """The topics of the database's published tables that had a message in this namespace:
+        this run's versions', and those in the schema topic whose name ``topics.names`` or the
+        topic template gives a table of ``db`` (the table's name read back from it)."""
+        found = {tv.topic for (d, _), tv in list(self.current.items()) + list(self._last.items())
+                 if d == db}
+        topics = self.topics
+        for name, topic in topics.names.items():
+            if name.startswith(db + ".") and topic in self._schemas and \
+                    self.filter(db, name[len(db) + 1:]):
+                found.add(topic)
+        template = topics.template
+        if "{db}" in template and "{table}" in template:
+            head, _, tail = template.replace("{namespace}", self.namespace) \
+                .replace("{db}", topic_part(db)).partition("{table}")
+            others = set(topics.names.values())
+            for topic in self._schemas:
+                if topic.startswith(head) and topic.endswith(tail) and topic not in others and \
+                        len(topic) > len(head) + len(tail) and \
+                        self.filter(db, topic[len(head):len(topic) - len(tail)]):
+                    found.add(topic)
+        return sorted(found)
+
     def on_statement(self, query: str) -> None:
         """A statement (DDL) naming a table whose definition was read: it is read again, and
         the table's version built again, at its next table map (whose bytes a change of a

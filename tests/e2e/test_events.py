@@ -401,6 +401,50 @@ def test_partition_statements_that_move_rows_without_row_events_are_warned_about
 
 
 @pytest.mark.every_source
+def test_a_published_table_dropped_or_replaced_is_warned_about(db, tmp_path, source):
+    """DROP TABLE, DROP DATABASE and MariaDB's CREATE OR REPLACE TABLE take a table's rows away
+    with no row event: the stream goes on, and a WARNING names each statement and the topics
+    that keep the rows. A table whose topic never had a message, or a session's temporary
+    table, is not said."""
+    name, conn = db
+    gone = f"{name}_gone"
+    support.sql(conn, "CREATE TABLE d (id INT PRIMARY KEY)", "CREATE TABLE quiet (id INT)",
+                f"CREATE DATABASE {gone}", f"CREATE TABLE {gone}.g (id INT PRIMARY KEY)")
+    ns = support.unique("dr")
+    f, p = support.master_pos(conn)
+    try:
+        support.sql(conn, "INSERT INTO d VALUES (1), (2)", f"INSERT INTO {gone}.g VALUES (1)",
+                    "CREATE TEMPORARY TABLE d (id INT)", "DROP TEMPORARY TABLE d",
+                    "DROP TABLE d, quiet", "CREATE TABLE d (id INT PRIMARY KEY)",
+                    "INSERT INTO d VALUES (3)")
+        if not source.mysql:
+            support.sql(conn, "CREATE OR REPLACE TABLE d (id INT PRIMARY KEY)",
+                        "INSERT INTO d VALUES (4)")
+        support.sql(conn, f"DROP DATABASE {gone}", "INSERT INTO d VALUES (5)")
+    except BaseException:
+        support.sql(conn, f"DROP DATABASE IF EXISTS {gone}")
+        raise
+    cfg = support.write_config(str(tmp_path / f"{ns}.yaml"), ns, [f"{name}.*", f"{gone}.*"],
+                               server=source)
+    with support.StreamerProcess(cfg, str(tmp_path / f"{ns}.log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        ids = [3, 4, 5] if not source.mysql else [3, 5]
+        msgs = support.consume([f"{ns}.{name}.d"], expect=2 + len(ids), decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["value"]["after"]["id"] for m in msgs] == [1, 2] + ids
+    said = [ln for ln in proc.output().splitlines() if "logs no row event for the rows" in ln]
+    want = [f"dropped {name}.d, a published table, and the server logs no row event for the "
+            f"rows that left with it: {ns}.{name}.d keeps them"]
+    if not source.mysql:
+        want.append(f"replaced {name}.d, a published table")
+    want.append(f"dropped database {gone}, with published tables, and the server logs no row "
+                f"event for the rows that left with it: {ns}.{gone}.g keeps them")
+    assert len(said) == len(want) and all(w in ln and "WARNING" in ln for w, ln in zip(want, said)), \
+        said
+    assert "quiet" not in proc.output()
+
+
+@pytest.mark.every_source
 def test_tables_foreign_key_actions_change_are_named_at_start_in_check_and_when_added(
         db, tmp_path, source):
     """InnoDB carries out ON DELETE CASCADE and ON UPDATE SET NULL below the binlog: the

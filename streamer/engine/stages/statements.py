@@ -8,8 +8,9 @@ session's temporary table hides the table of its name: ``source.temporary``);
 TRUNCATE TABLE, the one DDL published, as op ``t`` (``engine.rows.publish_truncate``), as is
 the whole-table DELETE with which MySQL empties a MEMORY table after a restart; and the ALTER
 TABLEs that take rows out or put rows in with no row event (a partition dropped, emptied,
-exchanged: ``source.rowless``), and the RENAMEs that bring another table's rows under a
-published table's name (``source.renames``), which are warned about.
+exchanged: ``source.rowless``), the RENAMEs that bring another table's rows under a
+published table's name (``source.renames``), and the DROPs that take a published table's rows
+away (``source.drops``), which are warned about.
 MariaDB's two-phase ALTER is written twice: it is read at its COMMIT ALTER only (its START ALTER
 changed nothing yet, and a ROLLBACK ALTER nothing at all).
 """
@@ -24,6 +25,7 @@ from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import dml, events
 from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
+from streamer.source.drops import Dropped, drops
 from streamer.source.renames import online_swap, renames
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
@@ -145,6 +147,10 @@ class Statements:
             # (A statement that used a temporary table renamed temporary tables: source.temporary.)
             if old != new and self.tables.filter(*new) and not used_temporary(event):
                 self._renamed(old, new, event)
+        # (Not told by the event's flag: a session that has used a temporary table has it on
+        # its every statement, and the server logs a temporary table's drop as TEMPORARY.)
+        for drop in drops(event.query, db):
+            self._dropped(drop, event)
         change = rowless_change(event.query, db)
         if change is not None:
             self._rowless(change, event)
@@ -175,6 +181,32 @@ class Statements:
                     "any. If consumers must follow, read the table again (streamer snapshot "
                     "--tables %s: it publishes the rows there now; rows gone stay in the topic)",
                     at, was, table, table, table, extra={"table": table})
+
+    def _dropped(self, drop: Dropped, event: Any) -> None:
+        """Say that a statement dropped (or replaced) a published table whose topic had
+        messages, or a database with such tables: the topics keep the rows."""
+        tables = self.tables
+        if drop.table:
+            if not (tables.filter(drop.db, drop.table) and
+                    tables.had_messages(drop.db, drop.table)):
+                return
+            what = f"{drop.how} {drop.db}.{drop.table}, a published table"
+            topics = [tables.topics.of(drop.db, drop.table)]
+        else:
+            topics = tables.database_topics(drop.db)
+            if not topics:
+                return
+            what = f"dropped database {drop.db}, with published tables"
+        packet = event.packet
+        named = ", ".join(topics)
+        log.warning("the statement at %s:%d %s, and the server logs no row event for the rows "
+                    "that left with it: %s keep%s them (a compacted topic for good), and a table "
+                    "created again under a name they had publishes there beside them. If "
+                    "consumers must follow, publish those rows' deletes yourself (tombstones, "
+                    "for a compacted topic)", self.tracker.file,
+                    packet.log_pos - packet.event_size, what, named,
+                    "" if len(topics) > 1 else "s",
+                    extra={"table": f"{drop.db}.{drop.table}" if drop.table else drop.db})
 
     def _rowless(self, change: RowlessChange, event: Any) -> None:
         """Say that a statement took rows out of published tables, or put rows in, that no

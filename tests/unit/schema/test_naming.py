@@ -107,3 +107,27 @@ def test_a_topic_name_longer_than_kafka_takes_is_one_clear_error():
     with pytest.raises(ConfigError, match=r"would publish to topic n+\.shop\.o+, 250 characters: "
                                           r"Kafka takes 249 at most; .*topics.names"):
         names.claim("shop", "o" * 124)
+
+
+def test_a_databases_topics_that_had_messages_are_read_back_from_the_schema_topics_names():
+    """What a DROP DATABASE leaves behind (engine.stages.statements): the topics of its
+    published tables that had messages, by topics.names and by the template."""
+    schemas = {t: ({}, True) for t in (
+        "ns-shop-orders", "ns-shop-items", "orders-all", "ns-shop-secret", "ns-shopx-a",
+        "ns-other-orders", "ns-shop-")}
+    catalog = TableCatalog("ns", TableFilter(["shop.*", "other.*"], ["shop.secret"]),
+                           schemas=schemas, topics=TopicNames(
+                               "ns", "{namespace}-{db}-{table}",
+                               {"shop.orders": "orders-all", "other.items": "ns-shop-items"}))
+    # shop.orders publishes to orders-all (ns-shop-orders is an earlier name's); ns-shop-items
+    # is other.items'; shop.secret is not published; ns-shopx-a is another database's.
+    assert catalog.database_topics("shop") == ["ns-shop-orders", "orders-all"]
+    assert catalog.database_topics("other") == ["ns-other-orders", "ns-shop-items"]
+    catalog.on_table_map(_table_map("shop", "new"))  # this run's, no schema read yet
+    assert catalog.database_topics("shop") == ["ns-shop-new", "ns-shop-orders", "orders-all"]
+    assert catalog.had_messages("shop", "new") and catalog.had_messages("shop", "orders")
+    assert not catalog.had_messages("shop", "gone")
+    # A template without the database: its topics can't be told apart, only this run's named.
+    flat = TableCatalog("ns", TableFilter(["*.*"], []), schemas=schemas,
+                        topics=TopicNames("ns", "{namespace}-{table}"))
+    assert flat.database_topics("shop") == []
