@@ -147,8 +147,8 @@ class Statements:
             # (A statement that used a temporary table renamed temporary tables: source.temporary.)
             if old != new and self.tables.filter(*new) and not used_temporary(event):
                 self._renamed(old, new, event)
-        # (Not told by the event's flag: a session that has used a temporary table has it on
-        # its every statement, and the server logs a temporary table's drop as TEMPORARY.)
+        # (Not told by the event's flag: a session that has used a temporary table keeps it on
+        # later statements, seen on MariaDB 10.11; a temporary table's drop is logged TEMPORARY.)
         for drop in drops(event.query, db):
             self._dropped(drop, event)
         change = rowless_change(event.query, db)
