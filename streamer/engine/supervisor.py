@@ -171,6 +171,7 @@ class Supervisor:
         retry = Backoff(self.cfg.mysql)
         while not self.stop_requested:
             began, committed = self.clock.monotonic(), publisher.committed
+            self.servers.connecting(lambda: publisher.committed)
             try:
                 self._connection(publisher, position)
                 return

@@ -262,7 +262,7 @@ class Metrics:
                 "since": round(self.ha.since, 3), "group": self.ha.group},
             "failover": None if self.servers is None else {
                 "server": self.servers.current, "switches": self.servers.switches,
-                "behind": sorted(self.servers.behind)},
+                "behind": self.servers.found_behind()},
         })
         state, reason = self.health()
         out["health"] = {"status": state, "reason": reason}

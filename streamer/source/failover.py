@@ -26,7 +26,7 @@ inside one of them keeps the skip still awaited beside its own (``Position.await
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from streamer.config import Config, split_host
 from streamer.errors import ServerBehind, SourceError
@@ -46,6 +46,10 @@ class Servers:
         self.index = 0
         self.behind: Dict[str, str] = {}  # server -> what it lacks, since streaming last worked
         self.switches = 0
+        # The checkpoint committed last (a callable reading it), and which it was as the
+        # connection in use began.
+        self._committed: Callable[[], Any] = lambda: None
+        self._connected_at: Any = None
 
     @property
     def current(self) -> str:
@@ -78,6 +82,20 @@ class Servers:
     def worked(self) -> None:
         """Streaming worked: a server found behind before may have caught up since."""
         self.behind.clear()
+
+    def connecting(self, committed: Callable[[], Any]) -> None:
+        """A connection to the server in use begins; ``committed`` reads the checkpoint the
+        publisher committed last."""
+        self._committed = committed
+        self._connected_at = committed()
+
+    def found_behind(self) -> List[str]:
+        """The servers found behind since streaming last worked, as /status shows them: none
+        once the connection in use has committed (streaming works: they may have caught up
+        since, and are tried again when it is lost)."""
+        if self._committed() is not self._connected_at:
+            return []
+        return sorted(self.behind)
 
 
 def translated(start: Position, server_id: int, where: str, uuid: str = "") -> Position:

@@ -20,6 +20,9 @@ class Servers:
     switches = 1
     behind = {"db1:3306": "lacks 0-1-9"}
 
+    def found_behind(self):
+        return sorted(self.behind)
+
 
 def metrics_with_everything():
     cfg = config.load(None, environ={"STREAMER__MYSQL__SERVER_ID": "9",

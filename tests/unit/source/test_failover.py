@@ -329,9 +329,12 @@ def test_the_loop_moves_to_the_next_server_when_one_cant_be_connected_to(make, m
     assert streamer.run() == 0
     # a unreachable: b; b behind: a again, which works.
     assert seen == [("a", 1), ("b", 2), ("a", 1)] and streamer.servers.switches == 2
-    # /status and /metrics say so: b is behind until streaming (on a) is seen to work.
+    # /status and /metrics say so: b is behind until streaming (on a) is seen to work, as
+    # the connection in use commits.
     assert streamer.metrics.status()["failover"] == {"server": "a:1", "switches": 2,
                                                      "behind": ["b:2"]}
+    publisher.committed = Position(FILE, 99)
+    assert streamer.metrics.status()["failover"]["behind"] == []
     text = prometheus(streamer.metrics)
     assert re.search(r"^streamer_source_switches_total\{.*\} 2\.0$", text, re.M), text
     alone, _ = make(supervised=True)
