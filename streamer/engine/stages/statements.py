@@ -147,8 +147,8 @@ class Statements:
             # (A statement that used a temporary table renamed temporary tables: source.temporary.)
             if old != new and self.tables.filter(*new) and not used_temporary(event):
                 self._renamed(old, new, event)
-        # (Not told by the event's flag: a session that has used a temporary table keeps it on
-        # later statements, seen on MariaDB 10.11; a temporary table's drop is logged TEMPORARY.)
+        # (Not told by the event's flag: MariaDB sets it on a DROP TABLE of a session with a
+        # temporary table open, of whatever table; a temporary table's drop is logged TEMPORARY.)
         for drop in drops(event.query, db):
             self._dropped(drop, event)
         change = rowless_change(event.query, db)
