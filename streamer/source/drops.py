@@ -3,8 +3,9 @@
 ``DROP TABLE t``, ``DROP DATABASE d`` and MariaDB's ``CREATE OR REPLACE TABLE t`` take every
 row of a table away, and the server logs only the statement: the topic of ``t`` keeps the rows
 the table had (a compacted topic keeps them for good), and a table created again under the name
-publishes to it beside them (engine.stages.statements warns, naming the ways on). A temporary
-table's drop (``DROP TEMPORARY TABLE``, as the server logs a session's) is not the table's.
+publishes to it beside them (engine.stages.statements warns, naming the ways on; it says the
+same of a table renamed away, read by source.renames). A temporary table's drop (``DROP
+TEMPORARY TABLE``, as the server logs a session's) is not the table's.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from streamer.source.sqltext import folded, name_at, statement_tokens, table_sta
 
 
 class Dropped(NamedTuple):
-    how: str  # "dropped", "replaced" (CREATE OR REPLACE), or "dropped database"
+    how: str  # "dropped", "replaced" (CREATE OR REPLACE), "dropped database", or "renamed"
+    # (a table renamed away, engine.stages.statements: source.renames reads those)
     db: str
     table: str  # "" for a database
 

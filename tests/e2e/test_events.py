@@ -401,22 +401,24 @@ def test_partition_statements_that_move_rows_without_row_events_are_warned_about
 
 
 @pytest.mark.every_source
-def test_a_published_table_dropped_or_replaced_is_warned_about(db, tmp_path, source):
-    """DROP TABLE, DROP DATABASE and MariaDB's CREATE OR REPLACE TABLE take a table's rows away
-    with no row event: the stream goes on, and a WARNING names each statement and the topics
-    that keep the rows. A table whose topic never had a message, or a session's temporary
-    table, is not said."""
+def test_a_published_table_dropped_replaced_or_renamed_away_is_warned_about(db, tmp_path, source):
+    """DROP TABLE, DROP DATABASE, MariaDB's CREATE OR REPLACE TABLE and a RENAME away take a
+    table's rows from its name with no row event: the stream goes on, and a WARNING names each
+    statement and the topics that keep the rows. A table whose topic never had a message, or a
+    session's temporary table (one open while a table is dropped), is not said."""
     name, conn = db
     gone = f"{name}_gone"
     support.sql(conn, "CREATE TABLE d (id INT PRIMARY KEY)", "CREATE TABLE quiet (id INT)",
+                "CREATE TABLE r (id INT PRIMARY KEY)",
                 f"CREATE DATABASE {gone}", f"CREATE TABLE {gone}.g (id INT PRIMARY KEY)")
     ns = support.unique("dr")
     f, p = support.master_pos(conn)
     try:
         support.sql(conn, "INSERT INTO d VALUES (1), (2)", f"INSERT INTO {gone}.g VALUES (1)",
+                    "INSERT INTO r VALUES (1)", "CREATE TEMPORARY TABLE tmp (id INT)",
                     "CREATE TEMPORARY TABLE d (id INT)", "DROP TEMPORARY TABLE d",
-                    "DROP TABLE d, quiet", "CREATE TABLE d (id INT PRIMARY KEY)",
-                    "INSERT INTO d VALUES (3)")
+                    "DROP TABLE d, quiet", "RENAME TABLE r TO r_old",
+                    "CREATE TABLE d (id INT PRIMARY KEY)", "INSERT INTO d VALUES (3)")
         if not source.mysql:
             support.sql(conn, "CREATE OR REPLACE TABLE d (id INT PRIMARY KEY)",
                         "INSERT INTO d VALUES (4)")
@@ -432,9 +434,11 @@ def test_a_published_table_dropped_or_replaced_is_warned_about(db, tmp_path, sou
         msgs = support.consume([f"{ns}.{name}.d"], expect=2 + len(ids), decode_ns=ns)
         assert proc.stop() == 0, proc.output()[-3000:]
     assert [m["value"]["after"]["id"] for m in msgs] == [1, 2] + ids
-    said = [ln for ln in proc.output().splitlines() if "logs no row event for the rows" in ln]
+    said = [ln for ln in proc.output().splitlines() if "the rows that left with it" in ln]
     want = [f"dropped {name}.d, a published table, and the server logs no row event for the "
-            f"rows that left with it: {ns}.{name}.d keeps them"]
+            f"rows that left with it: {ns}.{name}.d keeps them",
+            f"renamed {name}.r (to {name}.r_old), a published table, and the server logs no row "
+            f"event for the rows that left with it: {ns}.{name}.r keeps them"]
     if not source.mysql:
         want.append(f"replaced {name}.d, a published table")
     want.append(f"dropped database {gone}, with published tables, and the server logs no row "

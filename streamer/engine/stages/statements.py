@@ -143,10 +143,18 @@ class Statements:
         """Warn of a statement that changed rows, or gave a table a foreign key that will
         change rows, with no row event (source.rowless, source.renames)."""
         db = _db(event)
-        for old, new in renames(event.query, db):
-            # (A statement that used a temporary table renamed temporary tables: source.temporary.)
-            if old != new and self.tables.filter(*new) and not used_temporary(event):
-                self._renamed(old, new, event)
+        pairs = renames(event.query, db)
+        # (A statement that used a temporary table renamed temporary tables: source.temporary.)
+        if pairs and not used_temporary(event):
+            targets = {new for _, new in pairs}
+            for old, new in pairs:
+                if old == new:
+                    continue
+                if self.tables.filter(*new):
+                    self._renamed(old, new, event)
+                if old not in targets and not online_swap(old, new):
+                    # Its rows left the name, as in a drop (one taking its place: above).
+                    self._dropped(Dropped("renamed", *old), event, to=new)
         # (Not told by the event's flag: MariaDB sets it on a DROP TABLE of a session with a
         # temporary table open, of whatever table; a temporary table's drop is logged TEMPORARY.)
         for drop in drops(event.query, db):
@@ -182,15 +190,16 @@ class Statements:
                     "--tables %s: it publishes the rows there now; rows gone stay in the topic)",
                     at, was, table, table, table, extra={"table": table})
 
-    def _dropped(self, drop: Dropped, event: Any) -> None:
-        """Say that a statement dropped (or replaced) a published table whose topic had
-        messages, or a database with such tables: the topics keep the rows."""
+    def _dropped(self, drop: Dropped, event: Any, to: Optional[Tuple[str, str]] = None) -> None:
+        """Say that a statement dropped, replaced or renamed (``to``) a published table whose
+        topic had messages, or dropped a database with such tables: the topics keep the rows."""
         tables = self.tables
         if drop.table:
             if not (tables.filter(drop.db, drop.table) and
                     tables.had_messages(drop.db, drop.table)):
                 return
-            what = f"{drop.how} {drop.db}.{drop.table}, a published table"
+            what = f"{drop.how} {drop.db}.{drop.table}" + \
+                (f" (to {to[0]}.{to[1]})" if to else "") + ", a published table"
             topics = [tables.topics.of(drop.db, drop.table)]
         else:
             topics = tables.database_topics(drop.db)

@@ -366,7 +366,7 @@ def test_every_stage_registers_only_handlers_of_event_classes(ctx):
     assert XidEvent not in tables.handlers()
 
 
-def test_a_published_table_dropped_or_replaced_is_warned_about_once_its_topic_had_messages(
+def test_a_published_table_dropped_replaced_or_renamed_away_is_warned_about_if_it_had_messages(
         ctx, caplog):
     stage = Statements(ctx)
     stage.on_query(query("DROP TABLE t"))
@@ -402,3 +402,18 @@ def test_a_published_table_dropped_or_replaced_is_warned_about_once_its_topic_ha
     # MariaDB flags a DROP TABLE of a session with a temporary table open, of any table.
     stage.on_query(query("DROP TABLE t", flags=THREAD_SPECIFIC_F))
     assert "statement at f:250 dropped app.t, a published table" in caplog.text
+    caplog.clear()
+    # Renamed away, its rows leave the name too; not when another table takes its place (that
+    # one's rows are said of), nor in an online schema change's swap.
+    for text in ("RENAME TABLE t TO t_old, t_new TO t", "RENAME TABLE t TO _t_del, _t_gho TO t",
+                 "RENAME TABLE t TO _t_old"):
+        stage.on_query(query(text))
+    assert "test.app.t keeps them" not in caplog.text
+    caplog.clear()
+    stage.on_query(query("RENAME TABLE t TO other.t_archive"))
+    assert caplog.messages == [
+        "the statement at f:250 renamed app.t (to other.t_archive), a published table, and the "
+        "server logs no row event for the rows that left with it: test.app.t keeps them (a "
+        "compacted topic for good), and a table created again under a name they had publishes "
+        "there beside them. If consumers must follow, publish those rows' deletes yourself "
+        "(tombstones, for a compacted topic)"]
