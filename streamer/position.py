@@ -19,7 +19,7 @@ class Position:
     and under PyPy nothing else that ``run`` imports needs them."""
 
     __slots__ = ("file", "pos", "gtid_set", "rows", "server_id", "ts", "snapshot", "transaction",
-                 "tx_gtid", "server_uuid", "xa", "run", "awaited")
+                 "tx_gtid", "server_uuid", "xa", "run", "awaited", "by_gtid")
     __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, never a dict key
 
     def __init__(self, file: str, pos: int, gtid_set: str = "", rows: int = 0,
@@ -27,7 +27,8 @@ class Position:
                  snapshot: Optional[Dict[str, Any]] = None,
                  transaction: Optional[Dict[str, Any]] = None, tx_gtid: str = "",
                  server_uuid: str = "", xa: Optional[Dict[str, List[Any]]] = None,
-                 run: str = "", awaited: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+                 run: str = "", awaited: Optional[Dict[str, Dict[str, Any]]] = None,
+                 by_gtid: bool = False) -> None:
         self.file = file
         self.pos = pos
         self.gtid_set = gtid_set
@@ -59,6 +60,12 @@ class Position:
         # and the new server may send another domain's first (engine.tracker). GTID ->
         # {"rows": row changes already published, "transaction": its metadata's counts, if on}.
         self.awaited = awaited
+        # Resume by the GTID set, not the file and offset (engine.tracker): the stream began by
+        # a GTID set (a failover, --start-gtid, mysql.position_mode gtid), and this server may
+        # have written transactions of that set after the offset, as out-of-order parallel or
+        # multi-source replication leaves a binlog: a resume by offset would publish them
+        # again, where a dump by the set leaves them out.
+        self.by_gtid = by_gtid
 
     def _fields(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -73,7 +80,8 @@ class Position:
 
     def to_json(self) -> bytes:
         fields = self._fields()
-        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa", "run", "awaited"):
+        for name in ("snapshot", "transaction", "tx_gtid", "server_uuid", "xa", "run", "awaited",
+                     "by_gtid"):
             if not fields[name]:
                 del fields[name]  # a checkpoint without them reads as it always did
         return json.dumps(fields, sort_keys=True).encode("utf-8")
@@ -86,7 +94,8 @@ class Position:
                    ts=float(data.get("ts", 0.0)), snapshot=data.get("snapshot"),
                    transaction=data.get("transaction"), tx_gtid=data.get("tx_gtid", ""),
                    server_uuid=data.get("server_uuid", ""), xa=data.get("xa"),
-                   run=data.get("run", ""), awaited=data.get("awaited"))
+                   run=data.get("run", ""), awaited=data.get("awaited"),
+                   by_gtid=bool(data.get("by_gtid", False)))
 
     def describe(self) -> str:
         extra = f" +{self.rows} rows" if self.rows else ""
@@ -101,7 +110,8 @@ class Position:
                     f"{len(self.snapshot['queue']) - 1} more tables queued)")
         if not self.file:  # a start by GTID set alone
             return f"after GTID set {self.gtid_set or '(empty)'}{extra}{snap}"
-        return f"{self.file}:{self.pos}{extra}{gtid}{snap}"
+        by = " (resumed by the GTID set)" if self.by_gtid and self.gtid_set else ""
+        return f"{self.file}:{self.pos}{extra}{gtid}{by}{snap}"
 
 
 class GtidSet:

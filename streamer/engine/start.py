@@ -270,7 +270,8 @@ def check_unused(cfg: Config, records: List[Dict[str, Any]],
 
 def gtid_for(cfg: Config, position: Position) -> Optional[str]:
     """The GTID set to resume by, or None to resume by file/offset."""
-    if position.gtid_set and (not position.file or cfg.mysql.position_mode == "gtid"):
+    if position.gtid_set and (not position.file or position.by_gtid or
+                              cfg.mysql.position_mode == "gtid"):
         return position.gtid_set
     return None
 

@@ -16,6 +16,7 @@ from pymysqlreplication.event import (GtidEvent, MariadbGtidEvent, QueryEvent, R
 
 from streamer.position import GtidSet, Position
 from streamer.source.events import xa_id
+from streamer.source.filestart import FileStart
 from streamer.source.gtidtag import TaggedGtidEvent
 
 # What stages.savepoints.looked_ahead sets on a MariaDB group it read whole: its holes.
@@ -41,7 +42,8 @@ class Tracker:
 
     __slots__ = ("file", "next_pos", "gtids", "gtid", "tx_file", "tx_start", "tx_rows", "in_tx",
                  "server_id", "txid", "skip", "explicit", "awaited", "on_resumed", "server_uuid",
-                 "xa", "xa_pending", "hole_map", "holes", "start", "placed", "alter")
+                 "xa", "xa_pending", "hole_map", "holes", "start", "placed", "alter", "by_gtid",
+                 "rotated")
 
     def __init__(self, start: Position, by_gtid: bool = False,
                  holes: Optional[Dict[str, List[Tuple[int, int]]]] = None):
@@ -64,6 +66,13 @@ class Tracker:
         # by file from it would publish them again. Until a transaction begins, or a real rotate
         # (the end of a file) comes, the position stays the start.
         self.placed = bool(start.file) and not by_gtid
+        # Begun by a GTID set, the stream goes on so (``Position.by_gtid``): the set may hold
+        # transactions this server wrote after the place the stream reads (another domain's
+        # first, as out-of-order parallel or multi-source replication leaves a binlog), which
+        # a dump by the set leaves out and a resume by offset reads again. Until a file the
+        # stream rotated into begins after all it published (source.filestart).
+        self.by_gtid = bool(start.gtid_set) and (by_gtid or not start.file)
+        self.rotated = False
         self.txid = ""
         # Row changes of the first transaction that the previous run already published.
         self.skip = start.rows
@@ -158,14 +167,24 @@ class Tracker:
             self.begin(_start_of(event), event.gtid)
             self.explicit = False
         elif cls is RotateEvent:
-            self.file = event.next_binlog
-            if event.packet.log_pos:  # a real one, at the end of a file: every event before it
-                self.placed = True   # was sent or is in the set
-            if not self.in_tx and self.placed:
-                self.next_pos = event.position
-                self.tx_file = self.file
-                self.tx_start = event.position
+            self._rotate(event)
+        elif cls is FileStart:
+            # The GTIDs the file begins after; only a file the stream rotated into counts (a
+            # dump's start may send one of its own making, of the set asked for).
+            if self.rotated and self.by_gtid and event.holds(self.gtids):
+                self.by_gtid = False
+            self.rotated = False
         return False
+
+    def _rotate(self, event: Any) -> None:
+        self.file = event.next_binlog
+        if event.packet.log_pos:  # a real one, at the end of a file: every event before it
+            self.placed = True   # was sent or is in the set
+            self.rotated = True
+        if not self.in_tx and self.placed:
+            self.next_pos = event.position
+            self.tx_file = self.file
+            self.tx_start = event.position
 
     def begin(self, start_pos: int, gtid: Optional[str]) -> None:
         txid = f"{self.file}:{start_pos}"
@@ -231,7 +250,8 @@ class Tracker:
             s = self.start
             return Position(s.file, s.pos, s.gtid_set, s.rows, s.server_id,
                             transaction=s.transaction, tx_gtid=s.tx_gtid,
-                            server_uuid=s.server_uuid, xa=self._xa(), awaited=s.awaited)
+                            server_uuid=s.server_uuid, xa=self._xa(), awaited=s.awaited,
+                            by_gtid=self.by_gtid)
         if self.awaited and not self.in_tx:
             # A transaction to skip into has not come yet (another domain's came first): a
             # restart must resume by GTID set again and still skip into it. The first awaited
@@ -239,18 +259,23 @@ class Tracker:
             (gtid, (rows, progress)), *others = self.awaited.items()
             return Position("", 4, str(self.gtids), rows, self.server_id, transaction=progress,
                             tx_gtid=gtid, server_uuid=self.server_uuid, xa=self._xa(),
-                            awaited=_awaited(others))
+                            awaited=_awaited(others), by_gtid=self.by_gtid)
         if not self.placed:  # only the artificial rotate of a dump by GTID set since the start
             s = self.start
             return Position(s.file, s.pos, str(self.gtids), 0, self.server_id,
-                            server_uuid=self.server_uuid, xa=self._xa())
+                            server_uuid=self.server_uuid, xa=self._xa(), by_gtid=self.by_gtid)
         if self.in_tx:
-            # Inside another domain's transaction, the ones to skip into still ride along.
-            return Position(self.tx_file, self.tx_start, str(self.gtids), self.tx_rows, self.server_id,
+            # Inside another domain's transaction, the ones to skip into still ride along. Not
+            # yet past the rows an earlier run published of this one, the checkpoint still
+            # says all of them: a commit there (with nothing of it published yet) must not
+            # hand the next run a smaller skip.
+            rows = self.tx_rows if self.tx_rows >= self.skip else self.skip
+            return Position(self.tx_file, self.tx_start, str(self.gtids), rows, self.server_id,
                             tx_gtid=self.gtid or "", server_uuid=self.server_uuid, xa=self._xa(),
-                            awaited=_awaited(self.awaited.items()) if self.awaited else None)
+                            awaited=_awaited(self.awaited.items()) if self.awaited else None,
+                            by_gtid=self.by_gtid)
         return Position(self.file, self.next_pos, str(self.gtids), 0, self.server_id,
-                        server_uuid=self.server_uuid, xa=self._xa())
+                        server_uuid=self.server_uuid, xa=self._xa(), by_gtid=self.by_gtid)
 
     def _xa(self) -> Optional[Dict[str, List[Any]]]:
         return {k: list(v) for k, v in self.xa_pending.items()} if self.xa_pending else None

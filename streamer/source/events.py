@@ -8,8 +8,11 @@ type is in exactly one of three lists here:
 
 - ``FOLLOWED``: read and acted on by the engine. MariaDB's compressed events are among them:
   ``source.compressed`` reads each as its plain twin; so are MySQL's partial JSON updates, whose
-  diffs ``source.jsondiff`` applies to the before image; and a binlog's format description,
-  which says whether the server began that binlog at its start (source.temporary);
+  diffs ``source.jsondiff`` applies to the before image; a binlog's format description,
+  which says whether the server began that binlog at its start (source.temporary); and the GTIDs
+  a binlog file begins after (MySQL's Previous_gtids, MariaDB's Gtid_list, read as
+  ``source.filestart.FileStart``), which say when a stream begun by a GTID set may resume by
+  file again (engine.tracker);
 - ``NO_DATA``: known to carry no row change (checkpoints, GTID lists, annotations, and
   what a statement-logged statement is written with: its INSERT_ID, RAND() seed and user
   variables, a LOAD DATA's file, which come before the statement, which the statements stage
@@ -28,25 +31,24 @@ from pymysqlreplication.event import (BeginLoadQueryEvent, ExecuteLoadQueryEvent
                                       FormatDescriptionEvent, GtidEvent, HeartbeatLogEvent,
                                       IntvarEvent, MariadbAnnotateRowsEvent,
                                       MariadbBinLogCheckPointEvent, MariadbGtidEvent,
-                                      MariadbGtidListEvent, MariadbStartEncryptionEvent,
-                                      NotImplementedEvent, PreviousGtidsEvent, QueryEvent,
+                                      MariadbStartEncryptionEvent, NotImplementedEvent,
+                                      QueryEvent,
                                       RandEvent, RotateEvent, RowsQueryLogEvent, StopEvent,
                                       UserVarEvent, XAPrepareEvent, XidEvent)
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, TableMapEvent,
                                           UpdateRowsEvent, WriteRowsEvent)
 
 from streamer.errors import UnsupportedEvent
-from streamer.source import compressed, gtidtag, payload
+from streamer.source import compressed, filestart, gtidtag, payload
 from streamer.source.temporary import used_temporary
 
 FOLLOWED: List[Any] = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent,
                        TableMapEvent, RotateEvent, GtidEvent, gtidtag.TaggedGtidEvent,
                        MariadbGtidEvent, XidEvent, QueryEvent, HeartbeatLogEvent, XAPrepareEvent,
-                       ExecuteLoadQueryEvent, FormatDescriptionEvent]
-NO_DATA: List[Any] = [StopEvent, PreviousGtidsEvent, RowsQueryLogEvent,
-                      MariadbAnnotateRowsEvent, MariadbBinLogCheckPointEvent, MariadbGtidListEvent,
-                      MariadbStartEncryptionEvent, IntvarEvent, RandEvent, UserVarEvent,
-                      BeginLoadQueryEvent]
+                       ExecuteLoadQueryEvent, FormatDescriptionEvent, filestart.FileStart]
+NO_DATA: List[Any] = [StopEvent, RowsQueryLogEvent, MariadbAnnotateRowsEvent,
+                      MariadbBinLogCheckPointEvent, MariadbStartEncryptionEvent, IntvarEvent,
+                      RandEvent, UserVarEvent, BeginLoadQueryEvent]
 # Event types the library has no class for that carry no row change: MySQL's GTID event of a
 # server with gtid_mode=OFF (a transaction's first event, before its BEGIN), Group Replication's
 # transaction context and view change, the heartbeat of MySQL 8.0.26+ past a 4 GB offset, and

@@ -1,7 +1,9 @@
 """Source failover on a real primary and its GTID replica (deploy/local/mysql.sh, private ports):
 a checkpoint taken on the primary resumes on the replica by GTID set; a replica behind the
 checkpoint is refused with the missing range; another GTID domain's transaction that the new
-server sends first keeps the skip into the checkpoint's own; and the primary SIGKILLed under
+server sends first keeps the skip into the checkpoint's own, and a transaction published before
+the failover that the new server wrote after another is not read again on a restart there; and
+the primary SIGKILLed under
 load, the replica promoted, the stream goes on with nothing lost or doubled.
 tests/unit/source/test_failover.py has the parts without servers."""
 import contextlib
@@ -302,6 +304,78 @@ def test_another_domains_transaction_first_on_the_new_server_republishes_nothing
         support.sql(replica.admin(),
                     f"SET GLOBAL gtid_slave_pos = '{primary.gtid_position()}'")
     support.sql(replica.admin(), "START SLAVE")
+    _caught_up(primary, replica)
+
+
+def _resume_replication(primary, replica):
+    """The replica replicates again from where the primary is (whose transactions it was given
+    under their GTIDs), for the tests after this one."""
+    if not replica.mysql:
+        support.sql(replica.admin(),
+                    f"SET GLOBAL gtid_slave_pos = '{primary.gtid_position()}'")
+    support.sql(replica.admin(), "START SLAVE")
+    _caught_up(primary, replica)
+
+
+def test_a_transaction_published_before_the_failover_and_written_later_there_comes_once(
+        pair, tmp_path):
+    # A transaction published from the primary is written by the replica after one of another
+    # domain (MySQL: another source uuid), as out-of-order parallel or multi-source
+    # replication leaves it. Failed over, the stream reads the other domain's transaction (the
+    # dump by GTID set leaves the first out) and checkpoints there, before the first in the
+    # replica's binlog: a restart on the replica must not publish the first again.
+    primary, replica = pair
+    support.sql(primary.admin(), "CREATE DATABASE f4", "CREATE TABLE f4.t (id INT PRIMARY KEY)",
+                "CREATE TABLE f4.u (id INT PRIMARY KEY)")
+    _caught_up(primary, replica)
+    support.sql(replica.admin(), "STOP SLAVE")
+    ns = support.unique("fo")
+    pw = primary.password_file()
+    on_primary = _config(tmp_path, ns, "f4", [primary.port], pw)
+    with support.StreamerProcess(on_primary, str(tmp_path / "log1")) as proc:
+        proc.wait_reading()
+        support.sql(primary.admin(), "INSERT INTO f4.t VALUES (1), (2)")
+        support.consume([f"{ns}.f4.t"], expect=2, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    with primary.admin().cursor() as cur:
+        cur.execute("SELECT @@server_uuid" if primary.mysql else "SELECT @@server_id")
+        origin = cur.fetchone()[0]
+    published = f"{origin}:{_last_seq(primary)}" if primary.mysql else \
+        f"0-{origin}-{_last_seq(primary)}"
+    other = "5a0e5a8c-71ca-11e1-9e33-c80aa9429562:7" if replica.mysql else "8-2-1"
+    _with_gtid(replica, other, "INSERT INTO f4.u VALUES (1)")
+    _with_gtid(replica, published, "INSERT INTO f4.t VALUES (1), (2)")
+
+    on_replica = _config(tmp_path, ns, "f4", [replica.port], pw)
+    with support.StreamerProcess(on_replica, str(tmp_path / "log2")) as proc:
+        proc.wait_reading()
+        support.consume([f"{ns}.f4.u"], expect=1, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert "resuming there by the checkpoint's GTID set" in proc.output(), proc.output()[-3000:]
+    with support.StreamerProcess(on_replica, str(tmp_path / "log3")) as proc:
+        proc.wait_reading()
+        support.sql(replica.admin(), "INSERT INTO f4.t VALUES (3)")
+        msgs = support.consume([f"{ns}.f4.t"], expect=3, decode_ns=ns, idle=3)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3]
+    assert "(resumed by the GTID set) on" in proc.output(), proc.output()[-3000:]
+    # Once a binlog file of the replica begins after all the stream published, it resumes by
+    # file again; nothing published twice.
+    with support.StreamerProcess(on_replica, str(tmp_path / "log4")) as proc:
+        proc.wait_reading()
+        support.sql(replica.admin(), "FLUSH BINARY LOGS", "INSERT INTO f4.t VALUES (4)")
+        msgs = support.consume([f"{ns}.f4.t"], expect=4, decode_ns=ns, idle=2)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert not _checkpoint(ns).get("by_gtid"), _checkpoint(ns)
+    with support.StreamerProcess(on_replica, str(tmp_path / "log5")) as proc:
+        proc.wait_reading()
+        support.sql(replica.admin(), "INSERT INTO f4.t VALUES (5)")
+        msgs = support.consume([f"{ns}.f4.t"], expect=5, decode_ns=ns, idle=3)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3, 4, 5]
+    assert "resumed by the GTID set" not in proc.output(), proc.output()[-3000:]
+    _resume_replication(primary, replica)
+    support.sql(primary.admin(), "DROP DATABASE f4")
     _caught_up(primary, replica)
 
 

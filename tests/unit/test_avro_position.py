@@ -67,7 +67,8 @@ def test_position_compares_every_field_and_stamps_its_creation_time():
                          ("transaction", {"id": "f:4"}), ("tx_gtid", "0-1-8"),
                          ("server_uuid", "3e11fa47-71ca-11e1-9e33-c80aa9429562"),
                          ("xa", {"X'7831',X'',1": ["f", 4, "0-1-9", "f:4"]}),
-                         ("run", "4f1c2a"), ("awaited", {"1-1-3": {"rows": 2}})):
+                         ("run", "4f1c2a"), ("awaited", {"1-1-3": {"rows": 2}}),
+                         ("by_gtid", True)):
         q = Position.from_json(p.to_json())
         setattr(q, field, other)
         assert q != p, field
@@ -75,7 +76,7 @@ def test_position_compares_every_field_and_stamps_its_creation_time():
     assert repr(Position("f", 4, ts=1.0)) == ("Position(file='f', pos=4, gtid_set='', rows=0, "
                                               "server_id=0, ts=1.0, snapshot=None, "
                                               "transaction=None, tx_gtid='', server_uuid='', xa=None, "
-                                              "run='', awaited=None)")
+                                              "run='', awaited=None, by_gtid=False)")
 
 
 def test_a_snapshots_progress_rides_in_the_checkpoint_and_only_when_there_is_one():

@@ -27,15 +27,15 @@ import pymysqlreplication
 from pymysql.connections import Connection, MySQLResult
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (BinLogEvent, ExecuteLoadQueryEvent, MariadbGtidEvent,
-                                      QueryEvent)
+                                      MariadbGtidListEvent, PreviousGtidsEvent, QueryEvent)
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (PartialUpdateRowsEvent, RowsEvent, TableMapEvent,
                                           UpdateRowsEvent)
 from pymysqlreplication.table import Table
 
 from streamer.errors import LibraryVersionUnsupported, PatchTargetMissing
-from streamer.source import (checksums, compressed, decoders, gtidtag, oldtemporal, payload,
-                             rowplan, standins)
+from streamer.source import (checksums, compressed, decoders, filestart, gtidtag, oldtemporal,
+                             payload, rowplan, standins)
 from streamer.source.patches import gtid, query, table_map
 
 log = logging.getLogger(__name__)
@@ -200,6 +200,10 @@ def _tested() -> str:
     return ", ".join(f"{name} {' or '.join(v)}" for name, v in TESTED.items())
 
 
+# The library's classes of the events source.filestart reads instead.
+REPLACED = {filestart.PREVIOUS_GTIDS: PreviousGtidsEvent, filestart.GTID_LIST: MariadbGtidListEvent}
+
+
 def event_map() -> Dict[int, Any]:
     """The library's type-code -> event class map, checked to lack every compressed type (a
     library that learnt them would be read its own way, or ours, without anyone knowing)."""
@@ -214,6 +218,13 @@ def event_map() -> Dict[int, Any]:
         raise PatchTargetMissing(f"library fix target {where} already maps the compressed event "
                                  f"types {known}: the library changed. Install the tested "
                                  f"version ({_tested()})")
+    # The file-start GTID events, read our way in the place of the library's classes.
+    changed = sorted(code for code, cls in REPLACED.items()
+                     if found.get(code) not in (cls, filestart.EVENT_MAP[code]))
+    if changed:
+        raise PatchTargetMissing(f"library fix target {where} maps the event types {changed} "
+                                 f"to other classes than the tested version's: the library "
+                                 f"changed. Install the tested version ({_tested()})")
     return found
 
 
@@ -230,6 +241,7 @@ def apply(allow_untested: bool = False) -> None:
     types.update(compressed.EVENT_MAP)
     types.update(payload.EVENT_MAP)
     types.update(gtidtag.EVENT_MAP)
+    types.update(filestart.EVENT_MAP)
     _applied[EVENT_MAP_ATTR] = "compressed events"
     for fix, original in zip(FIXES, originals):
         replacement = fix.make(original)

@@ -1,4 +1,7 @@
 """The Tracker's checkpoint before the transaction a resume skips into has begun again."""
+import json
+from types import SimpleNamespace
+
 from streamer.engine.tracker import Tracker
 from streamer.position import Position
 
@@ -123,3 +126,82 @@ def test_an_awaited_transaction_of_unknown_gtid_is_not_the_one_a_start_by_file_i
     tracker.end(450)
     tracker.begin(450, "0-1-8")
     assert tracker.count(5) == 3 and tracker.position().awaited is None
+
+
+def test_a_stream_begun_by_a_gtid_set_goes_on_resuming_by_it():
+    # After a failover (a start by GTID set alone) the new server may hold a transaction of the
+    # set after the place the stream reads (another domain's came first there): a resume by
+    # file from that place would read it again, a dump by the set leaves it out. So every
+    # checkpoint of such a stream says to resume by the set, and so do the next run's.
+    from pymysqlreplication.event import RotateEvent
+
+    from streamer.engine.start import gtid_for
+
+    file_mode = SimpleNamespace(mysql=SimpleNamespace(position_mode="file"))
+    tracker = Tracker(Position("", 4, "0-1-7", server_id=2))
+    tracker.on_event(_rotate("mysql-bin.000009", 4, 0), RotateEvent)
+    tracker.begin(500, "1-2-1")  # the other domain's, first on this server
+    assert tracker.count(3) == 0
+    inside = Position.from_json(tracker.position().to_json())
+    tracker.end(900)
+    after = Position.from_json(tracker.position().to_json())
+    assert (after.file, after.pos, after.gtid_set, after.by_gtid) == \
+        ("mysql-bin.000009", 900, "0-1-7,1-2-1", True)
+    assert inside.by_gtid and inside.rows == 3 and inside.tx_gtid == "1-2-1"
+    assert after.describe() == \
+        "mysql-bin.000009:900 gtid=0-1-7,1-2-1 (resumed by the GTID set)"
+    for checkpoint in (inside, after):
+        assert gtid_for(file_mode, checkpoint) == checkpoint.gtid_set
+        again = Tracker(checkpoint, by_gtid=True)
+        assert again.position().by_gtid
+    # A start by file (the operator's --start-file, or no GTIDs): by file, as always.
+    by_file = Tracker(Position("mysql-bin.000009", 900, "0-1-7,1-2-1", server_id=2))
+    by_file.begin(900, "0-1-8")
+    by_file.end(1000)
+    assert not by_file.position().by_gtid
+    assert by_file.position().describe() == "mysql-bin.000009:1000 gtid=0-1-8,1-2-1"
+    assert gtid_for(file_mode, by_file.position()) is None
+    assert "by_gtid" not in json.loads(by_file.position().to_json())
+
+
+def test_a_checkpoint_before_the_skip_is_passed_still_says_every_row_published():
+    # Resumed inside a transaction whose first 5 rows were published: a commit after 3 of them
+    # were read (and left out) again says 5, not 3.
+    tracker = Tracker(Position("mysql-bin.000009", 500, "0-1-7", rows=5, server_id=1,
+                               tx_gtid="0-1-8"))
+    tracker.begin(500, "0-1-8")
+    assert tracker.count(3) == 3
+    assert tracker.position().rows == 5
+    assert tracker.count(3) == 2
+    assert tracker.position().rows == 6
+
+
+def test_a_stream_begun_by_a_gtid_set_resumes_by_file_once_a_file_begins_after_all_it_published():
+    # Once a file the stream rotated into begins after every transaction the stream published,
+    # none of them can come later in this server's binlog: a resume by file is safe again. The
+    # file-start GTIDs a dump sends of its own (MariaDB's, of the set asked for) don't count.
+    from pymysqlreplication.event import RotateEvent
+
+    from streamer.source.filestart import FileStart
+
+    def file_start(mariadb):
+        event = FileStart.__new__(FileStart)
+        event.mysql, event.mariadb = None, mariadb
+        return event
+
+    tracker = Tracker(Position("", 4, "0-1-7,1-2-3", server_id=2))
+    tracker.on_event(_rotate("mysql-bin.000009", 4, 0), RotateEvent)
+    tracker.on_event(file_start({(0, 1): 7, (1, 2): 3}), FileStart)  # the dump's own
+    tracker.begin(500, "1-2-4")
+    tracker.end(900)
+    assert tracker.position().by_gtid
+    # The next file begins before 1-2-4: a resume by file could still meet a published one.
+    tracker.on_event(_rotate("mysql-bin.000010", 4, 1200), RotateEvent)
+    tracker.on_event(file_start({(0, 1): 7, (1, 2): 3}), FileStart)
+    assert tracker.position().by_gtid
+    # The one after begins after all of them (0-1-7 by its own server id).
+    tracker.on_event(_rotate("mysql-bin.000011", 4, 1300), RotateEvent)
+    tracker.on_event(file_start({(0, 1): 7, (0, 3): 9, (1, 2): 4}), FileStart)
+    at = tracker.position()
+    assert not at.by_gtid and (at.file, at.pos, at.gtid_set) == ("mysql-bin.000011", 4,
+                                                                  "0-1-7,1-2-4")
