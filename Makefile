@@ -97,7 +97,7 @@ soak: venv up
 	seed=$${STREAMER_TEST_SEED:-$$(date +%s)}; echo "soak: STREAMER_TEST_SEED=$$seed"; \
 	STREAMER_SOAK=1 STREAMER_TEST_SEED=$$seed $(PYTEST_PYPY) -q \
 		tests/e2e/test_exactly_once.py tests/e2e/test_standby.py tests/e2e/test_ddl_random.py \
-		tests/e2e/test_tx_random.py tests/e2e/test_json_random.py \
+		tests/e2e/test_tx_random.py tests/e2e/test_json_random.py tests/unit/engine/test_tracker_random.py \
 		tests/e2e/test_types.py::test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_select_reads_them \
 		tests/e2e/test_snapshot.py::test_chunks_follow_every_kind_of_key_under_changes_each_row_once_and_current \
 		$(SLOWEST) $(PYTEST_ARGS)
