@@ -13,7 +13,7 @@ type is in exactly one of three lists here:
   a binlog file begins after (MySQL's Previous_gtids, MariaDB's Gtid_list, read as
   ``source.filestart.FileStart``), which say when a stream begun by a GTID set may resume by
   file again (engine.tracker);
-- ``NO_DATA``: known to carry no row change (checkpoints, GTID lists, annotations, and
+- ``NO_DATA``: known to carry no row change (checkpoints, annotations, and
   what a statement-logged statement is written with: its INSERT_ID, RAND() seed and user
   variables, a LOAD DATA's file, which come before the statement, which the statements stage
   judges); not asked for, so the library does not even parse them;
@@ -32,9 +32,8 @@ from pymysqlreplication.event import (BeginLoadQueryEvent, ExecuteLoadQueryEvent
                                       IntvarEvent, MariadbAnnotateRowsEvent,
                                       MariadbBinLogCheckPointEvent, MariadbGtidEvent,
                                       MariadbStartEncryptionEvent, NotImplementedEvent,
-                                      QueryEvent,
-                                      RandEvent, RotateEvent, RowsQueryLogEvent, StopEvent,
-                                      UserVarEvent, XAPrepareEvent, XidEvent)
+                                      QueryEvent, RandEvent, RotateEvent, RowsQueryLogEvent,
+                                      StopEvent, UserVarEvent, XAPrepareEvent, XidEvent)
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, TableMapEvent,
                                           UpdateRowsEvent, WriteRowsEvent)
 
