@@ -22,8 +22,10 @@ import logging
 import struct
 from typing import Any, Iterable, Iterator, Optional
 
-from pymysqlreplication.event import (HeartbeatLogEvent, MariadbAnnotateRowsEvent,
-                                      RotateEvent)
+from pymysqlreplication.event import (FormatDescriptionEvent, HeartbeatLogEvent,
+                                      MariadbAnnotateRowsEvent, RotateEvent)
+
+from streamer.source.filestart import FileStart
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,12 @@ def writes_offsets(conn: Any) -> bool:
     return row is None or str(row[1]).upper() in ("ON", "1")
 
 
+# The events at a file's head, outside any transaction: a dump that starts inside the file
+# sends its format description with no offset (it lies at the file's start, not where the
+# dump reads), and they are never among a transaction's events to work out.
+_FILE_HEAD = (FormatDescriptionEvent, FileStart)
+
+
 class Offsets:
     """Fills in the end offset (``packet.log_pos``) of each event the server sent without one.
     ``filled(events)`` yields the events as they come, Annotate_rows events left out."""
@@ -74,7 +82,7 @@ class Offsets:
             if cls is RotateEvent:  # the next event is the named file's, at the named offset
                 self.next = event.position
                 self.guessed = 0
-            elif cls is not HeartbeatLogEvent:
+            elif cls is not HeartbeatLogEvent and (packet.log_pos or cls not in _FILE_HEAD):
                 self._place(packet)
             if cls is not MariadbAnnotateRowsEvent:
                 yield event

@@ -2,6 +2,9 @@
 binlog_legacy_event_pos=OFF), on a recorded binlog rewritten as such a server writes it."""
 import logging
 import os
+from types import SimpleNamespace
+
+from pymysqlreplication.event import FormatDescriptionEvent
 
 from streamer.position import Position
 from streamer.source import patches
@@ -52,6 +55,26 @@ def test_the_offsets_worked_out_are_the_ones_the_server_would_have_written():
                                                   data=without_offsets())))
     assert filled == truth and filler.mismatches == 0
     assert any(name == "WriteRowsEvent" for name, _ in filled)
+
+
+def test_a_dump_begun_inside_a_file_sends_its_format_description_with_no_offset(caplog):
+    # As MariaDB 11.4 sends it (seen on a dump by file from inside a file): the rotate, the
+    # file's format description with log_pos 0, then the transaction the dump begins at. The
+    # description lies at the file's start, not where the dump reads: no offset is worked out
+    # from it, and none found wrong.
+    start = Position(FILE, 1234)  # transaction 2
+    truth = [e for e in offsets(ReplayedBinlog("engine.binlog", start, annotate=True))
+             if e[0] != "MariadbAnnotateRowsEvent"]
+    sent = list(ReplayedBinlog("engine.binlog", start, annotate=True, data=without_offsets()))
+    description = FormatDescriptionEvent.__new__(FormatDescriptionEvent)
+    description.packet = SimpleNamespace(log_pos=0, event_size=252)
+    sent.insert(1, description)
+    filler = Offsets()
+    with caplog.at_level(logging.ERROR):
+        filled = offsets(filler.filled(sent))
+    assert filled[1] == ("FormatDescriptionEvent", 0)
+    assert filled[:1] + filled[2:] == truth
+    assert filler.mismatches == 0 and caplog.text == ""
 
 
 def test_an_event_the_server_did_not_send_is_named_when_the_transaction_ends(caplog):
