@@ -23,9 +23,9 @@ from pymysqlreplication.event import ExecuteLoadQueryEvent, FormatDescriptionEve
 
 from streamer.engine.rows import publish_truncate, truncated_version
 from streamer.source import dml, events
+from streamer.source.drops import Dropped, drops
 from streamer.source.patches.gtid import ROLLBACK_ALTER, START_ALTER
 from streamer.source.reach import Reach, Reached
-from streamer.source.drops import Dropped, drops
 from streamer.source.renames import online_swap, renames
 from streamer.source.rowless import (RowlessChange, cascade_added, rowless_change,
                                      unlogged_actions)
@@ -140,8 +140,9 @@ class Statements:
                     extra={"table": named})
 
     def _unlogged(self, event: Any) -> None:
-        """Warn of a statement that changed rows, or gave a table a foreign key that will
-        change rows, with no row event (source.rowless, source.renames)."""
+        """Warn of a statement that changed rows, took them from a published table's name, or
+        gave a table a foreign key that will change rows, with no row event (source.rowless,
+        source.renames, source.drops)."""
         db = _db(event)
         pairs = renames(event.query, db)
         # (A statement that used a temporary table renamed temporary tables: source.temporary.)
