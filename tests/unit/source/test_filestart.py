@@ -74,3 +74,19 @@ def test_a_file_holds_a_set_when_it_begins_after_every_transaction_of_it():
     assert not mariadb.holds(GtidSet("0-3-5"))
     # A body cut short is not read, and holds nothing.
     assert not _event(163, _list([(0, 1, 7)])[:-4]).holds(GtidSet("0-1-1"))
+
+
+def test_the_librarys_file_start_classes_are_replaced_only_where_they_are_the_tested_ones(
+        monkeypatch):
+    import pytest
+    from pymysqlreplication.packet import BinLogPacketWrapper
+
+    from streamer import errors
+    from streamer.source import patches
+
+    patches.apply()
+    found = BinLogPacketWrapper.__dict__[patches.EVENT_MAP_ATTR]
+    assert found[35] is FileStart and found[163] is FileStart  # applied (patches.apply)
+    monkeypatch.setitem(found, 163, object)  # a library that reads Gtid_list another way
+    with pytest.raises(errors.PatchTargetMissing, match=r"maps the event types \[163\]"):
+        patches.event_map()
