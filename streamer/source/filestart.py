@@ -39,7 +39,7 @@ def previous_gtids(body: bytes) -> Optional[GtidSet]:
     (n_sids,) = _U64.unpack_from(body, 0)
     if n_sids >> 56:
         return None
-    found = GtidSet("")
+    parts = []
     at = 8
     for _ in range(n_sids):
         sid = str(uuid_mod.UUID(bytes=bytes(body[at:at + 16])))
@@ -49,8 +49,8 @@ def previous_gtids(body: bytes) -> Optional[GtidSet]:
             start, end = struct.unpack_from("<QQ", body, at)
             at += 16
             if end > start:
-                found._add_mysql_range(sid, start, end - 1)
-    return found
+                parts.append(f"{sid}:{start}-{end - 1}")
+    return GtidSet(",".join(parts))  # as gtid_executed writes it, read the one way
 
 
 def gtid_list(body: bytes) -> Dict[Tuple[int, int], int]:
