@@ -127,10 +127,11 @@ def inet4_text(value: Any) -> str:
 
 
 def inet6_text(value: Any) -> str:
-    """A MariaDB INET6 as SELECT shows it (RFC 5952, as inet_ntop writes it): lower-case hex
-    words, the longest run of two or more zero words (the first of equals) as '::', and the
-    last 32 bits as an IPv4 address after 96 zero bits (but '::' and '::x') or after
-    ::ffff (tests/unit/schema/test_columns.py holds the server's own answers)."""
+    """A MariaDB INET6 as SELECT shows it: lower-case hex words, the longest run of zero words
+    (the first of equals) as '::', even a run of one, where RFC 5952 and inet_ntop would write
+    a 0 (the server's INET6_NTOA does so too), and the last 32 bits as an IPv4 address after
+    96 zero bits (but '::' and '::x') or after ::ffff (tests/unit/source/test_definitions.py
+    holds the server's own answers)."""
     if isinstance(value, str):
         return value
     data = _fixed(value, 16)
@@ -144,8 +145,6 @@ def inet6_text(value: Any) -> str:
             if i - run_at > best_len:
                 best_at, best_len = run_at, i - run_at
             run_at = -1
-    if best_len < 2:
-        best_at = -1
     parts, i = [], 0
     while i < 8:
         if i == best_at:

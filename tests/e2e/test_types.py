@@ -652,8 +652,11 @@ RANDOM = {
         {"k": rng.randint(-10 ** 12, 10 ** 12), "l": [rng.random()] * rng.randint(0, 3)},
         [rng.uniform(-1, 1) * 10.0 ** rng.randint(-20, 20), float(rng.randint(0, 10 ** 17))]])),
     "UUID": lambda rng, _: _uuid(rng),
+    # Words zero a third of the time: runs of one, two, ... zero words, as the server writes them.
     "INET6": lambda rng, _: str(ipaddress.IPv6Address(rng.choice(
-        [rng.getrandbits(128), rng.getrandbits(32), (0xFFFF << 32) | rng.getrandbits(32)]))),
+        [rng.getrandbits(128), rng.getrandbits(32), (0xFFFF << 32) | rng.getrandbits(32),
+         int.from_bytes(b"".join(b"\0\0" if rng.random() < 0.33 else rng.randbytes(2)
+                                 for _ in range(8)), "big")]))),
     "INET4": lambda rng, _: str(ipaddress.IPv4Address(rng.getrandbits(32))),
 }
 
