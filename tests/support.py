@@ -325,6 +325,10 @@ def last_committed(topic: str) -> int:
             end = c.get_watermark_offsets(tp, timeout=10)[1]  # the last stable offset
         except KafkaException:
             return -1  # the topic doesn't exist yet
+        if end <= 0:
+            # Made, nothing in it yet (a streamer killed before its first commit): an empty
+            # partition's position is never set, so it would never be read to its end.
+            return -1
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         last = -1
         deadline = time.monotonic() + 30
