@@ -197,6 +197,9 @@ def sql_literal(conn: Any, field: Dict[str, Any], value: Any) -> str:
         return conn.escape(moment.strftime("%Y-%m-%d %H:%M:%S.%f"))
     if logical == "streamer.time-micros" and isinstance(value, str):
         return conn.escape(_time_text(value))
+    if field.get("mysql.type") == "year" and value == 0:
+        # The zero year: the number 0 is 2000 to a YEAR(2) (MariaDB's), the text to both.
+        return "'0000'"
     return conn.escape(value)
 
 

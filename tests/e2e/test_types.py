@@ -837,3 +837,38 @@ def test_old_temporal_formats_read_as_select_shows_them_in_binlog_and_snapshot(t
     binlog_schema = support.decoder(ns).schema_of(msgs[0]["raw_value"])["fields"][0]
     snapshot_schema = support.decoder(ns2).schema_of(snapped[0]["raw_value"])["fields"][0]
     assert binlog_schema == snapshot_schema
+
+
+@pytest.mark.every_source
+def test_a_two_digit_year_is_published_as_its_year_and_keys_chunks_in_order(db, source, tmp_path):
+    # MariaDB's YEAR(2) (MySQL 8.0 makes it a YEAR): SELECT shows 24 for 2024, the binlog holds
+    # the year. A snapshot publishes the year too, and a key holding one chunks every row once:
+    # the server compares such a column with a constant each way but in the year's order
+    # (MariaDB 10.11 and 11.4: `y > 1970` finds 1999 and not 2000).
+    if source.mysql:
+        pytest.skip("MySQL 8.0 has no YEAR(2)")
+    from tests.e2e.test_snapshot import snapshot_cli
+    name, conn = db
+    support.sql(conn, "CREATE TABLE y2 (y YEAR(2), id INT, v YEAR(2) NULL, PRIMARY KEY (y, id))")
+    f, p = support.master_pos(conn)
+    years = ["'0000'", "1970", "1999", "0", "24", "2069"]  # 0 is 2000; '0000' the zero year
+    for i, year in enumerate(years):
+        support.sql(conn, "INSERT INTO y2 VALUES " + ", ".join(
+            f"({year}, {k}, {years[(i + k) % len(years)]})" for k in range(1, 4)))
+    shown = {(r[0], r[1]): r[2] for r in support.sql(conn, "SELECT YEAR(y), id, YEAR(v) FROM y2")}
+    assert len(shown) == 18 and {y for y, _ in shown} == {1900, 1970, 1999, 2000, 2024, 2069}
+    want = {(0 if y == 1900 else y, k): 0 if v == 1900 else v for (y, k), v in shown.items()}
+    ns = support.unique("y2")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.y2"], server=source,
+                               snapshot={"chunk_rows": 2})
+    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+                                 "--start-pos", str(p)) as proc:
+        support.consume([f"{ns}.{name}.y2"], expect=18, decode_ns=ns)
+        rc, _, err = snapshot_cli(cfg, "--tables", f"{name}.y2")
+        assert rc == 0, err
+        msgs = support.consume([f"{ns}.{name}.y2"], expect=36, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    for op in ("c", "r"):
+        got = [(m["value"]["after"]["y"], m["value"]["after"]["id"], m["value"]["after"]["v"])
+               for m in msgs if m["value"]["op"] == op]
+        assert sorted(got) == sorted((y, k, v) for (y, k), v in want.items()), (op, got)

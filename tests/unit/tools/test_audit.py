@@ -73,3 +73,6 @@ def test_a_key_is_looked_up_again_by_the_literals_of_its_columns_types():
     assert sql_literal(c, tm, "-1 day, 23:59:59.999999") == "'-0:00:00.000001'"
     assert sql_literal(c, tm, "34 days, 22:59:59") == "'838:59:59.000000'"
     assert sql_literal(c, {"type": "int"}, 7) == "'7'" and sql_literal(c, {"type": "int"}, None) == "NULL"
+    # The zero year as text: the number 0 is the year 2000 to MariaDB's YEAR(2).
+    year = {"type": "int", "mysql.type": "year"}
+    assert sql_literal(c, year, 0) == "'0000'" and sql_literal(c, year, 2000) == "'2000'"
