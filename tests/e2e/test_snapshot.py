@@ -4,6 +4,7 @@ import collections
 import contextlib
 import datetime
 import decimal
+import ipaddress
 import os
 import random
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -587,13 +589,25 @@ def _key_value(sql_type, rng):
         "ENUM": lambda: rng.choice("zam"),
         "SET": lambda: ",".join(rng.sample("xyz", rng.randint(0, 3))),
         "BIT": lambda: rng.randrange(1024),
-    }[kind]()
+        # MariaDB's own: a UUID of each version the server sorts its own way (1 by its time,
+        # the rest by their bytes), addresses with runs of zero words, and mapped IPv4 ones.
+        "UUID": lambda: str(uuid.UUID(int=rng.getrandbits(128) & ~(0xF << 76) & ~(0xC << 60)
+                                      | rng.choice([1, 4, 7]) << 76 | 0x8 << 60)),
+        "INET6": lambda: str(ipaddress.IPv6Address(rng.choice(
+            [rng.getrandbits(128), (0xFFFF << 32) | rng.getrandbits(32),
+             int.from_bytes(b"".join(b"\0\0" if rng.random() < 0.5 else rng.randbytes(2)
+                                     for _ in range(8)), "big")]))),
+        "INET4": lambda: str(ipaddress.IPv4Address(rng.choice([0, 2 ** 32 - 1,
+                                                               rng.getrandbits(32)]))),
+        "YEAR(2)": lambda: rng.choice(["0000", 0, 1970, 1999, 2024, 2069, rng.randint(1970, 2069)]),
+    }[kind if sql_type != "YEAR(2)" else sql_type]()
 
 
 KEY_TYPES = ["VARCHAR(8) COLLATE utf8mb4_general_ci", "VARCHAR(8) COLLATE utf8mb4_bin",
              "CHAR(4) CHARACTER SET latin1", "VARBINARY(6)", "INT", "BIGINT UNSIGNED",
              "DECIMAL(10,3)", "DOUBLE", "FLOAT", "DATETIME(6)", "TIMESTAMP(3)", "DATE", "TIME(2)",
              "YEAR", "ENUM('z','a','m')", "SET('x','y','z')", "BIT(10)"]
+MARIADB_KEY_TYPES = ["UUID", "INET6", "INET4", "YEAR(2)"]
 
 
 class _KeyLoad(threading.Thread):
@@ -644,7 +658,7 @@ def test_chunks_follow_every_kind_of_key_under_changes_each_row_once_and_current
     rng = support.rng(f"keys {source.name}")
     support.sql(conn, "SET time_zone = '+00:00'")
     key_types = {}
-    for i, key_type in enumerate(KEY_TYPES):
+    for i, key_type in enumerate(KEY_TYPES + ([] if source.mysql else MARIADB_KEY_TYPES)):
         for composite in (False, True):
             t = f"k{i}{'c' if composite else ''}"
             key_types[t] = key_type
