@@ -334,13 +334,21 @@ def key_literal(conn: Any, column: Column, value: Any) -> str:
     return conn.escape(value)
 
 
+# The server's SQL modes a snapshot connection leaves out of the one it is given (the global's):
+# the key literals' backslash escapes, CHAR values as the binlog holds them (not padded to their
+# length), and '' as itself (MariaDB's EMPTY_STRING_IS_NULL).
+_MODES_LEFT_OUT = ("NO_BACKSLASH_ESCAPES", "PAD_CHAR_TO_FULL_LENGTH", "EMPTY_STRING_IS_NULL")
+
+
 def session(conn: Any) -> None:
-    """What a snapshot connection needs: UTC, so TIMESTAMP text is the instant, and backslash
-    escapes, which the key literals use. (Each chunk's SELECT runs in autocommit mode: one
-    consistent, non-locking read of its own.)"""
+    """What a snapshot connection needs: UTC, so TIMESTAMP text is the instant, and none of
+    ``_MODES_LEFT_OUT``. (Each chunk's SELECT runs in autocommit mode: one consistent,
+    non-locking read of its own.)"""
+    mode = "@@SESSION.sql_mode"
+    for left_out in _MODES_LEFT_OUT:
+        mode = f"REPLACE({mode}, '{left_out}', '')"
     with conn.cursor() as cur:
-        cur.execute("SET SESSION time_zone = '+00:00', "
-                    "sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')")
+        cur.execute(f"SET SESSION time_zone = '+00:00', sql_mode = {mode}")
 
 
 def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition: Optional[str],
