@@ -341,14 +341,18 @@ _MODES_LEFT_OUT = ("NO_BACKSLASH_ESCAPES", "PAD_CHAR_TO_FULL_LENGTH", "EMPTY_STR
 
 
 def session(conn: Any) -> None:
-    """What a snapshot connection needs: UTC, so TIMESTAMP text is the instant, and none of
-    ``_MODES_LEFT_OUT``. (Each chunk's SELECT runs in autocommit mode: one consistent,
-    non-locking read of its own.)"""
+    """What a snapshot connection needs: UTC, so TIMESTAMP text is the instant, none of
+    ``_MODES_LEFT_OUT``, and REPEATABLE READ whatever the server's default: each chunk's SELECT
+    runs in autocommit mode, one consistent, non-locking read of its own, which READ
+    UNCOMMITTED would make a read of changes not yet committed (a row rolled back later was
+    published as it never was), and read-only mode's consistent-snapshot transaction is one
+    only in REPEATABLE READ (the server ignores WITH CONSISTENT SNAPSHOT in the others)."""
     mode = "@@SESSION.sql_mode"
     for left_out in _MODES_LEFT_OUT:
         mode = f"REPLACE({mode}, '{left_out}', '')"
     with conn.cursor() as cur:
         cur.execute(f"SET SESSION time_zone = '+00:00', sql_mode = {mode}")
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
 def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition: Optional[str],

@@ -738,3 +738,35 @@ def test_the_servers_sql_modes_that_change_values_read_are_left_out_of_a_snapsho
     want = [{"k": "", "c": "a"}, {"k": "b", "c": ""}, {"k": "c", "c": "cc"}, {"k": "d", "c": None}]
     for op in ("c", "r"):
         assert [m["value"]["after"] for m in msgs if m["value"]["op"] == op] == want, op
+
+
+@pytest.mark.every_source
+def test_a_change_not_yet_committed_is_not_read_by_a_snapshot_whatever_the_servers_isolation(
+        db, source, tmp_path):
+    # A server whose default isolation is READ UNCOMMITTED: a chunk's SELECT read a change a
+    # session had not committed, and published it though it was rolled back after.
+    name, conn = db
+    support.sql(conn, "CREATE TABLE ru (k INT PRIMARY KEY, c VARCHAR(10))",
+                "INSERT INTO ru VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    ns = support.unique("ru")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.ru"], server=source,
+                               snapshot={"chunk_rows": 1})
+    variable = "transaction_isolation" if source.mysql else "tx_isolation"
+    was = support.sql(conn, f"SELECT @@GLOBAL.{variable}")[0][0]
+    writer = source.admin(name)
+    support.sql(conn, "SET GLOBAL TRANSACTION ISOLATION LEVEL READ UNCOMMITTED")
+    try:
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            support.wait_for(lambda: "reading the binlog" in proc.output(), what="the stream")
+            support.sql(writer, "BEGIN", "UPDATE ru SET c = 'never' WHERE k = 2")
+            rc, _, err = snapshot_cli(cfg, "--tables", f"{name}.ru")
+            assert rc == 0, err
+            support.wait_for(lambda: " done: " in proc.output(), what="the snapshot")
+            support.sql(writer, "ROLLBACK")
+            support.sql(conn, "INSERT INTO ru VALUES (4, 'd')")
+            msgs = support.consume([f"{ns}.{name}.ru"], expect=4, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+    finally:
+        support.sql(conn, f"SET GLOBAL {variable} = '{was}'")
+    assert [(m["value"]["op"], m["value"]["after"]["c"]) for m in msgs] == [
+        ("r", "a"), ("r", "b"), ("r", "c"), ("c", "d")]
