@@ -48,6 +48,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from streamer.source.oldtemporal import OLD
+from streamer.source.sqltext import SHOWN_NAME, unquote_shown
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +149,8 @@ _TEMPORAL = ("datetime", "time", "timestamp")
 UNKNOWN_DIGITS = -1  # an old temporal column its table's definition no longer has
 
 
-_PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*`((?:[^`]|``)+)`\s*,\s*`((?:[^`]|``)+)`\s*\)",
-                     re.IGNORECASE)
+_PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME\s*\(\s*(" + SHOWN_NAME + r")\s*,\s*(" + SHOWN_NAME
+                     + r")\s*\)", re.IGNORECASE)
 
 
 def period_of(conn: Any, db: str, table: str) -> Period:
@@ -161,7 +162,7 @@ def period_of(conn: Any, db: str, table: str) -> Period:
     m = _PERIOD.search(str(row[1]) if row else "")
     if m is None:
         return Period(IMPLICIT_PERIOD[0], IMPLICIT_PERIOD[1], True)
-    return Period(m.group(1).replace("``", "`"), m.group(2).replace("``", "`"), False)
+    return Period(unquote_shown(m.group(1)), unquote_shown(m.group(2)), False)
 
 
 class Definitions:

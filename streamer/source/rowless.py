@@ -33,7 +33,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 import pymysql
 
 from streamer.source.chunks import quote
-from streamer.source.sqltext import folded, name_at, table_statement, unquote
+from streamer.source.sqltext import (SHOWN_NAME, folded, name_at, table_statement,
+                                     unquote_shown)
 
 # What an ALTER TABLE does without row events, by its first two words, and where the other table
 # an exchange or a move names is (counted from the first word).
@@ -110,8 +111,9 @@ class Cascade(NamedTuple):
 
 # A foreign key as SHOW CREATE TABLE writes it, with its actions.
 _FOREIGN_KEY = re.compile(
-    r"CONSTRAINT `((?:[^`]|``)+)` FOREIGN KEY \(.*?\) REFERENCES ((?:`(?:[^`]|``)+`\.)?`(?:[^`]|``)+`)"
-    r" \(.*?\)((?: ON (?:DELETE|UPDATE) (?:CASCADE|SET NULL|SET DEFAULT|RESTRICT|NO ACTION))*)")
+    r"CONSTRAINT (" + SHOWN_NAME + r") FOREIGN KEY \(.*?\) REFERENCES ((?:" + SHOWN_NAME + r"\.)?"
+    + SHOWN_NAME + r") \(.*?\)((?: ON (?:DELETE|UPDATE) (?:CASCADE|SET NULL|SET DEFAULT|RESTRICT|"
+    r"NO ACTION))*)")
 
 
 def cascading(conn: Any, published: Callable[[str, str], bool]) -> List[Cascade]:
@@ -140,8 +142,8 @@ def _actions(db: str, table: str, definition: str) -> List[Cascade]:
         rules = dict(re.findall(r" ON (DELETE|UPDATE) (CASCADE|SET NULL|SET DEFAULT|RESTRICT|"
                                 r"NO ACTION)", m.group(3)))
         if any(rule in ACTIONS for rule in rules.values()):
-            parent = [unquote(p) for p in re.findall(r"`(?:[^`]|``)+`", m.group(2))]
-            out.append(Cascade(db, table, m.group(1).replace("``", "`"),
+            parent = [unquote_shown(p) for p in re.findall(SHOWN_NAME, m.group(2))]
+            out.append(Cascade(db, table, unquote_shown(m.group(1)),
                                ".".join(parent if len(parent) == 2 else [db] + parent),
                                rules.get("DELETE", "RESTRICT"), rules.get("UPDATE", "RESTRICT")))
     return out

@@ -170,3 +170,13 @@ def table_statement(sql: str, default_db: str) -> Optional[TableStatement]:
 def unquote(part: str) -> str:
     """An identifier as the server knows it: back-quotes taken off, doubled ones made one."""
     return part[1:-1].replace("``", "`") if part.startswith("`") else part
+
+
+# An identifier as SHOW CREATE TABLE writes it: in back-quotes, or in double quotes when the
+# session's sql_mode has ANSI_QUOTES (the server's default may); a quote inside is doubled.
+SHOWN_NAME = r"(?:`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\")"
+
+
+def unquote_shown(name: str) -> str:
+    """A ``SHOWN_NAME`` as the server knows it."""
+    return name[1:-1].replace(name[0] * 2, name[0])

@@ -67,6 +67,14 @@ def test_foreign_keys_with_actions_are_read_from_the_tables_definition():
     assert found == [("shop", "c", "c_a", "shop.p", "CASCADE", "RESTRICT"),
                      ("shop", "c", "c`b", "other.q", "RESTRICT", "SET NULL")]
     assert found[1].says() == "`c`b` on other.q (ON UPDATE SET NULL)"
+    # The same with ANSI_QUOTES in the server's sql_mode: SHOW CREATE TABLE quotes in double
+    # quotes (as MariaDB 10.11 and MySQL 8.0 write it), and the actions were not found.
+    ansi = definition.replace("`c``b`", '"c`b"').replace("``", "`")
+    ansi = ansi.replace('"c`b"', "C_B").replace("`", '"').replace("C_B", '"c`b"')
+    assert 'CONSTRAINT "c_a" FOREIGN KEY ("a") REFERENCES "p" ("id")' in ansi
+    assert _actions("shop", "c", ansi) == found
+    assert _actions("shop", "c", ansi.replace('"p" ("id") ON DELETE CASCADE',
+                                              '"p""q" ("id") ON DELETE CASCADE'))[0].parent == 'shop.p"q'
     said = cascades_said(found)
     assert [t for t, _ in said] == ["shop.c"]
     assert said[0][1].startswith("its rows are changed by foreign key actions: `c_a` on shop.p "
