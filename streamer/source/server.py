@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import logging
 import re
 import socket
 import ssl
@@ -16,6 +17,8 @@ from streamer.config import Config
 from streamer.errors import ConfigError, SourceError
 from streamer.position import GtidSet
 from streamer.source import logins
+
+log = logging.getLogger(__name__)
 
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
@@ -91,6 +94,9 @@ def _unverified_tls() -> ssl.SSLContext:
     return ctx
 
 
+LONGEST_WAIT_S = 31536000  # wait_timeout's maximum on both servers
+
+
 class Connection(pymysql.connections.Connection):
     """Every connection the streamer makes to MySQL. pymysql 1.2 prefers TLS when no TLS option
     is given, and builds a new context for it on every connection, loading the system's CA bundle
@@ -105,6 +111,16 @@ class Connection(pymysql.connections.Connection):
     def connect(self, sock: Any = None) -> None:
         logins.install()
         super().connect(sock)
+        # A streamer connection may sit idle for days (the table definitions' until the next
+        # DDL, a snapshot's between requests): a server's low wait_timeout closed it, and its
+        # next use restarted the stream ("a MySQL connection was lost"). Each session keeps
+        # the longest the server takes (a year; MySQL refuses an expression here). A refusal
+        # leaves the server's, as before.
+        try:
+            with self.cursor() as cur:
+                cur.execute(f"SET SESSION wait_timeout = {LONGEST_WAIT_S}")
+        except pymysql.err.MySQLError as exc:
+            log.debug("the session's wait_timeout stays the server's: %s", exc)
 
     def _create_ssl_ctx(self, sslp: Any) -> Any:
         if isinstance(sslp, dict) and not sslp:  # preferred TLS, no option given

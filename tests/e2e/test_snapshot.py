@@ -771,3 +771,36 @@ def test_a_change_not_yet_committed_is_not_read_by_a_snapshot_whatever_the_serve
         support.sql(conn, f"SET GLOBAL {variable} = '{was}'")
     assert [(m["value"]["op"], m["value"]["after"]["c"]) for m in msgs] == [
         ("r", "a"), ("r", "b"), ("r", "c"), ("c", "d")]
+
+
+@pytest.mark.every_source
+def test_a_connection_idle_past_the_servers_wait_timeout_does_not_restart_the_stream(
+        db, source, tmp_path):
+    # A server that closes idle sessions after 2 s: the streamer's own connections (a
+    # snapshot's, between two requests; on MariaDB the table definitions', between two new
+    # tables) keep theirs, where their next use lost the connection and restarted the stream.
+    name, conn = db
+    ns = support.unique("wt")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source)
+    was = support.sql(conn, "SELECT @@GLOBAL.wait_timeout")[0][0]
+    kind = "BINARY(16)" if source.mysql else "UUID"
+    support.sql(conn, "SET GLOBAL wait_timeout = 2")
+    try:
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            support.wait_for(lambda: "reading the binlog" in proc.output(), what="the stream")
+            for table in ("a", "b"):
+                support.sql(conn, f"CREATE TABLE {table} (id INT PRIMARY KEY, u {kind})",
+                            f"INSERT INTO {table} VALUES (1, NULL)")
+                rc, _, err = snapshot_cli(cfg, "--tables", f"{name}.{table}")
+                assert rc == 0, err
+                support.wait_for(lambda: proc.output().count(" done: ") == 1 + (table == "b"),
+                                 what=f"the snapshot of {table}")
+                time.sleep(4)
+            support.sql(conn, "INSERT INTO a VALUES (2, NULL)")
+            msgs = support.consume([f"{ns}.{name}.a", f"{ns}.{name}.b"], expect=5, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+    finally:
+        support.sql(conn, f"SET GLOBAL wait_timeout = {int(was)}")
+    assert sorted((m["topic"][-1], m["value"]["op"], m["value"]["after"]["id"]) for m in msgs) == [
+        ("a", "c", 1), ("a", "c", 2), ("a", "r", 1), ("b", "c", 1), ("b", "r", 1)]
+    assert "connection was lost" not in proc.output(), proc.output()[-3000:]
