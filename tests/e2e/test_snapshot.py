@@ -29,6 +29,21 @@ def snapshot_cli(cfg, *args, timeout=60):
     return done.returncode, done.stdout, done.stderr
 
 
+def stream_then_snapshot(cfg, log, start, table, ns, changes, reads):
+    """A streamer run from ``start`` (file, offset) until ``changes`` messages of ``table``
+    (``db.t``) are in its topic, then asked for a snapshot of it: the topic's messages once its
+    ``reads`` came too."""
+    topic = f"{ns}.{table}"
+    with support.StreamerProcess(cfg, log, "--start-file", start[0],
+                                 "--start-pos", str(start[1])) as proc:
+        support.consume([topic], expect=changes, decode_ns=ns)
+        rc, _, err = snapshot_cli(cfg, "--tables", table)
+        assert rc == 0, err
+        msgs = support.consume([topic], expect=changes + reads, decode_ns=ns)
+        assert proc.stop() == 0, proc.output()[-3000:]
+    return msgs
+
+
 def materialize(msgs):
     """The state a compacting consumer ends with: the last c/u/r per key; d and a tombstone
     remove the key."""
@@ -727,13 +742,7 @@ def test_the_servers_sql_modes_that_change_values_read_are_left_out_of_a_snapsho
     was = support.sql(conn, "SELECT @@GLOBAL.sql_mode")[0][0]
     support.sql(conn, f"SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',{modes}')")
     try:
-        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
-                                     "--start-pos", str(p)) as proc:
-            support.consume([f"{ns}.{name}.pc"], expect=4, decode_ns=ns)
-            rc, _, err = snapshot_cli(cfg, "--tables", f"{name}.pc")
-            assert rc == 0, err
-            msgs = support.consume([f"{ns}.{name}.pc"], expect=8, decode_ns=ns)
-            assert proc.stop() == 0, proc.output()[-3000:]
+        msgs = stream_then_snapshot(cfg, str(tmp_path / "log"), (f, p), f"{name}.pc", ns, 4, 4)
     finally:
         support.sql(conn, f"SET GLOBAL sql_mode = '{was}'")
     want = [{"k": "", "c": "a"}, {"k": "b", "c": ""}, {"k": "c", "c": "cc"}, {"k": "d", "c": None}]

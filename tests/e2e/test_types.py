@@ -702,7 +702,7 @@ def test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_sele
         typed_table, tmp_path, source):
     # Beside the edges above: 300 random rows, each updated (before and after images), then
     # snapshotted; every nullable value NULL one time in ten.
-    from tests.e2e.test_snapshot import snapshot_cli
+    from tests.e2e.test_snapshot import stream_then_snapshot
     name, conn = typed_table
     columns = [c for c in columns_of(source) if c not in GEOMETRY]
     rng = support.rng(source.name)
@@ -741,13 +741,8 @@ def test_random_rows_of_every_type_inserted_updated_and_snapshotted_read_as_sele
     assert all(inserted[i] != updated[i] for i in inserted)
     ns = support.unique("tyr")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.types"], server=source)
-    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
-                                 "--start-pos", str(p)) as proc:
-        support.consume([f"{ns}.{name}.types"], expect=600, decode_ns=ns)
-        rc, _, err = snapshot_cli(cfg, "--tables", f"{name}.types")
-        assert rc == 0, err
-        msgs = support.consume([f"{ns}.{name}.types"], expect=900, decode_ns=ns)
-        assert proc.stop() == 0, proc.output()[-3000:]
+    msgs = stream_then_snapshot(cfg, str(tmp_path / "log"), (f, p), f"{name}.types", ns, 600,
+                                300)
     images, wrong = _images_against(msgs, inserted, updated, columns, every=1)
     assert images == {"c": 300, "u": 600, "r": 300} and not wrong, support.seeded(
         "\n".join(wrong[:30]))
@@ -847,7 +842,7 @@ def test_a_two_digit_year_is_published_as_its_year_and_keys_chunks_in_order(db, 
     # (MariaDB 10.11 and 11.4: `y > 1970` finds 1999 and not 2000).
     if source.mysql:
         pytest.skip("MySQL 8.0 has no YEAR(2)")
-    from tests.e2e.test_snapshot import snapshot_cli
+    from tests.e2e.test_snapshot import stream_then_snapshot
     name, conn = db
     support.sql(conn, "CREATE TABLE y2 (y YEAR(2), id INT, v YEAR(2) NULL, PRIMARY KEY (y, id))")
     f, p = support.master_pos(conn)
@@ -861,13 +856,7 @@ def test_a_two_digit_year_is_published_as_its_year_and_keys_chunks_in_order(db, 
     ns = support.unique("y2")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.y2"], server=source,
                                snapshot={"chunk_rows": 2})
-    with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
-                                 "--start-pos", str(p)) as proc:
-        support.consume([f"{ns}.{name}.y2"], expect=18, decode_ns=ns)
-        rc, _, err = snapshot_cli(cfg, "--tables", f"{name}.y2")
-        assert rc == 0, err
-        msgs = support.consume([f"{ns}.{name}.y2"], expect=36, decode_ns=ns)
-        assert proc.stop() == 0, proc.output()[-3000:]
+    msgs = stream_then_snapshot(cfg, str(tmp_path / "log"), (f, p), f"{name}.y2", ns, 18, 18)
     for op in ("c", "r"):
         got = [(m["value"]["after"]["y"], m["value"]["after"]["id"], m["value"]["after"]["v"])
                for m in msgs if m["value"]["op"] == op]
