@@ -208,37 +208,25 @@ def _table_map(db, table, table_id):
                            null_bitmask=b"\x00", table_id=table_id, get_table=lambda: state)
 
 
+def _show_create(text):
+    """A connection whose SHOW CREATE TABLE of db.t answers ``text``."""
+    class _ShowCreate(_Cursor):
+        def execute(self, sql, args=None):
+            assert sql == "SHOW CREATE TABLE `db`.`t`"
+            self.rows = [("t", text)]
+    return SimpleNamespace(cursor=_ShowCreate)
+
+
 def test_a_period_is_read_from_show_create_table_in_either_quoting():
     # With ANSI_QUOTES in the server's sql_mode, SHOW CREATE TABLE quotes names in double quotes
     # (MariaDB 10.11's own output below); a period not found was taken for the implicit one.
-    class Conn:
-        def __init__(self, text):
-            self.text = text
-
-        def cursor(self):
-            conn = self
-
-            class Cursor:
-                def __enter__(self):
-                    return self
-
-                def __exit__(self, *exc):
-                    return False
-
-                def execute(self, sql):
-                    assert sql == "SHOW CREATE TABLE `db`.`t`"
-
-                def fetchone(self):
-                    return ("t", conn.text)
-            return Cursor()
-
     ansi = ('CREATE TABLE "t" (\n  "id" int(11) NOT NULL,\n  "s""x" timestamp(6) GENERATED ALWAYS '
             'AS ROW START,\n  "e" timestamp(6) GENERATED ALWAYS AS ROW END,\n  PRIMARY KEY ("id",'
             '"e"),\n  PERIOD FOR SYSTEM_TIME ("s""x", "e")\n) ENGINE=InnoDB WITH SYSTEM VERSIONING')
-    assert definitions.period_of(Conn(ansi), "db", "t") == ("s\"x", "e", False)
+    assert definitions.period_of(_show_create(ansi), "db", "t") == ("s\"x", "e", False)
     plain = ansi.replace('"s""x"', '`s"x`').replace('"e"', "`e`")
-    assert definitions.period_of(Conn(plain), "db", "t") == ("s\"x", "e", False)
+    assert definitions.period_of(_show_create(plain), "db", "t") == ("s\"x", "e", False)
     ticks = plain.replace('`s"x`', "`s``t`")
-    assert definitions.period_of(Conn(ticks), "db", "t") == ("s`t", "e", False)
+    assert definitions.period_of(_show_create(ticks), "db", "t") == ("s`t", "e", False)
     implicit = "CREATE TABLE `t` (\n  `id` int(11) NOT NULL\n) WITH SYSTEM VERSIONING"
-    assert definitions.period_of(Conn(implicit), "db", "t") == ("row_start", "row_end", True)
+    assert definitions.period_of(_show_create(implicit), "db", "t") == ("row_start", "row_end", True)
