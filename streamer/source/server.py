@@ -95,6 +95,19 @@ def _unverified_tls() -> ssl.SSLContext:
 
 
 LONGEST_WAIT_S = 31536000  # wait_timeout's maximum on both servers
+NO_LIMIT = 18446744073709551615  # sql_select_limit's default: none
+
+# What every streamer session sets over the server's defaults, which a DBA may have lowered for
+# the applications' sessions. wait_timeout: a streamer connection may sit idle for days (the
+# table definitions' until the next DDL, a snapshot's between requests), and a server's low one
+# closed it, its next use restarting the stream. sql_select_limit: a global one cut every
+# SELECT without a LIMIT, the setup checks' and the table definitions' reads among them;
+# sql_big_selects: a global max_join_size refused a read that examines more rows. The time
+# limit on a statement (a global max_statement_time, MySQL's max_execution_time) stopped a
+# read as long as its table; a chunk's own, snapshot.chunk_timeout_s, is set per statement.
+SESSION = (f"wait_timeout = {LONGEST_WAIT_S}, sql_select_limit = {NO_LIMIT}, "
+           "sql_big_selects = 1, ")
+NO_TIME_LIMIT = {True: "max_statement_time = 0", False: "max_execution_time = 0"}
 
 
 class Connection(pymysql.connections.Connection):
@@ -106,21 +119,21 @@ class Connection(pymysql.connections.Connection):
     not, is unchanged. (source.patches checks that pymysql still has the methods overridden.)
 
     A login by RSA (MySQL 8's caching_sha2_password without TLS) is encrypted by source.logins
-    where PyMySQL has no ``cryptography`` to do it."""
+    where PyMySQL has no ``cryptography`` to do it.
+
+    Each session sets ``SESSION`` over the server's defaults (MySQL refuses an expression
+    there: the values are literals); a refusal leaves the server's, logged."""
 
     def connect(self, sock: Any = None) -> None:
         logins.install()
         super().connect(sock)
-        # A streamer connection may sit idle for days (the table definitions' until the next
-        # DDL, a snapshot's between requests): a server's low wait_timeout closed it, and its
-        # next use restarted the stream ("a MySQL connection was lost"). Each session keeps
-        # the longest the server takes (a year; MySQL refuses an expression here). A refusal
-        # leaves the server's, as before.
+        mariadb = "MariaDB" in (self.server_version or "")
         try:
             with self.cursor() as cur:
-                cur.execute(f"SET SESSION wait_timeout = {LONGEST_WAIT_S}")
+                cur.execute("SET SESSION " + SESSION + NO_TIME_LIMIT[mariadb])
         except pymysql.err.MySQLError as exc:
-            log.debug("the session's wait_timeout stays the server's: %s", exc)
+            log.warning("the session keeps the server's wait_timeout, sql_select_limit, "
+                        "sql_big_selects and statement time limit: %s", exc)
 
     def _create_ssl_ctx(self, sslp: Any) -> Any:
         if isinstance(sslp, dict) and not sslp:  # preferred TLS, no option given
