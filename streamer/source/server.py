@@ -128,12 +128,19 @@ class Connection(pymysql.connections.Connection):
         logins.install()
         super().connect(sock)
         mariadb = "MariaDB" in (self.server_version or "")
+        settings = SESSION + NO_TIME_LIMIT[mariadb]
+        if self.autocommit_mode is not None:
+            # The server's init_connect runs after the login's OK packet, whose status pymysql
+            # took for the session's: an init_connect's 'SET autocommit=0' left a snapshot
+            # request and watermark uncommitted, rolled back at close (the request's CLI said
+            # it was made, and nothing came).
+            settings += f", autocommit = {int(self.autocommit_mode)}"
         try:
             with self.cursor() as cur:
-                cur.execute("SET SESSION " + SESSION + NO_TIME_LIMIT[mariadb])
+                cur.execute("SET SESSION " + settings)
         except pymysql.err.MySQLError as exc:
             log.warning("the session keeps the server's wait_timeout, sql_select_limit, "
-                        "sql_big_selects and statement time limit: %s", exc)
+                        "sql_big_selects, statement time limit and autocommit: %s", exc)
 
     def _create_ssl_ctx(self, sslp: Any) -> Any:
         if isinstance(sslp, dict) and not sslp:  # preferred TLS, no option given

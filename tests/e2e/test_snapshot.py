@@ -816,11 +816,13 @@ def test_a_connection_idle_past_the_servers_wait_timeout_does_not_restart_the_st
 
 
 @pytest.mark.every_source
-def test_the_servers_limits_on_reads_are_lifted_from_the_streamers_sessions(db, source, tmp_path):
+def test_the_servers_settings_for_applications_sessions_are_lifted_from_the_streamers(
+        db, source, tmp_path):
     # A server whose global settings cut every SELECT to one row, refuse a read that examines
     # more, and stop a statement after a millisecond: the setup checks, the table definitions
     # and the chunks read all they ask for, where the stream never started (MariaDB) or restarted
-    # its connection over and over, its table filters unread (MySQL).
+    # its connection over and over, its table filters unread (MySQL). And whose init_connect
+    # turns autocommit off: the snapshot request is committed, where it was rolled back unseen.
     name, conn = db
     support.sql(conn, "CREATE TABLE lim (k INT PRIMARY KEY, a INT, b VARCHAR(9), c INT, KEY (a))")
     f, p = support.master_pos(conn)
@@ -831,12 +833,14 @@ def test_the_servers_limits_on_reads_are_lifted_from_the_streamers_sessions(db, 
     limits = {"sql_select_limit": "1", "max_join_size": "1"}
     limits.update({"max_execution_time": "1"} if source.mysql  # milliseconds
                   else {"max_statement_time": "0.001"})  # seconds
+    limits["init_connect"] = "'SET autocommit = 0'"  # run for users without SUPER only
     was = {v: support.sql(conn, f"SELECT @@GLOBAL.{v}")[0][0] for v in limits}
     support.sql(conn, "SET GLOBAL " + ", ".join(f"{v} = {n}" for v, n in limits.items()))
     try:
         msgs = stream_then_snapshot(cfg, str(tmp_path / "log"), (f, p), f"{name}.lim", ns, 8, 8)
     finally:
-        support.sql(conn, "SET GLOBAL " + ", ".join(f"{v} = {n}" for v, n in was.items()))
+        support.sql(conn, "SET GLOBAL " + ", ".join(f"{v} = %s" for v in was),
+                    args=tuple(was.values()))
     want = [{"k": i, "a": i % 3, "b": f"v{i}", "c": i * 7} for i in range(1, 9)]
     for op in ("c", "r"):
         assert sorted((m["value"]["after"] for m in msgs if m["value"]["op"] == op),
