@@ -153,6 +153,12 @@ class StreamInterrupted(Transient, ConnectionError):
     exit_code = EXIT_SOURCE
 
 
+class WithoutGtids(StreamInterrupted):
+    """MySQL stopped sending the binlog by GTID set: transactions without a GTID (written while
+    its gtid_mode was below ON) follow the stream's place, which it sends by file and offset
+    only. The stream resumes so (engine.supervisor)."""
+
+
 class ServerIdTaken(StreamInterrupted):
     """Another replica connected with the streamer's server_id, and the server ended the
     streamer's binlog stream in its favour. Retried, with a delay that keeps growing while it

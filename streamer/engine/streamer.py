@@ -112,8 +112,9 @@ class Streamer:
     def pipeline(self, publisher: Any, reader: Any, start: Position) -> Pipeline:
         """The stages of one connection, reading from ``start``."""
         cfg = self.cfg
-        tracker = Tracker(start, by_gtid=start_mod.gtid_for(cfg, start) is not None,
-                          holes=self.holes)
+        # Read by GTID set as the reader reads (a MySQL without GTIDs is read by file).
+        gtid = getattr(reader, "gtid_start", start_mod.gtid_for(cfg, start))
+        tracker = Tracker(start, by_gtid=gtid is not None, holes=self.holes)
         if start.file:
             self.metrics.resumed_at(start)  # the committed position until the first commit
         tables = self.catalog(publisher)

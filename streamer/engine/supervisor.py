@@ -23,7 +23,7 @@ from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
 from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RolledBackRows,
                              ServerBehind, ServerIdTaken, ServerUnreachable, SourceError,
-                             StreamInterrupted)
+                             StreamInterrupted, WithoutGtids)
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
@@ -92,6 +92,9 @@ class Supervisor:
         if warmup is not None:
             self.streamer.idle_hooks.append(warmup.run)
         self.reconnects = 0
+        # MySQL refused to go on by GTID set for transactions without GTIDs after the stream's
+        # place (source.reader.WithoutGtids): until this run ends, resume by file and offset.
+        self.by_file = False
         self.servers = failover.Servers(cfg)
         if len(self.servers.hosts) > 1:
             self.metrics.servers = self.servers
@@ -183,6 +186,8 @@ class Supervisor:
                         not isinstance(exc, ServerIdTaken):
                     retry.succeeded()
                     self.servers.worked()
+                if isinstance(exc, WithoutGtids):
+                    self.by_file = True
                 if isinstance(exc, ServerBehind):
                     self.servers.refused(exc)  # raises when no server is left to try
                 elif isinstance(exc, ServerUnreachable):
@@ -206,6 +211,8 @@ class Supervisor:
     def _connection(self, publisher: Any, position: Position) -> None:
         """One binlog connection, read until the stop."""
         gtid = start_mod.gtid_for(self.cfg, position)
+        if self.by_file and position.file:
+            gtid = None
         with self.new_reader(self.cfg, self.password, position, gtid) as reader:
             # On another server than the checkpoint's, the reader resumes by GTID set
             # (source.failover).

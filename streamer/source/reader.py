@@ -6,6 +6,7 @@ connection raises ``StreamInterrupted`` and the engine resumes from its last com
 """
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import re
@@ -17,18 +18,28 @@ from pymysqlreplication.event import MariadbAnnotateRowsEvent
 
 from streamer.config import Config
 from streamer.errors import (PatchTargetMissing, PurgedBinlog, ServerBehind, ServerIdTaken,
-                             ServerUnreachable, SourceError, StreamInterrupted)
+                             ServerUnreachable, SourceError, StreamInterrupted, WithoutGtids)
 from streamer.position import Position
 from streamer.source import caughtup, events, failover, patches
 from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.payload import TransactionPayloadEvent
 from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
-                                    ER_SLAVE_SAME_ID, SAME_ID_TEXT, Connection, binlog_files,
-                                    connect, connection_settings, label, replica_with_id,
-                                    server_id, server_uuid)
+                                    ER_SLAVE_SAME_ID, GTIDS_FIX, SAME_ID_TEXT, Connection,
+                                    binlog_files, connect, connection_settings, is_mariadb,
+                                    label, query_one, replica_with_id, server_id, server_uuid,
+                                    writes_gtids)
 
 log = logging.getLogger(__name__)
+
+# MySQL's refusals of a dump by GTID set for want of GTIDs (gtid_mode below ON): an anonymous
+# transaction after the set (ER_CANT_REPLICATE_ANONYMOUS_WITH_AUTO_POSITION), or a mode that
+# changed since the stream's start was checked.
+NO_GTID_DUMP = re.compile(r"anonymous transaction when AUTO_POSITION|in AUTO_POSITION mode")
+# MySQL's refusal of a transaction written under another gtid_mode than its own: an anonymous
+# one once it is ON, one with a GTID once it is OFF (ER_CANT_REPLICATE_ANONYMOUS_WITH_GTID_MODE_ON,
+# ER_CANT_REPLICATE_GTID_WITH_GTID_MODE_OFF), by any dump.
+OTHER_MODE = re.compile(r"Cannot replicate .* when @@GLOBAL\.GTID_MODE")
 
 
 class _NoLibraryReconnect(logging.Filter):
@@ -108,6 +119,15 @@ class BinlogReader:
                 self.start.xa = failover.translated_xa(conn, self.start.xa, where)
                 self.gtid_start = self.start.gtid_set
             self.start.server_uuid = uuid
+            if self.gtid_start is not None and self.start.file and not self.start.by_gtid \
+                    and not is_mariadb(conn):
+                # On its own MySQL, a checkpoint its file places resumes by it: a dump by GTID
+                # set leaves out, unsaid, any transaction without a GTID after it (written while
+                # gtid_mode was below ON), where a dump by file sends it or refuses (_classify).
+                self.gtid_start = None
+            elif self.gtid_start is not None and not writes_gtids(conn):
+                self._by_file(conn, where)
+            self._placed_by_file()  # also after a refusal of GTIDs (engine.supervisor.by_file)
             if self.gtid_start is not None:
                 failover.check_contains(conn, self.gtid_start, where)
                 begun = failover.begun(self.start)
@@ -127,6 +147,30 @@ class BinlogReader:
                 f"replication. Take a snapshot of the tables and restart from a new position "
                 f"(streamer run --start-file/--start-pos), after raising the server's "
                 f"binlog retention (expire_logs_days / binlog_expire_logs_seconds)")
+
+    def _by_file(self, conn: Any, where: str) -> None:
+        """A MySQL whose gtid_mode is not ON sends no binlog by GTID set: the stream resumes by
+        its file and offset (they place it on this server), or, with none, can't."""
+        row = query_one(conn, "SELECT @@GLOBAL.gtid_mode")
+        mode = row[0] if row else "unknown"
+        if not self.start.file:
+            raise SourceError(
+                f"{where} has gtid_mode {mode}: it sends its binlog by GTID set only when ON, "
+                f"and the stream's position ({self.start.describe()}) has no binlog file of "
+                f"this server to resume by: {GTIDS_FIX}, or start at an explicit binlog "
+                f"position (streamer run --start-file/--start-pos)")
+        self.gtid_start = None
+        self._placed_by_file()
+        log.warning("%s has gtid_mode %s: it sends its binlog by GTID set only when ON, so the "
+                    "stream resumes by binlog file and offset, from %s", where, mode,
+                    self.start.describe())
+
+    def _placed_by_file(self) -> None:
+        """A start read by file whose checkpoint was read by GTID set (by_gtid) is placed by
+        its file now, and says so."""
+        if self.gtid_start is None and self.start.by_gtid:
+            self.start = copy.copy(self.start)
+            self.start.by_gtid = False
 
     def _check_id_free(self, conn: Any, where: str) -> None:
         """Refuses a server_id a registered replica of the server reads with: the server would
@@ -286,6 +330,20 @@ def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None,
             f"it: the server stopped while writing it (a crash, a full disk), and hasn't started "
             f"a new one. Start the server again (with room on its disk): the stream then reads "
             f"on from its next binlog")
+    if code == ER_MASTER_FATAL_READING_BINLOG and OTHER_MODE.search(str(msg)):
+        return SourceError(
+            f"MySQL refuses to send the binlog after {start.describe()}: {msg}. Its binlog "
+            f"holds transactions written under another gtid_mode than its own now, which it "
+            f"sends no replica: the stream had not read them when gtid_mode was changed "
+            f"(MySQL's steps between OFF and ON wait for every replica to read them). Set "
+            f"gtid_mode back one step (to ON_PERMISSIVE from ON, OFF_PERMISSIVE from OFF) until "
+            f"the stream has read past them; if that can't be, take a snapshot of the tables "
+            f"and restart from a new position")
+    if code == ER_MASTER_FATAL_READING_BINLOG and gtid_start and NO_GTID_DUMP.search(str(msg)):
+        return WithoutGtids(
+            f"MySQL stopped sending the binlog by GTID set {gtid_start}: {msg}. Transactions "
+            f"without a GTID (written while its gtid_mode was below ON) follow the stream's "
+            f"place: it resumes by binlog file and offset")
     if code == ER_MASTER_FATAL_READING_BINLOG and gtid_start:
         # A dump by GTID set the server refuses: its binlog doesn't hold the set's transactions
         # as this set names them (purged, or a history that went another way): the next server

@@ -5,7 +5,8 @@ import types
 import pymysql
 import pytest
 
-from streamer.errors import PurgedBinlog, ServerIdTaken
+from streamer.errors import (PurgedBinlog, ServerIdTaken, SourceError, StreamInterrupted,
+                             WithoutGtids)
 from streamer.source import reader as reader_mod
 from streamer.source.reader import BinlogReader, cut_off
 
@@ -118,6 +119,40 @@ def test_a_stream_ended_for_another_reader_of_its_server_id_says_so_and_is_retri
     assert isinstance(reader_mod._classify(_refused("Could not find first log file name in "
                                                     "binary log index file"), start),
                       PurgedBinlog)
+
+
+# MySQL 8.0.15's words, as a dump met a transaction of another gtid_mode (seen on the server).
+_AT = ", at file /m/binlog/mysql-bin.000003, position 195.; the first event '' at 4"
+ANONYMOUS_BY_SET = "Cannot replicate anonymous transaction when AUTO_POSITION = 1" + _AT
+SET_REFUSED = ("The replication sender thread cannot start in AUTO_POSITION mode: this server "
+               "has GTID_MODE = OFF_PERMISSIVE instead of ON.")
+ANONYMOUS_WHEN_ON = "Cannot replicate anonymous transaction when @@GLOBAL.GTID_MODE = ON" + _AT
+GTID_WHEN_OFF = "Cannot replicate GTID-transaction when @@GLOBAL.GTID_MODE = OFF" + _AT
+
+
+@pytest.mark.parametrize("text", [ANONYMOUS_BY_SET, SET_REFUSED])
+def test_a_dump_by_gtid_set_refused_for_want_of_gtids_is_resumed_by_file(text):
+    # Taken for a server lacking the set's transactions, the stream stopped (exit 3) advising
+    # another server or a snapshot; the supervisor resumes it by file (WithoutGtids).
+    start = types.SimpleNamespace(describe=lambda: "mysql-bin.000001:2779")
+    found = reader_mod._classify(_refused(text), start, "u:1-10")
+    assert isinstance(found, WithoutGtids) and isinstance(found, StreamInterrupted)
+    assert str(found).endswith("it resumes by binlog file and offset")
+    # By file the first can't come, and the second's words name no anonymous transaction.
+    assert not isinstance(reader_mod._classify(_refused(text), start), WithoutGtids)
+
+
+@pytest.mark.parametrize("text", [ANONYMOUS_WHEN_ON, GTID_WHEN_OFF])
+@pytest.mark.parametrize("gtid_start", [None, "u:1-10"])
+def test_a_transaction_of_another_gtid_mode_stops_the_stream_naming_the_step_back(text,
+                                                                                 gtid_start):
+    start = types.SimpleNamespace(describe=lambda: "mysql-bin.000001:2779")
+    found = reader_mod._classify(_refused(text), start, gtid_start)
+    assert type(found) is SourceError
+    said = str(found)
+    assert said.startswith("MySQL refuses to send the binlog after mysql-bin.000001:2779: "
+                           "Cannot replicate ") and \
+        "Set gtid_mode back one step (to ON_PERMISSIVE from ON, OFF_PERMISSIVE from OFF)" in said
 
 
 def test_a_lost_stream_is_said_once_by_the_streamer_not_as_the_librarys_reconnect(
