@@ -120,10 +120,11 @@ class BinlogReader:
                 self.gtid_start = self.start.gtid_set
             self.start.server_uuid = uuid
             if self.gtid_start is not None and self.start.file and not self.start.by_gtid \
-                    and not is_mariadb(conn):
+                    and not is_mariadb(conn) and self.start.file in binlog_files(conn):
                 # On its own MySQL, a checkpoint its file places resumes by it: a dump by GTID
                 # set leaves out, unsaid, any transaction without a GTID after it (written while
                 # gtid_mode was below ON), where a dump by file sends it or refuses (_classify).
+                # (Its file purged, the set may still place it: the server checks.)
                 self.gtid_start = None
             elif self.gtid_start is not None and not writes_gtids(conn):
                 self._by_file(conn, where)
