@@ -252,8 +252,12 @@ def _check_snapshot(table, msgs, rows, log):
     # published instead: only a row never changed must be read.
     off = [(row, reads[row]) for row in set(reads) | set(range(1, rows + 1))
            if reads[row] > 1 or not reads[row] and not table.changes[row]]
+    lines = log.splitlines()
+    # What ended a table's snapshot early, if anything: its ERROR and the traceback after it.
+    ended = next((lines[i:i + 40] for i, ln in enumerate(lines)
+                  if " ERROR " in ln and "ends without its remaining rows" in ln), [])
     assert not off, support.seeded(str((len(off), sorted(off)[:10], [
-        ln for ln in log.splitlines() if " snapshot" in ln][-20:])))
+        ln for ln in lines if " snapshot" in ln][-20:], ended)))
 
 
 @pytest.mark.every_source
