@@ -75,6 +75,9 @@ class Streamer:
         self.totals = Totals()
         self.heap = gcpacing.OldGenerationLimit()
         self.idle_hooks: List[Callable[[Any, int, Callable[[], bool]], bool]] = []
+        # Whether the server's binlog is still the one read (source.resetguard), from the idle
+        # moments of a stream of a real server.
+        self.reset_guard: Optional[Any] = None
         self.uncompacted: set = set()
         self.definitions: Optional[Definitions] = None
         # Row changes a ROLLBACK TO SAVEPOINT took back, by transaction (stages.savepoints).
@@ -142,6 +145,10 @@ class Streamer:
                                              cfg.debezium.heartbeat_interval_s))
         for hook in self.idle_hooks:
             policy.idle_hooks.append(self._idle(hook, reader))
+        if self.reset_guard is not None:
+            settings = getattr(reader, "settings", {})
+            where = f"MySQL at {settings.get('host')}:{settings.get('port')}"
+            policy.idle_hooks.append(self.reset_guard.hook(tracker, where))
         pipeline = Pipeline(ctx, rows, stages)
         self.snapshots.pump()
         return pipeline

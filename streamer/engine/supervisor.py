@@ -29,6 +29,7 @@ from streamer.ops.metrics import Metrics
 from streamer.position import Position
 from streamer.source import failover, server
 from streamer.source.reader import BinlogReader
+from streamer.source.resetguard import ResetGuard
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ class Supervisor:
         if warmup is not None:
             self.streamer.idle_hooks.append(warmup.run)
         self.reconnects = 0
+        if reader is BinlogReader:  # a real server's binlog (not a test's events)
+            self.streamer.reset_guard = ResetGuard(
+                lambda: server.connect(server.connection_settings(cfg, self.password)),
+                clock.monotonic)
         # MySQL refused to go on by GTID set for transactions without GTIDs after the stream's
         # place (source.reader.WithoutGtids): until this run ends, resume by file and offset.
         self.by_file = False

@@ -596,3 +596,37 @@ def test_a_topic_deleted_while_streaming_is_made_again_and_the_stream_goes_on(db
         assert proc.stop() == 0, proc.output()[-3000:]
     assert [m["key"]["id"] for m in msgs] == [2, 3]
     assert proc.output().count(f"created topic {topic}") == 2, proc.output()[-3000:]
+
+
+@pytest.mark.private_servers
+@pytest.mark.parametrize("flavour", _FAMILIES)
+def test_a_binlog_reset_under_the_stream_stops_it_naming_the_new_binlogs_start(tmp_path, flavour):
+    # RESET MASTER deletes the binlog and writes on in new files, GTIDs begun anew; the
+    # stream's dump went on reading the old file, which nothing reaches: it sat caught up,
+    # lag 0, publishing nothing again, unsaid (until the new file of the old one's name grew
+    # past the place read: then MySQL's dump failed, MariaDB's ended and the restart was
+    # refused; the GTID set begun anew shows it too, tests/unit/source/test_resetguard.py).
+    with PrivateMariaDB(str(tmp_path / "mdb"), flavour=flavour) as mdb:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE r", "CREATE TABLE r.t (id INT PRIMARY KEY, v TEXT)")
+        ns = support.unique("rm")
+        topic = f"{ns}.r.t"
+        cfg = _restartable(tmp_path, mdb, ns, ["r.*"])
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            proc.wait_reading()
+            support.sql(conn, "INSERT INTO r.t VALUES (1, 'a'), (2, 'b')")
+            support.consume([topic], expect=2, decode_ns=ns)
+            support.sql(conn, "RESET MASTER", "INSERT INTO r.t VALUES (3, 'c')")
+            assert proc.wait(60) == 3, proc.output()[-3000:]
+            said = proc.output()
+        assert f"the binlog of MySQL at 127.0.0.1:{mdb.port} was reset under the stream " \
+               f"(RESET MASTER, or a restore): its binlog mysql-bin.000001 is " in said, said[-3000:]
+        first = support.sql(conn, "SHOW BINARY LOGS")[0][0]
+        way = f"streamer run --start-file {first} --start-pos 4"
+        assert way in said
+        # The way named: the change after the reset, once, and on.
+        with support.StreamerProcess(cfg, str(tmp_path / "log2"), *way.split()[2:]) as proc:
+            support.sql(conn, "INSERT INTO r.t VALUES (4, 'd')")
+            msgs = support.consume([topic], expect=4, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3, 4]

@@ -1,0 +1,124 @@
+"""The binlog reset guard (source.resetguard): what says a server's binlog is no longer the one
+the stream reads, and the stop it makes."""
+import types
+
+import pymysql
+import pytest
+
+from streamer.errors import SourceError
+from streamer.source import resetguard
+from streamer.source.resetguard import ResetGuard, reset_seen
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+FILES = [("mysql-bin.000136", 1000), ("mysql-bin.000137", 5000)]
+
+
+@pytest.mark.parametrize("files, file, pos, mine, have", [
+    (FILES, "mysql-bin.000137", 5000, "0-1-7", "0-1-7"),          # caught up
+    (FILES, "mysql-bin.000137", 100, "0-1-7", "0-1-9"),           # behind
+    (FILES + [("mysql-bin.000138", 4)], "mysql-bin.000137", 5000, "0-1-7", "0-1-7"),
+    ([("mysql-bin.000137", 5000)], "mysql-bin.000137", 5000, "", ""),  # older ones purged
+    ([("mysql-bin.000140", 400)], "mysql-bin.000137", 5000, "", ""),   # read on from a purged one
+    (FILES, None, 0, f"{UUID}:1-7", f"{UUID}:1-9"),               # not placed yet
+    (FILES, "mysql-bin.000137", 5000, f"{UUID}:1-7", f"{UUID}:1-7,{UUID[:-1]}0:1-3"),
+])
+def test_a_binlog_that_grew_on_is_the_streams(files, file, pos, mine, have):
+    assert reset_seen(files, file, pos, mine, have) is None
+
+
+@pytest.mark.parametrize("files, file, pos, mine, have, said", [
+    # A reset's new first file, shorter than the place read in the old one of its name.
+    ([("mysql-bin.000001", 540)], "mysql-bin.000001", 1947, "0-1-7", "0-1-1",
+     "its binlog mysql-bin.000001 is 540 bytes long now, where the stream has read it to byte "
+     "1947"),
+    # The new files all number before the one read.
+    ([("mysql-bin.000001", 9000)], "mysql-bin.000137", 5000, "", "",
+     "its binlog files are mysql-bin.000001 .. mysql-bin.000001 now, none of them "
+     "mysql-bin.000137, which the stream reads, nor any after it"),
+    # The new first file grown past the place: the GTID set begun anew says it (MySQL, MariaDB).
+    ([("mysql-bin.000001", 90000)], "mysql-bin.000001", 2238, f"{UUID}:1-7", f"{UUID}:1-3",
+     f"its binlog's GTID set ({UUID}:1-3) lacks transactions the stream has read ({UUID}:4-7)"),
+    ([("mysql-bin.000001", 90000)], "mysql-bin.000001", 2238, "0-1-7", "",
+     "its binlog's GTID set (empty) lacks transactions the stream has read"),
+    # Not yet placed by an event: the set still tells.
+    (FILES, None, 0, "0-1-7", "0-1-2", "its binlog's GTID set (0-1-2) lacks transactions"),
+])
+def test_a_reset_binlog_is_said_by_what_shows_it(files, file, pos, mine, have, said):
+    found = reset_seen(files, file, pos, mine, have)
+    assert found is not None and found.startswith(said)
+
+
+class _Server:
+    """A connection answering SHOW BINARY LOGS and the GTID set; ``fail`` raises instead."""
+
+    def __init__(self, files, gtids, fail=False):
+        self.files, self.gtids, self.fail, self.closed, self.asked = files, gtids, fail, False, 0
+        self.server_version = "10.11.19-MariaDB"
+
+    def cursor(self):
+        server = self
+
+        class Cursor:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def execute(self, sql, args=None):
+                server.asked += 1
+                if server.fail:
+                    raise pymysql.err.OperationalError(2013, "Lost connection")
+                self.rows = server.files if sql == "SHOW BINARY LOGS" else [(server.gtids,)]
+
+            def fetchall(self):
+                return self.rows
+
+            def fetchone(self):
+                return self.rows[0]
+        return Cursor()
+
+    def close(self):
+        self.closed = True
+
+
+def _tracker(file="mysql-bin.000001", pos=1947, gtids="0-1-7", placed=True):
+    return types.SimpleNamespace(file=file, next_pos=pos, gtids=gtids, placed=placed)
+
+
+def test_a_reset_found_at_an_idle_moment_stops_the_stream_naming_the_new_binlogs_start(
+        monkeypatch):
+    monkeypatch.setattr(resetguard.server, "is_mariadb", lambda conn: True)
+    conn = _Server([("mysql-bin.000001", 540)], "0-1-1")
+    now = [0.0]
+    guard = ResetGuard(lambda: conn, lambda: now[0])
+    idle = guard.hook(_tracker(), "MySQL at db1:3306")
+    with pytest.raises(SourceError) as raised:
+        idle()
+    said = str(raised.value)
+    assert said.startswith("the binlog of MySQL at db1:3306 was reset under the stream "
+                           "(RESET MASTER, or a restore): its binlog mysql-bin.000001 is 540 "
+                           "bytes long now") and \
+        "restart from the new binlog's start (streamer run --start-file mysql-bin.000001 " \
+        "--start-pos 4); otherwise take a snapshot" in said
+
+
+def test_the_check_runs_once_in_its_interval_and_a_lost_connection_says_nothing(monkeypatch):
+    monkeypatch.setattr(resetguard.server, "is_mariadb", lambda conn: True)
+    conn = _Server([("mysql-bin.000001", 5000)], "0-1-7")
+    made = []
+    now = [100.0]
+    guard = ResetGuard(lambda: made.append(1) or conn, lambda: now[0])
+    idle = guard.hook(_tracker(), "MySQL at db1:3306")
+    assert idle() is False and conn.asked == 2  # the files and the set
+    now[0] += resetguard.CHECK_S - 0.1
+    assert idle() is False and conn.asked == 2
+    now[0] += 0.2
+    conn.fail = True
+    assert idle() is False and conn.closed  # not a reset: the stream's own connection tells
+    now[0] += resetguard.CHECK_S
+    conn.fail = False
+    assert idle() is False and len(made) == 2  # connected anew
+    # A new connection of the stream (maybe to another server) connects anew too.
+    guard.hook(_tracker(), "MySQL at db2:3306")
+    assert guard.conn is None
