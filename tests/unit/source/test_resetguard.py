@@ -8,6 +8,7 @@ import pytest
 from streamer.errors import SourceError
 from streamer.source import resetguard
 from streamer.source.resetguard import ResetGuard, reset_seen
+from tests.fakeserver import FakeConnection
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 FILES = [("mysql-bin.000136", 1000), ("mysql-bin.000137", 5000)]
@@ -48,50 +49,25 @@ def test_a_reset_binlog_is_said_by_what_shows_it(files, file, pos, mine, have, s
     assert found is not None and found.startswith(said)
 
 
-class _Server:
-    """A connection answering SHOW BINARY LOGS and the GTID set; ``fail`` raises instead."""
-
-    def __init__(self, files, gtids, fail=False):
-        self.files, self.gtids, self.fail, self.closed, self.asked = files, gtids, fail, False, 0
-        self.server_version = "10.11.19-MariaDB"
-
-    def cursor(self):
-        server = self
-
-        class Cursor:
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                return False
-
-            def execute(self, sql, args=None):
-                server.asked += 1
-                if server.fail:
-                    raise pymysql.err.OperationalError(2013, "Lost connection")
-                self.rows = server.files if sql == "SHOW BINARY LOGS" else [(server.gtids,)]
-
-            def fetchall(self):
-                return self.rows
-
-            def fetchone(self):
-                return self.rows[0]
-        return Cursor()
-
-    def close(self):
-        self.closed = True
+def _server(files, gtids, state):
+    """A server answering SHOW BINARY LOGS and its GTID set (MariaDB's); ``state["fail"]``
+    makes it lose the connection instead."""
+    def answer(sql, args):
+        if state.get("fail"):
+            raise pymysql.err.OperationalError(2013, "Lost connection")
+        return files if sql == "SHOW BINARY LOGS" else [(gtids,)]
+    conn = FakeConnection(answer)
+    conn.close = lambda: state.update(closed=True)
+    return conn
 
 
 def _tracker(file="mysql-bin.000001", pos=1947, gtids="0-1-7", placed=True):
     return types.SimpleNamespace(file=file, next_pos=pos, gtids=gtids, placed=placed)
 
 
-def test_a_reset_found_at_an_idle_moment_stops_the_stream_naming_the_new_binlogs_start(
-        monkeypatch):
-    monkeypatch.setattr(resetguard.server, "is_mariadb", lambda conn: True)
-    conn = _Server([("mysql-bin.000001", 540)], "0-1-1")
-    now = [0.0]
-    guard = ResetGuard(lambda: conn, lambda: now[0])
+def test_a_reset_found_at_an_idle_moment_stops_the_stream_naming_the_new_binlogs_start():
+    conn = _server([("mysql-bin.000001", 540)], "0-1-1", {})
+    guard = ResetGuard(lambda: conn, lambda: 0.0)
     idle = guard.hook(_tracker(), "MySQL at db1:3306")
     with pytest.raises(SourceError) as raised:
         idle()
@@ -103,22 +79,22 @@ def test_a_reset_found_at_an_idle_moment_stops_the_stream_naming_the_new_binlogs
         "--start-pos 4); otherwise take a snapshot" in said
 
 
-def test_the_check_runs_once_in_its_interval_and_a_lost_connection_says_nothing(monkeypatch):
-    monkeypatch.setattr(resetguard.server, "is_mariadb", lambda conn: True)
-    conn = _Server([("mysql-bin.000001", 5000)], "0-1-7")
+def test_the_check_runs_once_in_its_interval_and_a_lost_connection_says_nothing():
+    state = {}
+    conn = _server([("mysql-bin.000001", 5000)], "0-1-7", state)
     made = []
     now = [100.0]
     guard = ResetGuard(lambda: made.append(1) or conn, lambda: now[0])
     idle = guard.hook(_tracker(), "MySQL at db1:3306")
-    assert idle() is False and conn.asked == 2  # the files and the set
+    assert idle() is False and conn.ran == ["SHOW BINARY LOGS", "SELECT @@GLOBAL.gtid_binlog_pos"]
     now[0] += resetguard.CHECK_S - 0.1
-    assert idle() is False and conn.asked == 2
+    assert idle() is False and len(conn.ran) == 2
     now[0] += 0.2
-    conn.fail = True
-    assert idle() is False and conn.closed  # not a reset: the stream's own connection tells
+    state["fail"] = True
+    assert idle() is False and state["closed"]  # not a reset: the stream's own connection tells
     now[0] += resetguard.CHECK_S
-    conn.fail = False
-    assert idle() is False and len(made) == 2  # connected anew
+    state["fail"] = False
+    assert idle() is False and len(made) == 2 and len(conn.ran) == 4  # connected anew
     # A new connection of the stream (maybe to another server) connects anew too.
     guard.hook(_tracker(), "MySQL at db2:3306")
     assert guard.conn is None
