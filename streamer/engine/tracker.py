@@ -8,6 +8,7 @@ the same whichever tables the changes belonged to.
 """
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -18,6 +19,8 @@ from streamer.position import GtidSet, Position
 from streamer.source.events import xa_id
 from streamer.source.filestart import FileStart
 from streamer.source.gtidtag import TaggedGtidEvent
+
+log = logging.getLogger(__name__)
 
 # What stages.savepoints.looked_ahead sets on a MariaDB group it read whole: its holes.
 MariadbGtidEvent.holes = None
@@ -169,12 +172,36 @@ class Tracker:
         elif cls is RotateEvent:
             self._rotate(event)
         elif cls is FileStart:
-            # The GTIDs the file begins after; only a file the stream rotated into counts (a
-            # dump's start may send one of its own making, of the set asked for).
-            if self.rotated and self.by_gtid and event.holds(self.gtids):
-                self.by_gtid = False
-            self.rotated = False
+            self._file_start(event)
         return False
+
+    def _file_start(self, event: FileStart) -> None:
+        """The GTIDs the file begins after; only a file the stream rotated into counts (a
+        dump's start may send one of its own making, of the set asked for)."""
+        if self.rotated:
+            if not self.by_gtid:
+                self._domains_deleted(event.domains_gone(self.gtids))
+            elif event.holds(self.gtids):
+                self.by_gtid = False
+        self.rotated = False
+
+    def _domains_deleted(self, domains: List[int]) -> None:
+        """MariaDB GTID domains the file the stream rotated into begins without, the others
+        going on: FLUSH BINARY LOGS DELETE_DOMAIN_ID deleted them (none of their transactions
+        is in the binlog any more). The position leaves them out, as the server's does: a
+        checkpoint keeping them would be refused as no place in its binlog (source.failover),
+        and a dump by GTID set asks for a domain the server has none of. Only a stream read by
+        file: one begun by a GTID set, on another server, may read files that server wrote
+        before a domain's first transaction reached it (``by_gtid``)."""
+        if not domains:
+            return
+        gone = [f"{d}-{self.gtids.mariadb[d][0]}-{self.gtids.mariadb[d][1]}" for d in domains]
+        for d in domains:
+            del self.gtids.mariadb[d]
+        log.warning("the server's binlog has no GTID domain %s from %s on (FLUSH BINARY LOGS "
+                    "DELETE_DOMAIN_ID); the stream had read it up to %s, and its position "
+                    "leaves it out from here", ", ".join(map(str, domains)), self.file,
+                    ", ".join(gone))
 
     def _rotate(self, event: Any) -> None:
         self.file = event.next_binlog

@@ -25,6 +25,7 @@ inside one of them keeps the skip still awaited beside its own (``Position.await
 """
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -32,6 +33,7 @@ from streamer.config import Config, split_host
 from streamer.errors import ServerBehind, SourceError
 from streamer.position import GtidSet, Position
 from streamer.source import server
+from streamer.source.filestart import deleted_domains
 
 log = logging.getLogger(__name__)
 
@@ -145,14 +147,16 @@ def _uuid(uuid: str) -> str:
     return f" (server_uuid {uuid})" if uuid else ""
 
 
-def check_identity(conn: Any, start: Position, where: str) -> None:
+def check_identity(conn: Any, start: Position, where: str) -> Position:
     """Refuse a file/offset resume on a binlog that is not the one the checkpoint was written
     reading, although the server has the same server_id (a RESET MASTER, or a config now pointing
     at another server). The checkpoint's GTID set is the identity: it must lie between the GTID
     set its file opens with and the set the server's binlog holds now. Both are read cheaply (the
-    file's first events and a variable), where MariaDB's BINLOG_GTID_POS would scan the file."""
+    file's first events and a variable), where MariaDB's BINLOG_GTID_POS would scan the file.
+    The start to resume from: ``start``, or, after a MariaDB domain's deletion, without it
+    (``_without_deleted``)."""
     if not start.gtid_set or not start.file:
-        return
+        return start
     mine = GtidSet(start.gtid_set)
     opening = GtidSet(server.file_gtids(conn, start.file) or "")
     # Only the domains (MySQL: server uuids) the checkpoint has: one written before checkpoints
@@ -163,7 +167,11 @@ def check_identity(conn: Any, start: Position, where: str) -> None:
     have = server.binlog_gtids(conn)
     after = GtidSet(have).missing(mine)
     if not before and not after:
-        return
+        return start
+    if not before:
+        kept = _without_deleted(start, mine, opening, GtidSet(have), where)
+        if kept is not None:
+            return kept
     why = (f"the file opens after transactions the checkpoint never saw ({'; '.join(before)})"
            if before else f"the server's binlog lacks transactions the checkpoint has "
                           f"({'; '.join(after)}; the server has {have or 'none'})")
@@ -175,6 +183,29 @@ def check_identity(conn: Any, start: Position, where: str) -> None:
         f"server has every transaction of the checkpoint under other files, resume by GTID "
         f"(mysql.position_mode: gtid); otherwise take a snapshot of the tables and restart from "
         f"a new position (streamer run --start-file/--start-pos)")
+
+
+def _without_deleted(start: Position, mine: GtidSet, opening: GtidSet, have: GtidSet,
+                     where: str) -> Optional[Position]:
+    """The checkpoint ``start`` without the MariaDB domains the server's binlog deleted
+    (FLUSH BINARY LOGS DELETE_DOMAIN_ID), when all the server lacks of it is those domains;
+    None when it lacks more, or another server could lack them as well. The server deletes a
+    domain only once no binlog file holds a transaction of it, so the checkpoint's file opened
+    with the domain as far as the checkpoint had read it: that file's history on this server is
+    the proof."""
+    gone = deleted_domains(mine, {d: seq for d, (_, seq) in have.mariadb.items()})
+    if not gone or any(opening.mariadb.get(d) != mine.mariadb[d] for d in gone):
+        return None
+    kept = copy.copy(start)
+    left = GtidSet(start.gtid_set)
+    for d in gone:
+        del left.mariadb[d]
+    kept.gtid_set = str(left)
+    log.warning("%s no longer has GTID domain %s in its binlog (FLUSH BINARY LOGS "
+                "DELETE_DOMAIN_ID), which the checkpoint %s had read as far as %s opens with: "
+                "the stream resumes without it", where, ", ".join(map(str, gone)),
+                start.describe(), start.file)
+    return kept
 
 
 def other_server(start: Position, here_id: int, here_uuid: str) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 import uuid as uuid_mod
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from pymysqlreplication.event import BinLogEvent
 
@@ -91,6 +91,29 @@ class FileStart(BinLogEvent):
                 self.mariadb.get((domain, server_id), -1) >= seq
                 for domain, (server_id, seq) in gtids.mariadb.items())
         return False
+
+    def domains_gone(self, gtids: GtidSet) -> List[int]:
+        """MariaDB: the domains of ``gtids`` this file's state has none of, when it still has
+        the others, each as far (``deleted_domains``); else none."""
+        if self.mariadb is None:
+            return []
+        state: Dict[int, int] = {}
+        for (domain, _), seq in self.mariadb.items():
+            state[domain] = max(seq, state.get(domain, 0))
+        return deleted_domains(gtids, state)
+
+
+def deleted_domains(gtids: GtidSet, state: Dict[int, int]) -> List[int]:
+    """The MariaDB GTID domains of ``gtids`` that a binlog state (domain -> its last sequence
+    number) has none of, as FLUSH BINARY LOGS DELETE_DOMAIN_ID leaves it: only once no binlog
+    file holds a transaction of theirs, the other domains going on. None when no other domain
+    of ``gtids`` is in the state, or one is behind there: a binlog begun anew (RESET MASTER)
+    lost them all, or has written less in them (source.resetguard)."""
+    gone = sorted(d for d in gtids.mariadb if d not in state)
+    kept = [(d, seq) for d, (_, seq) in gtids.mariadb.items() if d in state]
+    if not gone or not kept or any(state[d] < seq for d, seq in kept):
+        return []
+    return gone
 
 
 EVENT_MAP = {PREVIOUS_GTIDS: FileStart, GTID_LIST: FileStart}

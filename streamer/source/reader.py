@@ -137,7 +137,7 @@ class BinlogReader:
                 return
             files = binlog_files(conn)
             if self.start.file in files:
-                failover.check_identity(conn, self.start, where)
+                self.start = failover.check_identity(conn, self.start, where)
         finally:
             conn.close()
         if self.start.file not in files:

@@ -20,6 +20,7 @@ import pymysql
 from streamer.errors import SourceError
 from streamer.position import GtidSet
 from streamer.source import server
+from streamer.source.filestart import deleted_domains
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +50,25 @@ def reset_seen(files: Sequence[Tuple[str, int]], file: Optional[str], pos: int,
         return (f"its binlog files are {files[0][0]} .. {files[-1][0]} now, none of them "
                 f"{file}, which the stream reads, nor any after it")
     if stream_gtids:
-        lacks = GtidSet(server_gtids).missing(GtidSet(stream_gtids))
-        if lacks:
+        have, mine = GtidSet(server_gtids), GtidSet(stream_gtids)
+        lacks = have.missing(mine)
+        if lacks and not _domains_deleted(files, file, have, mine):
             return (f"its binlog's GTID set ({server_gtids or 'empty'}) lacks transactions the "
                     f"stream has read ({'; '.join(lacks)})")
     return None
+
+
+def _domains_deleted(files: Sequence[Tuple[str, int]], file: Optional[str], have: GtidSet,
+                     mine: GtidSet) -> bool:
+    """Whether all the server's set lacks of the stream's is whole MariaDB domains, the others
+    going on, and the server has a file after the stream's: FLUSH BINARY LOGS DELETE_DOMAIN_ID
+    begins one, whose start the stream reads next, leaving the domains out of its position
+    (engine.tracker). A reset has written no further file past the stream's, or lost it all."""
+    state = {d: seq for d, (_, seq) in have.mariadb.items()}
+    if mine.mysql or not deleted_domains(mine, state):
+        return False
+    base, number = _number(file or "")
+    return any(_number(name)[0] == base and _number(name)[1] > number for name, _ in files)
 
 
 class ResetGuard:

@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from bench import binlogs
+from streamer.source import resetguard
 from tests import support
 from tests.e2e.servers import WITHOUT_GTIDS, PrivateKafka, PrivateMariaDB, binlog_rows
 
@@ -630,3 +631,61 @@ def test_a_binlog_reset_under_the_stream_stops_it_naming_the_new_binlogs_start(t
             msgs = support.consume([topic], expect=4, decode_ns=ns)
             assert proc.stop() == 0, proc.output()[-3000:]
     assert [m["key"]["id"] for m in msgs] == [1, 2, 3, 4]
+
+
+@pytest.mark.private_servers
+def test_a_gtid_domain_the_server_deletes_is_left_out_of_the_position_and_the_stream_goes_on(
+        tmp_path):
+    # MariaDB's FLUSH BINARY LOGS DELETE_DOMAIN_ID, once no binlog file holds a transaction of
+    # the domain: the stream took the domain gone from the server's set for a reset and stopped
+    # (exit 3), and a checkpoint that had read the domain was refused at the start, as no place
+    # in the server's binlog, however the streamer was started again.
+    with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
+        conn = mdb.admin()
+        support.sql(conn, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
+        ns = support.unique("dd")
+        topic = f"{ns}.d.t"
+        cfg = _restartable(tmp_path, mdb, ns, ["d.*"])
+
+        def in_domain(domain, row):
+            support.sql(conn, f"SET SESSION gtid_domain_id = {domain}",
+                        f"INSERT INTO d.t VALUES ({row})", "SET SESSION gtid_domain_id = 0")
+
+        def delete_domain_1():
+            # Every file with a transaction of domain 1 purged first, as the server demands.
+            support.sql(conn, f"PURGE BINARY LOGS TO '{support.master_pos(conn)[0]}'",
+                        "FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1)")
+            assert [g.split("-")[0] for g in mdb.gtid_position().split(",")] == ["0"]
+            return support.master_pos(conn)[0]
+
+        with support.StreamerProcess(cfg, str(tmp_path / "log1")) as proc:
+            proc.wait_reading()
+            in_domain(1, 1)
+            support.sql(conn, "FLUSH BINARY LOGS")
+            in_domain(0, 2)
+            support.consume([topic], expect=2, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+        # The checkpoint, in a file that opened with domain 1 as far as it had read it.
+        delete_domain_1()
+        in_domain(0, 3)
+        with support.StreamerProcess(cfg, str(tmp_path / "log2")) as proc:
+            support.consume([topic], expect=3, decode_ns=ns)
+            # Under the running stream, which reads the deletion's new file from its start.
+            in_domain(1, 4)
+            support.sql(conn, "FLUSH BINARY LOGS")
+            in_domain(0, 5)
+            support.consume([topic], expect=5, decode_ns=ns)
+            begun = delete_domain_1()
+            time.sleep(resetguard.CHECK_S + 2)  # idle: the reset guard looks at the server
+            in_domain(0, 6)
+            support.consume([topic], expect=6, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+            said = proc.output()
+        assert "no longer has GTID domain 1 in its binlog (FLUSH BINARY LOGS " \
+               "DELETE_DOMAIN_ID), which the checkpoint" in said, said[-3000:]
+        assert f"the server's binlog has no GTID domain 1 from {begun} on" in said
+        with support.StreamerProcess(cfg, str(tmp_path / "log3")) as proc:
+            in_domain(0, 7)
+            msgs = support.consume([topic], expect=7, decode_ns=ns)
+            assert proc.stop() == 0, proc.output()[-3000:]
+    assert [m["key"]["id"] for m in msgs] == [1, 2, 3, 4, 5, 6, 7]

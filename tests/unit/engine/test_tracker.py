@@ -176,6 +176,15 @@ def test_a_checkpoint_before_the_skip_is_passed_still_says_every_row_published()
     assert tracker.position().rows == 6
 
 
+def _file_start(mariadb):
+    """A MariaDB file's Gtid_list: (domain, server id) -> its last sequence number."""
+    from streamer.source.filestart import FileStart
+
+    event = FileStart.__new__(FileStart)
+    event.mysql, event.mariadb = None, mariadb
+    return event
+
+
 def test_a_stream_begun_by_a_gtid_set_resumes_by_file_once_a_file_begins_after_all_it_published():
     # Once a file the stream rotated into begins after every transaction the stream published,
     # none of them can come later in this server's binlog: a resume by file is safe again. The
@@ -184,11 +193,7 @@ def test_a_stream_begun_by_a_gtid_set_resumes_by_file_once_a_file_begins_after_a
 
     from streamer.source.filestart import FileStart
 
-    def file_start(mariadb):
-        event = FileStart.__new__(FileStart)
-        event.mysql, event.mariadb = None, mariadb
-        return event
-
+    file_start = _file_start
     tracker = Tracker(Position("", 4, "0-1-7,1-2-3", server_id=2))
     tracker.on_event(_rotate("mysql-bin.000009", 4, 0), RotateEvent)
     tracker.on_event(file_start({(0, 1): 7, (1, 2): 3}), FileStart)  # the dump's own
@@ -205,3 +210,27 @@ def test_a_stream_begun_by_a_gtid_set_resumes_by_file_once_a_file_begins_after_a
     at = tracker.position()
     assert not at.by_gtid and (at.file, at.pos, at.gtid_set) == ("mysql-bin.000011", 4,
                                                                   "0-1-7,1-2-4")
+
+
+def test_the_domains_a_file_the_stream_rotated_into_begins_without_leave_its_position(caplog):
+    # MariaDB's FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1): the file it begins has no domain 1 in
+    # its Gtid_list, domain 0 going on; a checkpoint keeping the domain would be no place in the
+    # server's binlog. A dump's own file start (no real rotate) and a file that lost every
+    # domain the stream read (a reset's) leave the position as it is.
+    from pymysqlreplication.event import RotateEvent
+
+    from streamer.source.filestart import FileStart
+
+    tracker = Tracker(Position("mysql-bin.000009", 4, "0-1-7,1-1-1", server_id=1))
+    tracker.on_event(_rotate("mysql-bin.000009", 4, 0), RotateEvent)
+    tracker.on_event(_file_start({(0, 1): 7}), FileStart)  # the dump's own
+    assert tracker.position().gtid_set == "0-1-7,1-1-1"
+    tracker.on_event(_rotate("mysql-bin.000010", 4, 900), RotateEvent)
+    tracker.on_event(_file_start({}), FileStart)
+    assert tracker.position().gtid_set == "0-1-7,1-1-1"
+    tracker.on_event(_rotate("mysql-bin.000011", 4, 900), RotateEvent)
+    tracker.on_event(_file_start({(0, 1): 6, (0, 2): 7}), FileStart)
+    at = tracker.position()
+    assert (at.file, at.pos, at.gtid_set) == ("mysql-bin.000011", 4, "0-1-7")
+    assert "the server's binlog has no GTID domain 1 from mysql-bin.000011 on (FLUSH BINARY " \
+           "LOGS DELETE_DOMAIN_ID); the stream had read it up to 1-1-1" in caplog.text

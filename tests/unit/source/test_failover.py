@@ -150,6 +150,32 @@ def test_a_checkpoint_that_is_no_place_in_the_servers_binlog_is_refused(server, 
                                 "here")
 
 
+def test_a_checkpoint_is_taken_without_the_domains_the_server_deleted_from_its_binlog(
+        server, caplog):
+    # FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1), once no file held a transaction of domain 1:
+    # the checkpoint's file opened with the domain as far as the checkpoint had read it.
+    server("0-1-100,1-1-5", "0-1-250")
+    start = Position("mysql-bin.000002", 900, "0-1-200,1-1-5", server_id=1)
+    kept = failover.check_identity(None, start, "here")
+    assert (kept.file, kept.pos, kept.gtid_set) == ("mysql-bin.000002", 900, "0-1-200")
+    assert start.gtid_set == "0-1-200,1-1-5"  # the checkpoint read is left as it was
+    assert "here no longer has GTID domain 1 in its binlog (FLUSH BINARY LOGS " \
+           "DELETE_DOMAIN_ID)" in caplog.text
+
+
+@pytest.mark.parametrize("opening,now", [
+    ("0-1-100", "0-1-250"),            # the file opened without the domain: no proof
+    ("0-1-100,1-1-3", "0-1-250"),      # the file has transactions of it: not deletable
+    ("0-1-100,1-1-5", "0-1-150"),      # the other domain behind: a reset
+    ("0-1-100,1-1-5", ""),             # none left: a reset
+])
+def test_a_domain_gone_without_the_proof_of_its_deletion_is_refused(server, opening, now):
+    server(opening, now)
+    with pytest.raises(SourceError, match="is not a place in the binlog of here"):
+        failover.check_identity(None, Position("mysql-bin.000002", 900, "0-1-200,1-1-5",
+                                               server_id=1), "here")
+
+
 def test_a_checkpoint_without_a_gtid_set_cant_be_checked_and_is_taken(server):
     server("0-1-5000", "0-1-6000")
     failover.check_identity(None, Position("mysql-bin.000002", 900, server_id=1), "here")

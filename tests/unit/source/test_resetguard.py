@@ -22,6 +22,11 @@ FILES = [("mysql-bin.000136", 1000), ("mysql-bin.000137", 5000)]
     ([("mysql-bin.000140", 400)], "mysql-bin.000137", 5000, "", ""),   # read on from a purged one
     (FILES, None, 0, f"{UUID}:1-7", f"{UUID}:1-9"),               # not placed yet
     (FILES, "mysql-bin.000137", 5000, f"{UUID}:1-7", f"{UUID}:1-7,{UUID[:-1]}0:1-3"),
+    # MariaDB's FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1): the domain gone from the set, the
+    # other going on, in a file after the stream's, whose start it reads next.
+    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-7"),
+    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1,2-1-4",
+     "0-1-9"),
 ])
 def test_a_binlog_that_grew_on_is_the_streams(files, file, pos, mine, have):
     assert reset_seen(files, file, pos, mine, have) is None
@@ -43,6 +48,15 @@ def test_a_binlog_that_grew_on_is_the_streams(files, file, pos, mine, have):
      "its binlog's GTID set (empty) lacks transactions the stream has read"),
     # Not yet placed by an event: the set still tells.
     (FILES, None, 0, "0-1-7", "0-1-2", "its binlog's GTID set (0-1-2) lacks transactions"),
+    # A domain gone is no deletion: with no file after the stream's (DELETE_DOMAIN_ID begins
+    # one), with another domain behind, or with none of the stream's domains left.
+    (FILES, "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-7",
+     "its binlog's GTID set (0-1-7) lacks transactions the stream has read (domain 1: every "
+     "transaction up to 1-1-1)"),
+    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-5",
+     "its binlog's GTID set (0-1-5) lacks transactions the stream has read (domain 0: seq 6..7"),
+    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1", "2-1-3",
+     "its binlog's GTID set (2-1-3) lacks transactions the stream has read (domain 0: every"),
 ])
 def test_a_reset_binlog_is_said_by_what_shows_it(files, file, pos, mine, have, said):
     found = reset_seen(files, file, pos, mine, have)
