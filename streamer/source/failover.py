@@ -158,7 +158,8 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
     if not start.gtid_set or not start.file:
         return start
     mine = GtidSet(start.gtid_set)
-    opening = GtidSet(server.file_gtids(conn, start.file) or "")
+    opens = server.file_gtids(conn, start.file) or ""
+    opening = GtidSet(opens)
     # Only the domains (MySQL: server uuids) the checkpoint has: one written before checkpoints
     # carried the server's whole set may lack old ones, which says nothing of its history.
     opening.mariadb = {d: v for d, v in opening.mariadb.items() if d in mine.mariadb}
@@ -169,7 +170,7 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
     if not before and not after:
         return start
     if not before:
-        kept = _without_deleted(start, mine, opening, GtidSet(have), where)
+        kept = _without_deleted(start, mine, opens.split(","), GtidSet(have), where)
         if kept is not None:
             return kept
     why = (f"the file opens after transactions the checkpoint never saw ({'; '.join(before)})"
@@ -185,16 +186,17 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
         f"a new position (streamer run --start-file/--start-pos)")
 
 
-def _without_deleted(start: Position, mine: GtidSet, opening: GtidSet, have: GtidSet,
+def _without_deleted(start: Position, mine: GtidSet, opening: List[str], have: GtidSet,
                      where: str) -> Optional[Position]:
     """The checkpoint ``start`` without the MariaDB domains the server's binlog deleted
     (FLUSH BINARY LOGS DELETE_DOMAIN_ID), when all the server lacks of it is those domains;
     None when it lacks more, or another server could lack them as well. The server deletes a
     domain only once no binlog file holds a transaction of it, so the checkpoint's file opened
-    with the domain as far as the checkpoint had read it: that file's history on this server is
-    the proof."""
+    with the domain as far as the checkpoint had read it (``opening``: the GTIDs of its
+    Gtid_list, one per domain and server id): that file's history on this server is the proof."""
     gone = deleted_domains(mine, {d: seq for d, (_, seq) in have.mariadb.items()})
-    if not gone or any(opening.mariadb.get(d) != mine.mariadb[d] for d in gone):
+    if not gone or any(f"{d}-{mine.mariadb[d][0]}-{mine.mariadb[d][1]}" not in opening
+                       for d in gone):
         return None
     kept = copy.copy(start)
     left = GtidSet(start.gtid_set)

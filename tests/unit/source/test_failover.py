@@ -154,7 +154,7 @@ def test_a_checkpoint_is_taken_without_the_domains_the_server_deleted_from_its_b
         server, caplog):
     # FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1), once no file held a transaction of domain 1:
     # the checkpoint's file opened with the domain as far as the checkpoint had read it.
-    server("0-1-100,1-1-5", "0-1-250")
+    server("0-1-100,1-2-3,1-1-5", "0-1-250")  # the domain's GTIDs of each server id
     start = Position("mysql-bin.000002", 900, "0-1-200,1-1-5", server_id=1)
     kept = failover.check_identity(None, start, "here")
     assert (kept.file, kept.pos, kept.gtid_set) == ("mysql-bin.000002", 900, "0-1-200")
