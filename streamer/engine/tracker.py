@@ -180,19 +180,21 @@ class Tracker:
         dump's start may send one of its own making, of the set asked for)."""
         if self.rotated:
             if not self.by_gtid:
-                self._domains_deleted(event.domains_gone(self.gtids))
+                self.forget_domains(event.domains_gone(self.gtids))
             elif event.holds(self.gtids):
                 self.by_gtid = False
         self.rotated = False
 
-    def _domains_deleted(self, domains: List[int]) -> None:
+    def forget_domains(self, domains: List[int]) -> None:
         """MariaDB GTID domains the file the stream rotated into begins without, the others
         going on: FLUSH BINARY LOGS DELETE_DOMAIN_ID deleted them (none of their transactions
         is in the binlog any more). The position leaves them out, as the server's does: a
         checkpoint keeping them would be refused as no place in its binlog (source.failover),
         and a dump by GTID set asks for a domain the server has none of. Only a stream read by
         file: one begun by a GTID set, on another server, may read files that server wrote
-        before a domain's first transaction reached it (``by_gtid``)."""
+        before a domain's first transaction reached it (``by_gtid``); the reset guard leaves
+        them out of its position once the server's own set confirms it (source.resetguard)."""
+        domains = [d for d in domains if d in self.gtids.mariadb]
         if not domains:
             return
         gone = [f"{d}-{self.gtids.mariadb[d][0]}-{self.gtids.mariadb[d][1]}" for d in domains]

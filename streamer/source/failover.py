@@ -33,7 +33,7 @@ from streamer.config import Config, split_host
 from streamer.errors import ServerBehind, SourceError
 from streamer.position import GtidSet, Position
 from streamer.source import server
-from streamer.source.filestart import deleted_domains
+from streamer.source.filestart import deleted_domains, last_seqs
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +158,7 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
     if not start.gtid_set or not start.file:
         return start
     mine = GtidSet(start.gtid_set)
-    opens = server.file_gtids(conn, start.file) or ""
-    opening = GtidSet(opens)
+    opening = GtidSet(server.file_gtids(conn, start.file) or "")
     # Only the domains (MySQL: server uuids) the checkpoint has: one written before checkpoints
     # carried the server's whole set may lack old ones, which says nothing of its history.
     opening.mariadb = {d: v for d, v in opening.mariadb.items() if d in mine.mariadb}
@@ -170,8 +169,8 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
     if not before and not after:
         return start
     if not before:
-        kept = _without_deleted(start, mine, opens.split(","), GtidSet(have), where)
-        if kept is not None:
+        kept = without_deleted_domains(conn, start, where)
+        if kept is not start:
             return kept
     why = (f"the file opens after transactions the checkpoint never saw ({'; '.join(before)})"
            if before else f"the server's binlog lacks transactions the checkpoint has "
@@ -186,28 +185,40 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
         f"a new position (streamer run --start-file/--start-pos)")
 
 
-def _without_deleted(start: Position, mine: GtidSet, opening: List[str], have: GtidSet,
-                     where: str) -> Optional[Position]:
-    """The checkpoint ``start`` without the MariaDB domains the server's binlog deleted
-    (FLUSH BINARY LOGS DELETE_DOMAIN_ID), when all the server lacks of it is those domains;
-    None when it lacks more, or another server could lack them as well. The server deletes a
-    domain only once no binlog file holds a transaction of it, so the checkpoint's file opened
-    with the domain as far as the checkpoint had read it (``opening``: the GTIDs of its
-    Gtid_list, one per domain and server id): that file's history on this server is the proof."""
-    gone = deleted_domains(mine, {d: seq for d, (_, seq) in have.mariadb.items()})
-    if not gone or any(f"{d}-{mine.mariadb[d][0]}-{mine.mariadb[d][1]}" not in opening
-                       for d in gone):
-        return None
+def without_deleted_domains(conn: Any, start: Position, where: str) -> Position:
+    """The checkpoint ``start`` without the MariaDB GTID domains the server deleted from its
+    binlog (FLUSH BINARY LOGS DELETE_DOMAIN_ID): all the server lacks of it is those domains,
+    and the server's binlog shows it had them as the checkpoint read them
+    (``deletion_proven``). Else ``start`` itself, for the checks that follow to judge."""
+    mine = GtidSet(start.gtid_set)
+    if not mine.mariadb:
+        return start
+    gone = deleted_domains(mine, last_seqs(GtidSet(server.binlog_gtids(conn))))
+    if not gone or not deletion_proven(conn, mine, gone, start.file):
+        return start
     kept = copy.copy(start)
     left = GtidSet(start.gtid_set)
     for d in gone:
         del left.mariadb[d]
     kept.gtid_set = str(left)
     log.warning("%s no longer has GTID domain %s in its binlog (FLUSH BINARY LOGS "
-                "DELETE_DOMAIN_ID), which the checkpoint %s had read as far as %s opens with: "
-                "the stream resumes without it", where, ", ".join(map(str, gone)),
-                start.describe(), start.file)
+                "DELETE_DOMAIN_ID), which the checkpoint %s had read as far as its binlog "
+                "had it: the stream resumes without it", where, ", ".join(map(str, gone)),
+                start.describe())
     return kept
+
+
+def deletion_proven(conn: Any, gtids: GtidSet, gone: List[int], file: Optional[str]) -> bool:
+    """Whether the server's binlog had each domain of ``gone`` exactly as far as ``gtids``:
+    its oldest file, or ``file``, opens with the domain's GTID there in its Gtid_list (one
+    per domain and server id). MariaDB deletes a domain only once no binlog file holds a
+    transaction of it, so the files kept open with its last GTID until the deletion's own; a
+    server that never had the domain (another one, or a reset's) has no such file."""
+    files = server.binlog_files(conn)
+    entries: set = set()
+    for name in dict.fromkeys(files[:1] + ([file] if file in files else [])):
+        entries.update((server.file_gtids(conn, name) or "").split(","))
+    return all(f"{d}-{gtids.mariadb[d][0]}-{gtids.mariadb[d][1]}" in entries for d in gone)
 
 
 def other_server(start: Position, here_id: int, here_uuid: str) -> bool:

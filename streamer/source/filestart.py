@@ -103,12 +103,18 @@ class FileStart(BinLogEvent):
         return deleted_domains(gtids, state)
 
 
+def last_seqs(gtids: GtidSet) -> Dict[int, int]:
+    """A MariaDB GTID set's last sequence number of each domain."""
+    return {domain: seq for domain, (_, seq) in gtids.mariadb.items()}
+
+
 def deleted_domains(gtids: GtidSet, state: Dict[int, int]) -> List[int]:
     """The MariaDB GTID domains of ``gtids`` that a binlog state (domain -> its last sequence
     number) has none of, as FLUSH BINARY LOGS DELETE_DOMAIN_ID leaves it: only once no binlog
     file holds a transaction of theirs, the other domains going on. None when no other domain
     of ``gtids`` is in the state, or one is behind there: a binlog begun anew (RESET MASTER)
-    lost them all, or has written less in them (source.resetguard)."""
+    lost them all, or has written less in them (source.resetguard). A server that never had
+    them lacks them as well: ``source.failover.deletion_proven`` tells the two apart."""
     gone = sorted(d for d in gtids.mariadb if d not in state)
     kept = [(d, seq) for d, (_, seq) in gtids.mariadb.items() if d in state]
     if not gone or not kept or any(state[d] < seq for d, seq in kept):

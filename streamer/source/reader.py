@@ -130,6 +130,9 @@ class BinlogReader:
                 self._by_file(conn, where)
             self._placed_by_file()  # also after a refusal of GTIDs (engine.supervisor.by_file)
             if self.gtid_start is not None:
+                kept = failover.without_deleted_domains(conn, self.start, where)
+                if kept is not self.start:
+                    self.start, self.gtid_start = kept, kept.gtid_set
                 failover.check_contains(conn, self.gtid_start, where)
                 begun = failover.begun(self.start)
                 if begun:

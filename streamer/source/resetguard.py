@@ -19,8 +19,8 @@ import pymysql
 
 from streamer.errors import SourceError
 from streamer.position import GtidSet
-from streamer.source import server
-from streamer.source.filestart import deleted_domains
+from streamer.source import failover, server
+from streamer.source.filestart import deleted_domains, last_seqs
 
 log = logging.getLogger(__name__)
 
@@ -50,25 +50,11 @@ def reset_seen(files: Sequence[Tuple[str, int]], file: Optional[str], pos: int,
         return (f"its binlog files are {files[0][0]} .. {files[-1][0]} now, none of them "
                 f"{file}, which the stream reads, nor any after it")
     if stream_gtids:
-        have, mine = GtidSet(server_gtids), GtidSet(stream_gtids)
-        lacks = have.missing(mine)
-        if lacks and not _domains_deleted(files, file, have, mine):
+        lacks = GtidSet(server_gtids).missing(GtidSet(stream_gtids))
+        if lacks:
             return (f"its binlog's GTID set ({server_gtids or 'empty'}) lacks transactions the "
                     f"stream has read ({'; '.join(lacks)})")
     return None
-
-
-def _domains_deleted(files: Sequence[Tuple[str, int]], file: Optional[str], have: GtidSet,
-                     mine: GtidSet) -> bool:
-    """Whether all the server's set lacks of the stream's is whole MariaDB domains, the others
-    going on, and the server has a file after the stream's: FLUSH BINARY LOGS DELETE_DOMAIN_ID
-    begins one, whose start the stream reads next, leaving the domains out of its position
-    (engine.tracker). A reset has written no further file past the stream's, or lost it all."""
-    state = {d: seq for d, (_, seq) in have.mariadb.items()}
-    if mine.mysql or not deleted_domains(mine, state):
-        return False
-    base, number = _number(file or "")
-    return any(_number(name)[0] == base and _number(name)[1] > number for name, _ in files)
 
 
 class ResetGuard:
@@ -94,11 +80,15 @@ class ResetGuard:
             if now >= self.next_at:
                 self.next_at = now + CHECK_S
                 self.check(tracker.file if tracker.placed else None, tracker.next_pos,
-                           str(tracker.gtids), where)
+                           str(tracker.gtids), where, tracker.forget_domains)
             return False
         return idle
 
-    def check(self, file: Optional[str], pos: int, gtids: str, where: str) -> None:
+    def check(self, file: Optional[str], pos: int, gtids: str, where: str,
+              forget: Callable[[List[int]], None] = lambda domains: None) -> None:
+        """Stop the stream if the server's binlog was reset under it; MariaDB GTID domains the
+        server deleted from its binlog instead (``_deleted``) are left out of its position
+        (``forget``)."""
         if not file and not gtids:
             return
         try:
@@ -108,11 +98,17 @@ class ResetGuard:
                 cur.execute("SHOW BINARY LOGS")
                 files: List[Tuple[str, int]] = [(r[0], int(r[1])) for r in cur.fetchall()]
             have = server.binlog_gtids(self.conn) if gtids else ""
+            gone = self._deleted(gtids, have, file)
         except pymysql.err.MySQLError as exc:
             # A lost connection says nothing of the binlog: the stream's own will tell.
             log.debug("the binlog reset check could not read the server: %s", exc)
             self.close()
             return
+        if gone:
+            forget(gone)
+            left = GtidSet(gtids)
+            left.mariadb = {d: v for d, v in left.mariadb.items() if d not in gone}
+            gtids = str(left)
         why = reset_seen(files, file, pos, gtids, have)
         if why is not None:
             first = files[0][0] if files else "its first binlog"
@@ -123,6 +119,18 @@ class ResetGuard:
                 f"published tables' changes before the reset are in their topics), restart from "
                 f"the new binlog's start (streamer run --start-file {first} --start-pos 4); "
                 f"otherwise take a snapshot of the tables and restart from a new position")
+
+    def _deleted(self, gtids: str, have: str, file: Optional[str]) -> List[int]:
+        """The MariaDB GTID domains the stream read that the server deleted from its binlog
+        (FLUSH BINARY LOGS DELETE_DOMAIN_ID, source.failover.deletion_proven): no reset. The
+        stream reading by file leaves them out as it reads the file the deletion begins
+        (engine.tracker); one reading by GTID set, whose files may be another server's older
+        ones, only once the server's own set confirms it, here."""
+        mine = GtidSet(gtids)
+        gone = deleted_domains(mine, last_seqs(GtidSet(have))) if mine.mariadb else []
+        if gone and failover.deletion_proven(self.conn, mine, gone, file):
+            return gone
+        return []
 
     def close(self) -> None:
         if self.conn is not None:

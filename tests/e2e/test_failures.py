@@ -634,18 +634,20 @@ def test_a_binlog_reset_under_the_stream_stops_it_naming_the_new_binlogs_start(t
 
 
 @pytest.mark.private_servers
+@pytest.mark.parametrize("mode", ["file", "gtid"])
 def test_a_gtid_domain_the_server_deletes_is_left_out_of_the_position_and_the_stream_goes_on(
-        tmp_path):
+        tmp_path, mode):
     # MariaDB's FLUSH BINARY LOGS DELETE_DOMAIN_ID, once no binlog file holds a transaction of
     # the domain: the stream took the domain gone from the server's set for a reset and stopped
     # (exit 3), and a checkpoint that had read the domain was refused at the start, as no place
-    # in the server's binlog, however the streamer was started again.
+    # in the server's binlog (by file) or as published transactions the server lacks (by GTID
+    # set: mysql.position_mode gtid), however the streamer was started again.
     with PrivateMariaDB(str(tmp_path / "mdb")) as mdb:
         conn = mdb.admin()
         support.sql(conn, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
         ns = support.unique("dd")
         topic = f"{ns}.d.t"
-        cfg = _restartable(tmp_path, mdb, ns, ["d.*"])
+        cfg = _restartable(tmp_path, mdb, ns, ["d.*"], position_mode=mode)
 
         def in_domain(domain, row):
             support.sql(conn, f"SET SESSION gtid_domain_id = {domain}",

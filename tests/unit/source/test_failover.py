@@ -110,6 +110,7 @@ def server(monkeypatch):
         s = _Server(opening, now)
         monkeypatch.setattr(failover.server, "file_gtids", lambda conn, file: s.opening)
         monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: s.now)
+        monkeypatch.setattr(failover.server, "binlog_files", lambda conn: ["mysql-bin.000002"])
         return s
     return use
 
@@ -161,6 +162,8 @@ def test_a_checkpoint_is_taken_without_the_domains_the_server_deleted_from_its_b
     assert start.gtid_set == "0-1-200,1-1-5"  # the checkpoint read is left as it was
     assert "here no longer has GTID domain 1 in its binlog (FLUSH BINARY LOGS " \
            "DELETE_DOMAIN_ID)" in caplog.text
+    # The same by GTID set (mysql.position_mode gtid), before the server is asked for it.
+    assert failover.without_deleted_domains(None, start, "here").gtid_set == "0-1-200"
 
 
 @pytest.mark.parametrize("opening,now", [

@@ -22,11 +22,6 @@ FILES = [("mysql-bin.000136", 1000), ("mysql-bin.000137", 5000)]
     ([("mysql-bin.000140", 400)], "mysql-bin.000137", 5000, "", ""),   # read on from a purged one
     (FILES, None, 0, f"{UUID}:1-7", f"{UUID}:1-9"),               # not placed yet
     (FILES, "mysql-bin.000137", 5000, f"{UUID}:1-7", f"{UUID}:1-7,{UUID[:-1]}0:1-3"),
-    # MariaDB's FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1): the domain gone from the set, the
-    # other going on, in a file after the stream's, whose start it reads next.
-    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-7"),
-    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1,2-1-4",
-     "0-1-9"),
 ])
 def test_a_binlog_that_grew_on_is_the_streams(files, file, pos, mine, have):
     assert reset_seen(files, file, pos, mine, have) is None
@@ -48,14 +43,14 @@ def test_a_binlog_that_grew_on_is_the_streams(files, file, pos, mine, have):
      "its binlog's GTID set (empty) lacks transactions the stream has read"),
     # Not yet placed by an event: the set still tells.
     (FILES, None, 0, "0-1-7", "0-1-2", "its binlog's GTID set (0-1-2) lacks transactions"),
-    # A domain gone is no deletion: with no file after the stream's (DELETE_DOMAIN_ID begins
-    # one), with another domain behind, or with none of the stream's domains left.
+    # A domain gone, unless the guard found it deleted (below): with the other domain going
+    # on, behind, or with none of the stream's left.
     (FILES, "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-7",
      "its binlog's GTID set (0-1-7) lacks transactions the stream has read (domain 1: every "
      "transaction up to 1-1-1)"),
-    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-5",
+    (FILES, "mysql-bin.000137", 5000, "0-1-7,1-1-1", "0-1-5",
      "its binlog's GTID set (0-1-5) lacks transactions the stream has read (domain 0: seq 6..7"),
-    (FILES + [("mysql-bin.000138", 385)], "mysql-bin.000137", 5000, "0-1-7,1-1-1", "2-1-3",
+    (FILES, "mysql-bin.000137", 5000, "0-1-7,1-1-1", "2-1-3",
      "its binlog's GTID set (2-1-3) lacks transactions the stream has read (domain 0: every"),
 ])
 def test_a_reset_binlog_is_said_by_what_shows_it(files, file, pos, mine, have, said):
@@ -63,20 +58,52 @@ def test_a_reset_binlog_is_said_by_what_shows_it(files, file, pos, mine, have, s
     assert found is not None and found.startswith(said)
 
 
-def _server(files, gtids, state):
-    """A server answering SHOW BINARY LOGS and its GTID set (MariaDB's); ``state["fail"]``
-    makes it lose the connection instead."""
+def _server(files, gtids, state, opens="0-1-7"):
+    """A server answering SHOW BINARY LOGS, its GTID set (MariaDB's) and the Gtid_list each of
+    its files opens with (``opens``); ``state["fail"]`` makes it lose the connection instead."""
     def answer(sql, args):
         if state.get("fail"):
             raise pymysql.err.OperationalError(2013, "Lost connection")
+        if sql.startswith("SHOW BINLOG EVENTS IN "):
+            name = sql.split("'")[1]
+            return [(name, 4, "Format_desc", 1, 256, "Server ver: 10.11.19-MariaDB-log"),
+                    (name, 256, "Gtid_list", 1, 285, f"[{opens}]")]
+        if sql.startswith("SET "):
+            return []
+        if "character_set_results" in sql:
+            return [("utf8mb4",)]
         return files if sql == "SHOW BINARY LOGS" else [(gtids,)]
     conn = FakeConnection(answer)
     conn.close = lambda: state.update(closed=True)
     return conn
 
 
-def _tracker(file="mysql-bin.000001", pos=1947, gtids="0-1-7", placed=True):
-    return types.SimpleNamespace(file=file, next_pos=pos, gtids=gtids, placed=placed)
+def _tracker(file="mysql-bin.000001", pos=1947, gtids="0-1-7", placed=True, forgot=None):
+    return types.SimpleNamespace(file=file, next_pos=pos, gtids=gtids, placed=placed,
+                                 forget_domains=lambda domains: forgot.extend(domains))
+
+
+def test_a_domain_the_server_deleted_leaves_the_position_and_is_no_reset():
+    # FLUSH BINARY LOGS DELETE_DOMAIN_ID = (1), once no file held a transaction of domain 1:
+    # the oldest file kept opens with the domain as far as the stream read it. A stream read by
+    # GTID set has it still in its position (engine.tracker leaves it to the guard).
+    forgot = []
+    conn = _server(FILES, "0-1-9", {}, opens="0-1-7,1-2-3,1-1-1")
+    idle = ResetGuard(lambda: conn, lambda: 0.0).hook(
+        _tracker("mysql-bin.000137", 5000, "0-1-7,1-1-1", forgot=forgot), "MySQL at db1:3306")
+    assert idle() is False and forgot == [1]
+    assert "SHOW BINLOG EVENTS IN 'mysql-bin.000136' LIMIT 4" in conn.ran
+
+
+@pytest.mark.parametrize("opens", ["0-1-7", "0-1-7,1-1-0", ""])
+def test_a_domain_gone_that_no_file_shows_the_server_had_is_a_reset(opens):
+    forgot = []
+    conn = _server(FILES, "0-1-9", {}, opens=opens)
+    idle = ResetGuard(lambda: conn, lambda: 0.0).hook(
+        _tracker("mysql-bin.000137", 5000, "0-1-7,1-1-1", forgot=forgot), "MySQL at db1:3306")
+    with pytest.raises(SourceError, match=r"lacks transactions the stream has read \(domain 1"):
+        idle()
+    assert forgot == []
 
 
 def test_a_reset_found_at_an_idle_moment_stops_the_stream_naming_the_new_binlogs_start():
