@@ -154,7 +154,7 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
     set its file opens with and the set the server's binlog holds now. Both are read cheaply (the
     file's first events and a variable), where MariaDB's BINLOG_GTID_POS would scan the file.
     The start to resume from: ``start``, or, after a MariaDB domain's deletion, without it
-    (``_without_deleted``)."""
+    (``without_deleted_domains``)."""
     if not start.gtid_set or not start.file:
         return start
     mine = GtidSet(start.gtid_set)
