@@ -175,6 +175,12 @@ class GtidSet:
         else:
             self.mysql.pop(key, None)
 
+    def drop_domains(self, domains: List[int]) -> None:
+        """Take MariaDB GTID domains out of the set (deleted from the server's binlog:
+        source.failover.deletion_proven)."""
+        for domain in domains:
+            self.mariadb.pop(domain, None)
+
     def missing(self, other: "GtidSet") -> List[str]:
         """The transactions of ``other`` that this set lacks, as ranges to show: MariaDB
         ``domain D: seq A..B`` (or the whole domain), MySQL ``uuid:A-B``."""

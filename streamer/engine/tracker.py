@@ -198,8 +198,7 @@ class Tracker:
         if not domains:
             return
         gone = [f"{d}-{self.gtids.mariadb[d][0]}-{self.gtids.mariadb[d][1]}" for d in domains]
-        for d in domains:
-            del self.gtids.mariadb[d]
+        self.gtids.drop_domains(domains)
         log.warning("the server's binlog has no GTID domain %s from %s on (FLUSH BINARY LOGS "
                     "DELETE_DOMAIN_ID); the stream had read it up to %s, and its position "
                     "leaves it out from here", ", ".join(map(str, domains)), self.file,

@@ -197,10 +197,8 @@ def without_deleted_domains(conn: Any, start: Position, where: str) -> Position:
     if not gone or not deletion_proven(conn, mine, gone, start.file):
         return start
     kept = copy.copy(start)
-    left = GtidSet(start.gtid_set)
-    for d in gone:
-        del left.mariadb[d]
-    kept.gtid_set = str(left)
+    mine.drop_domains(gone)
+    kept.gtid_set = str(mine)
     log.warning("%s no longer has GTID domain %s in its binlog (FLUSH BINARY LOGS "
                 "DELETE_DOMAIN_ID), which the checkpoint %s had read as far as its binlog "
                 "had it: the stream resumes without it", where, ", ".join(map(str, gone)),

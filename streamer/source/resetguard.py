@@ -107,7 +107,7 @@ class ResetGuard:
         if gone:
             forget(gone)
             left = GtidSet(gtids)
-            left.mariadb = {d: v for d, v in left.mariadb.items() if d not in gone}
+            left.drop_domains(gone)
             gtids = str(left)
         why = reset_seen(files, file, pos, gtids, have)
         if why is not None:
