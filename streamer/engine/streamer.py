@@ -146,9 +146,7 @@ class Streamer:
         for hook in self.idle_hooks:
             policy.idle_hooks.append(self._idle(hook, reader))
         if self.reset_guard is not None:
-            settings = getattr(reader, "settings", {})
-            where = f"MySQL at {settings.get('host')}:{settings.get('port')}"
-            policy.idle_hooks.append(self.reset_guard.hook(tracker, where))
+            policy.idle_hooks.append(self.reset_guard.hook(tracker, getattr(reader, "where", "MySQL")))
         pipeline = Pipeline(ctx, rows, stages)
         self.snapshots.pump()
         return pipeline

@@ -88,6 +88,8 @@ class BinlogReader:
                  gtid_start: Optional[str] = None):
         self.cfg = cfg
         self.settings = connection_settings(cfg, password)
+        # The server as the stream's errors and warnings name it.
+        self.where = f"MySQL at {self.settings['host']}:{self.settings['port']}"
         self.start = start
         self.gtid_start = gtid_start
         self.server = "MySQL"  # its flavour and version, once connected (check_start)
@@ -101,7 +103,7 @@ class BinlogReader:
         here by its GTID set (``start`` becomes that translation). Refuses a start by GTID set
         that the server's binlog doesn't hold, and a start file the server no longer has,
         instead of silently skipping."""
-        where = f"MySQL at {self.settings['host']}:{self.settings['port']}"
+        where = self.where
         try:
             conn = connect(self.settings)
         except pymysql.err.OperationalError as exc:

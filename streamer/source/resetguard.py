@@ -85,7 +85,7 @@ class ResetGuard:
         return idle
 
     def check(self, file: Optional[str], pos: int, gtids: str, where: str,
-              forget: Callable[[List[int]], None] = lambda domains: None) -> None:
+              forget: Callable[[List[int]], None]) -> None:
         """Stop the stream if the server's binlog was reset under it; MariaDB GTID domains the
         server deleted from its binlog instead (``_deleted``) are left out of its position
         (``forget``)."""
