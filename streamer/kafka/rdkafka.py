@@ -183,6 +183,40 @@ _VU_ARRAY = _ffi.typeof("rd_kafka_vu_t[]")
 _TEXT_OUT = _ffi.typeof("const char **")
 _INT_OUT = _ffi.typeof("int *")
 _METADATA_OUT = _ffi.typeof("const struct rd_kafka_metadata **")
+
+
+def _make_every_type(ffi: Any) -> None:
+    """Build every declared type now, while only the importing thread runs: cffi builds each
+    one lazily, at its first use, and two threads building one at once can end the process (see
+    ``_make_every_function``). A struct's fields are built apart from its name, by sizeof; an
+    opaque struct has none to build."""
+    typedefs, structs, unions = ffi.list_types()
+    names = typedefs + [f"struct {n}" for n in structs] + [f"union {n}" for n in unions]
+    for name in names:
+        try:
+            ffi.sizeof(ffi.typeof(name))
+        except ffi.error:  # opaque: its size is librdkafka's own
+            pass
+
+
+def _make_every_function(lib: Any) -> None:
+    """Look up every declared function of ``lib`` now, on one thread. An ABI-mode library
+    builds a function's C type at the first ``lib.name``; the producer's drain thread and the
+    thread calling it make their first calls at the same moment. Under CPython with cffi 2.x,
+    two threads building one type at once abort the process: with the GIL, cffi's lock is no
+    lock, and a garbage collection started by one of its allocations can run Python code that
+    lets the other thread in ("realize_c_type_or_func_lock_held: Assertion ... failed"). That
+    killed a standby as it took the lease (tests/unit/kafka/test_rdkafka.py shows it).
+    A function the file lacks (an older librdkafka) is left to fail where it is called."""
+    for name in dir(lib):
+        try:
+            getattr(lib, name)
+        except AttributeError:
+            pass
+
+
+_make_every_type(_ffi)
+_LOADING = threading.Lock()
 _lib: Any = None
 LIBRARY: Optional[str] = None  # the file loaded, once a producer was made
 LIBRARY_VERSION: Optional[str] = None  # and its version, e.g. "2.16.0"
@@ -201,30 +235,35 @@ def version_text(version: int) -> str:
 
 
 def _library() -> Any:
+    with _LOADING:
+        return _lib if _lib is not None else _load_library()
+
+
+def _load_library() -> Any:
     global _lib, LIBRARY, LIBRARY_VERSION
-    if _lib is None:
-        setting = os.environ.get("STREAMER_LIBRDKAFKA")
-        path = library_path(setting)
-        try:
-            lib = _ffi.dlopen(path)
-        except OSError as exc:
-            fix = (f"set STREAMER_LIBRDKAFKA to a librdkafka.so.1, or unset it (now {setting!r})"
-                   if setting and setting != "system" else
-                   "run 'make venv' (development) or install it: apt-get install librdkafka1")
-            raise KafkaException(KafkaError(ERR_INVALID_ARG, (
-                f"cannot load librdkafka from {path} ({exc}); {fix}"))) from None
-        version = lib.rd_kafka_version()
-        if version < MIN_VERSION:
-            raise KafkaException(KafkaError(ERR_INVALID_ARG, (
-                f"librdkafka {version_text(version)} ({path}) is too old; 1.6 or newer is needed")))
-        if path == SYSTEM and version < NO_SPIN:
-            log.warning("librdkafka %s (the system's) spins a core for ~1 ms per Kafka "
-                        "transaction; a release build (or 'make venv') installs a current one "
-                        "as %s (deploy/librdkafka.sh), or install librdkafka 2.4 or newer",
-                        version_text(version), BUNDLED)
-        else:
-            log.info("librdkafka %s from %s", version_text(version), path)
-        _lib, LIBRARY, LIBRARY_VERSION = lib, path, version_text(version)
+    setting = os.environ.get("STREAMER_LIBRDKAFKA")
+    path = library_path(setting)
+    try:
+        lib = _ffi.dlopen(path)
+    except OSError as exc:
+        fix = (f"set STREAMER_LIBRDKAFKA to a librdkafka.so.1, or unset it (now {setting!r})"
+               if setting and setting != "system" else
+               "run 'make venv' (development) or install it: apt-get install librdkafka1")
+        raise KafkaException(KafkaError(ERR_INVALID_ARG, (
+            f"cannot load librdkafka from {path} ({exc}); {fix}"))) from None
+    version = lib.rd_kafka_version()
+    if version < MIN_VERSION:
+        raise KafkaException(KafkaError(ERR_INVALID_ARG, (
+            f"librdkafka {version_text(version)} ({path}) is too old; 1.6 or newer is needed")))
+    if path == SYSTEM and version < NO_SPIN:
+        log.warning("librdkafka %s (the system's) spins a core for ~1 ms per Kafka "
+                    "transaction; a release build (or 'make venv') installs a current one "
+                    "as %s (deploy/librdkafka.sh), or install librdkafka 2.4 or newer",
+                    version_text(version), BUNDLED)
+    else:
+        log.info("librdkafka %s from %s", version_text(version), path)
+    _make_every_function(lib)
+    _lib, LIBRARY, LIBRARY_VERSION = lib, path, version_text(version)
     return _lib
 
 

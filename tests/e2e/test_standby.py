@@ -27,9 +27,13 @@ def _reading_at(proc):
 
 
 def _active(procs, timeout=60):
-    return support.wait_for(
-        lambda: next((p for p in procs if p.proc.poll() is None and READING in p.output()), None),
-        timeout=timeout, what="an instance to take the lease and stream")
+    try:
+        return support.wait_for(
+            lambda: next((p for p in procs if p.proc.poll() is None and READING in p.output()),
+                         None), timeout=timeout, what="an instance to take the lease and stream")
+    except AssertionError as exc:  # say what each instance did: one may have died
+        told = "\n".join(f"--- exit {p.proc.poll()}:\n{p.output()[-1500:]}" for p in procs)
+        raise AssertionError(f"{exc}\n{told}") from None
 
 
 def test_a_standby_takes_over_from_killed_stopped_and_paused_instances_losing_nothing(db, tmp_path):
