@@ -176,6 +176,12 @@ class RolledBackRows(Transient):
     exit_code = EXIT_SOURCE
 
 
+class RegistryUnavailable(RegistryError, Transient):
+    """The schema registry could not be reached, or answered that it can't serve now (5xx, 408,
+    429): the engine drops the open batch and resumes from the checkpoint with the reconnect
+    backoff, the registry tried again when the table version is announced again."""
+
+
 class BatchAborted(Transient):
     """The transaction was aborted; the caller resumes from the last committed checkpoint."""
     exit_code = EXIT_KAFKA

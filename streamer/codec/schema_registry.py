@@ -14,7 +14,7 @@ import urllib.parse
 from typing import Any, Dict, Optional, Tuple
 
 from streamer.codec import avro
-from streamer.errors import RegistryError
+from streamer.errors import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,7 @@ class SchemaRegistry:
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         # Imported here: http.client costs ~30 ms of every PyPy start, most of which have no registry.
+        import http.client
         import urllib.error
         import urllib.request
 
@@ -111,7 +112,7 @@ class SchemaRegistry:
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s,
                                         context=self.auth.context()) as resp:
-                return json.loads(resp.read().decode("utf-8"))
+                text = resp.read().decode("utf-8", "replace")
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:500]
             hint = ""
@@ -122,12 +123,21 @@ class SchemaRegistry:
             if exc.code == 409:
                 hint = (" (the subject's compatibility rule rejects this schema change; see "
                         "docs/schemas.md, or relax the subject's compatibility level)")
-            raise RegistryError(f"schema registry {method} {self.url}{path} answered "
-                                f"{exc.code}: {detail}{hint}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise RegistryError(f"schema registry at {self.url} is not reachable ({reason}); "
-                                f"check schema_registry.url and that the registry is up") from None
+            said = f"schema registry {method} {self.url}{path} answered {exc.code}: {detail}"
+            if exc.code >= 500 or exc.code in (408, 429):  # it can't serve now: try again
+                raise RegistryUnavailable(said) from None
+            raise RegistryError(said + hint) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            raise RegistryUnavailable(
+                f"schema registry at {self.url} is not reachable ({reason}); check "
+                f"schema_registry.url and that the registry is up") from None
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise RegistryError(f"schema registry {method} {self.url}{path} answered what is not "
+                                f"JSON ({text[:200]!r}): is schema_registry.url the registry's "
+                                f"API (Apicurio: .../apis/ccompat/v7)?") from None
 
     def register(self, subject: str, schema: Dict[str, Any]) -> int:
         """The id of ``schema`` under ``subject``, registering it on first use."""

@@ -21,9 +21,9 @@ from streamer.config import Config
 from streamer.engine import start as start_mod
 from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
-from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RolledBackRows,
-                             ServerBehind, ServerIdTaken, ServerUnreachable, SourceError,
-                             StreamInterrupted, WithoutGtids)
+from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RegistryError,
+                             RegistryUnavailable, RolledBackRows, ServerBehind, ServerIdTaken, ServerUnreachable,
+                             SourceError, StreamInterrupted, WithoutGtids)
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
@@ -34,7 +34,9 @@ from streamer.source.resetguard import ResetGuard
 log = logging.getLogger(__name__)
 
 # PyMySQL's InterfaceError: a statement on a connection that had already broken (a snapshot's).
-RETRIED = (StreamInterrupted, BatchAborted, ProducerBroken, RolledBackRows,
+# A schema registry that can't serve is waited for as MySQL is: the version it was to register
+# is announced again on the re-read.
+RETRIED = (StreamInterrupted, BatchAborted, ProducerBroken, RolledBackRows, RegistryUnavailable,
            pymysql.err.OperationalError, pymysql.err.InterfaceError)
 
 
@@ -203,8 +205,8 @@ class Supervisor:
                 # however many such transactions it holds, and the attempts are not used up.
                 backoff = 0.0 if isinstance(exc, RolledBackRows) else retry.next()
                 if backoff is None:
-                    raise SourceError(f"gave up after {retry.attempts - 1} reconnect attempts: "
-                                      f"{exc}")
+                    side = RegistryError if isinstance(exc, RegistryError) else SourceError
+                    raise side(f"gave up after {retry.attempts - 1} reconnect attempts: {exc}")
                 self.reconnects += 1
                 if publisher.committed is not None:
                     position = publisher.committed

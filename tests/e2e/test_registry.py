@@ -7,7 +7,9 @@ import datetime
 import decimal
 import json
 import os
+import socket
 import subprocess
+import threading
 import urllib.request
 
 import pytest
@@ -92,7 +94,7 @@ def test_registry_mode_messages_decode_with_confluents_avro_deserializer(db, tmp
     assert ours.decode(msgs[0]["raw_key"]) == {"id": 1}
 
 
-def test_unreachable_registry_is_one_clear_error(db, tmp_path):
+def test_unreachable_registry_is_retried_naming_the_fix_and_given_up_as_configured(db, tmp_path):
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")
     start = support.master_pos(conn)
@@ -100,11 +102,130 @@ def test_unreachable_registry_is_one_clear_error(db, tmp_path):
     ns = support.unique("su")
     port = 1  # nothing listens on port 1
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"],
+                               mysql={"reconnect_max_attempts": 2},
                                schema_registry={"url": f"http://127.0.0.1:{port}"})
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                  "--start-pos", str(start[1])) as proc:
         code = proc.wait(60)
     out = proc.output()
-    assert code != 0
-    assert "schema registry at http://127.0.0.1:1 is not reachable" in out
-    assert "check schema_registry.url" in out
+    said = "schema registry at http://127.0.0.1:1 is not reachable"
+    assert code == 5, out[-3000:]
+    assert out.count(f"{said} ([Errno 111] Connection refused); check schema_registry.url and "
+                     f"that the registry is up; resuming from") == 2
+    assert f"gave up after 2 reconnect attempts: {said}" in out
+
+
+class Relay:
+    """A TCP relay to the real registry on a port of its own, which the test can take down
+    (nothing listens: connections are refused, live ones cut) and bring up again."""
+
+    def __init__(self, target_port):
+        self.target = ("127.0.0.1", int(target_port))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.listener = None
+        self.live = []
+        self.up()
+
+    def up(self):
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.listen(16)
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def down(self):
+        self.listener.close()
+        for s in self.live:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        self.live.clear()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:  # closed: down
+                return
+            upstream = socket.create_connection(self.target)
+            self.live += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+@pytest.mark.on_source("mariadb-11.4")
+def test_a_registry_down_while_a_new_version_needs_it_is_waited_for_and_nothing_is_lost(
+        tmp_path, registry_url):
+    # The stream goes on from its checkpoint once the registry answers again: no exit, each row
+    # once and in order, the versions registered while it was down framed with their own ids.
+    source = support.SOURCES["mariadb-11.4"]
+    name = support.unique("srdown")
+    conn = source.admin()
+    support.sql(conn, f"CREATE DATABASE {name}")
+    relay = Relay(PORT)
+    try:
+        conn.select_db(name)
+        support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+        start = support.master_pos(conn)
+        support.sql(conn, *[f"INSERT INTO t VALUES ({i}, 'a{i}')" for i in range(1, 4)])
+        ns = support.unique("srd")
+        topics = [f"{ns}.{name}.t", f"{ns}.{name}.u"]
+        cfg = support.write_config(
+            str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
+            schema_registry={"url": registry_url.replace(f":{PORT}/", f":{relay.port}/")})
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
+                                     "--start-pos", str(start[1])) as proc:
+            assert len(support.consume(topics[:1], expect=3)) == 3
+            relay.down()
+            # A new version of t and a new table: each needs the registry before its rows go.
+            support.sql(conn, "ALTER TABLE t ADD COLUMN n INT",
+                        *[f"INSERT INTO t VALUES ({i}, 'b{i}', {i})" for i in range(4, 7)],
+                        "CREATE TABLE u (id INT PRIMARY KEY)", "INSERT INTO u VALUES (1), (2)",
+                        "UPDATE t SET n = 0 WHERE id = 1")
+            support.wait_for(lambda: proc.output().count("is not reachable") >= 3, timeout=60,
+                             what="the streamer to retry the registry three times")
+            assert proc.proc.poll() is None, proc.output()[-3000:]
+            relay.up()
+            msgs = support.consume(topics, expect=3 + 3 + 1 + 2, timeout=120)
+            assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    finally:
+        relay.down()
+        support.sql(conn, f"DROP DATABASE {name}")
+        conn.close()
+    assert "resuming from" in out and "Traceback" not in out
+
+    client = SchemaRegistryClient({"url": registry_url})
+    rows = []
+    for m in msgs:
+        field = MessageField.VALUE
+        value = AvroDeserializer(client)(m["raw_value"], SerializationContext(m["topic"], field))
+        rows.append((m["topic"].rsplit(".", 1)[1], value["op"], value["after"]))
+    assert [r[1:] for r in rows if r[0] == "t"] == \
+        [("c", {"id": i, "v": f"a{i}"}) for i in range(1, 4)] + \
+        [("c", {"id": i, "v": f"b{i}", "n": i}) for i in range(4, 7)] + \
+        [("u", {"id": 1, "v": "a1", "n": 0})]
+    assert [r[1:] for r in rows if r[0] == "u"] == [("c", {"id": i}) for i in (1, 2)]
+    assert len(_get(f"{registry_url}/subjects/{topics[0]}-value/versions")) == 2
+    assert len(_get(f"{registry_url}/subjects/{topics[1]}-value/versions")) == 1

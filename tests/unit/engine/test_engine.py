@@ -746,6 +746,45 @@ def test_a_stream_taken_by_another_reader_of_its_server_id_waits_longer_each_tim
     assert sleeps == waits and publisher.drained == drained
 
 
+def test_a_registry_that_can_t_serve_is_waited_for_from_the_checkpoint_with_the_backoff(
+        make, monkeypatch, caplog):
+    from streamer.errors import RegistryUnavailable
+
+    supervisor, publisher, sleeps = _supervised(make, monkeypatch)
+    opened = []
+
+    def down():
+        if len(opened) == 5:
+            supervisor.request_stop()
+            return ()
+        raise RegistryUnavailable("schema registry at http://r:8081 is not reachable (refused)")
+
+    supervisor.new_reader = _stream_class(opened, down)
+    with caplog.at_level(logging.WARNING):
+        assert supervisor.run() == 0
+    # No commit between the attempts: the wait grows as for a server that stays down, and the
+    # open batch (Kafka is well) is delivered before it is dropped.
+    assert sleeps == [0.5, 1.0, 2.0, 4.0] and publisher.drained == 4
+    assert caplog.text.count("schema registry at http://r:8081 is not reachable (refused); "
+                             "resuming from") == 4
+
+
+def test_a_registry_waited_for_past_the_attempts_exits_as_the_registry_s_error(make, monkeypatch):
+    from streamer.errors import EXIT_REGISTRY, RegistryError, RegistryUnavailable
+
+    supervisor, _, sleeps = _supervised(make, monkeypatch)
+    supervisor.cfg["mysql"]["reconnect_max_attempts"] = 2
+
+    def down():
+        raise RegistryUnavailable("schema registry at http://r:8081 answered 503: busy")
+
+    supervisor.new_reader = _stream_class([], down)
+    with pytest.raises(RegistryError, match="gave up after 2 reconnect attempts: schema "
+                                            "registry at http://r:8081 answered 503") as raised:
+        supervisor.run()
+    assert raised.value.exit_code == EXIT_REGISTRY and sleeps == [0.5, 1.0]
+
+
 @pytest.mark.parametrize("error, said", [
     # A snapshot's statement on a connection that had already broken: it stopped the streamer.
     (pymysql.err.InterfaceError(0, ""),
