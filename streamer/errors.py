@@ -159,6 +159,12 @@ class WithoutGtids(StreamInterrupted):
     only. The stream resumes so (engine.supervisor)."""
 
 
+class GtidsOutOfOrder(WithoutGtids):
+    """MariaDB refused a dump by GTID set past a domain's transactions numbered out of order (a
+    lower sequence number logged after higher ones, without gtid_strict_mode): the stream's own
+    binlog place, checked (source.failover.check_identity), is read by file instead."""
+
+
 class ServerIdTaken(StreamInterrupted):
     """Another replica connected with the streamer's server_id, and the server ended the
     streamer's binlog stream in its favour. Retried, with a delay that keeps growing while it

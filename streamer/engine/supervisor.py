@@ -100,7 +100,8 @@ class Supervisor:
                 lambda: server.connect(server.connection_settings(cfg, self.password)),
                 clock.monotonic)
         # MySQL refused to go on by GTID set for transactions without GTIDs after the stream's
-        # place (source.reader.WithoutGtids): until this run ends, resume by file and offset.
+        # place, or MariaDB for a domain numbered out of order (source.reader.WithoutGtids,
+        # GtidsOutOfOrder): until this run ends, resume by file and offset.
         self.by_file = False
         self.servers = failover.Servers(cfg)
         if len(self.servers.hosts) > 1:

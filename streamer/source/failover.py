@@ -152,9 +152,10 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
     reading, although the server has the same server_id (a RESET MASTER, or a config now pointing
     at another server). The checkpoint's GTID set is the identity: it must lie between the GTID
     set its file opens with and the set the server's binlog holds now. Both are read cheaply (the
-    file's first events and a variable), where MariaDB's BINLOG_GTID_POS would scan the file.
-    The start to resume from: ``start``, or, after a MariaDB domain's deletion, without it
-    (``without_deleted_domains``)."""
+    file's first events and a variable), where MariaDB's BINLOG_GTID_POS would scan the file: it
+    is asked only when they find the checkpoint outside, for a domain numbered out of order
+    (``place_proven``). The start to resume from: ``start``, or, after a MariaDB domain's
+    deletion, without it (``without_deleted_domains``)."""
     if not start.gtid_set or not start.file:
         return start
     mine = GtidSet(start.gtid_set)
@@ -172,6 +173,9 @@ def check_identity(conn: Any, start: Position, where: str) -> Position:
         kept = without_deleted_domains(conn, start, where)
         if kept is not start:
             return kept
+    if place_proven(conn, start.file, start.pos, mine):
+        out_of_order(where, start)
+        return start
     why = (f"the file opens after transactions the checkpoint never saw ({'; '.join(before)})"
            if before else f"the server's binlog lacks transactions the checkpoint has "
                           f"({'; '.join(after)}; the server has {have or 'none'})")
@@ -217,6 +221,33 @@ def deletion_proven(conn: Any, gtids: GtidSet, gone: List[int], file: Optional[s
     for name in dict.fromkeys(files[:1] + ([file] if file in files else [])):
         entries.update((server.file_gtids(conn, name) or "").split(","))
     return all(f"{d}-{gtids.mariadb[d][0]}-{gtids.mariadb[d][1]}" in entries for d in gone)
+
+
+def place_proven(conn: Any, file: Optional[str], pos: int, gtids: GtidSet) -> bool:
+    """Whether offset ``pos`` of ``file`` in a MariaDB server's binlog is where the GTID
+    position ``gtids`` was read: the server's own BINLOG_GTID_POS there names, for each domain
+    of ``gtids``, the very GTID. It proves a binlog whose position is below ``gtids`` holds them
+    all the same. Without gtid_strict_mode (MariaDB's default) a transaction given a lower
+    sequence number (SET gtid_seq_no, as a replayed mysqlbinlog dump does; a second master
+    writing the domain) is logged after higher ones, and the server's position then names that
+    lower one. A reset binlog, or another server's, has other GTIDs at ``pos``, or no event
+    boundary there (NULL). BINLOG_GTID_POS reads the file up to ``pos``: this runs only once the
+    cheap checks found the binlog behind. MySQL's GTID sets have no order: never proven."""
+    if not file or not gtids.mariadb or gtids.mysql or not server.is_mariadb(conn):
+        return False
+    there = server.executed_gtids(conn, file, pos)
+    found = GtidSet(there or "").mariadb
+    return there is not None and all(found.get(d) == v for d, v in gtids.mariadb.items())
+
+
+def out_of_order(where: str, start: Position) -> None:
+    """Say that a MariaDB binlog behind the stream's GTID position by its numbers holds the
+    stream's place all the same (``place_proven``)."""
+    log.warning("%s numbers a GTID domain's transactions out of order (a lower sequence number "
+                "logged after higher ones, as it allows without gtid_strict_mode), so its GTID "
+                "position is below the stream's by number; BINLOG_GTID_POS at the stream's "
+                "place is the stream's position: resuming from %s by file", where,
+                start.describe(), extra={"position": start.describe()})
 
 
 def other_server(start: Position, here_id: int, here_uuid: str) -> bool:

@@ -17,16 +17,18 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbAnnotateRowsEvent
 
 from streamer.config import Config
-from streamer.errors import (PatchTargetMissing, PurgedBinlog, ServerBehind, ServerIdTaken,
-                             ServerUnreachable, SourceError, StreamInterrupted, WithoutGtids)
-from streamer.position import Position
+from streamer.errors import (GtidsOutOfOrder, PatchTargetMissing, PurgedBinlog, ServerBehind,
+                             ServerIdTaken, ServerUnreachable, SourceError, StreamInterrupted,
+                             WithoutGtids)
+from streamer.position import GtidSet, Position
 from streamer.source import caughtup, events, failover, patches
 from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.payload import TransactionPayloadEvent
 from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
                                     ER_SLAVE_SAME_ID, GTIDS_FIX, SAME_ID_TEXT, Connection,
-                                    binlog_files, connect, connection_settings, is_mariadb,
+                                    binlog_files, binlog_gtids, connect, connection_settings,
+                                    is_mariadb,
                                     label, query_one, replica_with_id, server_id, server_uuid,
                                     writes_gtids)
 
@@ -40,6 +42,10 @@ NO_GTID_DUMP = re.compile(r"anonymous transaction when AUTO_POSITION|in AUTO_POS
 # one once it is ON, one with a GTID once it is OFF (ER_CANT_REPLICATE_ANONYMOUS_WITH_GTID_MODE_ON,
 # ER_CANT_REPLICATE_GTID_WITH_GTID_MODE_OFF), by any dump.
 OTHER_MODE = re.compile(r"Cannot replicate .* when @@GLOBAL\.GTID_MODE")
+# MariaDB's refusal of a dump by GTID set (in the strict mode the replication library asks
+# for) that meets a higher sequence number of the domain before the set's own GTID
+# (ER_GTID_START_FROM_BINLOG_HOLE): the server numbered the domain out of order.
+HOLE = re.compile(r"missing the GTID \d+-\d+-\d+ requested by the slave \(even though")
 
 
 class _NoLibraryReconnect(logging.Filter):
@@ -135,11 +141,14 @@ class BinlogReader:
                 kept = failover.without_deleted_domains(conn, self.start, where)
                 if kept is not self.start:
                     self.start, self.gtid_start = kept, kept.gtid_set
-                failover.check_contains(conn, self.gtid_start, where)
-                begun = failover.begun(self.start)
-                if begun:
-                    failover.check_contains(conn, begun, where)
-                return
+                if not self._behind_by_number_only(conn):
+                    failover.check_contains(conn, self.gtid_start, where)
+                    begun = failover.begun(self.start)
+                    if begun:
+                        failover.check_contains(conn, begun, where)
+                    return
+                self.gtid_start = None  # read by file; check_identity says why
+                self._placed_by_file()
             files = binlog_files(conn)
             if self.start.file in files:
                 self.start = failover.check_identity(conn, self.start, where)
@@ -170,6 +179,19 @@ class BinlogReader:
         log.warning("%s has gtid_mode %s: it sends its binlog by GTID set only when ON, so the "
                     "stream resumes by binlog file and offset, from %s", where, mode,
                     self.start.describe())
+
+    def _behind_by_number_only(self, conn: Any) -> bool:
+        """Whether this MariaDB's GTID position is below the start's by its numbers only: it
+        logged a lower sequence number after higher ones (no gtid_strict_mode), and the start's
+        file and offset are where its set was read (``failover.place_proven``). The server
+        refuses a dump from a GTID position above its own, so the stream reads by file."""
+        start = self.start
+        if not start.file or not is_mariadb(conn) or start.file not in binlog_files(conn):
+            return False
+        mine = GtidSet(self.gtid_start or "")
+        if not GtidSet(binlog_gtids(conn)).missing(mine):
+            return False
+        return failover.place_proven(conn, start.file, start.pos, mine)
 
     def _placed_by_file(self) -> None:
         """A start read by file whose checkpoint was read by GTID set (by_gtid) is placed by
@@ -350,6 +372,14 @@ def _classify(exc: Exception, start: Position, gtid_start: Optional[str] = None,
             f"MySQL stopped sending the binlog by GTID set {gtid_start}: {msg}. Transactions "
             f"without a GTID (written while its gtid_mode was below ON) follow the stream's "
             f"place: it resumes by binlog file and offset")
+    if code == ER_MASTER_FATAL_READING_BINLOG and gtid_start and start.file and \
+            HOLE.search(str(msg)):
+        return GtidsOutOfOrder(
+            f"MariaDB refuses to send the binlog after GTID set {gtid_start}: {msg}. Its binlog "
+            f"numbers a GTID domain's transactions out of order (a lower sequence number logged "
+            f"after higher ones, as it allows without gtid_strict_mode), which a dump by GTID "
+            f"set can't pass: the stream resumes by binlog file and offset at its own place "
+            f"{start.file}:{start.pos}, checked against the server's binlog first")
     if code == ER_MASTER_FATAL_READING_BINLOG and gtid_start:
         # A dump by GTID set the server refuses: its binlog doesn't hold the set's transactions
         # as this set names them (purged, or a history that went another way): the next server

@@ -67,6 +67,7 @@ class ResetGuard:
         self.monotonic = monotonic
         self.conn: Any = None
         self.next_at = 0.0
+        self._proven: Tuple[str, ...] = ()  # the shortfall last proven no reset
 
     def hook(self, tracker: Any, where: str) -> Callable[[], bool]:
         """The policy's idle hook for one connection's ``tracker`` (file, next_pos, gtids;
@@ -99,6 +100,13 @@ class ResetGuard:
                 files: List[Tuple[str, int]] = [(r[0], int(r[1])) for r in cur.fetchall()]
             have = server.binlog_gtids(self.conn) if gtids else ""
             gone = self._deleted(gtids, have, file)
+            if gone:
+                left = GtidSet(gtids)
+                left.drop_domains(gone)
+                gtids = str(left)
+            why = reset_seen(files, file, pos, gtids, have)
+            if why is not None and self._numbered_out_of_order(file, pos, gtids, have, where):
+                why = None
         except pymysql.err.MySQLError as exc:
             # A lost connection says nothing of the binlog: the stream's own will tell.
             log.debug("the binlog reset check could not read the server: %s", exc)
@@ -106,10 +114,6 @@ class ResetGuard:
             return
         if gone:
             forget(gone)
-            left = GtidSet(gtids)
-            left.drop_domains(gone)
-            gtids = str(left)
-        why = reset_seen(files, file, pos, gtids, have)
         if why is not None:
             first = files[0][0] if files else "its first binlog"
             raise SourceError(
@@ -119,6 +123,29 @@ class ResetGuard:
                 f"published tables' changes before the reset are in their topics), restart from "
                 f"the new binlog's start (streamer run --start-file {first} --start-pos 4); "
                 f"otherwise take a snapshot of the tables and restart from a new position")
+
+    def _numbered_out_of_order(self, file: Optional[str], pos: int, gtids: str, have: str,
+                               where: str) -> bool:
+        """Whether the server's GTID set is below the stream's by its numbers only: MariaDB
+        without gtid_strict_mode logged a lower sequence number after ones the stream read, and
+        the stream's place is where its set was read (``failover.place_proven``). Proven once
+        for each shortfall: while the same domains stay behind by the same numbers, no query
+        reads the file again."""
+        mine = GtidSet(gtids)
+        behind = tuple(GtidSet(have).missing(mine))
+        if not behind or file is None:
+            return False
+        if behind == self._proven:
+            return True
+        if not failover.place_proven(self.conn, file, pos, mine):
+            return False
+        self._proven = behind
+        log.warning("%s numbers a GTID domain's transactions out of order (a lower sequence "
+                    "number logged after ones the stream read, as it allows without "
+                    "gtid_strict_mode): %s. The stream's place %s:%d is where it read its GTID "
+                    "position (BINLOG_GTID_POS): no reset; the stream goes on", where,
+                    "; ".join(behind), file, pos)
+        return True
 
     def _deleted(self, gtids: str, have: str, file: Optional[str]) -> List[int]:
         """The MariaDB GTID domains the stream read that the server deleted from its binlog

@@ -97,20 +97,25 @@ def test_another_server_is_a_different_server_id_or_on_mysql_a_different_server_
 
 
 class _Server:
-    """What check_identity asks of a server: the GTID set a binlog file opens with, and the one
-    its binlog holds now."""
+    """What check_identity asks of a server: the GTID set a binlog file opens with, the one
+    its binlog holds now, and MariaDB's BINLOG_GTID_POS at the checkpoint's place (``there``;
+    None: NULL)."""
 
-    def __init__(self, opening, now):
-        self.opening, self.now = opening, now
+    def __init__(self, opening, now, there=None):
+        self.opening, self.now, self.there = opening, now, there
+        self.asked = []
 
 
 @pytest.fixture
 def server(monkeypatch):
-    def use(opening, now):
-        s = _Server(opening, now)
+    def use(opening, now, there=None):
+        s = _Server(opening, now, there)
         monkeypatch.setattr(failover.server, "file_gtids", lambda conn, file: s.opening)
         monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: s.now)
         monkeypatch.setattr(failover.server, "binlog_files", lambda conn: ["mysql-bin.000002"])
+        monkeypatch.setattr(failover.server, "is_mariadb", lambda conn: ":" not in now)
+        monkeypatch.setattr(failover.server, "executed_gtids",
+                            lambda conn, file, pos: s.asked.append((file, pos)) or s.there)
         return s
     return use
 
@@ -149,6 +154,43 @@ def test_a_checkpoint_that_is_no_place_in_the_servers_binlog_is_refused(server, 
                                           "checkpoint's server_id 1: " + why):
         failover.check_identity(None, Position("mysql-bin.000002", 900, gtids, server_id=1),
                                 "here")
+
+
+@pytest.mark.parametrize("opening,now", [
+    # MariaDB without gtid_strict_mode logged 0-1-150 after the 0-1-200 the checkpoint read:
+    # its position names the last one logged.
+    ("0-1-100", "0-1-150,1-1-4"),
+    # The checkpoint read 0-1-200 after the 0-1-5000 its file opens with.
+    ("0-1-5000", "0-1-6000"),
+])
+def test_a_checkpoint_behind_by_number_only_is_taken_where_mariadb_places_it(server, caplog,
+                                                                            opening, now):
+    s = server(opening, now, there="0-1-200,1-1-3")
+    start = Position("mysql-bin.000002", 900, "0-1-200", server_id=1)
+    assert failover.check_identity(None, start, "here") is start
+    assert s.asked == [("mysql-bin.000002", 900)]
+    assert "here numbers a GTID domain's transactions out of order" in caplog.text
+    assert "resuming from mysql-bin.000002:900 gtid=0-1-200 by file" in caplog.text
+
+
+@pytest.mark.parametrize("there", [
+    None,                # not an event boundary there, or no such file: NULL
+    "0-1-199",           # another history at that offset (a reset's binlog grown past it)
+    "1-1-3",             # without the checkpoint's domain
+])
+def test_a_checkpoint_mariadb_places_elsewhere_is_refused(server, there):
+    server("0-1-100", "0-1-150", there=there)
+    with pytest.raises(SourceError, match="lacks transactions the checkpoint has"):
+        failover.check_identity(None, Position("mysql-bin.000002", 900, "0-1-200", server_id=1),
+                                "here")
+
+
+def test_a_mysql_checkpoint_is_never_placed_by_number_order(server):
+    s = server(U1 + ":1-50", U1 + ":1-100", there=U1 + ":1-200")
+    with pytest.raises(SourceError, match="lacks transactions"):
+        failover.check_identity(None, Position("mysql-bin.000002", 900, U1 + ":1-200",
+                                               server_id=1), "here")
+    assert s.asked == []
 
 
 def test_a_checkpoint_is_taken_without_the_domains_the_server_deleted_from_its_binlog(

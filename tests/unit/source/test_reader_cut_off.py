@@ -5,8 +5,8 @@ import types
 import pymysql
 import pytest
 
-from streamer.errors import (PurgedBinlog, ServerIdTaken, SourceError, StreamInterrupted,
-                             WithoutGtids)
+from streamer.errors import (GtidsOutOfOrder, PurgedBinlog, ServerBehind, ServerIdTaken,
+                             SourceError, StreamInterrupted, WithoutGtids)
 from streamer.source import reader as reader_mod
 from streamer.source.reader import BinlogReader, cut_off
 
@@ -140,6 +140,27 @@ def test_a_dump_by_gtid_set_refused_for_want_of_gtids_is_resumed_by_file(text):
     assert str(found).endswith("it resumes by binlog file and offset")
     # By file the first can't come, and the second's words name no anonymous transaction.
     assert not isinstance(reader_mod._classify(_refused(text), start), WithoutGtids)
+
+
+# MariaDB 10.11's words (seen on the server), a dump from 0-1-60 logged after 0-1-1000.
+HOLE = ("The binlog on the master is missing the GTID 0-1-60 requested by the slave (even "
+        "though both a prior and a subsequent sequence number does exist), and GTID strict mode "
+        "is enabled")
+
+
+def test_a_dump_by_gtid_set_mariadb_numbered_out_of_order_refuses_is_resumed_by_file():
+    # Taken for a server lacking the stream's transactions: the stream stopped (exit 3).
+    start = types.SimpleNamespace(describe=lambda: "mysql-bin.000001:2573",
+                                  file="mysql-bin.000001", pos=2573)
+    found = reader_mod._classify(_refused(HOLE), start, "0-1-60")
+    assert isinstance(found, GtidsOutOfOrder) and isinstance(found, WithoutGtids)
+    assert "numbers a GTID domain's transactions out of order" in str(found) and \
+        str(found).endswith("at its own place mysql-bin.000001:2573, checked against the "
+                            "server's binlog first")
+    # A start with no place of its own there (another server's checkpoint, by its set): the
+    # server lacks the stream's transactions as far as the stream can tell.
+    translated = types.SimpleNamespace(describe=lambda: "gtid=0-1-60", file="", pos=4)
+    assert isinstance(reader_mod._classify(_refused(HOLE), translated, "0-1-60"), ServerBehind)
 
 
 @pytest.mark.parametrize("text", [ANONYMOUS_WHEN_ON, GTID_WHEN_OFF])

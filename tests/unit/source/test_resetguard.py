@@ -59,8 +59,9 @@ def test_a_reset_binlog_is_said_by_what_shows_it(files, file, pos, mine, have, s
 
 
 def _server(files, gtids, state, opens="0-1-7"):
-    """A server answering SHOW BINARY LOGS, its GTID set (MariaDB's) and the Gtid_list each of
-    its files opens with (``opens``); ``state["fail"]`` makes it lose the connection instead."""
+    """A server answering SHOW BINARY LOGS, its GTID set (MariaDB's), the Gtid_list each of
+    its files opens with (``opens``) and BINLOG_GTID_POS (``state["there"]``, NULL unless
+    given); ``state["fail"]`` makes it lose the connection instead."""
     def answer(sql, args):
         if state.get("fail"):
             raise pymysql.err.OperationalError(2013, "Lost connection")
@@ -68,6 +69,9 @@ def _server(files, gtids, state, opens="0-1-7"):
             name = sql.split("'")[1]
             return [(name, 4, "Format_desc", 1, 256, "Server ver: 10.11.19-MariaDB-log"),
                     (name, 256, "Gtid_list", 1, 285, f"[{opens}]")]
+        if sql.startswith("SELECT BINLOG_GTID_POS("):
+            state["there_asked"] = state.get("there_asked", 0) + 1
+            return [(state.get("there"),)]
         if sql.startswith("SET "):
             return []
         if "character_set_results" in sql:
@@ -139,3 +143,24 @@ def test_the_check_runs_once_in_its_interval_and_a_lost_connection_says_nothing(
     # A new connection of the stream (maybe to another server) connects anew too.
     guard.hook(_tracker(), "MySQL at db2:3306")
     assert guard.conn is None
+
+
+def test_a_lower_sequence_number_logged_after_the_streams_is_no_reset_proven_once(caplog):
+    # MariaDB without gtid_strict_mode: SET gtid_seq_no = 3 (a replayed mysqlbinlog dump) after
+    # the stream read 0-1-7. The server's position names 0-1-3; at the stream's place its
+    # BINLOG_GTID_POS is the stream's position.
+    state = {"there": "0-1-7"}
+    conn = _server(FILES, "0-1-3", state)
+    now = [0.0]
+    idle = ResetGuard(lambda: conn, lambda: now[0]).hook(
+        _tracker("mysql-bin.000137", 5000, "0-1-7"), "MySQL at db1:3306")
+    assert idle() is False and state["there_asked"] == 1
+    assert "MySQL at db1:3306 numbers a GTID domain's transactions out of order" in caplog.text
+    now[0] += resetguard.CHECK_S
+    assert idle() is False and state["there_asked"] == 1  # the same shortfall: proven already
+    # Another history at the stream's place (a reset's binlog grown past it): a reset.
+    conn2 = _server(FILES, "0-1-2", {"there": "0-1-2"})
+    idle = ResetGuard(lambda: conn2, lambda: 0.0).hook(
+        _tracker("mysql-bin.000137", 5000, "0-1-7"), "MySQL at db1:3306")
+    with pytest.raises(SourceError, match=r"lacks transactions the stream has read \(domain 0"):
+        idle()
