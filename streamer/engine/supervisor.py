@@ -22,8 +22,8 @@ from streamer.engine import start as start_mod
 from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
 from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RegistryError,
-                             RegistryUnavailable, RolledBackRows, ServerBehind, ServerIdTaken, ServerUnreachable,
-                             SourceError, StreamInterrupted, WithoutGtids)
+                             RegistryUnavailable, RolledBackRows, ServerBehind, ServerIdTaken,
+                             ServerUnreachable, SourceError, StreamInterrupted, WithoutGtids)
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position

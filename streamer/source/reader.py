@@ -28,9 +28,8 @@ from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, wr
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
                                     ER_SLAVE_SAME_ID, GTIDS_FIX, SAME_ID_TEXT, Connection,
                                     binlog_files, binlog_gtids, connect, connection_settings,
-                                    is_mariadb,
-                                    label, query_one, replica_with_id, server_id, server_uuid,
-                                    writes_gtids)
+                                    is_mariadb, label, query_one, replica_with_id, server_id,
+                                    server_uuid, writes_gtids)
 
 log = logging.getLogger(__name__)
 
