@@ -95,6 +95,10 @@ init_datadir() {
     mkdir -p "$DIR"
     rm -rf "$DIR/data"   # a half-initialised dir from an interrupted run
     log "initialising $DIR/data"
+    mkdir -p "$DIR/tmp"
+    # TMPDIR: the bootstrap's temporary tables in the instance's own directory (see up()).
+    TMPDIR="$DIR/tmp"
+    export TMPDIR
     case "$FLAVOUR" in
         mariadb-10.11)
             mariadb-install-db --no-defaults --datadir="$DIR/data" --user="$USER_NAME" \
@@ -251,7 +255,12 @@ up() {
         die "port 127.0.0.1:$PORT is already taken by another process"
     fi
     init_datadir
-    mkdir -p "$DIR/binlog"
+    # Each instance's temporary tables in a directory of its own: a server that starts deletes
+    # every "#sql*" file of its tmpdir as a crash's leftovers, and with the /tmp they all shared,
+    # a private server starting took the files of live temporary tables from the others (a
+    # query on information_schema failed: "Error on delete of '/tmp/#sql-temptable-...'",
+    # and another instance's bootstrap: "Unknown table 'mysql.tmp_user_sys'").
+    mkdir -p "$DIR/binlog" "$DIR/tmp"
     rm -f "$SOCK"
     local start_line=0
     if [ -f "$ERRLOG" ]; then start_line="$(wc -l < "$ERRLOG")"; fi
@@ -261,7 +270,7 @@ up() {
     # shellcheck disable=SC2086
     env ${BASE:+LD_LIBRARY_PATH="$BASE/libs"} nohup "${cmd[@]}" --datadir="$DIR/data" --user="$USER_NAME" \
         --bind-address=127.0.0.1 --port="$PORT" --socket="$SOCK" --pid-file="$PIDFILE" \
-        --log-error="$ERRLOG" --skip-name-resolve --server-id="$SERVER_ID" \
+        --log-error="$ERRLOG" --tmpdir="$DIR/tmp" --skip-name-resolve --server-id="$SERVER_ID" \
         --log-bin="$DIR/binlog/mysql-bin" --binlog-format=ROW --binlog-row-image=FULL \
         --binlog-row-metadata=FULL --log-slave-updates --max-allowed-packet=64M \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
