@@ -54,6 +54,16 @@ ER_QUERY_INTERRUPTED = 1317  # KILL QUERY
 # doubling from LATER_S each time in a row, up to LATER_MOST_S (``Snapshots._retry_in``).
 LATER_S = 0.1
 LATER_MOST_S = 5.0
+# A chunk whose read the server failed with an error that may pass (a lock wait timeout, a table
+# in use, out of memory or disk, a temporary file of its own gone) is read again the same way;
+# the table's snapshot ends only once its reads have failed for this long in a row (``_failed``).
+FAILING_MOST_S = 300.0
+# Errors that are the statement's own (its syntax, a name or value it uses): reading again would
+# meet them again, so the snapshot ends at once, naming them. By PyMySQL's classes, and these
+# codes it leaves to OperationalError: unknown column, and mixes of collations.
+OWN_ERRORS = (pymysql.err.ProgrammingError, pymysql.err.DataError,
+              pymysql.err.NotSupportedError)
+OWN_CODES = frozenset((ER_BAD_FIELD, 1267, 1270, 1271))
 RATE_WINDOW_S = 30.0
 # Read-only mode: a chunk whose position the stream has not reached in this long is said to wait,
 # again each time the wait doubles (``_overdue``).
@@ -157,6 +167,10 @@ class _Interrupted(Exception):
     """The chunk's SELECT was interrupted (KILL QUERY): it is read again later, smaller."""
 
 
+class _Failed(Exception):
+    """The server failed the chunk's read with an error that may pass: what to say of it."""
+
+
 class _ReadAgain(Exception):
     """A column of the table went between its description and the chunk's SELECT."""
 
@@ -201,6 +215,8 @@ class Snapshots:
         self.changing = 0
         self.interrupts = 0  # the chunk's SELECT interrupted, times in a row (``_interrupted``)
         self.disordered = 0  # a read-only chunk put off, times in a row (``_out_of_order``)
+        self.failures = 0  # the chunk's reads the server failed, in a row (``_failed``)
+        self.failing_since = 0.0
         # Read-only mode: when the chunk waiting for its position was framed, and when to say so.
         self.framed_at = self.overdue_at = 0.0
         self._progress: Optional[Dict[str, Any]] = None
@@ -223,6 +239,7 @@ class Snapshots:
         self.chunk = self.window = None
         self._progress = None
         self.retry_at, self.changing, self.interrupts, self.disordered = 0.0, 0, 0, 0
+        self.failures, self.failing_since = 0, 0.0
         self.samples.clear()
 
     def progress(self) -> Optional[Dict[str, Any]]:
@@ -436,7 +453,16 @@ class Snapshots:
         with an error naming why; the stream goes on."""
         j = self.queue[0]
         try:
-            work(j)
+            try:
+                work(j)
+            except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
+                raise
+            except pymysql.err.MySQLError as exc:
+                # The server failed another of the snapshot's queries (the table's description
+                # in information_schema, say) with an error of its own, which may pass.
+                self._give_up_chunk()
+                self._failed(j, _Failed(f"a query of the snapshot failed "
+                                        f"({': '.join(str(a) for a in exc.args)})"))
         except SnapshotRefused as exc:
             log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc,
                       extra={"table": j["table"]})
@@ -482,10 +508,15 @@ class Snapshots:
             self._give_up_chunk()
             self._interrupted(j)
             return
+        except _Failed as exc:
+            self._give_up_chunk()
+            self._failed(j, exc)
+            return
         if self.chunk is not chunk or not reading.done:
             return
         chunk.reading = None
-        self.interrupts = 0  # read whole: an interrupt in its rows would have come by now
+        # Read whole: an interrupt or a failure in its rows would have come by now.
+        self.interrupts = self.failures = 0
         chunk.last_key, chunk.final = reading.last_key, reading.final
         self.sizes.read(j["table"], reading.given, reading.bytes_read)
         if not self.read_only:
@@ -528,6 +559,27 @@ class Snapshots:
                     "by a tool that ends long queries; %d times in a row now): reading that "
                     "chunk again in %.1f s, and its chunks %d rows at most from now on",
                     j["table"], self.interrupts, wait, rows, extra={"table": j["table"]})
+
+    def _failed(self, j: Dict[str, Any], exc: _Failed) -> None:
+        """The server failed the chunk's read with an error that may pass: a lock wait timeout
+        (a table locked by LOCK TABLES, or by a long DDL), out of memory or disk, a file error
+        of its own. The chunk is read again later, waiting longer each time in a row (until a
+        chunk is read whole); the table's snapshot ends, naming the error, only once its reads
+        have failed for FAILING_MOST_S in a row."""
+        now = self.clock.monotonic()
+        if not self.failures:
+            self.failing_since = now
+        self.failures += 1
+        if now - self.failing_since >= FAILING_MOST_S:
+            raise SnapshotRefused(
+                f"{exc}, and it kept failing for {now - self.failing_since:.0f} s ({self.failures} "
+                f"times in a row); ask again once the cause is fixed"
+                + (f" (check the request's condition {j['where']!r} too)" if j["where"] else ""))
+        wait = self._retry_in(self.failures)
+        log.warning("snapshot of %s: %s; reading that chunk again in %.1f s (%d times in a row "
+                    "now; the table's snapshot ends if its reads keep failing for %.0f s)",
+                    j["table"], exc, wait, self.failures, FAILING_MOST_S,
+                    extra={"table": j["table"]})
 
     def _out_of_order(self, j: Dict[str, Any]) -> None:
         """MySQL was set to commit out of its binlog order (binlog_order_commits OFF) since the
@@ -575,6 +627,7 @@ class Snapshots:
 
     def _drop(self) -> None:
         self._give_up_chunk()
+        self.failures = 0  # the next table's reads have a time of their own to fail for
         self._ended(self.queue.pop(0))
         self._progress = None
 
@@ -624,6 +677,8 @@ class Snapshots:
             return self._read(j, retried=True)
         except _Interrupted:
             return self._interrupted(j)
+        except _Failed as exc:
+            return self._failed(j, exc)
         except chunks.OutOfOrder:
             return self._out_of_order(j)
         if got is None:
@@ -709,9 +764,12 @@ class Snapshots:
                                       f"snapshot.chunk_timeout_s ({exc.args[-1]})"
                                       + (f"; its condition {j['where']!r} may need an index"
                                          if j["where"] else "")) from None
-            raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: {exc.args[-1]})"
-                                  + (f"; check the request's condition {j['where']!r}"
-                                     if j["where"] else "")) from None
+            if isinstance(exc, OWN_ERRORS) or code in OWN_CODES:
+                raise SnapshotRefused(f"the server refused the chunk's SELECT ({code}: "
+                                      f"{exc.args[-1]})"
+                                      + (f"; check the request's condition {j['where']!r}"
+                                         if j["where"] else "")) from None
+            raise _Failed(f"the chunk's SELECT failed ({code}: {exc.args[-1]})") from None
 
     def _column_went(self, j: Dict[str, Any], described: Any) -> bool:
         """Whether a column the chunk's SELECT names is no longer the table's. Without a

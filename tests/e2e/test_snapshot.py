@@ -848,3 +848,36 @@ def test_the_servers_settings_for_applications_sessions_are_lifted_from_the_stre
     with open(tmp_path / "log") as log:
         warned = [line for line in log if " WARNING " in line and "OVERRIDES" not in line]
     assert not warned, warned
+
+
+@pytest.mark.private_servers
+def test_a_table_locked_against_reads_under_its_snapshot_is_waited_for_and_nothing_is_lost(
+        tmp_path):
+    # LOCK TABLES ... WRITE (by hand, or a maintenance tool's) makes the chunk's SELECT wait
+    # for lock_wait_timeout, then fail with 1205: the table's snapshot ended without its
+    # remaining rows, to be asked for again by hand. Its chunk is now read again later.
+    from tests.e2e.servers import PrivateMariaDB
+
+    with PrivateMariaDB(str(tmp_path / "mdb"), "--lock-wait-timeout=1") as mdb:
+        support.sql(mdb.admin(), "CREATE DATABASE l")
+        support.sql(mdb.admin("l"), "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+                    "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_3000")
+        ns = support.unique("lk")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, ["l.t"],
+                                   mysql={"port": mdb.port, "password_file": mdb.password_file()},
+                                   start={"initial": "snapshot"}, snapshot={"chunk_rows": 500})
+        locker = mdb.admin("l")
+        support.sql(locker, "LOCK TABLES t WRITE")
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            support.wait_for(lambda: proc.output().count("the chunk's SELECT failed (1205: ") >= 2,
+                             timeout=90, what="the locked chunk's SELECT to fail twice")
+            support.sql(locker, "UNLOCK TABLES")
+            msgs = support.consume([f"{ns}.l.t"], expect=3000, decode_ns=ns, timeout=120)
+            support.wait_for(lambda: "snapshot of l.t done: 3000 rows" in proc.output(),
+                             what="the snapshot's end")
+            assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    rows = sorted((m["key"]["id"], m["value"]["after"]["v"]) for m in msgs)
+    assert rows == [(i, f"v{i}") for i in range(1, 3001)]  # each once
+    assert {m["value"]["op"] for m in msgs} == {"r"}
+    assert "reading that chunk again in" in out and "without its remaining rows" not in out

@@ -785,6 +785,112 @@ def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_r
     assert "without its remaining rows" not in caplog.text
 
 
+@pytest.mark.parametrize("error", [
+    pymysql.err.OperationalError(1205, "Lock wait timeout exceeded; try restarting transaction"),
+    pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock"),
+    pymysql.err.OperationalError(1041, "Out of memory"),
+    # A server's own file error (mysys, a code under 1000: PyMySQL's InternalError), as when
+    # another server starting in the same tmpdir deleted the chunk's temporary table.
+    pymysql.err.InternalError(6, "Error on delete of '/tmp/#sql-temptable-d80-a5d-f59.MAI' "
+                                 "(Errcode: 2)"),
+])
+def test_a_chunk_whose_select_the_server_fails_for_a_while_is_read_again_later(tmp_path, caplog,
+                                                                               error):
+    # Each was taken for the server refusing the SELECT: the table's snapshot ended without its
+    # remaining rows, to be asked again by hand, for an error that passes.
+    clock = FakeClock(step=0)
+    tables = _Unknown(3, [shop_t(False)], error.args)
+    tables.open = _raising(tables, error)
+    snaps = _queued(tmp_path, tables, None, clock)
+    assert _put_off(snaps, clock, 3) == [0.1, 0.2, 0.4] and tables.times == 0
+    assert snaps.failures == 3
+    snaps.pump()
+    snaps.read_whole()
+    assert snaps.chunk is not None and snaps.failures == 0  # read whole: counted afresh
+    code, text = error.args
+    assert f"snapshot of shop.t: the chunk's SELECT failed ({code}: {text}); reading that chunk " \
+           f"again in 0.4 s (3 times in a row now; the table's snapshot ends if its reads keep " \
+           f"failing for 300 s)" in caplog.text
+    assert "without its remaining rows" not in caplog.text
+
+
+def _raising(tables, error):
+    """``tables.open`` that raises ``error`` itself (of its own class) ``tables.times`` times."""
+    real = type(tables).__mro__[1].open
+
+    def open_(*args):
+        if tables.times:
+            tables.times -= 1
+            raise error
+        return real(tables, *args)
+    return open_
+
+
+def test_a_chunk_whose_reads_keep_failing_ends_its_tables_snapshot_naming_the_error(tmp_path,
+                                                                                   caplog):
+    from streamer.engine.snapshot import FAILING_MOST_S
+
+    clock = FakeClock(step=0)
+    tables = _Unknown(10 ** 6, [shop_t(False)], (1142, "SELECT command denied to user 's'@'%' "
+                                                       "for table 't'"))
+    snaps = _queued(tmp_path, tables, "v <> 'x'", clock)
+    began, tries = clock.now, 0
+    while snaps.queue:
+        snaps.pump()
+        tries += 1
+        clock.now = max(clock.now, snaps.retry_at)
+        assert tries < 200
+    assert clock.now - began >= FAILING_MOST_S and snaps.done == 1 and snaps.failures == 0
+    # Backing off, at most LATER_MOST_S apart: ~65 tries in 300 s, not thousands.
+    assert 60 <= tries <= 70
+    assert f"snapshot of shop.t ends without its remaining rows: the chunk's SELECT failed " \
+           f"(1142: SELECT command denied to user 's'@'%' for table 't'), and it kept failing " \
+           f"for {clock.now - began:.0f} s ({tries} times in a row); ask again once the cause is fixed " \
+           f"(check the request's condition \"v <> 'x'\" too)" in caplog.text
+
+
+def test_an_error_of_the_select_itself_ends_its_tables_snapshot_at_once(tmp_path, caplog):
+    # Reading again would meet it again: the request's condition, say.
+    tables = _Unknown(5, [shop_t(False)])
+    tables.open = _raising(tables, pymysql.err.ProgrammingError(
+        1064, "You have an error in your SQL syntax"))
+    snaps = _queued(tmp_path, tables, "v <> 'x' AND", FakeClock(step=0))
+    snaps.pump()
+    assert snaps.queue == [] and tables.times == 4
+    assert "snapshot of shop.t ends without its remaining rows: the server refused the chunk's " \
+           "SELECT (1064: You have an error in your SQL syntax); check the request's " \
+           "condition \"v <> 'x' AND\"" in caplog.text
+
+
+class _Undescribed(Tables):
+    """The table's description (information_schema) fails with ``error`` ``times`` times."""
+
+    def __init__(self, times, error):
+        super().__init__([CHUNK1], [shop_t(False)])
+        self.times, self.error = times, error
+
+    def describe(self, db, table):
+        if self.times:
+            self.times -= 1
+            raise self.error
+        return super().describe(db, table)
+
+
+def test_a_description_the_server_fails_is_asked_again_later(tmp_path, caplog):
+    # It ended the snapshot as "failed unexpectedly" (seen in CI: a temporary table of the
+    # information_schema query deleted under it).
+    clock = FakeClock(step=0)
+    tables = _Undescribed(2, pymysql.err.InternalError(6, "Error on delete of '/tmp/#sql-1' "
+                                                          "(Errcode: 2)"))
+    snaps = _queued(tmp_path, tables, None, clock)
+    assert _put_off(snaps, clock, 2) == [0.1, 0.2]
+    snaps.pump()
+    assert snaps.chunk is not None and tables.times == 0
+    assert "snapshot of shop.t: a query of the snapshot failed (6: Error on delete of " \
+           "'/tmp/#sql-1' (Errcode: 2)); reading that chunk again in 0.2 s" in caplog.text
+    assert "without its remaining rows" not in caplog.text
+
+
 class _OutOfOrder(_ReadOnlyTables):
     """MySQL with binlog_order_commits OFF for the first ``times`` chunk reads."""
 

@@ -257,6 +257,51 @@ def test_a_table_dropped_while_its_chunk_is_read_ends_its_snapshot_and_the_strea
     assert "the table was dropped" in caplog.text
 
 
+class _FailsOnce(Server):
+    """The SELECT's rows, its first run failing with ``error`` after ``fail_after`` rows: each
+    SELECT starts them again from the first."""
+
+    def __init__(self, rows, fail_after, error):
+        super().__init__(rows, fail_after)
+        self.all, self.error = list(rows), error
+
+    def unbuffered(self, sql):
+        self.rows = list(self.all)
+        return super().unbuffered(sql)
+
+    def read_payloads(self, n):
+        if self.fail_after is not None and self.fail_after <= 0:
+            self.fail_after = None
+            raise self.error
+        return super().read_payloads(n)
+
+
+def test_a_chunk_whose_rows_the_server_fails_to_send_is_read_again_whole(ctx, caplog):  # noqa: F811
+    # An error in the middle of the SELECT's rows (a lock wait, memory, a temporary file gone)
+    # ended the table's snapshot: its chunk is read again, from its first row, a moment later.
+    tables = Tables(range(1, 8))
+    tables.server = _FailsOnce(tables.server.rows, 2, pymysql.err.OperationalError(
+        1205, "Lock wait timeout exceeded; try restarting transaction"))
+    ctx, snaps, stage = _stage(ctx, tables)
+    stage.work()
+    assert snaps.chunk is None and len(snaps.queue) == 1 and snaps.failures == 1
+    assert tables.server.closed == 1 and len(tables.marks) == 1  # its low mark alone
+    ctx.clock.now = snaps.retry_at
+    snaps.pump()
+    while snaps.step():
+        pass
+    assert len(tables.marks) == 3  # a low mark of its own, then the high one
+    chunk = snaps.window = snaps.chunk
+    assert stage.publish(chunk, None) == 2
+    while stage.work():
+        pass
+    assert _read_keys(ctx) == list(range(1, 8))
+    assert snaps.failures == 0 and len(tables.server.sql) == 2
+    assert "snapshot of shop.t: the chunk's SELECT failed (1205: Lock wait timeout exceeded; " \
+           "try restarting transaction); reading that chunk again in 0.1 s" in caplog.text
+    assert "without its remaining rows" not in caplog.text
+
+
 def _reads(context):
     """The (key, value) of the op r messages in the open batch, decoded."""
     pub = context.publisher
