@@ -88,11 +88,12 @@ up() {
     jar="$(runner_jar)"
     local offset=0
     if [ -f "$LOG" ]; then offset="$(stat -c %s "$LOG")"; fi
-    # Run from the jar's directory: Quarkus resolves its lib/ relative to the runner jar.
+    # Run from the jar's directory: Quarkus resolves its lib/ relative to the runner jar. Not
+    # holding the lock (fd 9) this script takes.
     (cd "$(dirname "$jar")" && exec nohup java -Xms256m -Xmx512m \
         -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$PORT" \
         -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$MPORT" \
-        -jar "$jar" >> "$LOG" 2>&1 < /dev/null) &
+        -jar "$jar" >> "$LOG" 2>&1 < /dev/null 9>&-) &
     local rpid=$!
     echo "$rpid" > "$PIDFILE"
     local deadline=$((SECONDS + TIMEOUT_S))
@@ -125,9 +126,18 @@ down() {
     log "stopped"
 }
 
+# One up or down at a time: two test lanes asking for the registry in the same seconds both
+# found it not running, both started one, and the loser's failure removed the winner's pid file.
+locked() {
+    mkdir -p "$DIR"
+    exec 9>"$DIR/.lock"
+    flock 9
+    "$@"
+}
+
 case "${1:-}" in
-    up) up ;;
-    down) down ;;
+    up) locked up ;;
+    down) locked down ;;
     status)
         if running; then log "running on 127.0.0.1:$PORT (pid $(pid))"; else log "not running"; exit 1; fi ;;
     *) echo "usage: $0 up|down|status" >&2; exit 2 ;;

@@ -229,3 +229,42 @@ def test_a_registry_down_while_a_new_version_needs_it_is_waited_for_and_nothing_
     assert [r[1:] for r in rows if r[0] == "u"] == [("c", {"id": i}) for i in (1, 2)]
     assert len(_get(f"{registry_url}/subjects/{topics[0]}-value/versions")) == 2
     assert len(_get(f"{registry_url}/subjects/{topics[1]}-value/versions")) == 1
+
+
+@pytest.mark.private_servers
+def test_two_ups_at_once_start_one_registry_and_down_stops_it(tmp_path, registry_url):
+    # The two test lanes may ask for the registry in the same seconds: both found it not
+    # running and started one; the second failed on the taken port and took the first's pid
+    # file with it, so `status` and `down` no longer knew the registry that ran. A registry of
+    # its own here (its own directory and ports; the app hard-linked from the shared one).
+    import shutil
+
+    from tests.e2e.servers import free_port
+
+    script = os.path.join(support.ROOT, "deploy/local/registry.sh")
+    own = tmp_path / "registry"
+    shutil.copytree(os.path.join(support.ROOT, ".local/registry/app"), own / "app",
+                    copy_function=os.link)
+    port = free_port()
+    env = dict(os.environ, STREAMER_REGISTRY_DIR=str(own), STREAMER_REGISTRY_PORT=str(port),
+               STREAMER_REGISTRY_MANAGEMENT_PORT=str(free_port()))
+
+    def java_pids():
+        found = subprocess.run(["pgrep", "-f", "--", f"-Dquarkus.http.port={port} "],
+                               capture_output=True, text=True).stdout.split()
+        return sorted(int(p) for p in found)
+
+    ups = [subprocess.Popen([script, "up"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    try:
+        said = [u.communicate(timeout=300)[0] for u in ups]
+        assert [u.returncode for u in ups] == [0, 0], said
+        assert sum("already running" in s for s in said) == 1, said
+        pids = java_pids()
+        assert len(pids) == 1 and (own / "registry.pid").read_text().strip() == str(pids[0])
+        assert _get(f"http://127.0.0.1:{port}/apis/ccompat/v7/subjects") == []
+    finally:
+        down = subprocess.run([script, "down"], env=env, capture_output=True, text=True,
+                              timeout=60)
+    assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
+    assert java_pids() == []
