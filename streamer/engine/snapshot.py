@@ -56,8 +56,10 @@ LATER_S = 0.1
 LATER_MOST_S = 5.0
 # A chunk whose read the server failed with an error that may pass (a lock wait timeout, a table
 # in use, out of memory or disk, a temporary file of its own gone) is read again the same way;
-# the table's snapshot ends only once its reads have failed for this long in a row (``_failed``).
+# the table's snapshot ends only once its reads have failed for this long in a row (``_failed``),
+# unless it is a lock that made them fail: the chunk waits for it as long as it is held.
 FAILING_MOST_S = 300.0
+LOCKED = frozenset((1205, 1213))  # ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK
 # Errors that are the statement's own (its syntax, a name or value it uses): reading again would
 # meet them again, so the snapshot ends at once, naming them. By PyMySQL's classes, and these
 # codes it leaves to OperationalError: unknown column, and mixes of collations.
@@ -168,7 +170,11 @@ class _Interrupted(Exception):
 
 
 class _Failed(Exception):
-    """The server failed the chunk's read with an error that may pass: what to say of it."""
+    """The server failed the chunk's read with an error that may pass: (its code, what to say
+    of it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[1])
 
 
 class _ReadAgain(Exception):
@@ -455,19 +461,22 @@ class Snapshots:
         try:
             try:
                 work(j)
-            except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
+            except StreamerError:
                 raise
             except pymysql.err.MySQLError as exc:
-                # The server failed another of the snapshot's queries (the table's description
-                # in information_schema, say) with an error of its own, which may pass.
+                if server.connection_lost(exc):
+                    raise
+                # The server failed another of the snapshot's statements (the table's
+                # description in information_schema, a watermark's write) with an answer of its
+                # own, which may pass.
                 self._give_up_chunk()
-                self._failed(j, _Failed(f"a query of the snapshot failed "
-                                        f"({': '.join(str(a) for a in exc.args)})"))
+                self._failed(j, _Failed(exc.args[0], f"a statement of the snapshot failed "
+                                                     f"({exc.args[0]}: {exc.args[-1]})"))
         except SnapshotRefused as exc:
             log.error("snapshot of %s ends without its remaining rows: %s", j["table"], exc,
                       extra={"table": j["table"]})
             self._drop()
-        except (StreamerError, pymysql.err.OperationalError, pymysql.err.InterfaceError):
+        except (StreamerError, pymysql.err.MySQLError):  # a connection lost, from the above
             raise
         except Exception:  # noqa: BLE001 - one table's snapshot must not stop the stream
             log.exception("snapshot of %s ends without its remaining rows: reading its next "
@@ -515,12 +524,12 @@ class Snapshots:
         if self.chunk is not chunk or not reading.done:
             return
         chunk.reading = None
-        # Read whole: an interrupt or a failure in its rows would have come by now.
-        self.interrupts = self.failures = 0
+        self.interrupts = 0  # read whole: an interrupt in its rows would have come by now
         chunk.last_key, chunk.final = reading.last_key, reading.final
         self.sizes.read(j["table"], reading.given, reading.bytes_read)
         if not self.read_only:
             self._tables().watermark(chunk.high)
+        self.failures = 0  # read whole and framed: a failure would have come by now
 
     def _give_up_chunk(self) -> None:
         if self.chunk is not None:
@@ -562,24 +571,27 @@ class Snapshots:
 
     def _failed(self, j: Dict[str, Any], exc: _Failed) -> None:
         """The server failed the chunk's read with an error that may pass: a lock wait timeout
-        (a table locked by LOCK TABLES, or by a long DDL), out of memory or disk, a file error
-        of its own. The chunk is read again later, waiting longer each time in a row (until a
-        chunk is read whole); the table's snapshot ends, naming the error, only once its reads
-        have failed for FAILING_MOST_S in a row."""
+        (a table locked by LOCK TABLES or a DDL, the server by FLUSH TABLES WITH READ LOCK), out
+        of memory or disk, a file error of its own. The chunk is read again later, waiting
+        longer each time in a row (until a chunk is read whole and framed); the table's snapshot
+        ends, naming the error, only once its reads have failed for FAILING_MOST_S in a row, and
+        never for a lock: a backup may hold one for long, and its table is read once it goes."""
         now = self.clock.monotonic()
         if not self.failures:
             self.failing_since = now
         self.failures += 1
-        if now - self.failing_since >= FAILING_MOST_S:
+        if exc.args[0] not in LOCKED and now - self.failing_since >= FAILING_MOST_S:
             raise SnapshotRefused(
                 f"{exc}, and it kept failing for {now - self.failing_since:.0f} s ({self.failures} "
                 f"times in a row); ask again once the cause is fixed"
                 + (f" (check the request's condition {j['where']!r} too)" if j["where"] else ""))
         wait = self._retry_in(self.failures)
         log.warning("snapshot of %s: %s; reading that chunk again in %.1f s (%d times in a row "
-                    "now; the table's snapshot ends if its reads keep failing for %.0f s)",
-                    j["table"], exc, wait, self.failures, FAILING_MOST_S,
-                    extra={"table": j["table"]})
+                    "now; %s)", j["table"], exc, wait, self.failures,
+                    "the table or the server is locked: it waits for the lock to go"
+                    if exc.args[0] in LOCKED else
+                    f"the table's snapshot ends if its reads keep failing for "
+                    f"{FAILING_MOST_S:.0f} s", extra={"table": j["table"]})
 
     def _out_of_order(self, j: Dict[str, Any]) -> None:
         """MySQL was set to commit out of its binlog order (binlog_order_commits OFF) since the
@@ -745,11 +757,8 @@ class Snapshots:
             return query()
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None
-            # The connection, not the query (a client code, or PyMySQL's InterfaceError(0, '')
-            # for a connection that already broke): retried like a dropped stream.
-            if not isinstance(code, int) or code >= server.CR_MIN or \
-                    isinstance(exc, pymysql.err.InterfaceError):
-                raise
+            if server.connection_lost(exc):
+                raise  # retried like a dropped stream
             if code == server.ER_NO_SUCH_TABLE:
                 log.warning("snapshot of %s ends: the table was dropped (%d rows published)",
                             j["table"], j["rows"], extra={"table": j["table"]})
@@ -769,7 +778,7 @@ class Snapshots:
                                       f"{exc.args[-1]})"
                                       + (f"; check the request's condition {j['where']!r}"
                                          if j["where"] else "")) from None
-            raise _Failed(f"the chunk's SELECT failed ({code}: {exc.args[-1]})") from None
+            raise _Failed(code, f"the chunk's SELECT failed ({code}: {exc.args[-1]})") from None
 
     def _column_went(self, j: Dict[str, Any], described: Any) -> bool:
         """Whether a column the chunk's SELECT names is no longer the table's. Without a

@@ -340,19 +340,28 @@ def key_literal(conn: Any, column: Column, value: Any) -> str:
 _MODES_LEFT_OUT = ("NO_BACKSLASH_ESCAPES", "PAD_CHAR_TO_FULL_LENGTH", "EMPTY_STRING_IS_NULL")
 
 
+# How long (s) a snapshot's statement waits for a lock on a table (LOCK TABLES ... WRITE, a DDL's
+# metadata lock, or one queued behind it) or on the server (FLUSH TABLES WITH READ LOCK): the
+# stream waits with it, so it fails soon and its chunk is read again later (engine.snapshot).
+# The servers' default is a year.
+LOCK_WAIT_S = 1
+
+
 def session(conn: Any) -> None:
     """What a snapshot connection needs: UTC, so TIMESTAMP text is the instant, none of
     ``_MODES_LEFT_OUT``, and REPEATABLE READ whatever the server's default: each chunk's SELECT
     runs in autocommit mode, one consistent, non-locking read of its own, which READ
     UNCOMMITTED would make a read of changes not yet committed (a row rolled back later was
     published as it never was), and read-only mode's consistent-snapshot transaction is one
-    only in REPEATABLE READ (the server ignores WITH CONSISTENT SNAPSHOT in the others)."""
+    only in REPEATABLE READ (the server ignores WITH CONSISTENT SNAPSHOT in the others). And
+    lock waits of LOCK_WAIT_S at most."""
     mode = "@@SESSION.sql_mode"
     for left_out in _MODES_LEFT_OUT:
         mode = f"REPLACE({mode}, '{left_out}', '')"
     with conn.cursor() as cur:
         cur.execute(f"SET SESSION time_zone = '+00:00', sql_mode = {mode}")
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute(f"SET SESSION lock_wait_timeout = {LOCK_WAIT_S}")
 
 
 def read_chunk(conn: Any, d: Described, last: Optional[Sequence[str]], condition: Optional[str],

@@ -291,6 +291,15 @@ def logs_replicated(conn: Any) -> Tuple[str, str]:
     return name, found.get(name, "not available")
 
 
+def connection_lost(exc: BaseException) -> bool:
+    """Whether a MySQL error is the connection's (a client code, or PyMySQL's InterfaceError(0,
+    '') for a statement on a connection that already broke), not the server's answer to the
+    statement: retried like a dropped stream."""
+    code = exc.args[0] if exc.args else None
+    return not isinstance(code, int) or code >= CR_MIN or \
+        isinstance(exc, pymysql.err.InterfaceError)
+
+
 def said(exc: BaseException) -> str:
     """A MySQL error in words, for a log line: PyMySQL shows its (code, message) tuple."""
     args = exc.args if isinstance(exc, pymysql.err.MySQLError) else ()

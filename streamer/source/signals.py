@@ -35,6 +35,11 @@ def streamer_name(cfg: Config) -> str:
     return f"{cfg.namespace}/{cfg.source.name}"
 
 
+# The refusals ``explain`` names a fix for: a person must act on them.
+FIXES_NAMED = frozenset((server.ER_NO_SUCH_TABLE, server.ER_BAD_DB, server.ER_READ_ONLY)
+                        + server.ER_ACCESS_DENIED)
+
+
 def explain(exc: Exception, database: str, table: str, user: str, what: str) -> SourceError:
     """The error for a failed watermark or request write, naming the fix."""
     code = exc.args[0] if exc.args else None
@@ -61,9 +66,10 @@ def write_watermark(conn: Any, database: str, name: str, mark: str, user: str) -
             cur.execute(f"INSERT INTO `{database}`.`{WATERMARK}` (streamer, mark) VALUES (%s, %s) "
                         f"ON DUPLICATE KEY UPDATE mark = VALUES(mark)", (name, mark))
     except pymysql.err.MySQLError as exc:
-        code = exc.args[0] if exc.args else None
-        if not isinstance(code, int) or code >= server.CR_MIN:
-            raise  # the connection, not the statement: retried like a dropped stream
+        if server.connection_lost(exc) or exc.args[0] not in FIXES_NAMED:
+            # The connection (retried like a dropped stream), or an answer that may pass: a
+            # lock wait (FLUSH TABLES WITH READ LOCK, a backup's) is read again later.
+            raise
         raise explain(exc, database, WATERMARK, user, "write the watermark to") from None
 
 

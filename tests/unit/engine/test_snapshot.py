@@ -512,6 +512,43 @@ def test_a_failed_watermark_or_request_write_names_its_fix():
     assert "snapshot.mode: read_only" in str(err) and err.exit_code == 3
 
 
+class _Refusing:
+    """A connection whose every statement the server answers with ``error``."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def cursor(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, *args):
+        raise self.error
+
+
+@pytest.mark.parametrize("error,stops", [
+    (pymysql.err.OperationalError(1142, "INSERT command denied"), True),  # a grant to give
+    (pymysql.err.OperationalError(1290, "--read-only option"), True),
+    (pymysql.err.ProgrammingError(1146, "Table doesn't exist"), True),
+    # A lock (a backup's FLUSH TABLES WITH READ LOCK) or a deadlock: the snapshot reads that
+    # chunk again later (engine.snapshot), where this stopped the streamer.
+    (pymysql.err.OperationalError(1205, "Lock wait timeout exceeded"), False),
+    (pymysql.err.OperationalError(1213, "Deadlock found"), False),
+    (pymysql.err.OperationalError(2013, "Lost connection"), False),  # a dropped stream's retry
+])
+def test_a_watermark_write_stops_the_streamer_only_for_a_refusal_a_person_must_fix(error, stops):
+    from streamer.errors import SourceError
+
+    with pytest.raises(SourceError if stops else type(error)) as raised:
+        signals.write_watermark(_Refusing(error), "hb", "s", "L1", "x")
+    assert isinstance(raised.value, SourceError) == stops
+
+
 def _keyed(key, order=None):
     return chunks.Described("shop", "t", [], key, 1, key_order=tuple(order or ["int"] * len(key)))
 
@@ -808,9 +845,10 @@ def test_a_chunk_whose_select_the_server_fails_for_a_while_is_read_again_later(t
     snaps.read_whole()
     assert snaps.chunk is not None and snaps.failures == 0  # read whole: counted afresh
     code, text = error.args
+    then = "the table or the server is locked: it waits for the lock to go" if code in (
+        1205, 1213) else "the table's snapshot ends if its reads keep failing for 300 s"
     assert f"snapshot of shop.t: the chunk's SELECT failed ({code}: {text}); reading that chunk " \
-           f"again in 0.4 s (3 times in a row now; the table's snapshot ends if its reads keep " \
-           f"failing for 300 s)" in caplog.text
+           f"again in 0.4 s (3 times in a row now; {then})" in caplog.text
     assert "without its remaining rows" not in caplog.text
 
 
@@ -847,6 +885,76 @@ def test_a_chunk_whose_reads_keep_failing_ends_its_tables_snapshot_naming_the_er
            f"(1142: SELECT command denied to user 's'@'%' for table 't'), and it kept failing " \
            f"for {clock.now - began:.0f} s ({tries} times in a row); ask again once the cause is fixed " \
            f"(check the request's condition \"v <> 'x'\" too)" in caplog.text
+
+
+def test_a_chunk_whose_table_stays_locked_waits_for_the_lock_however_long(tmp_path, caplog):
+    # A backup's FLUSH TABLES WITH READ LOCK, or LOCK TABLES, may be held for long: the
+    # snapshot, hours into a big table, must not end for it.
+    from streamer.engine.snapshot import FAILING_MOST_S, LATER_MOST_S
+
+    clock = FakeClock(step=0)
+    tables = _Unknown(10 ** 6, [shop_t(False)], (1205, "Lock wait timeout exceeded; try "
+                                                       "restarting transaction"))
+    snaps = _queued(tmp_path, tables, None, clock)
+    began = clock.now
+    while clock.now - began < 3 * FAILING_MOST_S:
+        snaps.pump()
+        assert len(snaps.queue) == 1 and snaps.chunk is None
+        clock.now = max(clock.now, snaps.retry_at)
+    assert snaps.retry_at - clock.now <= LATER_MOST_S  # still asking every 5 s at most
+    tables.times = 0  # the lock goes
+    clock.now = snaps.retry_at
+    snaps.pump()
+    snaps.read_whole()
+    assert snaps.chunk is not None and snaps.failures == 0
+    assert "without its remaining rows" not in caplog.text
+
+
+class _Unwritable(Tables):
+    """Its watermark writes fail with ``error`` ``times`` times (a lock held on the server)."""
+
+    def __init__(self, times, error):
+        super().__init__([CHUNK1, CHUNK1], [shop_t(False)])
+        self.times, self.error = times, error
+
+    def watermark(self, mark):
+        if self.times:
+            self.times -= 1
+            raise self.error
+        super().watermark(mark)
+
+
+@pytest.mark.parametrize("low", [True, False])
+def test_a_watermark_the_server_cant_write_for_a_while_has_its_chunk_read_again(tmp_path, caplog,
+                                                                                 low):
+    # FLUSH TABLES WITH READ LOCK (a backup's) makes the watermark's write wait for the lock,
+    # holding the stream, then fail: that stopped the streamer ("write the watermark to ...
+    # failed (1205)"). The chunk is read again once it can be framed.
+    clock = FakeClock(step=0)
+    tables = _Unwritable(0, pymysql.err.OperationalError(
+        1205, "Lock wait timeout exceeded; try restarting transaction"))
+    snaps = _queued(tmp_path, tables, None, clock)
+    if low:
+        tables.times = 2
+        assert _put_off(snaps, clock, 2) == [0.1, 0.2]
+        snaps.pump()
+    else:
+        snaps.pump()  # its low mark written, then the high one fails twice
+        tables.times = 2
+        for wait in (0.1, 0.2):
+            snaps.read_whole()
+            assert snaps.chunk is None and round(snaps.retry_at - clock.now, 3) == wait
+            clock.now = snaps.retry_at
+            snaps.pump()
+    snaps.read_whole()
+    assert snaps.chunk is not None and snaps.failures == 0 and tables.times == 0
+    chunk = snaps.chunk
+    assert tables.marks[-2:] == [chunk.low, chunk.high]  # framed by marks of its own read
+    assert "snapshot of shop.t: a statement of the snapshot failed (1205: Lock wait timeout " \
+           "exceeded; try restarting transaction); reading that chunk again in 0.2 s (2 times " \
+           "in a row now; the table or the server is locked: it waits for the lock to go)" \
+           in caplog.text
+    assert "without its remaining rows" not in caplog.text
 
 
 def test_an_error_of_the_select_itself_ends_its_tables_snapshot_at_once(tmp_path, caplog):
@@ -886,7 +994,7 @@ def test_a_description_the_server_fails_is_asked_again_later(tmp_path, caplog):
     assert _put_off(snaps, clock, 2) == [0.1, 0.2]
     snaps.pump()
     assert snaps.chunk is not None and tables.times == 0
-    assert "snapshot of shop.t: a query of the snapshot failed (6: Error on delete of " \
+    assert "snapshot of shop.t: a statement of the snapshot failed (6: Error on delete of " \
            "'/tmp/#sql-1' (Errcode: 2)); reading that chunk again in 0.2 s" in caplog.text
     assert "without its remaining rows" not in caplog.text
 
