@@ -250,9 +250,16 @@ def test_two_ups_at_once_start_one_registry_and_down_stops_it(tmp_path, registry
                STREAMER_REGISTRY_MANAGEMENT_PORT=str(free_port()))
 
     def java_pids():
-        found = subprocess.run(["pgrep", "-f", "--", f"-Dquarkus.http.port={port} "],
-                               capture_output=True, text=True).stdout.split()
-        return sorted(int(p) for p in found)
+        """The processes whose command line starts a registry on this port."""
+        wanted, found = f"-Dquarkus.http.port={port}".encode(), []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if wanted in fh.read().split(b"\0"):
+                        found.append(int(pid))
+            except OSError:
+                continue  # gone meanwhile
+        return sorted(found)
 
     ups = [subprocess.Popen([script, "up"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True) for _ in range(2)]
