@@ -10,7 +10,7 @@ librdkafka's syslog levels overstate its transient trouble: a broker that refuse
 start-up is an "error" (3) it retries on its own, and a coordinator not ready yet a "warning" (4)
 followed by "retrying". A failure that lasts reaches the streamer as an API error, which it reports
 with the fix. So: what librdkafka says it is retrying is INFO; connection failures are WARNING;
-the rest keep their level (0-3 ERROR, 4 WARNING, 5 INFO), and its own informational chatter (6, 7)
+a metadata hint it could not use (``METADATAUPDATE``) is INFO; the rest keep their level (0-3 ERROR, 4 WARNING, 5 INFO), and its own informational chatter (6, 7)
 is DEBUG.
 """
 from __future__ import annotations
@@ -28,6 +28,14 @@ log = logging.getLogger(NAME)
 # librdkafka facilities of connection trouble it retries by itself.
 _RECONNECTING = frozenset(("FAIL", "CONNECT", "BROKERFAIL", "DISCONNECT", "ERROR"))
 
+# librdkafka 2.x takes a partition's new leader from the tags of a produce or fetch response
+# (KIP-951) and says, at level 4, when it can't use one: "new leader-1 not found in cache" when
+# the broker knows no leader yet, as it does for a topic just created. The hint is dropped, the
+# request's own error makes librdkafka ask for the metadata again and retry, and a partition
+# that stays leaderless shows as a stalled stream (health, metrics.stall_after_s). One CI run
+# failed on a snapshot test because this line came as a WARNING.
+_HINTS = frozenset(("METADATAUPDATE",))
+
 
 def level_of(syslog_level: int, facility: str, text: str) -> int:
     """The Python level of one librdkafka log line."""
@@ -36,7 +44,7 @@ def level_of(syslog_level: int, facility: str, text: str) -> int:
     if syslog_level <= 3:
         return logging.WARNING if facility.upper() in _RECONNECTING else logging.ERROR
     if syslog_level == 4:
-        return logging.WARNING
+        return logging.INFO if facility.upper() in _HINTS else logging.WARNING
     if syslog_level == 5:
         return logging.INFO
     return logging.DEBUG

@@ -22,6 +22,9 @@ def test_transient_trouble_is_not_an_error_and_chatter_is_debug():
     assert logs.level_of(3, "TXNERR", "Current transaction failed") == logging.ERROR
     assert logs.level_of(4, "CONFWARN", "Configuration property is deprecated") == logging.WARNING
     assert logs.level_of(5, "PARTCNT", "Topic partition count changed") == logging.INFO
+    # A leader hint librdkafka drops (a topic just created has none yet), then looks up again.
+    assert logs.level_of(4, "METADATAUPDATE", "Partition ns.db.t(m4ZeytbASQeldcBeHCnaCA)[0]: "
+                                              "new leader-1 not found in cache") == logging.INFO
 
 
 def test_confluent_kafka_clients_calls_reach_the_same_mapping(caplog):
