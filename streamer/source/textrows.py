@@ -275,9 +275,12 @@ class FastResult(MySQLResult):
         return rows
 
     def close(self) -> None:
-        """Read what is left of an unbuffered result, so the connection can be used again."""
-        if self.unbuffered_active:
+        """Read what is left of an unbuffered result, so the connection can be used again.
+        Nothing is left to read on a connection that broke under it (a KILL, 2013): PyMySQL
+        closed it, and reading it raised AttributeError."""
+        if self.unbuffered_active and self.connection is not None and self.connection.open:
             self._finish_unbuffered_query()
+        self.unbuffered_active = False
 
     def _read_rowdata_packet(self) -> None:
         read_packet = self.connection._read_packet

@@ -898,3 +898,58 @@ def test_a_table_locked_under_its_snapshot_holds_neither_the_stream_nor_its_rows
     assert {m["value"]["op"] for m in msgs} == {"r"}
     assert "the table or the server is locked: it waits for the lock to go" in out
     assert "without its remaining rows" not in out
+
+
+def _kill_a_chunk_select(conn, name, kind):
+    """``KILL <kind>`` the thread that runs a chunk's SELECT of ``name``.t: True once done."""
+    for pid, info in support.sql(conn, "SELECT ID, INFO FROM information_schema.PROCESSLIST "
+                                       "WHERE INFO LIKE %s AND ID <> CONNECTION_ID()",
+                                 args=(f"%{name}%",)):
+        if f"FROM `{name}`.`t`" in info and "ORDER BY" in info:  # not the start's own checks
+            support.sql(conn, f"KILL {kind} {pid}")
+            return True
+    return False
+
+
+@pytest.mark.parametrize("server,kind", [
+    pytest.param(n, kind, marks=pytest.mark.on_source(n))
+    for n in ("mariadb-11.4", "mysql-8.0") for kind in ("QUERY", "CONNECTION")])
+def test_a_chunk_select_killed_by_a_dba_or_pt_kill_is_read_again(tmp_path, server, kind):
+    # pt-kill, or a DBA, ends long queries with KILL QUERY or KILL (CONNECTION, pt-kill's
+    # default): a chunk's SELECT of a big table is one. Its rows are read again and come once.
+    # A killed connection crashed the streamer (AttributeError, exit 1): the stream's restart
+    # gave the chunk up, and letting its result go read from the closed connection.
+    source = support.SOURCES[server]
+    name = support.unique("kl")
+    conn = source.admin()
+    support.sql(conn, f"CREATE DATABASE {name}")
+    rows = 200000
+    try:
+        conn.select_db(name)
+        # Rows of 200 bytes: a chunk's rows (8 MB) are more than the socket's buffers hold, so
+        # its SELECT runs until the streamer has read most of them, and the KILL meets it.
+        support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(200))",
+                    f"INSERT INTO t SELECT seq, CONCAT(REPEAT('v', 190), seq) "
+                    f"FROM {source.seq(rows)}")
+        ns = support.unique("kl")
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t"],
+                                   server=source, start={"initial": "snapshot"},
+                                   snapshot={"chunk_rows": 50000})
+        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+            support.wait_for(lambda: _kill_a_chunk_select(conn, name, kind), timeout=60,
+                             interval=0.01, what="a chunk's SELECT to kill")
+            msgs = support.consume([f"{ns}.{name}.t"], expect=rows, decode_ns=ns, timeout=120)
+            support.wait_for(lambda: f"snapshot of {name}.t done: {rows} rows" in proc.output(),
+                             what="the snapshot's end")
+            assert proc.stop() == 0, proc.output()[-3000:]
+        out = proc.output()
+    finally:
+        support.sql(conn, f"DROP DATABASE {name}")
+    got = sorted(m["key"]["id"] for m in msgs)
+    assert got == list(range(1, rows + 1))  # each once
+    assert "without its remaining rows" not in out and "Traceback" not in out, out[-3000:]
+    if kind == "QUERY":  # the chunk alone is read again
+        assert "the chunk's SELECT was interrupted (KILL QUERY" in out, out[-3000:]
+    else:  # the stream restarts from its checkpoint, and the chunk is read on a new connection
+        assert "a MySQL connection was lost (" in out, out[-3000:]
+

@@ -2,6 +2,7 @@
 import datetime
 
 import pytest
+import pymysql
 from pymysql import converters
 from pymysql.connections import MySQLResult
 from pymysql.protocol import MysqlPacket
@@ -234,3 +235,14 @@ def test_a_mysql9_vector_field_is_read_as_its_bytes_not_decoded_as_ascii():
     floats = b"\x00\x00\x80\x3f\x00\x00\x00\xbf"
     assert result.reader()(lenenc(b"7") + lenenc(floats) + lenenc("é".encode())) == \
         (7, floats, "é")
+
+
+def test_a_result_cut_off_with_its_connection_lets_go_without_reading():
+    # A chunk's SELECT whose connection was killed (KILL CONNECTION, pt-kill's default) ends with
+    # 2013, and PyMySQL closes the connection. The stream's restart then gives the chunk up:
+    # closing its result read from the closed socket (AttributeError) and crashed the streamer.
+    conn = pymysql.connections.Connection(defer_connect=True)  # as PyMySQL leaves a broken one
+    result = textrows.FastResult(conn)
+    result.unbuffered_active = True
+    result.close()
+    assert not result.unbuffered_active
