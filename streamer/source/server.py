@@ -28,6 +28,16 @@ ER_NO_SUCH_TABLE = 1146
 ER_READ_ONLY = 1290  # the server runs with --read-only (or super_read_only)
 ER_BINLOG_READ = 1220  # SHOW BINLOG EVENTS at an offset where no event starts
 CR_MIN = 2000  # codes from here on are the client's: the connection, not the statement
+CR_END = 3000  # ...up to here: MySQL's server codes go on from 3000, MariaDB's own from 4000
+# The server's codes that end the connection, not the statement: it closes the connection after
+# sending one. MariaDB's ER_CONNECTION_KILLED and MySQL's ER_SESSION_WAS_KILLED (KILL of a
+# session whose statement runs), both servers' ER_SERVER_SHUTDOWN, and MySQL 8.0.24+'s
+# ER_CLIENT_INTERACTION_TIMEOUT (wait_timeout; 4031 is another error on MariaDB, so its words
+# tell them apart).
+ER_CONNECTION_KILLED = 1927
+ER_SESSION_WAS_KILLED = 3169
+ER_SERVER_SHUTDOWN = 1053
+ER_CLIENT_INTERACTION_TIMEOUT = 4031
 # Another replica connected with this stream's server_id, and the server ended this stream for
 # it: MariaDB's own code, MySQL's 1236 with this in its text (5.7's to 9.x's wording).
 ER_SLAVE_SAME_ID = 4052
@@ -292,12 +302,21 @@ def logs_replicated(conn: Any) -> Tuple[str, str]:
 
 
 def connection_lost(exc: BaseException) -> bool:
-    """Whether a MySQL error is the connection's (a client code, or PyMySQL's InterfaceError(0,
-    '') for a statement on a connection that already broke), not the server's answer to the
-    statement: retried like a dropped stream."""
+    """Whether a MySQL error is the connection's (a client code, a code the server closes the
+    connection after, or PyMySQL's InterfaceError(0, '') for a statement on a connection that
+    already broke), not the server's answer to the statement: retried like a dropped stream."""
     code = exc.args[0] if exc.args else None
-    return not isinstance(code, int) or code >= CR_MIN or \
-        isinstance(exc, pymysql.err.InterfaceError)
+    return not isinstance(code, int) or isinstance(exc, pymysql.err.InterfaceError) or \
+        _of_the_connection(code, exc.args[-1])
+
+
+def _of_the_connection(code: int, message: Any) -> bool:
+    """A client code, or a server's that it closes the connection after. (MySQL's codes from
+    3000, such as 3024 for a statement's MAX_EXECUTION_TIME, are a statement's: taken for the
+    client's, a chunk's timeout restarted the stream and met the timeout again, for ever.)"""
+    return CR_MIN <= code < CR_END or code in (ER_CONNECTION_KILLED, ER_SESSION_WAS_KILLED,
+                                               ER_SERVER_SHUTDOWN) or (
+        code == ER_CLIENT_INTERACTION_TIMEOUT and "inactivity" in str(message))
 
 
 def said(exc: BaseException) -> str:
@@ -308,7 +327,7 @@ def said(exc: BaseException) -> str:
     code, message = args
     if code == 0:  # PyMySQL's own, for a statement on a connection that had already broken
         return "a MySQL connection was lost earlier and not yet opened again"
-    if code >= CR_MIN:
+    if _of_the_connection(code, message):
         return f"a MySQL connection was lost ({code}: {message})"
     return f"MySQL refused a statement ({code}: {message})"
 
@@ -323,7 +342,7 @@ def replicating(conn: Any) -> bool:
                               "WHERE SERVICE_STATE = 'ON'")
         return bool(row) and int(row[0] or 0) > 0
     except pymysql.err.MySQLError as exc:
-        if exc.args and isinstance(exc.args[0], int) and exc.args[0] >= CR_MIN:
+        if connection_lost(exc):
             raise  # the connection, not the question
         return False  # not allowed to ask (performance_schema off, or no grant): unknown
 

@@ -100,3 +100,35 @@ def test_mysql_commits_in_binlog_order_unless_binlog_order_commits_is_off(info, 
             args == ["binlog_order_commits"], sql
         return have
     assert server.commits_in_binlog_order(FakeConnection(answer, info)) is in_order
+
+
+@pytest.mark.parametrize("error, lost", [
+    (pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query"), True),
+    (pymysql.err.InterfaceError(0, ""), True),
+    # The server's codes it closes the connection after: a KILL of a running statement
+    # (MariaDB), a shutdown, MySQL 8.0.24+'s wait_timeout farewell.
+    (pymysql.err.OperationalError(1927, "Connection was killed"), True),
+    (pymysql.err.OperationalError(1053, "Server shutdown in progress"), True),
+    (pymysql.err.OperationalError(4031, "The client was disconnected by the server because of "
+                                        "inactivity. See wait_timeout and interactive_timeout "
+                                        "for configuring this behavior."), True),
+    # MariaDB's 4031 is a statement's error; KILL QUERY and a lock wait are the statement's.
+    (pymysql.err.OperationalError(4031, "Referenced trigger 'tr' for the given action time and "
+                                        "event type does not exist"), False),
+    (pymysql.err.OperationalError(3169, "Session was killed"), True),
+    (pymysql.err.OperationalError(1317, "Query execution was interrupted"), False),
+    (pymysql.err.OperationalError(3024, "Query execution was interrupted, maximum statement "
+                                        "execution time exceeded"), False),
+    (pymysql.err.OperationalError(4078, "Illegal parameter data types"), False),
+    (pymysql.err.OperationalError(1205, "Lock wait timeout exceeded"), False),
+])
+def test_the_connections_errors_are_told_from_the_statements(error, lost):
+    assert server.connection_lost(error) is lost
+    assert server.said(error).startswith("a MySQL connection was lost") is lost
+    # Asking whether the server replicates: the connection's error raises, the statement's
+    # is a server that won't say.
+    if lost:
+        with pytest.raises(type(error)):
+            server.replicating(_replica(1, "OFF", refuse=error))
+    else:
+        assert server.replicating(_replica(1, "OFF", refuse=error)) is False
