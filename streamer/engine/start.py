@@ -284,6 +284,10 @@ def refusal(exc: Any, mysql: Any) -> Optional[SourceError]:
         return SourceError(f"{where} refused the streamer's user {mysql.user!r}: "
                            f"{exc.args[-1]}. Check mysql.user and mysql.password_file, "
                            f"and that the account exists and is not locked")
+    if code == server.ER_SECURE_TRANSPORT_REQUIRED:
+        return SourceError(f"{where} takes only connections over TLS (require_secure_transport "
+                           f"is ON), and mysql.tls.mode is {mysql.tls.mode}: {exc.args[-1]}. Set "
+                           f"mysql.tls.mode to required, verify_ca or verify_identity")
     if code in server.ER_ACCESS_DENIED:
         return SourceError(f"{where}: the streamer's user {mysql.user!r} lacks a "
                            f"privilege: {exc.args[-1]}. Grant it SELECT, REPLICATION "

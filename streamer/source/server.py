@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1044, 1227, 1142, 1143)
-ER_LOGIN_REFUSED = (1045, 4151)  # wrong user or password; account locked
+# Wrong user or password; an account locked (MariaDB's code, MySQL's).
+ER_LOGIN_REFUSED = (1045, 4151, 3118)
+ER_SECURE_TRANSPORT_REQUIRED = 3159  # MySQL's require_secure_transport, met without TLS
 ER_BAD_DB = 1049
 ER_NO_SUCH_TABLE = 1146
 ER_READ_ONLY = 1290  # the server runs with --read-only (or super_read_only)

@@ -165,14 +165,18 @@ def test_run_with_a_refused_login_is_one_clear_error(tmp_path):
     assert "Traceback" not in out.stderr and "not-the-password" not in out.stdout + out.stderr
 
 
-def test_run_as_a_locked_account_is_one_clear_error_not_a_wait(tmp_path):
+@pytest.mark.every_source
+def test_run_as_a_locked_account_is_one_clear_error_not_a_wait(tmp_path, source):
+    # MariaDB refuses a locked account with 4151, MySQL with 3118: MySQL's was taken for an
+    # unreachable server, and retried for ever.
     user = support.unique("locked")
     pw_file = tmp_path / "pw"
     pw_file.write_text("pw-" + user)
-    conn = support.admin()
+    conn = source.admin()
     support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}' ACCOUNT LOCK")
     try:
         cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                                   server=source,
                                    mysql={"user": user, "password_file": str(pw_file)})
         out = _streamer("run", "-c", cfg)
         assert out.returncode == 3, out.stderr[-2000:]
@@ -180,6 +184,26 @@ def test_run_as_a_locked_account_is_one_clear_error_not_a_wait(tmp_path):
         assert "unreachable" not in out.stderr and "Traceback" not in out.stderr
     finally:
         support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+
+
+@pytest.mark.on_source("mysql-8.0")
+def test_run_without_tls_on_a_server_that_requires_it_is_one_clear_error_not_a_wait(tmp_path):
+    # require_secure_transport=ON refuses a connection without TLS (3159): it was taken for an
+    # unreachable server, and retried for ever.
+    source = support.SOURCES["mysql-8.0"]
+    conn = source.admin()
+    cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                               server=source, mysql={"tls": {"mode": "disabled"}})
+    support.sql(conn, "SET GLOBAL require_secure_transport = ON")
+    try:
+        out = _streamer("run", "-c", cfg)
+    finally:
+        support.sql(conn, "SET GLOBAL require_secure_transport = OFF")
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert "takes only connections over TLS (require_secure_transport is ON), and " \
+           "mysql.tls.mode is disabled" in out.stderr
+    assert "Set mysql.tls.mode to required, verify_ca or verify_identity" in out.stderr
+    assert "unreachable" not in out.stderr and "Traceback" not in out.stderr
 
 
 def test_run_gives_up_on_an_unreachable_server_after_the_set_attempts(tmp_path):
