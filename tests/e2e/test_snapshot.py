@@ -853,21 +853,33 @@ def test_the_servers_settings_for_applications_sessions_are_lifted_from_the_stre
     assert not warned, warned
 
 
-@pytest.mark.parametrize("server", [pytest.param(n, marks=pytest.mark.on_source(n))
-                                    for n in ("mariadb-11.4", "mysql-8.0")])
+# The matrix's servers other than the default, for tests of a database of their own on each.
+NEWER = [pytest.param(n, marks=pytest.mark.on_source(n)) for n in ("mariadb-11.4", "mysql-8.0")]
+
+
+@contextlib.contextmanager
+def database_on(server, prefix):
+    """A database of its own on ``server`` (a name of the matrix), dropped after: (the source,
+    the database's name, an admin connection in it)."""
+    source = support.SOURCES[server]
+    name = support.unique(prefix)
+    conn = source.admin()
+    support.sql(conn, f"CREATE DATABASE {name}")
+    try:
+        conn.select_db(name)
+        yield source, name, conn
+    finally:
+        support.sql(conn, f"DROP DATABASE {name}")
+
+
+@pytest.mark.parametrize("server", NEWER)
 def test_a_table_locked_under_its_snapshot_holds_neither_the_stream_nor_its_rows(tmp_path,
                                                                                 server):
     # LOCK TABLES ... WRITE (by hand, or a maintenance tool's) made the chunk's SELECT wait for
     # lock_wait_timeout, a year by default, and the whole stream with it. Given a shorter one,
     # the SELECT failed (1205) and the table's snapshot ended without its remaining rows. Now
     # the chunk waits a second at most, the stream goes on, and the chunk is read again later.
-    source = support.SOURCES[server]
-    name = support.unique("lk")
-    conn = source.admin()
-    support.sql(conn, f"CREATE DATABASE {name}")
-    locker = None
-    try:
-        conn.select_db(name)
+    with database_on(server, "lk") as (source, name, conn):
         support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
                     "CREATE TABLE u (id INT PRIMARY KEY)",
                     f"INSERT INTO t SELECT seq, CONCAT('v', seq) FROM {source.seq(3000)}")
@@ -875,24 +887,21 @@ def test_a_table_locked_under_its_snapshot_holds_neither_the_stream_nor_its_rows
         cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.t", f"{name}.u"],
                                    server=source, start={"initial": "snapshot"},
                                    snapshot={"chunk_rows": 500})
-        locker = source.admin(name)
-        support.sql(locker, "LOCK TABLES t WRITE")
-        with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-            support.wait_for(lambda: proc.output().count("the chunk's SELECT failed (1205: ") >= 2,
-                             timeout=90, what="the locked chunk's SELECT to fail twice")
-            # The stream goes on while the table is locked: another table's change comes.
-            support.sql(conn, "INSERT INTO u VALUES (1)")
-            assert len(support.consume([f"{ns}.{name}.u"], expect=1, decode_ns=ns)) == 1
-            support.sql(locker, "UNLOCK TABLES")
-            msgs = support.consume([f"{ns}.{name}.t"], expect=3000, decode_ns=ns, timeout=120)
-            support.wait_for(lambda: f"snapshot of {name}.t done: 3000 rows" in proc.output(),
-                             what="the snapshot's end")
-            assert proc.stop() == 0, proc.output()[-3000:]
+        # Closed, and its lock gone, before the database is dropped, whatever happens.
+        with contextlib.closing(source.admin(name)) as locker:
+            support.sql(locker, "LOCK TABLES t WRITE")
+            with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
+                support.wait_for(lambda: proc.output().count("the chunk's SELECT failed (1205: ") >= 2,
+                                 timeout=90, what="the locked chunk's SELECT to fail twice")
+                # The stream goes on while the table is locked: another table's change comes.
+                support.sql(conn, "INSERT INTO u VALUES (1)")
+                assert len(support.consume([f"{ns}.{name}.u"], expect=1, decode_ns=ns)) == 1
+                support.sql(locker, "UNLOCK TABLES")
+                msgs = support.consume([f"{ns}.{name}.t"], expect=3000, decode_ns=ns, timeout=120)
+                support.wait_for(lambda: f"snapshot of {name}.t done: 3000 rows" in proc.output(),
+                                 what="the snapshot's end")
+                assert proc.stop() == 0, proc.output()[-3000:]
         out = proc.output()
-    finally:
-        if locker is not None:
-            locker.close()
-        support.sql(conn, f"DROP DATABASE {name}")
     rows = sorted((m["key"]["id"], m["value"]["after"]["v"]) for m in msgs)
     assert rows == [(i, f"v{i}") for i in range(1, 3001)]  # each once
     assert {m["value"]["op"] for m in msgs} == {"r"}
@@ -911,21 +920,15 @@ def _kill_a_chunk_select(conn, name, kind):
     return False
 
 
-@pytest.mark.parametrize("server,kind", [
-    pytest.param(n, kind, marks=pytest.mark.on_source(n))
-    for n in ("mariadb-11.4", "mysql-8.0") for kind in ("QUERY", "CONNECTION")])
+@pytest.mark.parametrize("kind", ["QUERY", "CONNECTION"])
+@pytest.mark.parametrize("server", NEWER)
 def test_a_chunk_select_killed_by_a_dba_or_pt_kill_is_read_again(tmp_path, server, kind):
     # pt-kill, or a DBA, ends long queries with KILL QUERY or KILL (CONNECTION, pt-kill's
     # default): a chunk's SELECT of a big table is one. Its rows are read again and come once.
     # A killed connection crashed the streamer (AttributeError, exit 1): the stream's restart
     # gave the chunk up, and letting its result go read from the closed connection.
-    source = support.SOURCES[server]
-    name = support.unique("kl")
-    conn = source.admin()
-    support.sql(conn, f"CREATE DATABASE {name}")
     rows = 200000
-    try:
-        conn.select_db(name)
+    with database_on(server, "kl") as (source, name, conn):
         # Rows of 200 bytes: a chunk's rows (8 MB) are more than the socket's buffers hold, so
         # its SELECT runs until the streamer has read most of them, and the KILL meets it.
         support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(200))",
@@ -943,8 +946,6 @@ def test_a_chunk_select_killed_by_a_dba_or_pt_kill_is_read_again(tmp_path, serve
                              what="the snapshot's end")
             assert proc.stop() == 0, proc.output()[-3000:]
         out = proc.output()
-    finally:
-        support.sql(conn, f"DROP DATABASE {name}")
     got = sorted(m["key"]["id"] for m in msgs)
     assert got == list(range(1, rows + 1))  # each once
     assert "without its remaining rows" not in out and "Traceback" not in out, out[-3000:]
@@ -954,19 +955,13 @@ def test_a_chunk_select_killed_by_a_dba_or_pt_kill_is_read_again(tmp_path, serve
         assert "a MySQL connection was lost (" in out, out[-3000:]
 
 
-@pytest.mark.parametrize("server", [pytest.param(n, marks=pytest.mark.on_source(n))
-                                    for n in ("mariadb-11.4", "mysql-8.0")])
+@pytest.mark.parametrize("server", NEWER)
 def test_a_chunk_past_its_timeout_ends_its_snapshot_saying_so_and_the_stream_goes_on(tmp_path,
                                                                                      server):
     # snapshot.chunk_timeout_s stops a chunk's SELECT that runs longer: MariaDB says 1969, MySQL
     # 3024. MySQL's was taken for a client code (>= 2000), a lost connection: the stream
     # restarted, read the chunk again and met the timeout again, for ever, and never said why.
-    source = support.SOURCES[server]
-    name = support.unique("to")
-    conn = source.admin()
-    support.sql(conn, f"CREATE DATABASE {name}")
-    try:
-        conn.select_db(name)
+    with database_on(server, "to") as (source, name, conn):
         support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
                     "CREATE TABLE u (id INT PRIMARY KEY)",
                     f"INSERT INTO t SELECT seq, CONCAT('v', seq) FROM {source.seq(300000)}")
@@ -984,8 +979,6 @@ def test_a_chunk_past_its_timeout_ends_its_snapshot_saying_so_and_the_stream_goe
             assert len(support.consume([f"{ns}.{name}.u"], expect=1, decode_ns=ns)) == 1
             assert proc.stop() == 0, proc.output()[-3000:]
         out = proc.output()
-    finally:
-        support.sql(conn, f"DROP DATABASE {name}")
     assert f"snapshot of {name}.t ends without its remaining rows: the chunk's SELECT ran " \
            f"longer than snapshot.chunk_timeout_s (" in out, out[-3000:]
     assert "its condition 'CRC32(v) = 7' may need an index" in out, out[-3000:]
