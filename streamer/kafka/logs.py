@@ -10,8 +10,8 @@ librdkafka's syslog levels overstate its transient trouble: a broker that refuse
 start-up is an "error" (3) it retries on its own, and a coordinator not ready yet a "warning" (4)
 followed by "retrying". A failure that lasts reaches the streamer as an API error, which it reports
 with the fix. So: what librdkafka says it is retrying is INFO; connection failures are WARNING;
-a metadata hint it could not use (``METADATAUPDATE``) is INFO; the rest keep their level (0-3 ERROR, 4 WARNING, 5 INFO), and its own informational chatter (6, 7)
-is DEBUG.
+a metadata hint it could not use (``METADATAUPDATE``) is INFO; the rest keep their level (0-3
+ERROR, 4 WARNING, 5 INFO), and its own informational chatter (6, 7) is DEBUG.
 """
 from __future__ import annotations
 
