@@ -891,8 +891,9 @@ def test_a_table_locked_under_its_snapshot_holds_neither_the_stream_nor_its_rows
         with contextlib.closing(source.admin(name)) as locker:
             support.sql(locker, "LOCK TABLES t WRITE")
             with support.StreamerProcess(cfg, str(tmp_path / "log")) as proc:
-                support.wait_for(lambda: proc.output().count("the chunk's SELECT failed (1205: ") >= 2,
-                                 timeout=90, what="the locked chunk's SELECT to fail twice")
+                failed = "the chunk's SELECT failed (1205: "
+                support.wait_for(lambda: proc.output().count(failed) >= 2, timeout=90,
+                                 what="the locked chunk's SELECT to fail twice")
                 # The stream goes on while the table is locked: another table's change comes.
                 support.sql(conn, "INSERT INTO u VALUES (1)")
                 assert len(support.consume([f"{ns}.{name}.u"], expect=1, decode_ns=ns)) == 1
