@@ -60,6 +60,10 @@ LATER_MOST_S = 5.0
 # unless it is a lock that made them fail: the chunk waits for it as long as it is held.
 FAILING_MOST_S = 300.0
 LOCKED = frozenset((1205, 1213))  # ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK
+# Such failures in a row are said each time for the first SAID_FIRST, then at most once every
+# SAID_EVERY_S: a lock a backup holds for an hour was 720 WARNINGs, one per try.
+SAID_FIRST = 3
+SAID_EVERY_S = 60.0
 # Errors that are the statement's own (its syntax, a name or value it uses): reading again would
 # meet them again, so the snapshot ends at once, naming them. By PyMySQL's classes, and these
 # codes it leaves to OperationalError: unknown column, and mixes of collations.
@@ -222,7 +226,7 @@ class Snapshots:
         self.interrupts = 0  # the chunk's SELECT interrupted, times in a row (``_interrupted``)
         self.disordered = 0  # a read-only chunk put off, times in a row (``_out_of_order``)
         self.failures = 0  # the chunk's reads the server failed, in a row (``_failed``)
-        self.failing_since = 0.0
+        self.failing_since = self.failure_said_at = 0.0
         # Read-only mode: when the chunk waiting for its position was framed, and when to say so.
         self.framed_at = self.overdue_at = 0.0
         self._progress: Optional[Dict[str, Any]] = None
@@ -575,7 +579,8 @@ class Snapshots:
         of memory or disk, a file error of its own. The chunk is read again later, waiting
         longer each time in a row (until a chunk is read whole and framed); the table's snapshot
         ends, naming the error, only once its reads have failed for FAILING_MOST_S in a row, and
-        never for a lock: a backup may hold one for long, and its table is read once it goes."""
+        never for a lock: a backup may hold one for long, and its table is read once it goes.
+        Each try is said for the first SAID_FIRST, then once every SAID_EVERY_S."""
         now = self.clock.monotonic()
         if not self.failures:
             self.failing_since = now
@@ -586,8 +591,12 @@ class Snapshots:
                 f"times in a row); ask again once the cause is fixed"
                 + (f" (check the request's condition {j['where']!r} too)" if j["where"] else ""))
         wait = self._retry_in(self.failures)
+        if self.failures > SAID_FIRST and now - self.failure_said_at < SAID_EVERY_S:
+            return
+        self.failure_said_at = now
         log.warning("snapshot of %s: %s; reading that chunk again in %.1f s (%d times in a row "
-                    "now; %s)", j["table"], exc, wait, self.failures,
+                    "now, over %.0f s; %s)", j["table"], exc, wait, self.failures,
+                    now - self.failing_since,
                     "the table or the server is locked: it waits for the lock to go"
                     if exc.args[0] in LOCKED else
                     f"the table's snapshot ends if its reads keep failing for "

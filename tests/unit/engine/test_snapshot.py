@@ -1,6 +1,7 @@
 """Snapshots without servers: the watermark algorithm in the real engine loop, over a recorded binlog
 (binlogs/snapshot.sql says what it holds) and an in-memory table reader, and the pure parts."""
 import logging
+import re
 
 import pymysql
 import pytest
@@ -848,7 +849,7 @@ def test_a_chunk_whose_select_the_server_fails_for_a_while_is_read_again_later(t
     then = "the table or the server is locked: it waits for the lock to go" if code in (
         1205, 1213) else "the table's snapshot ends if its reads keep failing for 300 s"
     assert f"snapshot of shop.t: the chunk's SELECT failed ({code}: {text}); reading that chunk " \
-           f"again in 0.4 s (3 times in a row now; {then})" in caplog.text
+           f"again in 0.4 s (3 times in a row now, over 0 s; {then})" in caplog.text
     assert "without its remaining rows" not in caplog.text
 
 
@@ -896,12 +897,19 @@ def test_a_chunk_whose_table_stays_locked_waits_for_the_lock_however_long(tmp_pa
     tables = _Unknown(10 ** 6, [shop_t(False)], (1205, "Lock wait timeout exceeded; try "
                                                        "restarting transaction"))
     snaps = _queued(tmp_path, tables, None, clock)
-    began = clock.now
+    began, tries = clock.now, 0
     while clock.now - began < 3 * FAILING_MOST_S:
         snaps.pump()
+        tries += 1
         assert len(snaps.queue) == 1 and snaps.chunk is None
         clock.now = max(clock.now, snaps.retry_at)
     assert snaps.retry_at - clock.now <= LATER_MOST_S  # still asking every 5 s at most
+    # Said for each of the first 3 tries, then once a minute: not once per try (~180 in 900 s).
+    said = [r.getMessage() for r in caplog.records if "SELECT failed (1205" in r.getMessage()]
+    at = [int(re.search(r"in a row now, over (\d+) s;", m).group(1)) for m in said]
+    assert tries > 170 and 3 + 13 <= len(said) <= 3 + 15, (tries, len(said))
+    assert at[:3] == [0, 0, 0] and all(b - a >= 60 for a, b in zip(at[2:], at[3:])), at
+    assert at[-1] > 3 * FAILING_MOST_S - 60  # still said while it lasts
     tables.times = 0  # the lock goes
     clock.now = snaps.retry_at
     snaps.pump()
@@ -952,7 +960,7 @@ def test_a_watermark_the_server_cant_write_for_a_while_has_its_chunk_read_again(
     assert tables.marks[-2:] == [chunk.low, chunk.high]  # framed by marks of its own read
     assert "snapshot of shop.t: a statement of the snapshot failed (1205: Lock wait timeout " \
            "exceeded; try restarting transaction); reading that chunk again in 0.2 s (2 times " \
-           "in a row now; the table or the server is locked: it waits for the lock to go)" \
+           "in a row now, over 0 s; the table or the server is locked: it waits for the lock to go)" \
            in caplog.text
     assert "without its remaining rows" not in caplog.text
 
