@@ -40,6 +40,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
 from streamer.config import Config
 from streamer.engine.chunk import Chunk, RowUnreadable
+from streamer.engine.streak import Streak
 from streamer.errors import SnapshotRefused, StreamerError
 from streamer.position import GtidSet, Position
 from streamer.schema.versions import TableCatalog, TableFilter, TableVersion
@@ -49,21 +50,15 @@ log = logging.getLogger(__name__)
 
 ER_BAD_FIELD = 1054
 ER_QUERY_INTERRUPTED = 1317  # KILL QUERY
-# How long a chunk whose table's columns kept changing under its SELECT, whose SELECT was
-# interrupted, or (read-only) that MySQL's commit order put off, waits before it is read again:
-# doubling from LATER_S each time in a row, up to LATER_MOST_S (``Snapshots._retry_in``).
-LATER_S = 0.1
-LATER_MOST_S = 5.0
+# A chunk whose table's columns kept changing under its SELECT, whose SELECT was interrupted, that
+# failed with an error that may pass, or (read-only) that MySQL's commit order put off, is read
+# again later, waiting longer each time in a row and saying so less often (engine.streak).
 # A chunk whose read the server failed with an error that may pass (a lock wait timeout, a table
 # in use, out of memory or disk, a temporary file of its own gone) is read again the same way;
 # the table's snapshot ends only once its reads have failed for this long in a row (``_failed``),
 # unless it is a lock that made them fail: the chunk waits for it as long as it is held.
 FAILING_MOST_S = 300.0
 LOCKED = frozenset((1205, 1213))  # ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK
-# Such failures in a row are said each time for the first SAID_FIRST, then at most once every
-# SAID_EVERY_S: a lock a backup holds for an hour was 720 WARNINGs, one per try.
-SAID_FIRST = 3
-SAID_EVERY_S = 60.0
 # Errors that are the statement's own (its syntax, a name or value it uses): reading again would
 # meet them again, so the snapshot ends at once, naming them. By PyMySQL's classes, and these
 # codes it leaves to OperationalError: unknown column, and mixes of collations.
@@ -220,13 +215,13 @@ class Snapshots:
         self.chunks = 0
         self.chunk: Optional[Chunk] = None
         self.window: Optional[Chunk] = None
-        # A chunk whose SELECT met changing columns is read again from then (``_later``).
+        # A chunk put off is read again from then (``_later``, ``_interrupted``, ``_failed``,
+        # ``_out_of_order``), each counting its own tries in a row.
         self.retry_at = 0.0
-        self.changing = 0
-        self.interrupts = 0  # the chunk's SELECT interrupted, times in a row (``_interrupted``)
-        self.disordered = 0  # a read-only chunk put off, times in a row (``_out_of_order``)
-        self.failures = 0  # the chunk's reads the server failed, in a row (``_failed``)
-        self.failing_since = self.failure_said_at = 0.0
+        self.changing = Streak(self.clock)  # its SELECT met changing columns twice
+        self.interrupts = Streak(self.clock)  # its SELECT interrupted
+        self.disordered = Streak(self.clock)  # a read-only chunk put off
+        self.failures = Streak(self.clock)  # its reads the server failed
         # Read-only mode: when the chunk waiting for its position was framed, and when to say so.
         self.framed_at = self.overdue_at = 0.0
         self._progress: Optional[Dict[str, Any]] = None
@@ -248,8 +243,9 @@ class Snapshots:
         self.catalog = catalog
         self.chunk = self.window = None
         self._progress = None
-        self.retry_at, self.changing, self.interrupts, self.disordered = 0.0, 0, 0, 0
-        self.failures, self.failing_since = 0, 0.0
+        self.retry_at = 0.0
+        for streak in (self.changing, self.interrupts, self.disordered, self.failures):
+            streak.end()
         self.samples.clear()
 
     def progress(self) -> Optional[Dict[str, Any]]:
@@ -528,92 +524,84 @@ class Snapshots:
         if self.chunk is not chunk or not reading.done:
             return
         chunk.reading = None
-        self.interrupts = 0  # read whole: an interrupt in its rows would have come by now
+        self.interrupts.end()  # read whole: an interrupt in its rows would have come by now
         chunk.last_key, chunk.final = reading.last_key, reading.final
         self.sizes.read(j["table"], reading.given, reading.bytes_read)
         if not self.read_only:
             self._tables().watermark(chunk.high)
-        self.failures = 0  # read whole and framed: a failure would have come by now
+        self.failures.end()  # read whole and framed: a failure would have come by now
 
     def _give_up_chunk(self) -> None:
         if self.chunk is not None:
             self.chunk.close()
         self.chunk = self.window = None
 
-    def _retry_in(self, times: int) -> float:
-        """The chunk is read again later (``retry_at``) after failing ``times`` times in a row:
-        from LATER_S, doubling each time, up to LATER_MOST_S. Seconds from now."""
-        wait = min(LATER_MOST_S, LATER_S * 2 ** (times - 1))
+    def _put_off(self, streak: Streak) -> Tuple[float, bool]:
+        """The chunk failed one more try of ``streak``'s kind: it is read again later
+        (``retry_at``). The seconds from now, and whether to say so (engine.streak)."""
+        wait, say = streak.again()
         self.retry_at = self.clock.monotonic() + wait
-        return wait
+        return wait, say
 
     def _later(self, j: Dict[str, Any]) -> None:
         """The table's columns changed between its description and its chunk's SELECT twice in
         a row: statements on it one after another, as a migration runs them. Its chunk is read
-        again later (``retry_at``), waiting longer each time in a row, while the stream goes on
-        and reads those statements; the snapshot never ends for it."""
-        self.changing += 1
-        wait = self._retry_in(self.changing)
-        log.warning("snapshot of %s: its columns changed between its description and its "
-                    "chunk's SELECT twice in a row (%d times in a row now); reading that chunk "
-                    "again in %.1f s", j["table"], self.changing, wait,
-                    extra={"table": j["table"]})
+        again later, while the stream goes on and reads those statements; the snapshot never
+        ends for it."""
+        wait, say = self._put_off(self.changing)
+        if say:
+            log.warning("snapshot of %s: its columns changed between its description and its "
+                        "chunk's SELECT twice in a row (%s); reading that chunk again in %.1f s",
+                        j["table"], str(self.changing), wait, extra={"table": j["table"]})
 
     def _interrupted(self, j: Dict[str, Any]) -> None:
         """The chunk's SELECT was interrupted: KILL QUERY, by hand or by a tool that ends long
-        queries (pt-kill). Its chunk is read again later, waiting longer each time in a row
-        (until a chunk is read whole), and the table's chunks ask for half the rows
-        (``ChunkSize.halve``), so a limit on a query's time is met; the snapshot never ends
-        for it."""
-        self.interrupts += 1
-        wait = self._retry_in(self.interrupts)
+        queries (pt-kill). Its chunk is read again later (until a chunk is read whole), and the
+        table's chunks ask for half the rows (``ChunkSize.halve``), so a limit on a query's time
+        is met; the snapshot never ends for it."""
+        wait, say = self._put_off(self.interrupts)
         rows = self.sizes.halve(j["table"])
-        log.warning("snapshot of %s: the chunk's SELECT was interrupted (KILL QUERY, by hand or "
-                    "by a tool that ends long queries; %d times in a row now): reading that "
-                    "chunk again in %.1f s, and its chunks %d rows at most from now on",
-                    j["table"], self.interrupts, wait, rows, extra={"table": j["table"]})
+        if say:
+            log.warning("snapshot of %s: the chunk's SELECT was interrupted (KILL QUERY, by hand "
+                        "or by a tool that ends long queries; %s): reading that chunk again in "
+                        "%.1f s, and its chunks %d rows at most from now on",
+                        j["table"], str(self.interrupts), wait, rows, extra={"table": j["table"]})
 
     def _failed(self, j: Dict[str, Any], exc: _Failed) -> None:
         """The server failed the chunk's read with an error that may pass: a lock wait timeout
         (a table locked by LOCK TABLES or a DDL, the server by FLUSH TABLES WITH READ LOCK), out
-        of memory or disk, a file error of its own. The chunk is read again later, waiting
-        longer each time in a row (until a chunk is read whole and framed); the table's snapshot
-        ends, naming the error, only once its reads have failed for FAILING_MOST_S in a row, and
-        never for a lock: a backup may hold one for long, and its table is read once it goes.
-        Each try is said for the first SAID_FIRST, then once every SAID_EVERY_S."""
-        now = self.clock.monotonic()
-        if not self.failures:
-            self.failing_since = now
-        self.failures += 1
-        if exc.args[0] not in LOCKED and now - self.failing_since >= FAILING_MOST_S:
+        of memory or disk, a file error of its own. The chunk is read again later (until a chunk
+        is read whole and framed); the table's snapshot ends, naming the error, only once its
+        reads have failed for FAILING_MOST_S in a row, and never for a lock: a backup may hold
+        one for long, and its table is read once it goes."""
+        wait, say = self.failures.again()
+        lasted = self.failures.lasted()
+        if exc.args[0] not in LOCKED and lasted >= FAILING_MOST_S:
             raise SnapshotRefused(
-                f"{exc}, and it kept failing for {now - self.failing_since:.0f} s ({self.failures} "
-                f"times in a row); ask again once the cause is fixed"
+                f"{exc}, and it kept failing for {lasted:.0f} s ({self.failures.times} times in "
+                f"a row); ask again once the cause is fixed"
                 + (f" (check the request's condition {j['where']!r} too)" if j["where"] else ""))
-        wait = self._retry_in(self.failures)
-        if self.failures > SAID_FIRST and now - self.failure_said_at < SAID_EVERY_S:
-            return
-        self.failure_said_at = now
-        log.warning("snapshot of %s: %s; reading that chunk again in %.1f s (%d times in a row "
-                    "now, over %.0f s; %s)", j["table"], exc, wait, self.failures,
-                    now - self.failing_since,
-                    "the table or the server is locked: it waits for the lock to go"
-                    if exc.args[0] in LOCKED else
-                    f"the table's snapshot ends if its reads keep failing for "
-                    f"{FAILING_MOST_S:.0f} s", extra={"table": j["table"]})
+        self.retry_at = self.clock.monotonic() + wait
+        if say:
+            log.warning("snapshot of %s: %s; reading that chunk again in %.1f s (%s; %s)",
+                        j["table"], exc, wait, str(self.failures),
+                        "the table or the server is locked: it waits for the lock to go"
+                        if exc.args[0] in LOCKED else
+                        f"the table's snapshot ends if its reads keep failing for "
+                        f"{FAILING_MOST_S:.0f} s", extra={"table": j["table"]})
 
     def _out_of_order(self, j: Dict[str, Any]) -> None:
         """MySQL was set to commit out of its binlog order (binlog_order_commits OFF) since the
         start checked it: a read-only chunk read now could miss a change the stream reads before
-        its window. The chunk is read again later, waiting longer each time in a row, once the
-        setting is ON again; the stream goes on, and the snapshot never ends for it."""
-        self.disordered += 1
-        wait = self._retry_in(self.disordered)
-        log.warning("snapshot of %s: this MySQL now has binlog_order_commits OFF, and a "
-                    "read-only chunk read while it is OFF could publish a row older than a "
-                    "change the stream has read; reading that chunk in %.1f s (%d times in a "
-                    "row now). %s", j["table"], wait, self.disordered, server.ORDER_FIX,
-                    extra={"table": j["table"]})
+        its window. The chunk is read again later, once the setting is ON again; the stream
+        goes on, and the snapshot never ends for it."""
+        wait, say = self._put_off(self.disordered)
+        if say:
+            log.warning("snapshot of %s: this MySQL now has binlog_order_commits OFF, and a "
+                        "read-only chunk read while it is OFF could publish a row older than a "
+                        "change the stream has read; reading that chunk in %.1f s (%s). %s",
+                        j["table"], wait, str(self.disordered), server.ORDER_FIX,
+                        extra={"table": j["table"]})
 
     def _same_key(self, j: Dict[str, Any], described: Any) -> None:
         """The chunks go on after the last one's key only while the table's chunk key is the one
@@ -648,7 +636,7 @@ class Snapshots:
 
     def _drop(self) -> None:
         self._give_up_chunk()
-        self.failures = 0  # the next table's reads have a time of their own to fail for
+        self.failures.end()  # the next table's reads have a time of their own to fail for
         self._ended(self.queue.pop(0))
         self._progress = None
 
@@ -704,7 +692,8 @@ class Snapshots:
             return self._out_of_order(j)
         if got is None:
             return
-        self.changing = self.disordered = 0
+        self.changing.end()
+        self.disordered.end()
         reading, read_at = got
         # An excluded column keeps its raw value under its MySQL name, on this side and in the
         # binlog's rows alike: the chunk's keys still match the changes'.

@@ -701,9 +701,9 @@ def test_a_chunk_whose_columns_keep_changing_under_its_select_is_read_later(tmp_
         clock.now = snaps.retry_at
     assert waits == [0.1, 0.2, 0.4]
     assert "changed between its description and its chunk's SELECT twice in a row (3 times in " \
-           "a row now); reading that chunk again in 0.4 s" in caplog.text
+           "a row now, over 0 s); reading that chunk again in 0.4 s" in caplog.text
     snaps.pump()  # the seventh change, then the chunk is read
-    assert snaps.chunk is not None and snaps.changing == 0 and tables.times == 0
+    assert snaps.chunk is not None and snaps.changing.times == 0 and tables.times == 0
     assert "ends" not in caplog.text
 
 
@@ -813,13 +813,13 @@ def test_a_chunk_whose_select_is_interrupted_is_read_again_later_with_half_the_r
     assert _put_off(snaps, clock, 2) == [0.1, 0.2] and tables.times == 0
     snaps.pump()
     # Counted in a row until a chunk is read whole: an interrupt can come in its rows too.
-    assert snaps.chunk is not None and snaps.interrupts == 2
+    assert snaps.chunk is not None and snaps.interrupts.times == 2
     snaps.read_whole()
-    assert snaps.interrupts == 0
+    assert snaps.interrupts.times == 0
     assert [limit for _, _, limit, _ in tables.reads] == [1]  # 4 rows, then 2, then 1
     assert "snapshot of shop.t: the chunk's SELECT was interrupted (KILL QUERY, by hand or by " \
-           "a tool that ends long queries; 2 times in a row now): reading that chunk again in " \
-           "0.2 s, and its chunks 1 rows at most from now on" in caplog.text
+           "a tool that ends long queries; 2 times in a row now, over 0 s): reading that chunk " \
+           "again in 0.2 s, and its chunks 1 rows at most from now on" in caplog.text
     assert "without its remaining rows" not in caplog.text
 
 
@@ -841,10 +841,10 @@ def test_a_chunk_whose_select_the_server_fails_for_a_while_is_read_again_later(t
     tables.open = _raising(tables, error)
     snaps = _queued(tmp_path, tables, None, clock)
     assert _put_off(snaps, clock, 3) == [0.1, 0.2, 0.4] and tables.times == 0
-    assert snaps.failures == 3
+    assert snaps.failures.times == 3
     snaps.pump()
     snaps.read_whole()
-    assert snaps.chunk is not None and snaps.failures == 0  # read whole: counted afresh
+    assert snaps.chunk is not None and snaps.failures.times == 0  # read whole: counted afresh
     code, text = error.args
     then = "the table or the server is locked: it waits for the lock to go" if code in (
         1205, 1213) else "the table's snapshot ends if its reads keep failing for 300 s"
@@ -879,7 +879,7 @@ def test_a_chunk_whose_reads_keep_failing_ends_its_tables_snapshot_naming_the_er
         tries += 1
         clock.now = max(clock.now, snaps.retry_at)
         assert tries < 200
-    assert clock.now - began >= FAILING_MOST_S and snaps.done == 1 and snaps.failures == 0
+    assert clock.now - began >= FAILING_MOST_S and snaps.done == 1 and snaps.failures.times == 0
     # Backing off, at most LATER_MOST_S apart: ~65 tries in 300 s, not thousands.
     assert 60 <= tries <= 70
     assert f"snapshot of shop.t ends without its remaining rows: the chunk's SELECT failed " \
@@ -888,33 +888,47 @@ def test_a_chunk_whose_reads_keep_failing_ends_its_tables_snapshot_naming_the_er
            f"(check the request's condition \"v <> 'x'\" too)" in caplog.text
 
 
+def _said_over(snaps, clock, held_s, caplog, words):
+    """Pump a chunk put off again and again for ``held_s``: the seconds into the streak at which
+    each of the lines with ``words`` said it, and the tries."""
+    began, tries = clock.now, 0
+    while clock.now - began < held_s:
+        snaps.pump()
+        tries += 1
+        assert len(snaps.queue) == 1 and snaps.chunk is None
+        clock.now = max(clock.now, snaps.retry_at)
+    said = [r.getMessage() for r in caplog.records if words in r.getMessage()]
+    return [int(re.search(r"in a row now, over (\d+) s[;)]", m).group(1)) for m in said], tries
+
+
+def _said_at_first_then_once_a_minute(at, held_s):
+    # Each of the first 3 tries, then one line a minute, not one per try (720 an hour); the
+    # last within the last minute: still said while it lasts.
+    assert at[:3] == [0, 0, 0] and all(b - a >= 60 for a, b in zip(at[2:], at[3:])), at
+    assert 3 + held_s // 65 <= len(at) <= 3 + held_s // 60, (len(at), held_s)
+    assert at[-1] > held_s - 65, at[-1]
+
+
 def test_a_chunk_whose_table_stays_locked_waits_for_the_lock_however_long(tmp_path, caplog):
     # A backup's FLUSH TABLES WITH READ LOCK, or LOCK TABLES, may be held for long: the
-    # snapshot, hours into a big table, must not end for it.
-    from streamer.engine.snapshot import FAILING_MOST_S, LATER_MOST_S
+    # snapshot, hours into a big table, must not end for it. Past ~85 min (1,024 tries) the
+    # doubling wait was no float any more: OverflowError.
+    from streamer.engine.streak import LATER_MOST_S
 
     clock = FakeClock(step=0)
     tables = _Unknown(10 ** 6, [shop_t(False)], (1205, "Lock wait timeout exceeded; try "
                                                        "restarting transaction"))
     snaps = _queued(tmp_path, tables, None, clock)
-    began, tries = clock.now, 0
-    while clock.now - began < 3 * FAILING_MOST_S:
-        snaps.pump()
-        tries += 1
-        assert len(snaps.queue) == 1 and snaps.chunk is None
-        clock.now = max(clock.now, snaps.retry_at)
+    held_s = 2 * 3600
+    at, tries = _said_over(snaps, clock, held_s, caplog, "SELECT failed (1205")
     assert snaps.retry_at - clock.now <= LATER_MOST_S  # still asking every 5 s at most
-    # Said for each of the first 3 tries, then once a minute: not once per try (~180 in 900 s).
-    said = [r.getMessage() for r in caplog.records if "SELECT failed (1205" in r.getMessage()]
-    at = [int(re.search(r"in a row now, over (\d+) s;", m).group(1)) for m in said]
-    assert tries > 170 and 3 + 13 <= len(said) <= 3 + 15, (tries, len(said))
-    assert at[:3] == [0, 0, 0] and all(b - a >= 60 for a, b in zip(at[2:], at[3:])), at
-    assert at[-1] > 3 * FAILING_MOST_S - 60  # still said while it lasts
+    assert tries > 1400, tries
+    _said_at_first_then_once_a_minute(at, held_s)
     tables.times = 0  # the lock goes
     clock.now = snaps.retry_at
     snaps.pump()
     snaps.read_whole()
-    assert snaps.chunk is not None and snaps.failures == 0
+    assert snaps.chunk is not None and snaps.failures.times == 0
     assert "without its remaining rows" not in caplog.text
 
 
@@ -955,7 +969,7 @@ def test_a_watermark_the_server_cant_write_for_a_while_has_its_chunk_read_again(
             clock.now = snaps.retry_at
             snaps.pump()
     snaps.read_whole()
-    assert snaps.chunk is not None and snaps.failures == 0 and tables.times == 0
+    assert snaps.chunk is not None and snaps.failures.times == 0 and tables.times == 0
     chunk = snaps.chunk
     assert tables.marks[-2:] == [chunk.low, chunk.high]  # framed by marks of its own read
     assert "snapshot of shop.t: a statement of the snapshot failed (1205: Lock wait timeout " \
@@ -1007,6 +1021,26 @@ def test_a_description_the_server_fails_is_asked_again_later(tmp_path, caplog):
     assert "without its remaining rows" not in caplog.text
 
 
+@pytest.mark.parametrize("kind", ["interrupted", "changing", "out_of_order"])
+def test_a_chunk_put_off_for_an_hour_says_so_once_a_minute_not_per_try(tmp_path, caplog, kind):
+    # pt-kill ending every chunk's SELECT, a migration's statements one after another, MySQL
+    # left with binlog_order_commits OFF: each retry, every 5 s at most, was a WARNING.
+    clock = FakeClock(step=0)
+    if kind == "out_of_order":
+        snaps = _queued(tmp_path, _OutOfOrder(10 ** 6), None, clock, mode="read_only")
+        words = "binlog_order_commits OFF"
+    elif kind == "interrupted":
+        snaps = _queued(tmp_path, _Unknown(10 ** 6, [shop_t(False)], (1317, "Query execution "
+                                                                         "was interrupted")),
+                        None, clock)
+        words = "SELECT was interrupted"
+    else:
+        snaps = _queued(tmp_path, _Unknown(10 ** 6, [shop_t(False)]), None, clock)
+        words = "its columns changed"
+    at, _ = _said_over(snaps, clock, 3600, caplog, words)
+    _said_at_first_then_once_a_minute(at, 3600)
+
+
 class _OutOfOrder(_ReadOnlyTables):
     """MySQL with binlog_order_commits OFF for the first ``times`` chunk reads."""
 
@@ -1029,10 +1063,10 @@ def test_a_read_only_chunk_is_put_off_while_mysql_commits_out_of_binlog_order(tm
     snaps = _queued(tmp_path, tables, None, clock, mode="read_only")
     assert _put_off(snaps, clock, 2) == [0.1, 0.2] and tables.times == 0
     snaps.pump()
-    assert snaps.chunk is not None and snaps.chunk.low == "0-1-10" and snaps.disordered == 0
+    assert snaps.chunk is not None and snaps.chunk.low == "0-1-10" and snaps.disordered.times == 0
     assert "snapshot of shop.t: this MySQL now has binlog_order_commits OFF, and a read-only " \
            "chunk read while it is OFF could publish a row older than a change the stream has " \
-           "read; reading that chunk in 0.2 s (2 times in a row now). SET GLOBAL " \
+           "read; reading that chunk in 0.2 s (2 times in a row now, over 0 s). SET GLOBAL " \
            "binlog_order_commits=ON" in caplog.text
     assert "without its remaining rows" not in caplog.text
 

@@ -284,7 +284,7 @@ def test_a_chunk_whose_rows_the_server_fails_to_send_is_read_again_whole(ctx, ca
         1205, "Lock wait timeout exceeded; try restarting transaction"))
     ctx, snaps, stage = _stage(ctx, tables)
     stage.work()
-    assert snaps.chunk is None and len(snaps.queue) == 1 and snaps.failures == 1
+    assert snaps.chunk is None and len(snaps.queue) == 1 and snaps.failures.times == 1
     assert tables.server.closed == 1 and len(tables.marks) == 1  # its low mark alone
     ctx.clock.now = snaps.retry_at
     snaps.pump()
@@ -296,7 +296,7 @@ def test_a_chunk_whose_rows_the_server_fails_to_send_is_read_again_whole(ctx, ca
     while stage.work():
         pass
     assert _read_keys(ctx) == list(range(1, 8))
-    assert snaps.failures == 0 and len(tables.server.sql) == 2
+    assert snaps.failures.times == 0 and len(tables.server.sql) == 2
     assert "snapshot of shop.t: the chunk's SELECT failed (1205: Lock wait timeout exceeded; " \
            "try restarting transaction); reading that chunk again in 0.1 s" in caplog.text
     assert "without its remaining rows" not in caplog.text
