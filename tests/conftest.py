@@ -3,7 +3,8 @@
 A test may SET GLOBAL, PURGE or load its server, so no two tests share a server at the same
 time. The lanes run at once: "default", the tests of the default server (MariaDB 10.11), and
 "other", the rest: the tests of the matrix's other servers (MySQL 8.0, MariaDB 11.4), those of
-private servers or Kafka alone, and those of no server (the unit tests).
+private servers or Kafka alone, and those of no server (the unit tests). A test marked
+kafka_side runs on the server support.kafka_side_source() names, and in that server's lane.
 """
 import os
 
@@ -21,6 +22,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "private_servers: a test of its own servers "
                                        "(tests/e2e/servers.py) or of Kafka alone, of no shared "
                                        "server of the matrix")
+    config.addinivalue_line("markers", "kafka_side: a test of the stream's Kafka side, for which "
+                                       "any source serves (support.kafka_side_source)")
 
 
 def server_of(item) -> str:
@@ -32,6 +35,8 @@ def server_of(item) -> str:
             return value.name
         if isinstance(value, str) and value in support.SOURCES:
             return value
+    if item.get_closest_marker("kafka_side") is not None:
+        return support.kafka_side_source().name
     marker = item.get_closest_marker("on_source")
     return marker.args[0] if marker is not None else support.DEFAULT.name
 

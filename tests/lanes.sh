@@ -7,6 +7,9 @@
 #   other:   the rest: the tests of MySQL 8.0 and MariaDB 11.4, those of private servers or Kafka
 #            alone, and the unit tests. Its output is kept in .local/tests-other.log and shown
 #            when both lanes are done.
+# The default server's tests, under both runtimes, are the longer lane: those of the stream's
+# Kafka side (marked kafka_side), which any source serves, run on MariaDB 11.4 when the matrix
+# has it (STREAMER_TEST_KAFKA_SIDE), in the other lane, under both runtimes too.
 # Each lane runs its tests under PyPy on every enabled server (STREAMER_TEST_SOURCES), then under
 # CPython on the default server. Kafka and the registry are shared safely (each test has its own
 # topics, databases and ports). The exit status is non-zero if any of the four runs failed.
@@ -46,6 +49,10 @@ if [ -n "$others" ]; then
     # shellcheck disable=SC2086
     deploy/local/sources.sh up $others || exit 1
 fi
+
+case " $others " in
+    *" mariadb-11.4 "*) export STREAMER_TEST_KAFKA_SIDE=mariadb-11.4 ;;
+esac
 
 lane other "$@" > "$OTHER_LOG" 2>&1 &
 other=$!

@@ -86,6 +86,18 @@ SOURCES = {s.name: s for s in (Source("mariadb-10.11", MYSQL_PORT),
 DEFAULT = SOURCES["mariadb-10.11"]
 
 
+def kafka_side_source() -> Source:
+    """The server of the tests marked kafka_side: what they try is Kafka's side of the stream
+    (a broker restarted, paused, over TLS), and any source serves. tests/lanes.sh gives them
+    MariaDB 11.4 (STREAMER_TEST_KAFKA_SIDE), off the default server, whose tests are the lanes'
+    longest path; run alone, they use the default."""
+    name = os.environ.get("STREAMER_TEST_KAFKA_SIDE", DEFAULT.name)
+    if name not in SOURCES:
+        raise ValueError(f"STREAMER_TEST_KAFKA_SIDE={name!r} names no known source; known: "
+                         f"{', '.join(SOURCES)}")
+    return SOURCES[name]
+
+
 def seq(n: int, mysql: bool) -> str:
     """A table expression of one column ``seq`` holding 1..n: MariaDB's sequence engine, a
     recursive common table expression on MySQL (deeper than 1000 with the session's

@@ -1,5 +1,6 @@
 """What the Makefile's test targets run (read from `make -n`, which runs nothing), and how
 make test's lanes split the suite (read from pytest's collection, which runs no test)."""
+import functools
 import os
 import platform
 import re
@@ -31,9 +32,12 @@ def test_every_pypy_run_of_the_suite_marks_each_major_collection_in_one_step_as_
         assert f"PYPY_GC_INCREMENT_STEP={gcpacing.GC_MARKING_STEP} " in line, line
 
 
-def _collected(lane):
-    env = dict(os.environ, STREAMER_TEST_LANE=lane)
+@functools.lru_cache(maxsize=None)
+def _collected(lane, **env_extra):
+    env = dict(os.environ, STREAMER_TEST_LANE=lane, **env_extra)
     env.pop("STREAMER_TEST_SOURCES", None)
+    if not env_extra:
+        env.pop("STREAMER_TEST_KAFKA_SIDE", None)
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only",
                           "-p", "no:cacheprovider", "tests"],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
@@ -48,7 +52,11 @@ _ON_SOURCE = {"test_full_nodup_updates_are_published_whole_as_full_ones_are",
               "test_gb18030_reads_as_mysql_reads_it_its_2005_edition"}
 # Tests of the default server's flavour on private servers only (marked private_servers).
 _PRIVATE = {"test_a_binlog_a_crash_cut_off_inside_an_event_is_read_on_from_the_next",
-            "test_the_guard_warns_before_the_server_purges_the_checkpoints_file"}
+            "test_the_guard_warns_before_the_server_purges_the_checkpoints_file",
+            "test_verify_identity_streams_over_tls_only_and_a_wrong_ca_or_name_is_refused"}
+# Tests of the stream's Kafka side, on any source (marked kafka_side).
+_KAFKA_SIDE = {"test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_is_idle",
+               "test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_refused"}
 
 
 @pytest.mark.skipif(platform.python_implementation() == "PyPy",
@@ -64,7 +72,22 @@ def test_make_tests_two_lanes_run_every_test_once_each_server_in_one_lane():
     names = {t.split("::")[-1].split("[")[0] for t in other}
     assert names >= _ON_SOURCE | _PRIVATE
     assert any(t.startswith("tests/unit/") for t in other)
-    # The default server's tests are most of the e2e tests: none was sent away by mistake.
-    assert {"test_truncate_is_published_as_op_t_between_the_rows",
-            "test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_is_idle"} \
+    # The default server's tests are most of the e2e tests: none was sent away by mistake. Run
+    # alone, the Kafka side's use the default server too.
+    assert {"test_truncate_is_published_as_op_t_between_the_rows"} | _KAFKA_SIDE \
         <= {t.split("::")[-1].split("[")[0] for t in default}
+
+
+@pytest.mark.skipif(platform.python_implementation() == "PyPy",
+                    reason="the suite's lanes, not the runtime: collected once, under CPython")
+def test_the_lanes_run_the_kafka_sides_tests_on_mariadb_11_4_beside_the_default_servers():
+    # The default server's tests under both runtimes are the longer lane (~50 of CI's ~53 min):
+    # lanes.sh sends the Kafka side's to MariaDB 11.4 when the matrix has it.
+    with open(os.path.join(ROOT, "tests", "lanes.sh")) as fh:
+        assert "export STREAMER_TEST_KAFKA_SIDE=mariadb-11.4" in fh.read()
+    side = dict(STREAMER_TEST_KAFKA_SIDE="mariadb-11.4")
+    default, other = _collected("default", **side), _collected("other", **side)
+    assert not default & other and default | other == _collected("")
+    names = lambda tests: {t.split("::")[-1].split("[")[0] for t in tests}  # noqa: E731
+    assert _KAFKA_SIDE <= names(other) and not _KAFKA_SIDE & names(default)
+    assert "test_truncate_is_published_as_op_t_between_the_rows" in names(default)

@@ -22,8 +22,13 @@ def servers():
 
 @pytest.fixture
 def source(request):
-    """The source server: each of the matrix for an every_source test, else the default."""
-    return getattr(request, "param", support.DEFAULT)
+    """The source server: each of the matrix for an every_source test, the Kafka side's for a
+    kafka_side one, else the default."""
+    if hasattr(request, "param"):
+        return request.param
+    if request.node.get_closest_marker("kafka_side") is not None:
+        return support.kafka_side_source()
+    return support.DEFAULT
 
 
 @pytest.fixture

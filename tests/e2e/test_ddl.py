@@ -259,6 +259,7 @@ def test_replaying_the_binlog_from_its_start_gives_byte_identical_messages(run):
     assert first == second and len(first) >= 20
 
 
+@pytest.mark.private_servers
 def test_a_server_keeping_names_in_lower_case_has_statements_naming_them_in_any_case_read(
         tmp_path):
     """lower_case_table_names=1 (MariaDB takes it at start): table maps name mydb.mytable,

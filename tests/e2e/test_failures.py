@@ -209,20 +209,22 @@ def test_a_streamer_started_while_mariadb_is_down_waits_for_it_then_streams(tmp_
     assert "Traceback" not in log
 
 
-def test_kafka_restart_mid_stream_pauses_reads_and_loses_and_doubles_nothing(db, tmp_path):
+@pytest.mark.kafka_side
+def test_kafka_restart_mid_stream_pauses_reads_and_loses_and_doubles_nothing(db, source,
+                                                                              tmp_path):
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
     start = support.master_pos(conn)
     with PrivateKafka(str(tmp_path / "kafka")) as kafka:
         ns = support.unique("kr")
         cfg = support.write_config(
-            str(tmp_path / "c.yaml"), ns, [f"{name}.t"], shutdown_timeout_s=5.0,
+            str(tmp_path / "c.yaml"), ns, [f"{name}.t"], server=source, shutdown_timeout_s=5.0,
             batch={"max_messages": 5000, "linger_ms": 30000},
             kafka={"bootstrap.servers": kafka.bootstrap, "queue.buffering.max.messages": 2000,
                    "transaction.timeout.ms": 15000, "message.timeout.ms": 10000})
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
-            support.sql(conn, "INSERT INTO t (v) SELECT 'a' FROM seq_1_to_1000")
+            support.sql(conn, f"INSERT INTO t (v) SELECT 'a' FROM {source.seq(1000)}")
             try:
                 # A fresh broker creates its transaction-state topic on first use: slow on a busy host.
                 support.wait_for(lambda: _committed(kafka.bootstrap, f"{ns}.{name}.t") >= 1000,
@@ -231,12 +233,12 @@ def test_kafka_restart_mid_stream_pauses_reads_and_loses_and_doubles_nothing(db,
                 raise AssertionError(f"{exc}\n{proc.output()[-3000:]}") from None
             kafka.down()
             # With the broker gone, 10k rows overflow the 2000-message producer queue.
-            support.sql(conn, "INSERT INTO t (v) SELECT 'b' FROM seq_1_to_10000")
+            support.sql(conn, f"INSERT INTO t (v) SELECT 'b' FROM {source.seq(10000)}")
             time.sleep(4)
             kafka.up()
-            support.sql(conn, "INSERT INTO t (v) SELECT 'c' FROM seq_1_to_1000")
+            support.sql(conn, f"INSERT INTO t (v) SELECT 'c' FROM {source.seq(1000)}")
             end = support.master_pos(conn)
-            truth = binlog_rows(support.MYSQL_PORT, support.secret("admin"), start, end, name)
+            truth = binlog_rows(source.port, support.secret("admin"), start, end, name)
             msgs = _consume(kafka.bootstrap, f"{ns}.{name}.t", len(truth))
             assert proc.proc.poll() is None, proc.output()[-2000:]
             assert proc.stop() == 0
@@ -445,7 +447,8 @@ def _cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_is_idle(db,
+@pytest.mark.kafka_side
+def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_is_idle(db, source,
                                                                                        tmp_path):
     # The commit times out (kafka_commit_timeout_s), its one retry too: its outcome is unknown.
     # The producer is replaced; the new one waits, idle, for Kafka, and its init_transactions
@@ -457,12 +460,12 @@ def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_
         ns = support.unique("pause")
         topic = f"{ns}.{name}.t"
         cfg = support.write_config(
-            str(tmp_path / "c.yaml"), ns, [f"{name}.t"], kafka_commit_timeout_s=4.0,
+            str(tmp_path / "c.yaml"), ns, [f"{name}.t"], server=source, kafka_commit_timeout_s=4.0,
             commit_retries=1, kafka_connect_timeout_s=3.0,
             kafka={"bootstrap.servers": kafka.bootstrap, "transaction.timeout.ms": 20000})
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
-            support.sql(conn, "INSERT INTO t (v) SELECT 'a' FROM seq_1_to_100")
+            support.sql(conn, f"INSERT INTO t (v) SELECT 'a' FROM {source.seq(100)}")
             try:
                 # (A fresh broker's first transactions can outlast the short commit timeout:
                 # then the same replacement happens before the pause, and the rows still come.)
@@ -474,7 +477,7 @@ def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_
                 broker = int(fh.read().strip())
             os.kill(broker, signal.SIGSTOP)
             try:
-                support.sql(conn, "INSERT INTO t (v) SELECT 'b' FROM seq_1_to_50")
+                support.sql(conn, f"INSERT INTO t (v) SELECT 'b' FROM {source.seq(50)}")
                 waited = proc.output().count("until Kafka answers")
                 support.wait_for(lambda: proc.output().count("until Kafka answers") > waited,
                                  timeout=90, what="the new producer waiting for Kafka")
@@ -483,7 +486,7 @@ def test_a_broker_paused_across_a_commit_loses_and_doubles_nothing_and_the_wait_
                 idle_cpu = _cpu_s(proc.proc.pid) - before
             finally:
                 os.kill(broker, signal.SIGCONT)
-            support.sql(conn, "INSERT INTO t (v) SELECT 'c' FROM seq_1_to_50")
+            support.sql(conn, f"INSERT INTO t (v) SELECT 'c' FROM {source.seq(50)}")
             keys = _consume(kafka.bootstrap, topic, 200, timeout=180)
             assert proc.proc.poll() is None, proc.output()[-3000:]
             assert proc.stop() == 0

@@ -3,6 +3,8 @@ verifying modes stream, and a certificate that doesn't match is refused with a c
 import subprocess
 import sys
 
+import pytest
+
 from tests import support
 from tests.e2e.servers import PrivateMariaDB
 
@@ -31,6 +33,7 @@ def _check(cfg):
     return out.returncode, out.stdout + out.stderr
 
 
+@pytest.mark.private_servers
 def test_verify_identity_streams_over_tls_only_and_a_wrong_ca_or_name_is_refused(tmp_path):
     (tmp_path / "pki").mkdir()
     pki = _pki(tmp_path / "pki")
@@ -73,7 +76,9 @@ def test_verify_identity_streams_over_tls_only_and_a_wrong_ca_or_name_is_refused
             assert "Traceback" not in t
 
 
-def test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_refused(db, tmp_path):
+@pytest.mark.kafka_side
+def test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_refused(db, source,
+                                                                                       tmp_path):
     # The README's example (librdkafka's settings pass through kafka:), against a private broker
     # whose only other listener is plaintext on another port.
     from tests.e2e.servers import PrivateKafka, free_port
@@ -93,7 +98,8 @@ def test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_r
         ns = support.unique("ktls")
         tls = {"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL",
                "ssl.ca.location": str(pki / "ca.pem")}
-        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], kafka=tls)
+        cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"], server=source,
+                                   kafka=tls)
         with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", start[0],
                                      "--start-pos", str(start[1])) as proc:
             keys = _consume(f"127.0.0.1:{ssl_port}", f"{ns}.{name}.t", 2, timeout=120,
@@ -106,7 +112,7 @@ def test_kafka_over_tls_streams_with_the_documented_settings_and_a_wrong_ca_is_r
             assert proc.stop() == 0
         # A CA that didn't sign the broker's certificate: refused, with the reason.
         bad = support.write_config(str(tmp_path / "bad.yaml"), ns + "x", [f"{name}.*"],
-                                   kafka=dict(tls, **{"ssl.ca.location": str(pki / "other.pem")}),
+                                   server=source, kafka=dict(tls, **{"ssl.ca.location": str(pki / "other.pem")}),
                                    kafka_connect_timeout_s=5)
         with support.StreamerProcess(bad, str(tmp_path / "bad.log")) as proc:
             assert proc.wait(60) == 4
