@@ -129,6 +129,7 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
     import pymysql
     from confluent_kafka.admin import AdminClient
 
+    from streamer.engine import start as start_mod
     from streamer.source.server import (connect, connection_settings, settings_checks,
                                         settings_noted)
 
@@ -147,7 +148,8 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
             results.append(("MySQL password", False, str(exc)))
             break
         except pymysql.err.MySQLError as exc:
-            results.append((f"MySQL login {where}", False,
+            refused = start_mod.refusal(exc, one.mysql)
+            results.append((f"MySQL login {where}", False, str(refused) if refused else
                             f"{exc.args[-1]}; check mysql.host/port/user and the password"))
             continue
         results.append((f"MySQL login {where}", True, conn.get_server_info()))

@@ -276,14 +276,25 @@ def gtid_for(cfg: Config, position: Position) -> Optional[str]:
     return None
 
 
+# A wrong user or password, or no TLS for an account that requires it: the server words the two
+# alike ("Access denied for user").
+ER_ACCESS_DENIED_ERROR = 1045
+
+
 def refusal(exc: Any, mysql: Any) -> Optional[SourceError]:
     """The error that ends a start at once for a MySQL error no retry will fix, or None."""
     code = exc.args[0] if exc.args else None
     where = f"MySQL at {mysql.host}:{mysql.port}"
     if code in server.ER_LOGIN_REFUSED:
+        # An account created or altered with REQUIRE SSL (or X509...) is refused without TLS
+        # as a wrong password is: the server says only "Access denied".
+        tls = (f"; with mysql.tls.mode {mysql.tls.mode}, also that it doesn't require TLS "
+               f"(REQUIRE SSL or X509 in SHOW CREATE USER): if it does, set mysql.tls.mode to "
+               f"required, verify_ca or verify_identity"
+               if code == ER_ACCESS_DENIED_ERROR and mysql.tls.mode == "disabled" else "")
         return SourceError(f"{where} refused the streamer's user {mysql.user!r}: "
                            f"{exc.args[-1]}. Check mysql.user and mysql.password_file, "
-                           f"and that the account exists and is not locked")
+                           f"and that the account exists and is not locked{tls}")
     if code == server.ER_SECURE_TRANSPORT_REQUIRED:
         return SourceError(f"{where} takes only connections over TLS (require_secure_transport "
                            f"is ON), and mysql.tls.mode is {mysql.tls.mode}: {exc.args[-1]}. Set "

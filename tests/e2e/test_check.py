@@ -186,6 +186,32 @@ def test_run_as_a_locked_account_is_one_clear_error_not_a_wait(tmp_path, source)
         support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
 
 
+@pytest.mark.every_source
+def test_an_account_that_requires_tls_refused_without_it_is_said_as_a_possible_cause(tmp_path,
+                                                                                     source):
+    # The server words it as a wrong password ("Access denied"), and the error said only that:
+    # with mysql.tls.mode disabled, REQUIRE SSL is the other cause, named with its fix.
+    user = support.unique("needs_tls")
+    pw_file = tmp_path / "pw"
+    pw_file.write_text("pw-" + user)
+    conn = source.admin()
+    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}' REQUIRE SSL")
+    try:
+        cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
+                                   server=source, mysql={"user": user, "password_file": str(pw_file),
+                                                         "tls": {"mode": "disabled"}})
+        run, check = _streamer("run", "-c", cfg), _streamer("check", "-c", cfg)
+    finally:
+        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+    assert run.returncode == 3 and check.returncode != 0, (run.stderr[-2000:], check.stdout)
+    fix = ("with mysql.tls.mode disabled, also that it doesn't require TLS (REQUIRE SSL or X509 "
+           "in SHOW CREATE USER): if it does, set mysql.tls.mode to required, verify_ca or "
+           "verify_identity")
+    assert "Access denied" in run.stderr and fix in run.stderr, run.stderr[-2000:]
+    assert "Access denied" in check.stdout and fix in check.stdout, check.stdout[-2000:]
+    assert "Traceback" not in run.stderr + check.stderr
+
+
 @pytest.mark.on_source("mysql-8.0")
 def test_run_without_tls_on_a_server_that_requires_it_is_one_clear_error_not_a_wait(tmp_path):
     # require_secure_transport=ON refuses a connection without TLS (3159): it was taken for an
