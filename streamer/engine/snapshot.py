@@ -189,7 +189,7 @@ class Snapshots:
     publishes a chunk whose high mark came, then calls ``finish``. ``pump`` reads the next
     chunk."""
 
-    def __init__(self, cfg: Config, password: str, table_filter: TableFilter,
+    def __init__(self, cfg: Config, password: server.Secret, table_filter: TableFilter,
                  clock: Any = time, tables: Optional[Callable[[], Any]] = None) -> None:
         snap = cfg.snapshot
         self.database = snap.database

@@ -65,7 +65,7 @@ class SourceInfo(NamedTuple):
     settle: Optional[Callable[[Tuple[str, int], str], Tuple[str, bool]]] = None
 
 
-def probe_source(cfg: Config, password: str,
+def probe_source(cfg: Config, password: server.Secret,
                  table_filter: Optional[Callable[[str, str], bool]] = None,
                  explicit: Optional[Tuple[str, int]] = None) -> SourceInfo:
     """Check that MySQL is set up for row-based CDC and read what a start position needs;

@@ -57,10 +57,11 @@ class Streamer:
 
     def __init__(self, cfg: Config, metrics: Optional[Metrics] = None,
                  reader: Optional[Callable[..., Any]] = None, clock: Any = time,
-                 password: Optional[str] = None) -> None:
+                 password: Optional[server.Secret] = None) -> None:
         self.cfg = cfg
         self.metrics = metrics if metrics is not None else Metrics(cfg)
-        self.password = config_mod.mysql_password(cfg) if password is None else password
+        # Read again for each connection (source.server.Password).
+        self.password = server.Password(cfg) if password is None else password
         self.new_reader = reader
         self.clock = clock
         self.stop_requested = False

@@ -104,8 +104,13 @@ class HeartbeatWriter:
 
     def _write(self) -> None:
         if self._conn is None:
-            # On the server in use when it connects (source.failover).
+            # On the server in use when it connects (source.failover), with the password as
+            # its file has it now: one rotated since is taken (source.server.Password).
             m = self.cfg.mysql
+            try:
+                self.settings = credentials(self.cfg)
+            except config_mod.ConfigError as exc:
+                log.warning("%s; connecting with the password read before", exc)
             self._conn = connect(dict(self.settings, host=m.host, port=m.port))
         with self._conn.cursor() as cur:
             cur.execute(self.sql, (self.source,))

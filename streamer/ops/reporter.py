@@ -19,7 +19,7 @@ from streamer.config import Config
 from streamer import config as config_mod
 from streamer.ops import replica, retention
 from streamer.ops.metrics import COUNTERS, SNAPSHOT_SERIES, Metrics, latency_text, snapshot_line
-from streamer.source.server import connect, connection_settings, said
+from streamer.source.server import Password, connect, connection_settings, said
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class Reporter:
         self.interval = cfg.metrics.interval_s
         self.poll_s = min(1.0, self.interval)
         self.log_summary = cfg.metrics.log_summary
-        self.password = config_mod.mysql_password(cfg)
+        self.password = Password(cfg)  # read again for each connection
         self.sfx: Any = None
         if cfg.signalfx.enabled:
             import signalfx

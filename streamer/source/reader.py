@@ -26,7 +26,7 @@ from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.payload import TransactionPayloadEvent
 from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
 from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
-                                    ER_SLAVE_SAME_ID, GTIDS_FIX, SAME_ID_TEXT, Connection,
+                                    ER_SLAVE_SAME_ID, GTIDS_FIX, SAME_ID_TEXT, Connection, Secret,
                                     binlog_files, binlog_gtids, connect, connection_settings,
                                     is_mariadb, label, query_one, replica_with_id, server_id,
                                     server_uuid, writes_gtids)
@@ -89,7 +89,7 @@ class BinlogReader:
     where it reads from, once entered: on another server than the checkpoint's, its translation
     to a start by GTID set (``source.failover``)."""
 
-    def __init__(self, cfg: Config, password: str, start: Position,
+    def __init__(self, cfg: Config, password: Secret, start: Position,
                  gtid_start: Optional[str] = None):
         self.cfg = cfg
         self.settings = connection_settings(cfg, password)

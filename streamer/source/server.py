@@ -9,10 +9,11 @@ import re
 import socket
 import ssl
 import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import pymysql
 
+from streamer import config as config_mod
 from streamer.config import Config
 from streamer.errors import ConfigError, SourceError
 from streamer.position import GtidSet
@@ -47,8 +48,41 @@ SAME_ID_TEXT = "same server_uuid/server_id"
 ER_PARSE = 1064
 
 
-def connection_settings(cfg: Config, password: str) -> Dict[str, Any]:
+# A password: a string, or one read for each connection (Password).
+Secret = Union[str, Callable[[], str]]
+
+
+class Password:
+    """The streamer's MySQL password, read again from mysql.password_file for each connection: a
+    password rotated while the stream runs (ALTER USER, and the file rewritten, as a secrets
+    agent does) is taken at the next reconnect, where a copy read once at the start failed every
+    reconnect ("Access denied") until a restart. From mysql.password_env, read once: a process's
+    environment doesn't change. Never shown (``repr``)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self._cfg = cfg
+        self._last = config_mod.mysql_password(cfg)  # none at all: refused at the start
+
+    def __call__(self) -> str:
+        if self._cfg.mysql.password_file:
+            try:
+                self._last = config_mod.mysql_password(self._cfg)
+            except ConfigError as exc:
+                # Mid-rotation, say (a file replaced by hand): the one read before may still do.
+                log.warning("%s; connecting with the password read before", exc)
+        return self._last
+
+    def __repr__(self) -> str:
+        return "Password(mysql.password_file)" if self._cfg.mysql.password_file else \
+            "Password(mysql.password_env)"
+
+
+def connection_settings(cfg: Config, password: Secret) -> Dict[str, Any]:
+    """PyMySQL's settings for a connection to the source; ``password`` a string, or a Password
+    read now."""
     m = cfg.mysql
+    if callable(password):
+        password = password()
     return dict({"host": m.host, "port": m.port, "user": m.user, "password": password,
                  "connect_timeout": m.connect_timeout_s}, **tls_options(cfg))
 
@@ -331,6 +365,8 @@ def said(exc: BaseException) -> str:
         return "a MySQL connection was lost earlier and not yet opened again"
     if _of_the_connection(code, message):
         return f"a MySQL connection was lost ({code}: {message})"
+    if code in ER_LOGIN_REFUSED:  # a reconnect's, once the start has passed
+        return f"MySQL refused the streamer's login ({code}: {message})"
     return f"MySQL refused a statement ({code}: {message})"
 
 

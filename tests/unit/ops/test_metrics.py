@@ -288,6 +288,37 @@ def test_heartbeat_credentials_reuse_the_streamer_user_or_need_their_own_passwor
     assert credentials(c, {"STREAMER_HEARTBEAT_PASSWORD": "b"})["password"] == "b"
 
 
+class _Conn:
+    def cursor(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, *args):
+        pass
+
+
+def test_the_heartbeat_writer_reconnects_with_the_password_its_file_has_now(tmp_path,
+                                                                           monkeypatch):
+    from streamer.ops import heartbeat
+
+    pw = tmp_path / "pw"
+    pw.write_text("old")
+    passwords = []
+    monkeypatch.setattr(heartbeat, "connect", lambda s: passwords.append(s["password"]) or _Conn())
+    writer = heartbeat.HeartbeatWriter(cfg(mysql={"server_id": 9, "password_file": str(pw)}))
+    writer._write()
+    pw.write_text("new")  # rotated while it runs
+    writer._write()  # the connection still works: nothing read
+    writer._conn = None  # lost
+    writer._write()
+    assert passwords == ["old", "new"]
+
+
 def test_snapshot_progress_reaches_status_prometheus_signalfx_and_the_log_line():
     m = Metrics(cfg())
     assert m.status()["snapshot"] is None and "snapshot" not in prometheus(m)

@@ -85,6 +85,9 @@ def test_a_mysql_error_is_said_in_words_not_as_pymysqls_tuple():
         "a MySQL connection was lost earlier and not yet opened again"
     assert server.said(pymysql.err.OperationalError(1290, "--read-only option")) == \
         "MySQL refused a statement (1290: --read-only option)"
+    # A reconnect's login refused: a password rotated, say, which the next try reads again.
+    assert server.said(pymysql.err.OperationalError(1045, "Access denied for user 's'")) == \
+        "MySQL refused the streamer's login (1045: Access denied for user 's')"
     assert server.said(ValueError("other")) == "other"
 
 
