@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import urllib.parse
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from streamer.codec import avro
-from streamer.errors import RegistryError, RegistryUnavailable
+from streamer.errors import ConfigError, RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +25,28 @@ class Auth:
     """How the streamer proves itself to a registry (schema_registry.auth): an Authorization
     header (HTTP basic or a bearer token) and, for mutual TLS, a client certificate; ``ca``
     verifies the registry's certificate. Secrets are read from files or the environment by the
-    config's owner (``from_config``), and never shown: ``repr`` names the kind only."""
+    config's owner (``from_config``), and never shown: ``repr`` names the kind only.
+    ``read_header``, for secrets in files, makes the header again for each request: a token or
+    password rotated while the stream runs (an agent refreshing a bearer token before it
+    expires) is sent from then on, where one read at the start was refused once it expired."""
 
     def __init__(self, header: Optional[str] = None, ca: Optional[str] = None,
-                 cert: Optional[str] = None, key: Optional[str] = None) -> None:
+                 cert: Optional[str] = None, key: Optional[str] = None,
+                 read_header: Optional[Callable[[], str]] = None) -> None:
         self.header = header
         self.ca, self.cert, self.key = ca, cert, key
         self._context: Any = None
+        self._read_header = read_header
+
+    def header_now(self) -> Optional[str]:
+        """The Authorization header for a request made now."""
+        if self._read_header is not None:
+            try:
+                self.header = self._read_header()
+            except (ConfigError, RegistryError) as exc:
+                # Mid-rotation, say (a file replaced by hand): the one read before may still do.
+                log.warning("%s; sending the registry the credentials read before", exc)
+        return self.header
 
     def __repr__(self) -> str:
         kind = "none" if self.header is None else self.header.split(" ", 1)[0].lower()
@@ -68,24 +83,27 @@ def auth_from_config(sr: Any, environ: Optional[Dict[str, str]] = None) -> Auth:
         name = getattr(a, what + "_env")
         return environ.get(name) if name else None
 
-    header = None
-    if a.mode == "basic":
-        password = secret("password")
-        if password is None:
-            raise RegistryError("schema_registry.auth.mode is basic but there is no password: "
-                                f"set the environment variable {a.password_env} or "
-                                "schema_registry.auth.password_file")
-        pair = f"{a.user}:{password}".encode("utf-8")
-        header = "Basic " + base64.b64encode(pair).decode("ascii")
-    elif a.mode == "bearer":
+    def header() -> str:
+        if a.mode == "basic":
+            password = secret("password")
+            if password is None:
+                raise RegistryError("schema_registry.auth.mode is basic but there is no "
+                                    f"password: set the environment variable {a.password_env} "
+                                    "or schema_registry.auth.password_file")
+            pair = f"{a.user}:{password}".encode("utf-8")
+            return "Basic " + base64.b64encode(pair).decode("ascii")
         token = secret("token")
         if token is None:
             raise RegistryError("schema_registry.auth.mode is bearer but there is no token: "
                                 f"set the environment variable {a.token_env} or "
                                 "schema_registry.auth.token_file")
-        header = "Bearer " + token
+        return "Bearer " + token
+
     tls = a.tls
-    return Auth(header, tls.ca, tls.cert, tls.key)
+    if a.mode not in ("basic", "bearer"):
+        return Auth(None, tls.ca, tls.cert, tls.key)
+    in_file = a.password_file if a.mode == "basic" else a.token_file
+    return Auth(header(), tls.ca, tls.cert, tls.key, read_header=header if in_file else None)
 
 
 class SchemaRegistry:
@@ -106,8 +124,9 @@ class SchemaRegistry:
 
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = {"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE + ", application/json"}
-        if self.auth.header is not None:
-            headers["Authorization"] = self.auth.header
+        header = self.auth.header_now()
+        if header is not None:
+            headers["Authorization"] = header
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s,

@@ -126,3 +126,34 @@ def test_a_missing_secret_or_a_wrong_mode_is_one_clear_error(certs):
         config.validate(config._merge(config.DEFAULTS, {
             "mysql": {"server_id": 9}, "schema_registry": {"url": "https://r",
                                                            "auth": {"mode": "digest"}}}))
+
+
+def test_a_token_its_agent_refreshes_in_the_file_is_sent_from_the_next_request(certs, registry,
+                                                                               tmp_path, caplog):
+    # An OAuth token an agent refreshes before it expires: the one read at the start was sent
+    # for ever, and refused once it expired (401: the stream stopped).
+    url, handler, seen = registry
+    token = tmp_path / "token"
+    token.write_text("tok-1\n")
+    auth = auth_from_config(_auth(certs, mode="bearer", token_file=str(token)), environ={})
+    reg = SchemaRegistry(url, 5.0, auth)
+    handler.expected = "Bearer tok-1"
+    assert reg.register("a-value", SCHEMA) == 7
+    (tmp_path / "new").write_text("tok-2\n")
+    (tmp_path / "new").replace(token)
+    handler.expected = "Bearer tok-2"  # the old one expired
+    assert reg.register("b-value", SCHEMA) == 7
+    token.unlink()  # mid-rotation: the one read before is sent, and that is said
+    assert reg.register("c-value", SCHEMA) == 7
+    assert [h for _, h, _ in seen] == ["Bearer tok-1", "Bearer tok-2", "Bearer tok-2"]
+    assert "sending the registry the credentials read before" in caplog.text
+    assert "tok-2" not in caplog.text
+
+
+def test_credentials_from_the_environment_are_read_once(certs, registry):
+    url, handler, seen = registry
+    environ = {"STREAMER_REGISTRY_PASSWORD": "p1"}
+    auth = auth_from_config(_auth(certs, mode="basic", user="u"), environ=environ)
+    environ["STREAMER_REGISTRY_PASSWORD"] = "p2"  # a process's environment doesn't change
+    handler.expected = "Basic " + base64.b64encode(b"u:p1").decode()
+    assert SchemaRegistry(url, 5.0, auth).register("s-value", SCHEMA) == 7
