@@ -25,11 +25,11 @@ from streamer.source import caughtup, events, failover, patches
 from streamer.source.checksums import USE_CHECKSUM, BinlogConnection
 from streamer.source.payload import TransactionPayloadEvent
 from streamer.source.positions import ANNOTATE, Offsets, ask_for_annotations, writes_offsets
-from streamer.source.server import (CR_MIN, ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
+from streamer.source.server import (ER_ACCESS_DENIED, ER_MASTER_FATAL_READING_BINLOG,
                                     ER_SLAVE_SAME_ID, GTIDS_FIX, SAME_ID_TEXT, Connection, Secret,
                                     binlog_files, binlog_gtids, connect, connection_settings,
                                     is_mariadb, label, query_one, replica_with_id, server_id,
-                                    server_uuid, writes_gtids)
+                                    server_uuid, unreachable, writes_gtids)
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class BinlogReader:
         try:
             conn = connect(self.settings)
         except pymysql.err.OperationalError as exc:
-            if exc.args and isinstance(exc.args[0], int) and exc.args[0] >= CR_MIN:
+            if unreachable(exc):
                 raise ServerUnreachable(f"{where} can't be connected to ({exc.args[0]}): "
                                         f"{exc.args[-1]}") from exc
             raise

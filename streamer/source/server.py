@@ -355,6 +355,17 @@ def _of_the_connection(code: int, message: Any) -> bool:
         code == ER_CLIENT_INTERACTION_TIMEOUT and "inactivity" in str(message))
 
 
+ER_SERVER_OFFLINE_MODE = 3032  # MySQL's offline_mode: it takes no connections but admins'
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether a connection's refusal means the server can't be reached now: the client's own
+    codes (refused, timed out, lost), or MySQL in offline mode. A login refused (a locked
+    account, TLS required) is no server down: another of mysql.hosts would meet it too."""
+    code = exc.args[0] if exc.args else None
+    return isinstance(code, int) and (CR_MIN <= code < CR_END or code == ER_SERVER_OFFLINE_MODE)
+
+
 def said(exc: BaseException) -> str:
     """A MySQL error in words, for a log line: PyMySQL shows its (code, message) tuple."""
     args = exc.args if isinstance(exc, pymysql.err.MySQLError) else ()

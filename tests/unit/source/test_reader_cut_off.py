@@ -196,3 +196,21 @@ def test_a_lost_stream_is_said_once_by_the_streamer_not_as_the_librarys_reconnec
                            r"server closed it, or the network dropped it\)$"):
             connector(host="h")
     assert [r.getMessage() for r in caplog.records] == ["another of the library's warnings"]
+
+
+@pytest.mark.parametrize("code,unreachable", [
+    (2003, True), (2013, True), (3032, True),  # refused, lost, MySQL's offline_mode
+    (3118, False), (4151, False), (3159, False), (1045, False),  # locked, TLS required, denied
+])
+def test_only_a_server_that_cant_be_reached_is_moved_on_from(monkeypatch, code, unreachable):
+    # A login refused mid-run (an account locked since the start) was taken for a server down
+    # (every code from 2000), and mysql.hosts moved on to a replica, which refuses it alike.
+    from streamer.errors import ServerUnreachable
+
+    def refuse(settings):
+        raise pymysql.err.OperationalError(code, "no")
+    monkeypatch.setattr(reader_mod, "connect", refuse)
+    reader = BinlogReader.__new__(BinlogReader)
+    reader.settings, reader.where = {}, "MySQL at a:1"
+    with pytest.raises(pymysql.err.OperationalError if not unreachable else ServerUnreachable):
+        reader.check_start()
