@@ -1,4 +1,5 @@
 """`streamer check` names each problem and its fix; `run` refuses a source it can't stream."""
+import contextlib
 import os
 import re
 import socket
@@ -165,25 +166,32 @@ def test_run_with_a_refused_login_is_one_clear_error(tmp_path):
     assert "Traceback" not in out.stderr and "not-the-password" not in out.stdout + out.stderr
 
 
+@contextlib.contextmanager
+def _account(tmp_path, source, clause, **mysql):
+    """An account of its own on ``source``, created with ``clause`` (ACCOUNT LOCK, REQUIRE SSL),
+    and dropped after: (its name, a config that logs in as it with ``mysql`` settings)."""
+    user = support.unique("acct")
+    (tmp_path / "pw").write_text("pw-" + user)
+    conn = source.admin()
+    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}' {clause}")
+    try:
+        yield user, support.write_config(
+            str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"], server=source,
+            mysql=dict(mysql, user=user, password_file=str(tmp_path / "pw")))
+    finally:
+        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+        conn.close()
+
+
 @pytest.mark.every_source
 def test_run_as_a_locked_account_is_one_clear_error_not_a_wait(tmp_path, source):
     # MariaDB refuses a locked account with 4151, MySQL with 3118: MySQL's was taken for an
     # unreachable server, and retried for ever.
-    user = support.unique("locked")
-    pw_file = tmp_path / "pw"
-    pw_file.write_text("pw-" + user)
-    conn = source.admin()
-    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}' ACCOUNT LOCK")
-    try:
-        cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
-                                   server=source,
-                                   mysql={"user": user, "password_file": str(pw_file)})
+    with _account(tmp_path, source, "ACCOUNT LOCK") as (user, cfg):
         out = _streamer("run", "-c", cfg)
-        assert out.returncode == 3, out.stderr[-2000:]
-        assert f"refused the streamer's user '{user}'" in out.stderr and "locked" in out.stderr
-        assert "unreachable" not in out.stderr and "Traceback" not in out.stderr
-    finally:
-        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert f"refused the streamer's user '{user}'" in out.stderr and "locked" in out.stderr
+    assert "unreachable" not in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.every_source
@@ -191,18 +199,8 @@ def test_an_account_that_requires_tls_refused_without_it_is_said_as_a_possible_c
                                                                                      source):
     # The server words it as a wrong password ("Access denied"), and the error said only that:
     # with mysql.tls.mode disabled, REQUIRE SSL is the other cause, named with its fix.
-    user = support.unique("needs_tls")
-    pw_file = tmp_path / "pw"
-    pw_file.write_text("pw-" + user)
-    conn = source.admin()
-    support.sql(conn, f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}' REQUIRE SSL")
-    try:
-        cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("ck"), ["x.*"],
-                                   server=source, mysql={"user": user, "password_file": str(pw_file),
-                                                         "tls": {"mode": "disabled"}})
+    with _account(tmp_path, source, "REQUIRE SSL", tls={"mode": "disabled"}) as (_, cfg):
         run, check = _streamer("run", "-c", cfg), _streamer("check", "-c", cfg)
-    finally:
-        support.sql(conn, f"DROP USER '{user}'@'127.0.0.1'")
     assert run.returncode == 3 and check.returncode != 0, (run.stderr[-2000:], check.stdout)
     fix = ("with mysql.tls.mode disabled, also that it doesn't require TLS (REQUIRE SSL or X509 "
            "in SHOW CREATE USER): if it does, set mysql.tls.mode to required, verify_ca or "

@@ -11,6 +11,7 @@ from streamer.ops.httpstatus import prometheus, status_text
 from streamer.ops.metrics import LatencyWindow, Metrics
 from streamer.ops.reporter import backlog_bytes, datapoints, signalfx_token, summary_line
 from streamer.position import Position
+from tests.fakeserver import FakeConnection
 
 
 def cfg(**over):
@@ -288,20 +289,6 @@ def test_heartbeat_credentials_reuse_the_streamer_user_or_need_their_own_passwor
     assert credentials(c, {"STREAMER_HEARTBEAT_PASSWORD": "b"})["password"] == "b"
 
 
-class _Conn:
-    def cursor(self):
-        return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def execute(self, *args):
-        pass
-
-
 def test_the_heartbeat_writer_reconnects_with_the_password_its_file_has_now(tmp_path,
                                                                            monkeypatch):
     from streamer.ops import heartbeat
@@ -309,7 +296,8 @@ def test_the_heartbeat_writer_reconnects_with_the_password_its_file_has_now(tmp_
     pw = tmp_path / "pw"
     pw.write_text("old")
     passwords = []
-    monkeypatch.setattr(heartbeat, "connect", lambda s: passwords.append(s["password"]) or _Conn())
+    monkeypatch.setattr(heartbeat, "connect", lambda s: passwords.append(s["password"]) or
+                        FakeConnection(lambda sql, args: []))
     writer = heartbeat.HeartbeatWriter(cfg(mysql={"server_id": 9, "password_file": str(pw)}))
     writer._write()
     pw.write_text("new")  # rotated while it runs
