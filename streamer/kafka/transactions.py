@@ -47,6 +47,16 @@ WAYS_ON = ("keep the big column out with tables.columns.exclude or mask ('trunca
            "restart: the position is before this row")
 
 
+# What init_transactions ends with while the coordinator is still getting ready: librdkafka
+# retries these itself, and when the wait ends first, it gives the last one, not a time-out.
+NOT_READY = (KafkaError._TIMED_OUT, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+             KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR)
+
+
+def _coordinator_not_ready(err: KafkaError) -> bool:
+    return err.code() in NOT_READY and not err.fatal()
+
+
 def _key_text(key: Optional[bytes], length: int) -> str:
     """A message's key as an error names it: its first KEY_SHOWN bytes in hex."""
     if key is None:
@@ -135,11 +145,13 @@ class Transactions:
             try:
                 producer.init_transactions(first)
             except KafkaException as exc:
-                if _kafka_error(exc).code() != KafkaError._TIMED_OUT or not self.reachable():
+                err = _kafka_error(exc)
+                if not _coordinator_not_ready(err) or not self.reachable():
                     raise
-                # The brokers answer; the coordinator is slow (loading its log, say): wait on.
-                log.warning("Kafka's transaction coordinator has not answered in %.0f s; "
-                            "waiting longer", first)
+                # The brokers answer; the coordinator is slow (loading its log after a start,
+                # say): wait on. librdkafka retries within the wait.
+                log.warning("Kafka's transaction coordinator has not accepted the producer in "
+                            "%.0f s (%s); waiting longer", first, err.str())
                 producer.init_transactions(self.cfg.shutdown_timeout_s + 30)
         except KafkaException as exc:
             err = _kafka_error(exc)
