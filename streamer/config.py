@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import re
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
-from streamer.errors import ConfigError
+from streamer.errors import ConfigError, StreamerError
 from streamer.settings import (Check, Free, Key, Section, choice, flag, matches, number, path,
                                some, text, whole)
+
+log = logging.getLogger(__name__)
 
 _NAME = r"^[A-Za-z0-9_.\-]+$"
 _DB_NAME = r"^[A-Za-z0-9_]+$"
@@ -724,6 +727,21 @@ def read_secret_file(key: str, path: str) -> str:
             return fh.read().strip()
     except OSError as exc:
         raise ConfigError(f"config key '{key}': cannot read {path}: {exc.strerror}") from None
+
+
+_T = TypeVar("_T")
+
+
+def read_again(read: Callable[[], _T], last: _T, using: str) -> _T:
+    """A secret read again from its file, for each connection or request, so that one rotated
+    while the stream runs (a secrets agent rewriting the file) is taken; when that read fails
+    (mid-rotation, say: a file replaced by hand), the one read before (``last``) may still do,
+    and the warning says so: "<the error>; <using> read before"."""
+    try:
+        return read()
+    except StreamerError as exc:
+        log.warning("%s; %s read before", exc, using)
+        return last
 
 
 def mysql_password(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> str:

@@ -13,8 +13,9 @@ import logging
 import urllib.parse
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from streamer import config as config_mod
 from streamer.codec import avro
-from streamer.errors import ConfigError, RegistryError, RegistryUnavailable
+from streamer.errors import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,8 @@ class Auth:
     def header_now(self) -> Optional[str]:
         """The Authorization header for a request made now."""
         if self._read_header is not None:
-            try:
-                self.header = self._read_header()
-            except (ConfigError, RegistryError) as exc:
-                # Mid-rotation, say (a file replaced by hand): the one read before may still do.
-                log.warning("%s; sending the registry the credentials read before", exc)
+            self.header = config_mod.read_again(self._read_header, self.header,
+                                                "sending the registry the credentials")
         return self.header
 
     def __repr__(self) -> str:
@@ -71,7 +69,6 @@ def auth_from_config(sr: Any, environ: Optional[Dict[str, str]] = None) -> Auth:
     import base64
     import os
 
-    from streamer import config as config_mod
 
     environ = os.environ if environ is None else environ
     a = sr.auth

@@ -107,10 +107,8 @@ class HeartbeatWriter:
             # On the server in use when it connects (source.failover), with the password as
             # its file has it now: one rotated since is taken (source.server.Password).
             m = self.cfg.mysql
-            try:
-                self.settings = credentials(self.cfg)
-            except config_mod.ConfigError as exc:
-                log.warning("%s; connecting with the password read before", exc)
+            self.settings = config_mod.read_again(lambda: credentials(self.cfg), self.settings,
+                                                  "connecting with the password")
             self._conn = connect(dict(self.settings, host=m.host, port=m.port))
         with self._conn.cursor() as cur:
             cur.execute(self.sql, (self.source,))

@@ -65,11 +65,8 @@ class Password:
 
     def __call__(self) -> str:
         if self._cfg.mysql.password_file:
-            try:
-                self._last = config_mod.mysql_password(self._cfg)
-            except ConfigError as exc:
-                # Mid-rotation, say (a file replaced by hand): the one read before may still do.
-                log.warning("%s; connecting with the password read before", exc)
+            self._last = config_mod.read_again(lambda: config_mod.mysql_password(self._cfg),
+                                               self._last, "connecting with the password")
         return self._last
 
     def __repr__(self) -> str:

@@ -141,3 +141,15 @@ def test_debeziums_heartbeat_settings_are_checked(tmp_path, setting, named):
     path = write(tmp_path, "mysql: {server_id: 5}\nformat: debezium\ndebezium: {%s}\n" % setting)
     with pytest.raises(config.ConfigError, match=named):
         config.load(path, environ={})
+
+
+def test_a_secret_read_again_keeps_the_last_one_when_its_file_cant_be_read(tmp_path, caplog):
+    path = tmp_path / "secret"
+    path.write_text("two\n")
+    read = lambda: config.read_secret_file("x.password_file", str(path))  # noqa: E731
+    assert config.read_again(read, "one", "connecting with the password") == "two"
+    assert caplog.text == ""
+    path.unlink()
+    assert config.read_again(read, "two", "connecting with the password") == "two"
+    assert f"config key 'x.password_file': cannot read {path}: No such file or directory; " \
+           "connecting with the password read before" in caplog.text

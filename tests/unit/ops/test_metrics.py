@@ -290,7 +290,7 @@ def test_heartbeat_credentials_reuse_the_streamer_user_or_need_their_own_passwor
 
 
 def test_the_heartbeat_writer_reconnects_with_the_password_its_file_has_now(tmp_path,
-                                                                           monkeypatch):
+                                                                           monkeypatch, caplog):
     from streamer.ops import heartbeat
 
     pw = tmp_path / "pw"
@@ -304,7 +304,12 @@ def test_the_heartbeat_writer_reconnects_with_the_password_its_file_has_now(tmp_
     writer._write()  # the connection still works: nothing read
     writer._conn = None  # lost
     writer._write()
-    assert passwords == ["old", "new"]
+    pw.unlink()  # mid-rotation: the one read before is used, and that is said
+    writer._conn = None
+    writer._write()
+    assert passwords == ["old", "new", "new"]
+    assert "config key 'mysql.password_file': cannot read" in caplog.text and \
+        "connecting with the password read before" in caplog.text and "new" not in caplog.text
 
 
 def test_snapshot_progress_reaches_status_prometheus_signalfx_and_the_log_line():
