@@ -123,7 +123,7 @@ def assert_matches_binlog(msgs, truth):
     return msgs
 
 
-# 20 and 10 runs in `make soak`, 8 and 4 in `make test`.
+# 20 and 10 runs in `make soak`, 8 and 4 in `make test` (3 and 2 under CPython: support.soak).
 @pytest.mark.parametrize("partitions,runs", [(1, support.soak(8, 20)), (4, support.soak(4, 10))])
 def test_sigkill_at_random_moments_under_load_loses_and_doubles_nothing(db, tmp_path, partitions,
                                                                          runs):

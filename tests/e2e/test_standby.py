@@ -1,6 +1,6 @@
 """Hot standby (ha.enabled, kafka.lease) against the real servers: two instances of one source under a
 load of multi-row and multi-statement transactions. The active one is SIGKILLed 10 times in
-`make soak` (4 in `make test`), each killed instance started again as the new standby; then a SIGTERM hands over; then the active one
+`make soak` (4 in `make test`, 2 under CPython), each killed instance started again as the new standby; then a SIGTERM hands over; then the active one
 is SIGSTOPped past its session and woken again. A read_committed consumer checked against the
 binlog sees nothing lost, nothing doubled, per-key order kept. Takeover times (kill to the new
 active reading the binlog) are printed and written to .local/results/standby.jsonl."""
