@@ -32,6 +32,20 @@ def test_every_pypy_run_of_the_suite_marks_each_major_collection_in_one_step_as_
         assert f"PYPY_GC_INCREMENT_STEP={gcpacing.GC_MARKING_STEP} " in line, line
 
 
+def test_the_venv_target_compiles_the_project_under_both_runtimes_for_every_target_after_it():
+    # Where PYTHONDONTWRITEBYTECODE is set (CI), no streamer the suite starts keeps its bytecode.
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv-pypy/.stamp",
+                          "-o", ".venv-cpy/.stamp", "venv"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert [line for line in out if "compileall" in line] == [
+        f"{venv}/bin/python -m compileall -q streamer bench" for venv in (".venv-pypy", ".venv-cpy")]
+    for target in ("run", "test", "test-pypy", "test-cpython", "soak", "unit", "bench"):
+        rule = subprocess.run(["make", "-p", "-n", "--no-print-directory", target], cwd=ROOT,
+                              capture_output=True, text=True).stdout
+        prereqs = re.search(rf"^{re.escape(target)}:(.*)$", rule, re.M)
+        assert prereqs and "venv" in prereqs.group(1).split(), (target, prereqs)
+
+
 @functools.lru_cache(maxsize=None)
 def _collected(lane, **env_extra):
     env = dict(os.environ, STREAMER_TEST_LANE=lane, **env_extra)
