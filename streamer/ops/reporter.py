@@ -47,6 +47,33 @@ def signalfx_token(cfg: Config, environ: Optional[Dict[str, str]] = None) -> str
         f"{s.token_env} (signalfx.token_env) or signalfx.token_file")
 
 
+class SignalFxSink:
+    """The SignalFx ingest client, with the token as its file has it now: a token rotated in
+    signalfx.token_file (a secrets agent rewriting it) is sent from the next report on, where
+    one read at the start was sent until it expired, and every datapoint after was refused."""
+
+    def __init__(self, cfg: Config) -> None:
+        import signalfx
+
+        self._cfg = cfg
+        self._client = signalfx.SignalFx(ingest_endpoint=cfg.signalfx.ingest_endpoint)
+        self.token = signalfx_token(cfg)
+        self._ingest = self._client.ingest(self.token)
+
+    def send(self, points: Dict[str, List[Dict[str, Any]]]) -> None:
+        if self._cfg.signalfx.token_file:
+            token = config_mod.read_again(lambda: signalfx_token(self._cfg), self.token,
+                                          "sending SignalFx the token")
+            if token != self.token:
+                # The library's client holds its token: a new one, the old one flushed.
+                old, self._ingest, self.token = self._ingest, self._client.ingest(token), token
+                old.stop()
+        self._ingest.send(**points)
+
+    def stop(self) -> None:
+        self._ingest.stop()  # flushes what is queued
+
+
 def datapoints(metrics: Metrics) -> Dict[str, List[Dict[str, Any]]]:
     """The SignalFx datapoints of one interval: cumulative counters and gauges."""
     dims = metrics.dimensions
@@ -115,12 +142,7 @@ class Reporter:
         self.poll_s = min(1.0, self.interval)
         self.log_summary = cfg.metrics.log_summary
         self.password = Password(cfg)  # read again for each connection
-        self.sfx: Any = None
-        if cfg.signalfx.enabled:
-            import signalfx
-
-            client = signalfx.SignalFx(ingest_endpoint=cfg.signalfx.ingest_endpoint)
-            self.sfx = client.ingest(signalfx_token(cfg))
+        self.sfx = SignalFxSink(cfg) if cfg.signalfx.enabled else None
         self._conn: Any = None
         self._expiry: Optional[Tuple[float, float]] = None  # (when read, seconds)
         self.replica = replica.ReplicaGuard()
@@ -137,7 +159,7 @@ class Reporter:
             self._thread.join(10)
         if self.sfx is not None:
             self.report()
-            self.sfx.stop()  # flushes what is queued
+            self.sfx.stop()
         if self._conn is not None:
             self._conn.close()
 
@@ -208,7 +230,7 @@ class Reporter:
     def report(self) -> None:
         self.metrics.roll()
         if self.sfx is not None:
-            self.sfx.send(**datapoints(self.metrics))
+            self.sfx.send(datapoints(self.metrics))
         if self.log_summary:
             log.info("%s", summary_line(self.metrics))
 

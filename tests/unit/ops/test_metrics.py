@@ -9,9 +9,12 @@ import pytest
 from streamer import config
 from streamer.ops.httpstatus import prometheus, status_text
 from streamer.ops.metrics import LatencyWindow, Metrics
-from streamer.ops.reporter import backlog_bytes, datapoints, signalfx_token, summary_line
+from streamer.ops.reporter import (Reporter, backlog_bytes, datapoints, signalfx_token,
+                                   summary_line)
 from streamer.position import Position
+from tests import support
 from tests.fakeserver import FakeConnection
+from tests.signalfx_endpoint import IngestEndpoint
 
 
 def cfg(**over):
@@ -202,6 +205,34 @@ def test_signalfx_token_comes_from_env_or_file_and_its_absence_is_explained(tmp_
     c["signalfx"]["token_file"] = None
     with pytest.raises(config.ConfigError, match="SIGNALFX_TOKEN.*token_file"):
         signalfx_token(c, {})
+
+
+def test_a_signalfx_token_rotated_in_its_file_is_sent_from_the_next_report(tmp_path, caplog,
+                                                                           monkeypatch):
+    # Against a local ingest endpoint that decodes the documented protocol, as the e2e test's.
+    monkeypatch.setenv("STREAMER_MYSQL_PASSWORD", "x")  # (the reporter's own connection's)
+    endpoint = IngestEndpoint()
+    token = tmp_path / "token"
+    token.write_text("tok-first\n")
+    c = cfg(signalfx={"enabled": True, "ingest_endpoint": endpoint.url,
+                      "token_file": str(token)}, metrics={"log_summary": False})
+    reporter = Reporter(c, Metrics(c))
+    try:
+        reporter.report()
+        support.wait_for(lambda: endpoint.tokens, timeout=10, what="the first report")
+        token.write_text("tok-second\n")  # rotated by its agent
+        reporter.report()
+        support.wait_for(lambda: "tok-second" in endpoint.tokens, timeout=10,
+                         what="a report with the new token")
+        token.unlink()  # mid-rotation: the one read before is sent, and that is said
+        reporter.report()
+    finally:
+        reporter.__exit__(None, None, None)  # a last report, and what is queued flushed
+        endpoint.close()
+    assert endpoint.tokens == {"tok-first", "tok-second"}
+    assert endpoint.values("streamer.messages") == [0, 0, 0, 0]  # each report, none lost
+    assert "config key 'signalfx.token_file': cannot read" in caplog.text and \
+        "sending SignalFx the token read before" in caplog.text and "tok-" not in caplog.text
 
 
 def test_status_text_and_summary_line_show_position_lag_throughput_and_percentiles():
