@@ -69,7 +69,6 @@ def auth_from_config(sr: Any, environ: Optional[Dict[str, str]] = None) -> Auth:
     import base64
     import os
 
-
     environ = os.environ if environ is None else environ
     a = sr.auth
 
