@@ -51,8 +51,8 @@ $(VENV_CPY)/.stamp: setup.py deploy/librdkafka.sh
 	touch $@
 
 # The project's bytecode, under both runtimes: where PYTHONDONTWRITEBYTECODE is set (as in CI),
-# a process keeps nothing it compiles, and each of the hundreds of streamers the suite starts compiled
-# the package again: ~0.5 s of CPU each under PyPy, on a run bound by its two cores.
+# a process keeps nothing it compiles, and each of the hundreds of streamers the suite starts
+# compiled the package again: ~0.5 s of CPU each under PyPy, on a run bound by its two cores.
 venv: $(VENV_PYPY)/.stamp $(VENV_CPY)/.stamp
 	@$(VENV_PYPY)/bin/python -m compileall -q streamer bench
 	@$(VENV_CPY)/bin/python -m compileall -q streamer bench

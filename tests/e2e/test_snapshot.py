@@ -131,8 +131,8 @@ def test_snapshot_under_load_and_sigkills_converges_to_the_table_exactly_once(db
     rng = random.Random(5)
     kills = 0
     try:
-        # SIGKILL at random moments (some during start-up) until 12 landed mid-snapshot (4 on
-        # the other servers of the matrix), then let the snapshot finish.
+        # SIGKILL at random moments (some during start-up) until ``runs`` landed mid-snapshot,
+        # then let the snapshot finish.
         for run in range(runs):
             with support.StreamerProcess(cfg, str(tmp_path / f"run{run}.log")) as proc:
                 if rng.random() < 0.2:
