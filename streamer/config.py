@@ -693,15 +693,17 @@ def _read_file(path: str) -> Dict[str, Any]:
 
 
 def _resolve_paths(cfg: Dict[str, Any], base: str) -> None:
-    """Make the paths of keys declared ``relative`` relative to the config file's folder."""
+    """Make the paths of keys declared ``relative`` relative to the config file's folder. A value
+    that is not a string is left as it is, for its key's check to refuse by name."""
     for dotted, entry in KEYS.walk():
         if isinstance(entry, Key) and entry.relative:
             *parents, last = dotted.split(".")
             node = cfg
             for part in parents:
                 node = node[part]
-            if node[last] and not os.path.isabs(node[last]):
-                node[last] = os.path.join(base, node[last])
+            value = node[last]
+            if isinstance(value, str) and value and not os.path.isabs(value):
+                node[last] = os.path.join(base, value)
 
 
 def build(values: Dict[str, Any]) -> Config:

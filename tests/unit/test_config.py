@@ -1,6 +1,9 @@
+import json
+
 import pytest
 
 from streamer import config
+from streamer.settings import Key
 
 
 def write(tmp_path, text):
@@ -81,6 +84,26 @@ def test_password_from_file_relative_to_config_and_never_missing_silently(tmp_pa
     with pytest.raises(config.ConfigError, match="STREAMER_MYSQL_PASSWORD"):
         config.mysql_password(cfg, environ={})
     assert config.mysql_password(cfg, environ={"STREAMER_MYSQL_PASSWORD": "x"}) == "x"
+
+
+@pytest.mark.parametrize("value", [5, True, [1], {"a": 1}, -1, 1.5, "x", None])
+def test_any_value_of_any_key_is_taken_or_refused_by_the_keys_name(tmp_path, value):
+    # A path given a number (password_file: 5) was a TypeError with a traceback: the paths were
+    # made relative to the config's folder before any key was checked.
+    for dotted, entry in config.KEYS.walk():
+        if not isinstance(entry, Key):
+            continue
+        doc = {"mysql": {"server_id": 7}}
+        *parents, last = dotted.split(".")
+        node = doc
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+        try:
+            config.load(write(tmp_path, json.dumps(doc)), environ={})
+        except config.ConfigError as exc:
+            # (a pair that goes together names the other as '.key')
+            assert dotted in str(exc) or f"'.{last}'" in str(exc), (dotted, str(exc))
 
 
 def test_start_file_and_pos_go_together(tmp_path):
