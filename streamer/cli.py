@@ -66,10 +66,29 @@ def _restart_with_gc_settings() -> None:
     os.execv(sys.executable, [sys.executable, *sys.argv])  # the console script
 
 
+def _explicit_start(args: argparse.Namespace) -> Optional[Any]:
+    """The start position ``--start-file``/``--start-pos`` give (None without them), checked as
+    the config's start.file/start.pos/start.gtid are; --start-gtid's set is checked too."""
+    from streamer.position import GTID_SET_FORMS, Position, gtid_set_problem
+
+    if args.start_gtid is not None:
+        problem = gtid_set_problem(args.start_gtid)
+        if problem is not None:
+            raise config_mod.ConfigError(f"--start-gtid {args.start_gtid!r} is not a GTID set: "
+                                         f"{problem}. Write {GTID_SET_FORMS}")
+    if (args.start_file is None) != (args.start_pos is None):
+        raise config_mod.ConfigError("--start-file and --start-pos go together")
+    if args.start_file is None:
+        return None
+    if args.start_pos < 4:
+        raise config_mod.ConfigError(f"--start-pos {args.start_pos} is not a binlog offset: a "
+                                     f"file's first event is at 4")
+    return Position(args.start_file, args.start_pos)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from streamer.engine import warmup
     from streamer.engine.supervisor import Supervisor
-    from streamer.position import Position
     from streamer.source import patches
 
     cfg = _config(args.config)
@@ -82,11 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  "marking step %s (PYPY_GC_INCREMENT_STEP)",
                  gc._get_stats(False).nursery_size / 2 ** 20,  # type: ignore[attr-defined]
                  os.environ.get("PYPY_GC_INCREMENT_STEP"))
-    start = None
-    if (args.start_file is None) != (args.start_pos is None):
-        raise config_mod.ConfigError("--start-file and --start-pos go together")
-    if args.start_file is not None:
-        start = Position(args.start_file, args.start_pos)
+    start = _explicit_start(args)
     from streamer.ops.observe import Observability
 
     # The library fixes, checked and applied before anything reads the binlog.

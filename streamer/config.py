@@ -19,6 +19,7 @@ import re
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
 from streamer.errors import ConfigError, StreamerError
+from streamer.position import GTID_SET_FORMS, gtid_set_problem
 from streamer.settings import (Check, Free, Key, Section, choice, flag, matches, number, path,
                                some, text, whole)
 
@@ -264,7 +265,9 @@ KEYS = Section("a streamer's config", {
         "file": Key(None, text(optional=True), "a binlog file to start at (with pos)"),
         "pos": Key(None, Check(lambda v: v is None or (isinstance(v, int) and v >= 4),
                                "an integer >= 4 (a binlog offset)"), "the offset in file"),
-        "gtid": Key(None, text(optional=True), "a GTID set to start after"),
+        "gtid": Key(None, Check(lambda v: v is None or (isinstance(v, str)
+                                                        and gtid_set_problem(v) is None),
+                                GTID_SET_FORMS + ", or null"), "a GTID set to start after"),
     }),
     "schema_registry": _REGISTRY,
     "shutdown_timeout_s": Key(10.0, number(), "how long a stop waits for the last commit",

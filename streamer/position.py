@@ -227,6 +227,43 @@ class GtidSet:
 
 
 _TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+_UUID = re.compile(r"^[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
+_INTERVAL = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
+_MARIADB_GTID = re.compile(r"^[0-9]+-[0-9]+-[0-9]+$")
+GTID_SET_FORMS = ("MariaDB's domain-server-seq per domain (SELECT @@gtid_binlog_pos) or MySQL's "
+                  "uuid:1-5 per server (SELECT @@gtid_executed), comma-separated")
+
+
+def gtid_set_problem(text: str) -> Optional[str]:
+    """What keeps ``text`` from being a GTID set of one flavour (GTID_SET_FORMS), in words;
+    None when it is one (the empty set too)."""
+    flavours = set()
+    for part in (p.strip() for p in text.replace("\n", "").split(",")):
+        if not part:
+            continue
+        if ":" not in part:
+            if not _MARIADB_GTID.match(part):
+                return f"{part!r} is neither a MariaDB GTID nor a MySQL uuid:interval"
+            flavours.add("MariaDB")
+            continue
+        flavours.add("MySQL")
+        uuid, *fields = part.split(":")
+        if not _UUID.match(uuid.strip()):
+            return f"{uuid.strip()!r} in {part!r} is not a server uuid"
+        intervals = 0
+        for field in (f.strip() for f in fields):
+            if _TAG.match(field):
+                continue
+            m = _INTERVAL.match(field)
+            if m is None or int(m.group(1)) < 1 or int(m.group(2) or m.group(1)) < int(m.group(1)):
+                return (f"{field!r} in {part!r} is not an interval of transaction numbers (n or "
+                        f"n-m, 1 <= n <= m)")
+            intervals += 1
+        if not intervals:
+            return f"{part!r} names no transactions"
+    if len(flavours) > 1:
+        return "it mixes MariaDB's GTIDs and MySQL's"
+    return None
 
 
 def _subtract(lo: int, hi: int, have: List[List[int]]) -> List[Tuple[int, int]]:

@@ -11,7 +11,7 @@ import pymysql
 from streamer.config import Config
 from streamer.errors import SourceError
 from streamer.position import Position
-from streamer.source import charsets, collations, rowless, server, sqltext
+from streamer.source import charsets, collations, failover, rowless, server, sqltext
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +67,12 @@ class SourceInfo(NamedTuple):
 
 def probe_source(cfg: Config, password: server.Secret,
                  table_filter: Optional[Callable[[str, str], bool]] = None,
-                 explicit: Optional[Tuple[str, int]] = None) -> SourceInfo:
+                 explicit: Optional[Tuple[str, int]] = None,
+                 explicit_gtid: Optional[str] = None) -> SourceInfo:
     """Check that MySQL is set up for row-based CDC and read what a start position needs;
-    ``explicit`` is the file and offset of an explicit start, if one was given."""
+    ``explicit`` is the file and offset of an explicit start, if one was given, and
+    ``explicit_gtid`` the GTID set of one by set. What the server can't start from is refused
+    here, before the start is committed as the stream's checkpoint."""
     conn = server.connect(server.connection_settings(cfg, password))
     try:
         problems = server.settings_problems(conn)
@@ -100,6 +103,10 @@ def probe_source(cfg: Config, password: server.Secret,
         # (Here, where the producer's start runs alongside, not after it.)
         if explicit:
             server.check_transaction_start(conn, *explicit)
+        other = failover.another_kinds(conn, explicit_gtid, f"MySQL at {cfg.mysql.host}:"
+                                       f"{cfg.mysql.port}") if explicit_gtid else None
+        if other is not None:
+            raise SourceError(other)
         at_explicit = server.executed_gtids(conn, *explicit) if explicit else None
         gtids_at = _on_its_own(settings, server.executed_gtids)
         if beginning:
@@ -174,6 +181,17 @@ def explicit_start(cfg: Config, override: Optional[Position]) -> Optional[Tuple[
     return None
 
 
+def explicit_gtid(cfg: Config, override: Optional[Position],
+                  override_gtid: Optional[str]) -> Optional[str]:
+    """The GTID set of an explicit start by set (argv, else start.gtid), if any: as
+    ``initial_position`` takes it, a start file (argv or start.file) comes first."""
+    if override_gtid is not None:
+        return override_gtid
+    if override is None and not cfg.start.file:
+        return cfg.start.gtid
+    return None
+
+
 def is_explicit(cfg: Config, override: Optional[Position],
                 override_gtid: Optional[str]) -> bool:
     """Whether a start position was given (argv, or start.file/start.gtid in the config)."""
@@ -190,7 +208,7 @@ def initial_position(cfg: Config, checkpoint: Optional[Position], source: Source
         pos = override
         if pos is None and start_cfg.file:
             pos = Position(start_cfg.file, start_cfg.pos)
-        gtid = override_gtid or (start_cfg.gtid if pos is None else None)
+        gtid = explicit_gtid(cfg, override, override_gtid)
         if gtid is not None:
             pos = Position("", 4, gtid_set=gtid)
         assert pos is not None

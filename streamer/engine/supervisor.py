@@ -158,8 +158,9 @@ class Supervisor:
         # are made sure of, and the schema topic is read while the checkpoint is (measured: see
         # docs/benchmarks.md, "Start-up").
         explicit = start_mod.explicit_start(self.cfg, self.override)
+        by_set = start_mod.explicit_gtid(self.cfg, self.override, self.override_gtid)
         probe = Ahead(lambda: start_mod.probe_source(self.cfg, self.password,
-                                                     self.streamer.filter, explicit),
+                                                     self.streamer.filter, explicit, by_set),
                       "streamer-mysql-probe")
         with self.new_publisher(self.cfg) as publisher:
             self.publisher = publisher
@@ -273,7 +274,8 @@ class Supervisor:
         streamer = self.streamer
         source = ahead.result() if ahead is not None else start_mod.probe_source(
             self.cfg, self.password, streamer.filter,
-            start_mod.explicit_start(self.cfg, self.override))
+            start_mod.explicit_start(self.cfg, self.override),
+            start_mod.explicit_gtid(self.cfg, self.override, self.override_gtid))
         # Both ends answered: only now is anything created in Kafka.
         publisher.prepare()
         if streamer.tables is None and streamer.schema_records is None:

@@ -269,14 +269,32 @@ def begun(start: Position) -> str:
     return str(wanted)
 
 
+def another_kinds(conn: Any, gtids: str, where: str) -> Optional[str]:
+    """Why the GTID set ``gtids`` can't be this server's when it is the other flavour's (a MySQL
+    set given to MariaDB, or the reverse), in words; None when it can be."""
+    wanted = GtidSet(gtids)
+    mariadb = server.is_mariadb(conn)
+    if not ((wanted.mysql and mariadb) or (wanted.mariadb and not mariadb)):
+        return None
+    return (f"{where} runs {server.label(conn)}, and the stream's GTID set {gtids} is "
+            f"{'MySQL' if mariadb else 'MariaDB'}'s: it names another server's transactions. "
+            f"Point mysql.host at the server it is of, or start once with --start-gtid naming "
+            f"this server's set (SELECT {'@@gtid_binlog_pos' if mariadb else '@@gtid_executed'})")
+
+
 def check_contains(conn: Any, gtids: str, where: str) -> None:
     """Refuse a server whose binlog lacks transactions of the GTID set ``gtids`` (a resume's
     set, or those ``begun``). On MariaDB the set keeps one sequence number
     per domain, which a promoted replica that wrote past a gap would have too: there, each of
     the set's GTIDs must be in the binlog's state of its own server id
-    (``@@gtid_binlog_state``: the last sequence number per domain and server id)."""
-    have = server.binlog_gtids(conn)
+    (``@@gtid_binlog_state``: the last sequence number per domain and server id). A set of the
+    other flavour's GTIDs is refused as another server's (MariaDB read a MySQL set as lacking
+    every transaction: lost, where they are only elsewhere)."""
+    other = another_kinds(conn, gtids, where)
+    if other is not None:
+        raise ServerBehind(other)
     wanted = GtidSet(gtids)
+    have = server.binlog_gtids(conn)
     lacks = GtidSet(have).missing(wanted)
     if not lacks and wanted.mariadb:
         lacks = diverged(server.binlog_state(conn), wanted)

@@ -15,7 +15,7 @@ import pymysql
 
 from streamer import config as config_mod
 from streamer.config import Config
-from streamer.errors import ConfigError, SourceError
+from streamer.errors import ConfigError, PurgedBinlog, SourceError
 from streamer.position import GtidSet
 from streamer.source import logins
 
@@ -405,10 +405,15 @@ def settings_problems(conn: Any) -> List[str]:
             if not s.ok]
 
 
-def binlog_files(conn: Any) -> List[str]:
+def binlog_sizes(conn: Any) -> List[Tuple[str, int]]:
+    """The server's binlog files, oldest first, with their sizes in bytes."""
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
-        return [row[0] for row in cur.fetchall()]
+        return [(row[0], int(row[1])) for row in cur.fetchall()]
+
+
+def binlog_files(conn: Any) -> List[str]:
+    return [name for name, _ in binlog_sizes(conn)]
 
 
 def version(conn: Any) -> Tuple[int, ...]:
@@ -775,10 +780,23 @@ TRANSACTION_STARTS = frozenset(["Gtid", "Anonymous_Gtid", "Format_desc", "Rotate
 
 
 def check_transaction_start(conn: Any, file: str, pos: int) -> None:
-    """Refuse an explicit start (file, offset) that is not a transaction start, naming the
-    nearest ones. A file the server doesn't have is left to the reader's purged-binlog error."""
-    if file not in binlog_files(conn):
-        return
+    """Refuse an explicit start (file, offset) the server can't send a whole transaction from,
+    before it is committed as the stream's checkpoint (a restart would meet it again): a file
+    the server doesn't have, an offset past the file's end, or one that is not a transaction
+    start (naming the nearest ones)."""
+    sizes = dict(binlog_sizes(conn))
+    if file not in sizes:
+        names = list(sizes) or ["none"]
+        raise PurgedBinlog(
+            f"the explicit start's binlog file {file} is not on the server (it has {names[0]} "
+            f".. {names[-1]}): check the name (SHOW BINARY LOGS). If it was purged, the "
+            f"changes after it are lost to replication: take a snapshot of the tables and start "
+            f"at a file the server has")
+    if pos > sizes[file]:
+        raise SourceError(
+            f"the explicit start {file}:{pos} is past the end of {file} ({sizes[file]} bytes): "
+            f"start at a transaction start inside it (SHOW BINLOG EVENTS IN '{file}' lists its "
+            f"events)")
     try:
         rows = show_events(conn, file, f"FROM {int(pos)} LIMIT 1")
     except pymysql.err.Error as exc:

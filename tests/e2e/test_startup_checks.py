@@ -60,16 +60,25 @@ def test_an_explicit_start_inside_a_transaction_is_refused_naming_the_nearest_st
     assert len(starts) == 2 and starts[0] < table_map < starts[1]
     ns = support.unique("badpos")
     cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
-    for pos, what in ((table_map, "the event there is a Table_map inside a transaction"),
-                      (table_map + 1, "no event starts there")):
-        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
+    inside = f"nearest transaction starts: {f}:{starts[0]} and {f}:{starts[1]}"
+    for file, pos, said in (
+            (f, table_map, f"the explicit start {f}:{table_map} is not a transaction start (the "
+                           f"event there is a Table_map inside a transaction)"),
+            (f, table_map + 1, f"the explicit start {f}:{table_map + 1} is not a transaction "
+                               f"start (no event starts there)"),
+            # A typo in the file's name, and an offset past the file's end, are refused before
+            # anything is committed: they were once the stream's checkpoint.
+            (f + "9", 4, f"the explicit start's binlog file {f}9 is not on the server"),
+            (f, 10 ** 12, f"the explicit start {f}:{10 ** 12} is past the end of {f}")):
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", file,
                                      "--start-pos", str(pos)) as proc:
             code = proc.wait(60)
             out = proc.output()
             assert code == 3, out[-3000:]
-        assert f"the explicit start {f}:{pos} is not a transaction start ({what})" in out, out
-        assert f"nearest transaction starts: {f}:{starts[0]} and {f}:{starts[1]}" in out
+        assert said in out, out[-3000:]
+        assert file != f or pos == 10 ** 12 or inside in out
         assert "Traceback" not in out
+    # Nothing was committed (nor any topic made): a plain restart starts as a first start does.
     assert not {t for t in _topics() if t.startswith(ns + ".")}
     # A start it names is taken: the second row, alone.
     with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-file", f,
@@ -77,6 +86,27 @@ def test_an_explicit_start_inside_a_transaction_is_refused_naming_the_nearest_st
         msgs = support.consume([f"{ns}.{name}.t"], expect=1, decode_ns=ns)
         assert proc.stop() == 0
     assert [m["key"] for m in msgs] == [{"id": 2}]
+
+
+def test_a_start_gtid_of_no_set_or_of_the_other_kind_of_server_is_refused_naming_it(db,
+                                                                                     tmp_path):
+    # 'zzz' stopped the start with a traceback; a MySQL set given to MariaDB was said to lack
+    # every transaction of it (lost), where they are another server's.
+    name, _ = db
+    ns = support.unique("badgtid")
+    cfg = support.write_config(str(tmp_path / "c.yaml"), ns, [f"{name}.*"])
+    mysql_set = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
+    for gtids, code, said in (
+            ("0-1-", 2, "--start-gtid '0-1-' is not a GTID set: '0-1-' is neither a MariaDB "
+                        "GTID nor a MySQL uuid:interval. Write MariaDB's domain-server-seq"),
+            (mysql_set, 3, f"MySQL at 127.0.0.1:{support.MYSQL_PORT} runs MariaDB 10.11")):
+        with support.StreamerProcess(cfg, str(tmp_path / "log"), "--start-gtid", gtids) as proc:
+            assert proc.wait(60) == code, proc.output()[-3000:]
+            out = proc.output()
+        assert said in out and "Traceback" not in out, out[-3000:]
+    assert f"the stream's GTID set {mysql_set} is MySQL's: it names another server's " \
+           f"transactions" in out
+    assert not {t for t in _topics() if t.startswith(ns + ".")}
 
 
 def _forged(checkpoint, shift):

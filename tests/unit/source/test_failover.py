@@ -463,6 +463,7 @@ def test_a_translated_checkpoint_keeps_its_prepared_xa_transactions_placed_on_th
 ])
 def test_a_server_lacking_a_transaction_whose_first_rows_were_published_is_behind(
         monkeypatch, start, now, lacks):
+    monkeypatch.setattr(failover.server, "is_mariadb", lambda conn: ":" not in now)
     monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: now)
     monkeypatch.setattr(failover.server, "binlog_state", lambda conn: now)
     # The set alone, which the server holds, would have let it resume: those rows stayed alone.
@@ -476,3 +477,20 @@ def test_a_server_lacking_a_transaction_whose_first_rows_were_published_is_behin
     monkeypatch.setattr(failover.server, "binlog_state", lambda conn: has)
     failover.check_contains(None, failover.begun(start), "here")
     assert failover.begun(Position("", 4, "0-1-7")) == ""
+
+
+@pytest.mark.parametrize("mariadb,gtids,ask", [
+    (True, U1 + ":1-7", "@@gtid_binlog_pos"), (False, "0-1-7", "@@gtid_executed")])
+def test_a_gtid_set_of_the_other_kind_of_server_is_refused_as_another_servers(monkeypatch,
+                                                                             mariadb, gtids, ask):
+    # A MySQL set given to MariaDB (--start-gtid, or mysql.host moved): MariaDB read it as
+    # lacking every transaction, which said the set's transactions were lost, not misplaced.
+    monkeypatch.setattr(failover.server, "is_mariadb", lambda conn: mariadb)
+    monkeypatch.setattr(failover.server, "label", lambda conn: "MariaDB 11.4.5" if mariadb
+                        else "MySQL 8.0.15")
+    monkeypatch.setattr(failover.server, "binlog_gtids", lambda conn: "")
+    kind = "MariaDB 11.4.5" if mariadb else "MySQL 8.0.15"
+    with pytest.raises(ServerBehind, match=f"here runs {kind}, and the stream's GTID set "
+                                           f"{gtids} is .*'s: it names another server's "
+                                           f"transactions.*SELECT {ask}"):
+        failover.check_contains(None, gtids, "here")

@@ -2,6 +2,7 @@
 import pymysql
 import pytest
 
+from streamer.errors import SourceError
 from streamer.source import server
 from tests.fakeserver import FakeConnection
 
@@ -135,3 +136,24 @@ def test_the_connections_errors_are_told_from_the_statements(error, lost):
             server.replicating(_replica(1, "OFF", refuse=error))
     else:
         assert server.replicating(_replica(1, "OFF", refuse=error)) is False
+
+
+@pytest.mark.parametrize("file,pos,error", [
+    ("mysql-bin.00002", 4, "the explicit start's binlog file mysql-bin.00002 is not on the server "
+                           r"\(it has mysql-bin.000001 .. mysql-bin.000002\): check the name"),
+    ("mysql-bin.000002", 501, r"the explicit start mysql-bin.000002:501 is past the end of "
+                              r"mysql-bin.000002 \(500 bytes\)"),
+])
+def test_an_explicit_start_the_server_cant_send_from_is_refused_before_any_event_is_read(
+        file, pos, error):
+    # A typo in --start-file was committed as the stream's checkpoint, and each restart after it
+    # was told its binlog was purged; an offset past a file's end had the file scanned to its
+    # end (minutes for 1 GB) for the nearest transaction starts.
+    def answer(sql, args):
+        if sql == "SHOW BINARY LOGS":  # MySQL's has a third column, Encrypted
+            return [("mysql-bin.000001", 1000, "No"), ("mysql-bin.000002", 500, "No")]
+        raise AssertionError(sql)
+    conn = FakeConnection(answer, "8.0.15")
+    with pytest.raises(SourceError, match=error):
+        server.check_transaction_start(conn, file, pos)
+    assert conn.ran == ["SHOW BINARY LOGS"]
