@@ -31,7 +31,14 @@ def read_stacks(path: str) -> Stacks:
     """Sample counts per call stack (root first) of a vmprof file."""
     import vmprof
 
-    stats = vmprof.read_profile(path)
+    with open(path, "rb"):
+        pass  # a file that can't be read is said so (OSError, naming it)
+    try:
+        stats = vmprof.read_profile(path)
+    except Exception as exc:  # noqa: BLE001 - vmprof's reader fails as it goes on other bytes
+        raise ValueError(f"{path} is not a vmprof profile, or is cut short (vmprof's reader: "
+                         f"{type(exc).__name__}: {exc}); profiles are written by SIGUSR2 to "
+                         f"profiler.dir") from None
     names = stats.adr_dict or {}
     stacks: Stacks = collections.Counter()
     for profile in stats.profiles:

@@ -119,3 +119,17 @@ def test_a_real_vmprof_profile_reads_back_with_this_modules_functions(tmp_path):
     stacks = read_stacks(path)
     assert sum(stacks.values()) > 20
     assert any("busy_streamer_test_function" in f for s in stacks for f in s)
+
+
+@pytest.mark.parametrize("content", [b"streamer-host\n", bytes(range(256)) * 2, b""])
+def test_a_file_that_is_no_vmprof_profile_is_refused_naming_it(tmp_path, content, capsys):
+    # vmprof's reader raised an IndexError (or NotImplementedError...) from inside it: `streamer
+    # profile` printed a traceback.
+    from streamer import cli
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    assert cli.main(["profile", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"streamer: cannot read profile: {path} ")
+    assert "Traceback" not in err
