@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from confluent_kafka import Consumer, KafkaError
 
@@ -13,6 +13,28 @@ from streamer.codec.decode import Decoder, to_jsonable
 from streamer.errors import KafkaFatal
 from streamer.kafka import logs
 from streamer.kafka.topics import kafka_schema_source
+
+
+def readable(decoder: Decoder, data: Optional[bytes]) -> Any:
+    """A message's key or value as a line shows it: decoded when it is the streamer's Avro; the
+    JSON it holds when it is JSON text (``format: json``, the namespace's own __positions and
+    __schemas records), or the text (their keys); else its bytes in hex, with why they weren't
+    read. A message of another
+    writer, or one whose schema is gone, is shown so, and the lines after it go on."""
+    if data is None:
+        return None
+    try:
+        return decoder.decode(data)
+    except (ValueError, LookupError, EOFError) as exc:  # a frame, a schema, a body cut short
+        why = str(exc) or type(exc).__name__
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"undecoded_hex": data.hex(), "why": why}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text if text.isprintable() else {"undecoded_hex": data.hex(), "why": why}
 
 
 def tail(args: argparse.Namespace) -> int:
@@ -51,7 +73,7 @@ def tail(args: argparse.Namespace) -> int:
                 raise KafkaFatal(f"reading {args.topic}: {msg.error().str()}")
             idle_since = time.monotonic()
             line = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                    "key": decoder.decode(msg.key()), "value": decoder.decode(msg.value())}
+                    "key": readable(decoder, msg.key()), "value": readable(decoder, msg.value())}
             if msg.value() is None:
                 line["tombstone"] = True  # a delete's key, for compaction (value null)
             print(json.dumps(to_jsonable(line), sort_keys=True), flush=True)
