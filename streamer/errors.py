@@ -96,6 +96,11 @@ class KafkaFatal(StreamerError):
     label = "Kafka error"
 
 
+class UnreadableCheckpoint(KafkaFatal):
+    """The newest checkpoint record of the source can't be read as a position (kafka.checkpoints):
+    an explicit start goes on without it."""
+
+
 class Fenced(KafkaFatal):
     """Another instance with the same transactional.id took over."""
     label = "fenced"

@@ -23,7 +23,8 @@ from streamer.engine.start import Ahead
 from streamer.engine.streamer import Streamer
 from streamer.errors import (BatchAborted, LeaseLost, ProducerBroken, RegistryError,
                              RegistryUnavailable, RolledBackRows, ServerBehind, ServerIdTaken,
-                             ServerUnreachable, SourceError, StreamInterrupted, WithoutGtids)
+                             ServerUnreachable, SourceError, StreamInterrupted, UnreadableCheckpoint,
+                             WithoutGtids)
 from streamer.kafka.publisher import Publisher
 from streamer.ops.metrics import Metrics
 from streamer.position import Position
@@ -280,9 +281,15 @@ class Supervisor:
         publisher.prepare()
         if streamer.tables is None and streamer.schema_records is None:
             streamer.schema_records = Ahead(publisher.read_schema_records, "streamer-schemas-read")
-        checkpoint = publisher.read_checkpoint()
-        if checkpoint is None and self.cfg.start.initial == "end" and not \
-                start_mod.is_explicit(self.cfg, self.override, self.override_gtid):
+        explicit = start_mod.is_explicit(self.cfg, self.override, self.override_gtid)
+        try:
+            checkpoint = publisher.read_checkpoint()
+        except UnreadableCheckpoint as exc:
+            if not explicit:
+                raise
+            log.warning("%s. The explicit start goes on without it", exc)
+            checkpoint = None
+        if checkpoint is None and self.cfg.start.initial == "end" and not explicit:
             ahead_records = streamer.schema_records
             start_mod.check_unused(self.cfg, ahead_records.result() if ahead_records is not None
                                    else publisher.read_schema_records(), streamer.filter)

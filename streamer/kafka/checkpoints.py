@@ -11,14 +11,15 @@ an earlier instance left one, was aborted by init_transactions already.)
 """
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Dict, Optional, Tuple
 
 from confluent_kafka import KafkaException
 
-from streamer.errors import KafkaFatal, OpenTransaction
+from streamer.errors import KafkaFatal, OpenTransaction, UnreadableCheckpoint
 from streamer.kafka.topics import read_topic_tail
-from streamer.position import Position
+from streamer.position import Position, gtid_set_problem
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,44 @@ def read_checkpoint(client: Dict[str, Any], topic: str, source: str, namespace: 
         except (RuntimeError, KafkaException) as exc:
             raise KafkaFatal(f"cannot read the checkpoint from {topic}: {exc}") from None
         read = len(records)
+        newest = None
         for k, value in records:
             if k == key and value is not None:
-                found = Position.from_json(value)
+                if _json_object(value) is None:
+                    log.warning("a record of %s keyed %r is no checkpoint (not a JSON object: "
+                                "%r): skipped. Only the streamer's transactions write "
+                                "checkpoints; something else wrote to this topic", topic,
+                                source, value[:60])
+                    continue
+                newest = value
+        if newest is not None:
+            found = _position(newest, topic, source)
         if found is not None or whole:
             break
     return found, read
+
+
+def _json_object(value: bytes) -> Optional[Dict[str, Any]]:
+    try:
+        data = json.loads(value)
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _position(value: bytes, topic: str, source: str) -> Position:
+    """The checkpoint a record holds. A JSON object it can't be read from may be a checkpoint
+    of another version of the streamer, whose position this one can't tell: refused, never
+    taken for an older one (which would publish again what came after it)."""
+    try:
+        found = Position.from_json(value)
+        problem = gtid_set_problem(found.gtid_set)
+        if problem is not None:
+            raise ValueError(f"its GTID set can't be read: {problem}")
+        return found
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UnreadableCheckpoint(
+            f"the newest checkpoint of source {source!r} in {topic} can't be read "
+            f"({type(exc).__name__}: {exc}; {value[:200]!r}): written by another version of the "
+            f"streamer, or by something else. Run the version that wrote it, or start once at "
+            f"an explicit position (--start-file/--start-pos or --start-gtid)") from None

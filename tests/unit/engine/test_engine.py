@@ -254,6 +254,35 @@ def test_a_stream_the_server_ends_is_a_lost_connection_and_is_read_again(make, m
     assert len(opened) == 2 and streamer.reconnects == 1
 
 
+@pytest.mark.parametrize("explicit", [False, True])
+def test_an_unreadable_newest_checkpoint_stops_a_resume_but_not_an_explicit_start(
+        make, monkeypatch, explicit):
+    # A checkpoint record the streamer can't read (another version's, or another writer's)
+    # stopped every start: also the explicit one its error names as the way on.
+    from streamer.errors import UnreadableCheckpoint
+
+    start = {"start": {"file": FILE, "pos": 4}} if explicit else {}
+    streamer, publisher, _ = _supervised(make, monkeypatch, sections=start)
+
+    def unreadable():
+        raise UnreadableCheckpoint("the newest checkpoint of source 'src' can't be read")
+    monkeypatch.setattr(publisher, "read_checkpoint", unreadable)
+    opened = []
+
+    def stopping():
+        streamer.request_stop()
+        return ()
+    streamer.new_reader = _stream_class(opened, stopping)
+    if not explicit:
+        with pytest.raises(UnreadableCheckpoint):
+            streamer.run()
+        assert opened == [] and publisher.committed is None
+        return
+    assert streamer.run() == 0
+    assert len(opened) == 1
+    assert (publisher.committed.file, publisher.committed.pos) == (FILE, 4)
+
+
 def test_a_truncate_read_first_after_a_restart_is_published_with_the_topics_last_schema(make):
     # The stream stops right after the commit of the transaction before the TRUNCATE, so the
     # next run's first event of app.t is the TRUNCATE: no row of it was read in that run.
