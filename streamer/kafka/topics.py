@@ -133,9 +133,37 @@ def read_schema_records(conf: Dict[str, Any], namespace: str, settle: bool = Fal
                         ) -> List[Dict[str, Any]]:
     """Every committed record of ``{namespace}.__schemas`` in offset order (none if no topic);
     ``settle`` and ``on_open`` as in read_topic_tail."""
-    records, _ = read_topic_tail(conf, f"{namespace}.__schemas", timeout, settle=settle,
-                                 on_open=on_open)
-    return [json.loads(value) for _, value in records if value is not None]
+    topic = f"{namespace}.__schemas"
+    records, _ = read_topic_tail(conf, topic, timeout, settle=settle, on_open=on_open)
+    out = []
+    for key, value in records:
+        if value is None:
+            continue
+        rec = schema_record(value)
+        if rec is None:
+            log.warning("a record of %s (key %r) is no schema record of the streamer: %r: "
+                        "skipped. Only the streamer's transactions write schema records; "
+                        "something else wrote to this topic", topic, key, value[:80])
+        else:
+            out.append(rec)
+    return out
+
+
+def schema_record(value: bytes) -> Optional[Dict[str, Any]]:
+    """A schema topic's record (``Publisher.produce_schema``: a JSON object whose
+    ``fingerprint`` and ``schema`` are strings, the schema itself JSON, and whose ``topic`` is
+    a string for a table's ``value`` schema); None for anything else."""
+    try:
+        rec = json.loads(value)
+        if not (isinstance(rec, dict) and isinstance(rec.get("fingerprint"), str)
+                and isinstance(rec.get("schema"), str)):
+            return None
+        json.loads(rec["schema"])
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    if rec.get("kind") == "value" and not isinstance(rec.get("topic"), str):
+        return None
+    return rec
 
 
 class KafkaSchemas:

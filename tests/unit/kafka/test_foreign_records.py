@@ -1,15 +1,16 @@
-"""The checkpoint read from records another writer put in the positions topic: never a
-traceback. A record that is no JSON object can't be any version's checkpoint and is stepped
-over; a JSON object that can't be read as a position may be a newer version's, and is refused
-rather than taken for the older checkpoint before it (which would publish again what came
-after it)."""
+"""The namespace's own topics read with records another writer put there: never a traceback.
+
+In the positions topic, a record that is no JSON object can't be any version's checkpoint and
+is stepped over; a JSON object that can't be read as a position may be a newer version's, and
+is refused rather than taken for the older checkpoint before it (which would publish again what
+came after it). In the schema topic, a record that is no schema record is stepped over."""
 import json
 import logging
 
 import pytest
 
 from streamer.errors import UnreadableCheckpoint
-from streamer.kafka import checkpoints
+from streamer.kafka import checkpoints, topics
 
 KEY = b"db1"
 
@@ -51,3 +52,23 @@ def test_a_json_object_that_is_no_position_is_refused_naming_the_ways_on(monkeyp
     # Read back once the streamer committed again, the newest is its own.
     found, _ = _read(monkeypatch, [(KEY, newest), (KEY, _checkpoint(600))])
     assert found.pos == 600
+
+
+def test_schema_topic_records_the_streamer_didnt_write_are_stepped_over(monkeypatch, caplog):
+    # One such record stopped every start (the schema lineage is read first) with a
+    # JSONDecodeError, and every `streamer tail` and `streamer.decode` consumer of the namespace.
+    caplog.set_level(logging.WARNING)
+    schema = json.dumps({"type": "record", "name": "V", "fields": []})
+    ours = {"fingerprint": "c0ffee", "schema": schema, "topic": "ns.app.t", "kind": "value"}
+    foreign = [b"not json", b"[]", b"{}", json.dumps(dict(ours, schema="not json")).encode(),
+               json.dumps(dict(ours, fingerprint=7)).encode(),
+               json.dumps(dict(ours, topic=None)).encode()]
+    records = [(b"k", v) for v in foreign] + [(b"c0ffee", json.dumps(ours).encode()),
+                                              (b"c0ffee", None)]
+    monkeypatch.setattr(topics, "read_topic_tail", lambda *args, **kwargs: (records, True))
+    assert topics.read_schema_records({}, "ns") == [ours]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == len(foreign)
+    assert all(s.startswith("a record of ns.__schemas (key b'k') is no schema record of the "
+                            "streamer: ") for s in said)
+    assert topics.KafkaSchemas({}, "ns")() == {"c0ffee": json.loads(schema)}
