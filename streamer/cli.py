@@ -423,6 +423,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(logfmt.error_line("Kafka error", str(exc), EXIT_KAFKA, LOG_FORMAT[0]),
               file=sys.stderr)
         return EXIT_KAFKA
+    except BrokenPipeError:
+        # The reader of the output went first (`streamer tail TOPIC | head`): as other tools
+        # do, no traceback, and nothing more written to the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a pipe's writer that stopped there
     finally:
         # Every Kafka client the command let go of (or that only an error still held) is
         # destroyed here, before the interpreter's teardown (kafka.logs.free_dropped_clients).

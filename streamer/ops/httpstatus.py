@@ -114,11 +114,20 @@ def fetch_status(cfg: Config, timeout: float = 5.0) -> Dict[str, Any]:
     url = f"http://{host}:{port}/status"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return json.loads(resp.read().decode("utf-8"))
+            body = resp.read()
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise EndpointUnavailable(f"no streamer answered at {url} ({reason}); is `streamer run` "
                                   f"running with this config?") from None
+    try:
+        found = json.loads(body.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError too
+        found = None
+    if not isinstance(found, dict) or "position" not in found:
+        raise EndpointUnavailable(f"something answered at {url}, but not a streamer's /status "
+                                  f"({body[:60]!r}): another service has metrics.http_port "
+                                  f"{port}?")
+    return found
 
 
 def status_text(st: Dict[str, Any]) -> str:

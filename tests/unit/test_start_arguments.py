@@ -60,3 +60,4 @@ def test_a_config_start_gtid_that_is_no_gtid_set_is_refused_naming_the_forms(tmp
         config.load(str(path), environ={})
     path.write_text(f"mysql: {{server_id: 7}}\nstart: {{gtid: '{U1}:1-9'}}\n")
     assert config.load(str(path), environ={}).start.gtid == f"{U1}:1-9"
+

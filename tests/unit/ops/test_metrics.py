@@ -389,3 +389,35 @@ def test_heartbeat_latency_is_labelled_with_its_microsecond_resolution():
     assert m.status()["latency_ms"]["resolution"] == "1us"
     assert summary_line(m).split("; ")[1].startswith("latency p50 ")
     assert 'resolution="1us"' in prometheus(m)
+
+
+@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b"[]", b'{"status": "ok"}'])
+def test_streamer_status_against_something_else_on_its_port_names_it(body):
+    # A service other than the streamer on metrics.http_port: its page was a JSONDecodeError
+    # with a traceback.
+    import http.server
+    import threading
+
+    from streamer.errors import EndpointUnavailable
+    from streamer.ops.httpstatus import fetch_status
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server interface
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cfg = config.build({"mysql": {"server_id": 7},
+                            "metrics": {"http_port": server.server_address[1]}})
+        with pytest.raises(EndpointUnavailable, match="something answered at http://127.0.0.1:"
+                                                      r"\d+/status, but not a streamer's /status"):
+            fetch_status(cfg)
+    finally:
+        server.shutdown()
+        server.server_close()
