@@ -187,15 +187,18 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
                 results.append(_read_only_check(cfg, conn, prefix))
         finally:
             conn.close()
-    try:
-        from streamer.kafka import logs
+    from streamer.kafka import logs
+    from streamer.kafka.settings import client
 
-        admin = AdminClient(logs.client_conf(dict(cfg.kafka)))
+    where = f"Kafka {cfg.kafka['bootstrap.servers']}"
+    try:
+        admin = client(AdminClient, logs.client_conf(dict(cfg.kafka)))
         md = admin.list_topics(timeout=10)
-        results.append((f"Kafka {cfg.kafka['bootstrap.servers']}", True,
-                        f"{len(md.brokers)} broker(s)"))
+        results.append((where, True, f"{len(md.brokers)} broker(s)"))
+    except config_mod.ConfigError as exc:
+        results.append((where, False, str(exc)))
     except Exception as exc:  # noqa: BLE001 - any client failure means "not reachable"; reported
-        results.append((f"Kafka {cfg.kafka['bootstrap.servers']}", False,
+        results.append((where, False,
                         f"{exc}; check kafka.bootstrap.servers and that the brokers are up"))
     return results
 

@@ -18,7 +18,7 @@ from streamer.config import Config
 from streamer.errors import Fenced, KafkaFatal
 from streamer.kafka import checkpoints, logs
 from streamer.kafka.admin import TopicAdmin
-from streamer.kafka.settings import as_int, client_settings
+from streamer.kafka.settings import as_int, client, client_settings
 from streamer.kafka.topics import read_schema_records
 from streamer.kafka.transactions import Transactions
 from streamer.position import Position
@@ -48,7 +48,7 @@ class Publisher(Transactions):
     def __enter__(self) -> "Publisher":
         """Starts the transactional producers, which fence older instances. Creates nothing:
         ``prepare()`` does, once the caller knows the other end works too."""
-        self.admin = AdminClient(logs.client_conf(client_settings(self.kafka_conf)))
+        self.admin = client(AdminClient, logs.client_conf(client_settings(self.kafka_conf)))
         self.topics.admin = self.admin
         try:
             self._start_producer()

@@ -6,11 +6,14 @@ and address settings alike. Only the producer's own settings are kept from the o
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
+from streamer.errors import ConfigError
 from streamer.kafka import logs
+
+T = TypeVar("T")
 
 SAFE_IN_FLIGHT = 1
 DEFAULT_PRODUCER = {
@@ -75,3 +78,17 @@ def as_int(value: Any) -> int:
 def kafka_error(exc: KafkaException) -> KafkaError:
     err = exc.args[0] if exc.args else None
     return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+def client(make: Callable[[Dict[str, Any]], T], conf: Dict[str, Any]) -> T:
+    """A Kafka client made by ``make`` from ``conf``; a setting librdkafka refuses (an unknown
+    property, a value out of its range) is a config error naming the section it came from."""
+    try:
+        return make(conf)
+    except KafkaException as exc:
+        err = kafka_error(exc)
+        if err.code() != KafkaError._INVALID_ARG:
+            raise
+        raise ConfigError(f"a setting of the config's kafka section is refused by librdkafka: "
+                          f"{err.str().strip()}. Fix or remove it (librdkafka's "
+                          f"CONFIGURATION.md lists the settings and their ranges)") from None

@@ -33,7 +33,7 @@ from streamer.errors import (BatchAborted, Fenced, KafkaFatal, LeaseLost, Oversi
                              ProducerBroken, RefusedRow)
 from streamer.kafka.rdkafka import KEY_SHOWN, Producer, Refused
 from streamer.kafka.settings import kafka_error as _kafka_error
-from streamer.kafka.settings import producer_settings, transactional_ids
+from streamer.kafka.settings import client, producer_settings, transactional_ids
 from streamer.kafka.sink import Headers
 from streamer.position import Position
 
@@ -127,8 +127,8 @@ class Transactions:
         started: List[Producer] = []
         try:
             for txid in self.txids:
-                started.append(Producer(dict(conf, **{"transactional.id": txid,
-                                                      "enable.idempotence": True, "acks": "all"})))
+                started.append(client(Producer, dict(conf, **{
+                    "transactional.id": txid, "enable.idempotence": True, "acks": "all"})))
             for txid, producer in zip(self.txids, started):
                 self._init_transactions(producer, txid, conf)
         except BaseException:

@@ -1,0 +1,30 @@
+"""A kafka setting librdkafka refuses is a config error (code 2) naming the section, not a
+Kafka error (code 4) whose advice was to check that the brokers are up. librdkafka checks the
+settings when a client is made, before it connects: no broker is needed here."""
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from streamer.errors import ConfigError
+from streamer.kafka.settings import client
+
+UNREACHABLE = {"bootstrap.servers": "127.0.0.1:1"}
+
+
+@pytest.mark.parametrize("make", [Producer, AdminClient])
+@pytest.mark.parametrize("setting,said", [
+    ({"foo.bar": "1"}, 'No such configuration property: "foo.bar"'),
+    ({"linger.ms": "abc"}, "Invalid value for configuration property"),
+    ({"message.max.bytes": "10"}, "value 10 is outside allowed range"),
+])
+def test_a_setting_librdkafka_refuses_is_a_config_error_naming_it(make, setting, said):
+    with pytest.raises(ConfigError) as err:
+        client(make, dict(UNREACHABLE, **setting))
+    assert str(err.value).startswith("a setting of the config's kafka section is refused by "
+                                     "librdkafka: ")
+    assert said in str(err.value)
+
+
+def test_settings_librdkafka_takes_make_the_client():
+    made = client(Producer, dict(UNREACHABLE, **{"linger.ms": "5"}))
+    assert made.flush(0) == 0
