@@ -2,7 +2,7 @@
 Kafka error (code 4) whose advice was to check that the brokers are up. librdkafka checks the
 settings when a client is made, before it connects: no broker is needed here."""
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from streamer.errors import ConfigError
@@ -25,6 +25,12 @@ def test_a_setting_librdkafka_refuses_is_a_config_error_naming_it(make, setting,
     assert said in str(err.value)
 
 
-def test_settings_librdkafka_takes_make_the_client():
-    made = client(Producer, dict(UNREACHABLE, **{"linger.ms": "5"}))
-    assert made.flush(0) == 0
+def test_settings_librdkafka_takes_make_the_client_and_other_errors_go_on_as_they_are():
+    made = []
+    assert client(lambda conf: made.append(conf) or "made", {"linger.ms": "5"}) == "made"
+    assert made == [{"linger.ms": "5"}]
+
+    def unreachable(conf):
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "down"))
+    with pytest.raises(KafkaException):
+        client(unreachable, {})
