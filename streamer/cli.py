@@ -283,6 +283,9 @@ def _topic_checks(cfg: Config, conn: Any) -> List[Tuple[str, bool, str]]:
             names.claim(db, table)
         except TopicClash as exc:
             clashes.append(str(exc))
+    if not tables:
+        from streamer.engine.start import no_table_matched
+        return [("published tables", True, no_table_matched(cfg))]
     if not clashes:
         return [("topic names", True, f"each of the {len(tables)} published tables has a topic "
                                       f"of its own")]

@@ -82,7 +82,8 @@ def probe_source(cfg: Config, password: server.Secret,
         warn_without_gtids(conn, cfg)
         if table_filter is not None:
             warn_of_unlogged(server.connection_settings(cfg, password), table_filter,
-                             [cfg.heartbeat.database, cfg.snapshot.database])
+                             [cfg.heartbeat.database, cfg.snapshot.database],
+                             no_table_matched(cfg))
         # The charsets Python decodes otherwise than the server: by the server's tables, asked
         # of the server in use when a value first needs one (after a failover, the new one).
         charsets.configure(lambda: server.connection_settings(cfg, password), server.connect)
@@ -148,16 +149,30 @@ def warn_without_gtids(conn: Any, cfg: Config) -> None:
                     "offset only, and resume by them. To resume by GTID, %s", where, fix)
 
 
+def no_table_matched(cfg: Config) -> str:
+    """What to say when the config's table patterns take no table the server shows the
+    streamer's user: a typo in them, or a missing grant, would otherwise publish nothing
+    without a word."""
+    return (f"tables.include {list(cfg.tables.include)} (less tables.exclude "
+            f"{list(cfg.tables.exclude)}) takes no table that MySQL at {cfg.mysql.host}:"
+            f"{cfg.mysql.port} shows the streamer's user now: nothing is published until such a "
+            f"table is created. If that isn't meant, check the patterns (db.table globs) and the "
+            f"user's SELECT grant (a table it may not read is not shown to it)")
+
+
 def warn_of_unlogged(settings: Dict[str, Any], published: Callable[[str, str], bool],
-                     own: List[str]) -> None:
+                     own: List[str], none_said: str = "") -> None:
     """Name what the binlog will not show of the published tables (source.rowless): tables
     whose rows foreign keys' actions change, and tables or the streamer's own databases that
-    the binlog's filters leave out. From a thread of its own: on a server of many tables
-    information_schema takes its time, and the stream does not wait for a warning."""
+    the binlog's filters leave out; and ``none_said`` when no table is published at all. From a
+    thread of its own: on a server of many tables information_schema takes its time, and the
+    stream does not wait for a warning."""
     def look() -> None:
         try:
             conn = server.connect(settings)
             try:
+                if none_said and not server.user_tables(conn, published):
+                    log.warning(none_said)
                 left_out = rowless.left_out(conn, published, own)
                 if left_out:
                     log.warning(left_out)
