@@ -142,7 +142,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
     import pymysql
-    from confluent_kafka.admin import AdminClient
 
     from streamer.engine import start as start_mod
     from streamer.source.server import (connect, connection_settings, settings_checks,
@@ -187,6 +186,14 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
                 results.append(_read_only_check(cfg, conn, prefix))
         finally:
             conn.close()
+    results.append(_kafka_check(cfg))
+    return results
+
+
+def _kafka_check(cfg: Config) -> Tuple[str, bool, str]:
+    """Whether the config's Kafka answers, and takes its kafka settings."""
+    from confluent_kafka.admin import AdminClient
+
     from streamer.kafka import logs
     from streamer.kafka.settings import client
 
@@ -194,13 +201,11 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
     try:
         admin = client(AdminClient, logs.client_conf(dict(cfg.kafka)))
         md = admin.list_topics(timeout=10)
-        results.append((where, True, f"{len(md.brokers)} broker(s)"))
+        return where, True, f"{len(md.brokers)} broker(s)"
     except config_mod.ConfigError as exc:
-        results.append((where, False, str(exc)))
+        return where, False, str(exc)
     except Exception as exc:  # noqa: BLE001 - any client failure means "not reachable"; reported
-        results.append((where, False,
-                        f"{exc}; check kafka.bootstrap.servers and that the brokers are up"))
-    return results
+        return where, False, f"{exc}; check kafka.bootstrap.servers and that the brokers are up"
 
 
 def _read_only_check(cfg: Config, conn: Any, prefix: str) -> Tuple[str, bool, str]:
