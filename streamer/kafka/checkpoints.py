@@ -11,14 +11,13 @@ an earlier instance left one, was aborted by init_transactions already.)
 """
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Dict, Optional, Tuple
 
 from confluent_kafka import KafkaException
 
 from streamer.errors import KafkaFatal, OpenTransaction, UnreadableCheckpoint
-from streamer.kafka.topics import read_topic_tail
+from streamer.kafka.topics import json_object, read_topic_tail
 from streamer.position import GtidSet, Position
 
 log = logging.getLogger(__name__)
@@ -58,7 +57,7 @@ def read_checkpoint(client: Dict[str, Any], topic: str, source: str, namespace: 
         newest = None
         for k, value in records:
             if k == key and value is not None:
-                if _json_object(value) is None:
+                if json_object(value) is None:
                     log.warning("a record of %s keyed %r is no checkpoint (not a JSON object: "
                                 "%r): skipped. Only the streamer's transactions write "
                                 "checkpoints; something else wrote to this topic", topic,
@@ -70,14 +69,6 @@ def read_checkpoint(client: Dict[str, Any], topic: str, source: str, namespace: 
         if found is not None or whole:
             break
     return found, read
-
-
-def _json_object(value: bytes) -> Optional[Dict[str, Any]]:
-    try:
-        data = json.loads(value)
-    except ValueError:  # UnicodeDecodeError too
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _position(value: bytes, topic: str, source: str) -> Position:

@@ -149,17 +149,27 @@ def read_schema_records(conf: Dict[str, Any], namespace: str, settle: bool = Fal
     return out
 
 
+def json_object(value: bytes) -> Optional[Dict[str, Any]]:
+    """The JSON object a record of the namespace's own topics holds; None for anything else
+    (not JSON, or JSON of another kind): a record something else wrote there."""
+    try:
+        data = json.loads(value)
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def schema_record(value: bytes) -> Optional[Dict[str, Any]]:
     """A schema topic's record (``Publisher.produce_schema``: a JSON object whose
     ``fingerprint`` and ``schema`` are strings, the schema itself JSON, and whose ``topic`` is
     a string for a table's ``value`` schema); None for anything else."""
+    rec = json_object(value)
+    if rec is None or not (isinstance(rec.get("fingerprint"), str)
+                           and isinstance(rec.get("schema"), str)):
+        return None
     try:
-        rec = json.loads(value)
-        if not (isinstance(rec, dict) and isinstance(rec.get("fingerprint"), str)
-                and isinstance(rec.get("schema"), str)):
-            return None
         json.loads(rec["schema"])
-    except ValueError:  # UnicodeDecodeError too
+    except ValueError:
         return None
     if rec.get("kind") == "value" and not isinstance(rec.get("topic"), str):
         return None
