@@ -19,8 +19,8 @@ def readable(decoder: Decoder, data: Optional[bytes]) -> Any:
     """A message's key or value as a line shows it: decoded when it is the streamer's Avro; the
     JSON it holds when it is JSON text (``format: json``, the namespace's own __positions and
     __schemas records), or the text (their keys); else its bytes in hex, with why they weren't
-    read. A message of another
-    writer, or one whose schema is gone, is shown so, and the lines after it go on."""
+    read. A message of another writer, or one whose schema is gone, is shown so, and the lines
+    after it go on."""
     if data is None:
         return None
     try:
