@@ -161,7 +161,7 @@ class SchemaRegistry:
         sid = self._ids.get(key)
         if sid is None:
             path = f"/subjects/{urllib.parse.quote(subject, safe='')}/versions"
-            sid = int(self._call("POST", path, {"schema": text})["id"])
+            sid = self._schema_id(path, self._call("POST", path, {"schema": text}))
             self._ids[key] = sid
             self._schemas[sid] = schema
             log.info("registered %s as schema id %d", subject, sid)
@@ -171,8 +171,31 @@ class SchemaRegistry:
         """The schema with this id (for decoding), fetched once."""
         found = self._schemas.get(schema_id)
         if found is None:
-            found = json.loads(self._call("GET", f"/schemas/ids/{schema_id}")["schema"])
+            path = f"/schemas/ids/{schema_id}"
+            found = self._fetched_schema(schema_id, path, self._call("GET", path))
             self._schemas[schema_id] = found
+        return found
+
+    def _schema_id(self, path: str, answer: Any) -> int:
+        sid = answer.get("id") if isinstance(answer, dict) else None
+        if type(sid) is not int:  # bool is an int to isinstance
+            raise RegistryError(f"schema registry POST {self.url}{path} answered "
+                                f"{json.dumps(answer)[:200]} without a schema id (an integer "
+                                f"\"id\"): is schema_registry.url the registry's API (Apicurio: "
+                                f".../apis/ccompat/v7)?")
+        return sid
+
+    def _fetched_schema(self, schema_id: int, path: str, answer: Any) -> Dict[str, Any]:
+        text = answer.get("schema") if isinstance(answer, dict) else None
+        try:
+            found = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            found = None
+        if not isinstance(found, (dict, str)):  # a record, or a primitive type's name
+            raise RegistryError(f"schema registry GET {self.url}{path} answered for schema id "
+                                f"{schema_id} {json.dumps(answer)[:200]}, without an Avro schema "
+                                f"(a \"schema\" of JSON text): is schema_registry.url the "
+                                f"registry that framed these messages?")
         return found
 
     def frame(self, topic: str, value_writer: avro.Writer,

@@ -15,7 +15,7 @@ SCHEMA = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}
 
 @pytest.fixture
 def answering():
-    """A stand-in that answers every POST with the status and body the test sets; status 0
+    """A stand-in that answers every POST and GET with the status and body the test sets; status 0
     closes the connection without an answer (a proxy dropping it)."""
     answer = {"status": 200, "body": b'{"id": 3}'}
 
@@ -26,6 +26,12 @@ def answering():
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            self.send_response(answer["status"])
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(answer["body"])
+
+        def do_GET(self):  # noqa: N802 - http.server's name
             self.send_response(answer["status"])
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -87,3 +93,28 @@ def test_an_answer_that_is_not_json_names_the_url_to_check(answering):
                                             "the registry's API") as raised:
         registry.register("t-value", SCHEMA)
     assert not isinstance(raised.value, RegistryUnavailable)
+
+
+@pytest.mark.parametrize("body", [b'{}', b'[]', b'3', b'{"id": "three"}', b'{"id": null}',
+                                  b'{"id": true}', b'{"id": 3.5}', b'{"error_code": 0}'])
+def test_json_without_a_schema_id_names_what_was_answered(answering, body):
+    registry, answer = answering
+    answer["body"] = body
+    with pytest.raises(RegistryError, match="answered .* without a schema id .*is "
+                                            "schema_registry.url the registry's API") as raised:
+        registry.register("t-value", SCHEMA)
+    assert not isinstance(raised.value, RegistryUnavailable)
+    answer["body"] = b'{"id": 3}'
+    assert registry.register("t-value", SCHEMA) == 3  # nothing was cached from the answer
+
+
+@pytest.mark.parametrize("body", [b'{}', b'{"schema": 5}', b'{"schema": "not json"}',
+                                  b'{"schema": "[1]"}', b'["a"]'])
+def test_a_schema_fetched_by_id_that_is_not_a_schema_names_the_id(answering, body):
+    registry, answer = answering
+    answer["body"] = body
+    with pytest.raises(RegistryError, match="schema id 7 .*without an Avro schema") as raised:
+        registry.schema(7)
+    assert not isinstance(raised.value, RegistryUnavailable)
+    answer["body"] = b'{"schema": "{\\"type\\": \\"int\\"}"}'
+    assert registry.schema(7) == {"type": "int"}
