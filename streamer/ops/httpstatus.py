@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Optional
@@ -34,6 +35,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - the http.server interface
         path = self.path.split("?", 1)[0]
+        try:
+            self._page(path)
+        except _HUNG_UP:
+            raise  # the server's handle_error notes it
+        except Exception as exc:  # a page that fails must not take the endpoint's thread with it
+            log.warning("status endpoint: %s failed (%s: %s)", path, type(exc).__name__, exc,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
+            self._send(500, "application/json",
+                       json.dumps({"error": f"{path} failed: {type(exc).__name__}: {exc}"}))
+
+    def _page(self, path: str) -> None:
         if path == "/health":
             status, reason = self.metrics.health()
             body: Dict[str, Any] = {"status": status, "reason": reason}
@@ -65,6 +77,23 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("http %s", fmt % args)
 
 
+_HUNG_UP = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver's own prints a traceback on stderr, outside the (maybe JSON) log. A client
+        # that hangs up before its answer (a scraper's timeout) is its own business.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, _HUNG_UP):
+            log.debug("status endpoint: %s hung up before its answer", client_address)
+        else:
+            log.warning("status endpoint: a request from %s failed (%s: %s)", client_address,
+                        type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+
+
 class StatusServer:
     """The endpoint's server thread, as a context manager. Observability makes one only when
     metrics.http_port is set (0 turns the endpoint off, and this module is then not imported)."""
@@ -73,20 +102,19 @@ class StatusServer:
         self.host = cfg.metrics.http_host
         self.port = cfg.metrics.http_port
         self.metrics = metrics
-        self._server: Optional[ThreadingHTTPServer] = None
+        self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> "StatusServer":
         handler = type("Handler", (_Handler,), {"metrics": self.metrics})
         try:
-            self._server = ThreadingHTTPServer((self.host, self.port), handler)
+            self._server = _Server((self.host, self.port), handler)
         except OSError as exc:
             from streamer.errors import ConfigError
 
             raise ConfigError(f"config key 'metrics.http_port': cannot listen on "
                               f"{self.host}:{self.port} ({exc.strerror}); pick a free port, "
                               f"or 0 to turn the endpoint off") from None
-        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="streamer-http",
                                         daemon=True)
         self._thread.start()
