@@ -373,17 +373,32 @@ def _env_value(name: str, key: str, raw: str) -> Any:
                           f"file") from None
 
 
+def _env_key(name: str, set_by: Dict[Tuple[str, ...], str]) -> List[str]:
+    """The key path an override's name gives, checked against the overrides read before it: one
+    key (or a key and a key inside it) set by two variables is refused whatever their order."""
+    parts = [p.lower() for p in name[len("STREAMER__"):].split("__") if p]
+    if not parts:
+        raise ConfigError(f"environment variable {name} names no config key: write "
+                          f"STREAMER__SECTION__KEY=value, e.g. STREAMER__MYSQL__PORT=3307")
+    if parts[0] == "kafka" and len(parts) == 2:
+        # librdkafka keys use dots; env names can't, so KAFKA__LINGER_MS -> linger.ms
+        parts[1] = parts[1].replace("_", ".")
+    for path, other in set_by.items():
+        shorter = min(path, tuple(parts), key=len)
+        if path[:len(shorter)] == tuple(parts[:len(shorter)]):
+            raise ConfigError(f"environment variables {other} and {name} both set config key "
+                              f"'{'.'.join(shorter)}': unset one of them")
+    set_by[tuple(parts)] = name
+    return parts
+
+
 def _env_overrides(environ: Dict[str, str]) -> Dict[str, Any]:
     tree: Dict[str, Any] = {}
+    set_by: Dict[Tuple[str, ...], str] = {}
     for name, raw in environ.items():
         if not name.startswith("STREAMER__"):
             continue
-        parts = [p.lower() for p in name[len("STREAMER__"):].split("__") if p]
-        if not parts:
-            continue
-        if parts[0] == "kafka" and len(parts) == 2:
-            # librdkafka keys use dots; env names can't, so KAFKA__LINGER_MS -> linger.ms
-            parts[1] = parts[1].replace("_", ".")
+        parts = _env_key(name, set_by)
         node = tree
         for part in parts[:-1]:
             node = node.setdefault(part, {})

@@ -176,3 +176,25 @@ def test_a_secret_read_again_keeps_the_last_one_when_its_file_cant_be_read(tmp_p
     assert config.read_again(read, "two", "connecting with the password") == "two"
     assert f"config key 'x.password_file': cannot read {path}: No such file or directory; " \
            "connecting with the password read before" in caplog.text
+
+
+@pytest.mark.parametrize("env", [
+    {"STREAMER__MYSQL": "5", "STREAMER__MYSQL__PORT": "1"},
+    {"STREAMER__MYSQL__PORT": "3", "STREAMER__MYSQL__PORT__X": "1"},
+    {"STREAMER__MYSQL__PORT__X": "1", "STREAMER__MYSQL__PORT": "3"},
+    {"STREAMER__MYSQL__PORT": "3", "STREAMER__mysql__port": "4"},
+    {"STREAMER__MYSQL__PORT": "3", "STREAMER__MYSQL____PORT": "4"},
+])
+def test_two_overrides_of_one_key_are_refused_naming_both(tmp_path, env):
+    # In either order: one was a TypeError, and the other dropped one of them unsaid.
+    first, second = env
+    for order in (env, dict(reversed(list(env.items())))):
+        with pytest.raises(config.ConfigError, match="both set config key") as err:
+            config.load(write(tmp_path, BASE), environ=order)
+        assert first in str(err.value) and second in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["STREAMER__", "STREAMER____"])
+def test_an_override_naming_no_key_is_refused(tmp_path, name):
+    with pytest.raises(config.ConfigError, match=f"{name} names no config key.*STREAMER__SECTION__KEY"):
+        config.load(write(tmp_path, BASE), environ={name: "1"})
