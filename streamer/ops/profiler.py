@@ -38,10 +38,19 @@ CPYTHON_REFUSAL = (
 
 def prune(directory: str, keep: int) -> int:
     """Delete all but the newest ``keep`` profiles in ``directory``; returns how many went."""
-    files = sorted(glob.glob(os.path.join(directory, PATTERN)), key=os.path.getmtime)
+    def age(path: str) -> float:
+        try:
+            return os.path.getmtime(path)
+        except OSError:  # removed since the listing (another instance's prune, a clean-up)
+            return -1.0
+
+    files = sorted(glob.glob(os.path.join(directory, PATTERN)), key=age)
     gone = files[:-keep] if keep > 0 else files
     for path in gone:
-        os.remove(path)
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass  # gone already, as wanted
     return len(gone)
 
 
@@ -127,7 +136,13 @@ class Profiler:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime())
         path = os.path.join(self.directory, f"streamer-{stamp}-{int(time.time() * 1000) % 1000:03d}"
                                             f"-{kind}.vmprof")
-        fh = open(path, "w+b")
+        try:
+            os.makedirs(self.directory, exist_ok=True)  # it may have been cleaned away
+            fh = open(path, "w+b")
+        except OSError as exc:
+            log.error("could not start vmprof: can't write %s (%s); check profiler.dir. "
+                      "Streaming goes on", path, exc.strerror or exc)
+            return
         extra = {"warn": False} if IMPLEMENTATION == "PyPy" else {}
         try:
             vmprof.enable(fh.fileno(), PERIOD_S, native=False, **extra)
@@ -150,7 +165,12 @@ class Profiler:
         size = os.path.getsize(path) if path and os.path.exists(path) else 0
         log.info("profiling stopped (%s) after %.1f s: %s (%d bytes); read it with: "
                  "streamer profile %s", why, took, path, size, path)
-        removed = prune(self.directory, self.keep)
+        try:
+            removed = prune(self.directory, self.keep)
+        except OSError as exc:
+            log.warning("could not remove old profiles in %s (%s); keeping them. Streaming goes "
+                        "on", self.directory, exc)
+            return
         if removed:
             log.info("removed %d old profile(s), keeping profiler.keep=%d", removed, self.keep)
 

@@ -133,3 +133,59 @@ def test_a_file_that_is_no_vmprof_profile_is_refused_naming_it(tmp_path, content
     err = capsys.readouterr().err
     assert err.startswith(f"streamer: cannot read profile: {path} ")
     assert "Traceback" not in err
+
+
+def test_a_profile_that_can_t_be_written_is_one_error_and_streaming_goes_on(tmp_path, caplog):
+    # The profile folder replaced (or made unwritable) after the start: open() raised out of the
+    # main loop's tick, and a signal meant to look at the streamer stopped it.
+    import logging
+    import shutil
+
+    folder = tmp_path / "profiles"
+    c = cfg(enabled=True, dir=str(folder))
+    metrics = Metrics(c)
+    with Profiler(c, metrics, implementation="PyPy") as profiler:
+        shutil.rmtree(folder)
+        folder.write_text("a file where the folder was")
+        profiler.toggle_requested = True
+        with caplog.at_level(logging.ERROR, logger="streamer.ops.profiler"):
+            metrics.tick()
+        assert profiler.path is None
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and "could not start vmprof" in said[0] and str(folder) in said[0]
+        assert "profiler.dir" in said[0]
+
+
+def test_profiles_gone_before_the_prune_are_not_an_error(tmp_path, monkeypatch):
+    # Another instance's prune, or an operator's clean-up, took a file between the listing and
+    # its removal: FileNotFoundError out of stop(), in the main loop.
+    for i in range(4):
+        (tmp_path / f"streamer-2024010{i}-000000-000-signal.vmprof").write_bytes(b"x")
+        os.utime(tmp_path / f"streamer-2024010{i}-000000-000-signal.vmprof", (i, i))
+    real_remove = os.remove
+
+    def remove_twice(path):
+        real_remove(path)
+        real_remove(path)  # as if another process had removed it first
+
+    monkeypatch.setattr(os, "remove", remove_twice)
+    assert prune(str(tmp_path), 1) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streamer-20240103-000000-000-signal.vmprof"]
+
+
+@pytest.mark.skipif(platform.python_implementation() != "PyPy", reason=CPYTHON_REFUSAL[:40])
+def test_a_profile_folder_deleted_after_the_start_is_made_again(tmp_path):
+    import shutil
+
+    folder = tmp_path / "profiles"
+    c = cfg(enabled=True, dir=str(folder))
+    metrics = Metrics(c)
+    with Profiler(c, metrics) as profiler:
+        shutil.rmtree(folder)
+        profiler.toggle_requested = True
+        metrics.tick()
+        assert profiler.path is not None and os.path.dirname(profiler.path) == str(folder)
+        profiler.toggle_requested = True
+        metrics.tick()
+        assert profiler.path is None
+    assert len(list(folder.glob("streamer-*.vmprof"))) == 1
