@@ -552,14 +552,38 @@ def _validate_key_columns(cfg: Config) -> None:
                  f"tables.key_columns.{table}", columns, "a list of the table's column names")
 
 
+# The longest topic name Kafka takes (its Topic.MAX_NAME_LENGTH).
+MAX_TOPIC = 249
+
+
+def own_topics(cfg: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """The streamer's own topics under this config (the checkpoints, the schemas, ...), each with
+    the config key that makes its name long."""
+    ns = cfg["namespace"]
+    own = [(f"{ns}.{kind}", "namespace")
+           for kind in ("__positions", "__schemas", "__transactions", "__lease")]
+    if cfg["format"] == "debezium":
+        own += [(f"{ns}.transaction", "namespace"),
+                (f"{cfg['debezium']['heartbeat_topic_prefix']}.{ns}",
+                 "debezium.heartbeat_topic_prefix")]
+    return own
+
+
 def _validate_topic_names(cfg: Config) -> None:
+    for topic, key in own_topics(cfg):
+        if len(topic) > MAX_TOPIC:
+            given = cfg["namespace"] if key == "namespace" else \
+                cfg["debezium"]["heartbeat_topic_prefix"]
+            raise ConfigError(f"config key '{key}' is {len(given)} characters: the streamer's "
+                              f"topic {topic} would be {len(topic)}, and "
+                              f"Kafka takes {MAX_TOPIC} at most; shorten it")
     seen: Dict[str, str] = {}
     for table, topic in cfg["topics"]["names"].items():
         _require(isinstance(table, str) and "." in table.strip("."), "topics.names", table,
                  "'db.table' keys")
         _require(isinstance(topic, str) and bool(_TOPIC_NAME.match(topic))
-                 and not topic.startswith("__") and len(topic) <= 249, f"topics.names.{table}",
-                 topic, "a topic name: up to 249 letters, digits, '.', '_', '-', not starting "
+                 and not topic.startswith("__") and len(topic) <= MAX_TOPIC,
+                 f"topics.names.{table}", topic, f"a topic name: up to {MAX_TOPIC} letters, digits, '.', '_', '-', not starting "
                  "with '__'")
         # Kafka's rule (schema.naming.kafka_form): '.' and '_' make no difference.
         other = seen.setdefault(topic.replace(".", "_"), table)

@@ -15,13 +15,11 @@ import hashlib
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from streamer.config import MAX_TOPIC, own_topics
 from streamer.errors import ConfigError, TopicClash
 
 # topics.name: a table's topic (config.py checks that it names {db} and {table}).
 TOPIC_TEMPLATE = "{namespace}.{db}.{table}"
-
-# The longest topic name Kafka takes (its Topic.MAX_NAME_LENGTH).
-MAX_TOPIC = 249
 
 # What a Kafka topic name can't hold: anything but ASCII letters, digits, '.', '_' and '-'.
 _NOT_IN_TOPICS = re.compile(r"[^A-Za-z0-9._-]")
@@ -66,11 +64,8 @@ class TopicNames:
 
     @classmethod
     def from_config(cls, cfg: Any) -> "TopicNames":
-        ns = cfg.namespace
-        own = [f"{ns}.__positions", f"{ns}.__schemas", f"{ns}.__transactions", f"{ns}.__lease"]
-        if cfg.format == "debezium":
-            own += [f"{ns}.transaction", f"{cfg.debezium.heartbeat_topic_prefix}.{ns}"]
-        return cls(ns, cfg.topics.name, cfg.topics.names, own)
+        own = [topic for topic, _ in own_topics(cfg)]
+        return cls(cfg.namespace, cfg.topics.name, cfg.topics.names, own)
 
     def of(self, db: str, table: str) -> str:
         named = self.names.get(f"{db}.{table}")

@@ -198,3 +198,19 @@ def test_two_overrides_of_one_key_are_refused_naming_both(tmp_path, env):
 def test_an_override_naming_no_key_is_refused(tmp_path, name):
     with pytest.raises(config.ConfigError, match=f"{name} names no config key.*STREAMER__SECTION__KEY"):
         config.load(write(tmp_path, BASE), environ={name: "1"})
+
+
+def test_a_namespace_too_long_for_its_own_topics_is_refused_by_name(tmp_path):
+    # It was taken, and the start failed when Kafka refused to create {namespace}.__transactions
+    # (249 characters at most), as a Kafka error.
+    longest = 249 - len(".__transactions")
+    assert config.load(write(tmp_path, BASE + f"namespace: {'n' * longest}\n"), environ={})
+    with pytest.raises(config.ConfigError, match=rf"'namespace' .*{longest + 1} characters.*"
+                                                 r"__transactions.* 250.*249 at most"):
+        config.load(write(tmp_path, BASE + f"namespace: {'n' * (longest + 1)}\n"), environ={})
+    # Debezium's heartbeat topic is {heartbeat_topic_prefix}.{namespace}.
+    prefix = "p" * 200
+    with pytest.raises(config.ConfigError, match=r"'debezium.heartbeat_topic_prefix'.*p\.nnn"):
+        config.load(write(tmp_path, BASE + f"namespace: {'n' * 60}\nformat: debezium\n"
+                                           f"debezium: {{heartbeat_topic_prefix: {prefix}}}\n"),
+                    environ={})
