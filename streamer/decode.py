@@ -7,8 +7,8 @@
 The decoding itself is ``streamer.codec.decode``; reading the schema topic is ``streamer.kafka.topics``.
 """
 from streamer.codec.decode import Decoder, RegistrySource, SchemaSource, to_jsonable
-from streamer.errors import UnknownSchema
+from streamer.errors import UndecodableMessage, UnknownSchema
 from streamer.kafka.topics import kafka_schema_source, read_schema_records
 
-__all__ = ["Decoder", "RegistrySource", "SchemaSource", "UnknownSchema", "kafka_schema_source",
-           "read_schema_records", "to_jsonable"]
+__all__ = ["Decoder", "RegistrySource", "SchemaSource", "UndecodableMessage", "UnknownSchema",
+           "kafka_schema_source", "read_schema_records", "to_jsonable"]

@@ -130,6 +130,11 @@ class UnknownSchema(StreamerError, LookupError):
     """A message names a writer schema that the schema topic does not hold."""
 
 
+class UndecodableMessage(StreamerError, ValueError):
+    """A message's body does not decode with the writer schema its header names: cut short, or
+    not written with that schema."""
+
+
 class EndpointUnavailable(StreamerError):
     """No running streamer answered at the status endpoint."""
 

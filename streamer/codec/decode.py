@@ -17,7 +17,7 @@ import fastavro
 import fastavro.read
 
 from streamer.codec.avro import CONFLUENT_MAGIC, MAGIC
-from streamer.errors import UnknownSchema
+from streamer.errors import UndecodableMessage, UnknownSchema
 
 SchemaSource = Callable[[], Dict[str, Dict[str, Any]]]
 RegistrySource = Callable[[int], Dict[str, Any]]
@@ -115,7 +115,15 @@ class Decoder:
             return None
         fp, body = self._split(data)
         parsed = self._schema(fp)
-        datum = fastavro.schemaless_reader(io.BytesIO(data[body:]), parsed)
+        try:
+            datum = fastavro.schemaless_reader(io.BytesIO(data[body:]), parsed)
+        except (EOFError, ValueError, TypeError, LookupError, OverflowError) as exc:
+            # What fastavro raises differs by runtime: a varint cut short is a TypeError from
+            # its pure-Python reader (PyPy), an EOFError from its C one (CPython).
+            raise UndecodableMessage(
+                f"a message of {len(data)} bytes does not decode with the writer schema its "
+                f"header names ({fp.hex()}): {type(exc).__name__}: {exc}. It was cut short, or "
+                f"not written with that schema") from None
         names = self._names[fp]
         return datum if names is None else _restore(datum, self._raw[fp], names)
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from streamer.config import Config
 from streamer import config as config_mod
 from streamer.codec.decode import Decoder, to_jsonable
-from streamer.errors import SnapshotRefused, StreamerError
+from streamer.errors import SnapshotRefused, StreamerError, UndecodableMessage
 from streamer.kafka.topics import TopicReader, kafka_schema_source, read_schema_records, read_topic_tail
 from streamer.position import Position
 from streamer.schema import evolution
@@ -258,25 +258,32 @@ class TopicSide:
         ends = self.reader.ends()
         if progress is not None:
             progress.reset(total=max(0, sum(ends.values()) - sum(self.reader.next.values())))
-        for part, _, key, value in self.reader.read(ends):
+        for part, offset, key, value in self.reader.read(ends):
             self.records += 1
             if progress is not None:
                 progress.update(1)
-            if value is None:
-                if key is not None:
-                    self.store.apply(part, canonical(self.decoder.decode(key)), None, False)
-                continue
-            env = self.decoder.decode(value)
-            op = env["op"]
-            if op == "t":
-                self.store.apply(part, None, None, True)
-            elif key is None:
-                continue  # a keyless message (no primary key): check() refused such tables
-            elif op == "d":
+            try:
+                self._apply(part, key, value)
+            except UndecodableMessage as exc:
+                raise UndecodableMessage(f"{self.reader.topic} partition {part} offset {offset}: "
+                                         f"{exc}") from None
+
+    def _apply(self, part: int, key: Optional[bytes], value: Optional[bytes]) -> None:
+        if value is None:
+            if key is not None:
                 self.store.apply(part, canonical(self.decoder.decode(key)), None, False)
-            else:
-                self.store.apply(part, canonical(self.decoder.decode(key)), digest(env["after"]),
-                                 False)
+            return
+        env = self.decoder.decode(value)
+        op = env["op"]
+        if op == "t":
+            self.store.apply(part, None, None, True)
+        elif key is None:
+            return  # a keyless message (no primary key): check() refused such tables
+        elif op == "d":
+            self.store.apply(part, canonical(self.decoder.decode(key)), None, False)
+        else:
+            self.store.apply(part, canonical(self.decoder.decode(key)), digest(env["after"]),
+                             False)
 
 
 def _decoder(cfg: Config, tv: TableVersion) -> Decoder:

@@ -70,3 +70,39 @@ def test_known_schemas_decode_without_a_read():
     dec = Decoder(src, known=_entry(SCHEMA))
     assert dec.decode(Writer(SCHEMA).encode({"id": 3})) == {"id": 3}
     assert src.calls == []
+
+
+WIDE = {"type": "record", "name": "V", "namespace": "shop.t", "fields": [
+    {"name": "id", "type": "long"}, {"name": "s", "type": ["null", "string"]},
+    {"name": "b", "type": "bytes"}, {"name": "d", "type": {"type": "array", "items": "long"}},
+    {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["a", "b"]}}]}
+
+
+def test_a_message_cut_short_or_altered_is_one_named_error_on_either_runtime():
+    # fastavro's pure-Python reader (PyPy's) raised a TypeError for a varint cut short, and an
+    # IndexError for a union or enum index out of range: errors a consumer (and `streamer tail`,
+    # which shows any message it can't read) could not tell from its own bugs.
+    import random
+
+    from streamer.errors import UndecodableMessage
+
+    writer = Writer(WIDE)
+    message = writer.encode({"id": 123456789, "s": "hello", "b": b"\x00a", "d": [1, 2, 3],
+                             "e": "b"})
+    decoder = Decoder(lambda: {}, known=_entry(WIDE))
+    assert decoder.decode(message)["e"] == "b"
+    header = len(writer.header)
+    for cut in range(header, len(message)):
+        with pytest.raises(UndecodableMessage, match="does not decode with the writer schema "
+                                                     f"its header names .{writer.fingerprint.hex()}"):
+            decoder.decode(message[:cut])
+    rng = random.Random(7)
+    kinds = set()
+    for _ in range(3000):
+        altered = bytearray(message)
+        altered[rng.randrange(header, len(message))] = rng.randrange(256)
+        try:
+            decoder.decode(bytes(altered))  # Avro has no checksum: many still decode
+        except UndecodableMessage as exc:
+            kinds.add(str(exc).split(": ")[1])
+    assert "UnicodeDecodeError" in kinds and len(kinds) >= 2, kinds

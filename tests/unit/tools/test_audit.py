@@ -76,3 +76,36 @@ def test_a_key_is_looked_up_again_by_the_literals_of_its_columns_types():
     # The zero year as text: the number 0 is the year 2000 to MariaDB's YEAR(2).
     year = {"type": "int", "mysql.type": "year"}
     assert sql_literal(c, year, 0) == "'0000'" and sql_literal(c, year, 2000) == "'2000'"
+
+
+def test_a_topic_message_that_does_not_decode_is_named_by_partition_and_offset(tmp_path):
+    # It was fastavro's TypeError or IndexError, a traceback with no word of where.
+    import pytest
+
+    from streamer.codec.avro import Writer
+    from streamer.codec.decode import Decoder
+    from streamer.errors import UndecodableMessage
+    from streamer.tools.audit import TopicSide
+
+    key = Writer({"type": "record", "name": "K", "namespace": "s.t",
+                  "fields": [{"name": "id", "type": "long"}]})
+
+    class Reader:
+        topic = "ns.s.t"
+        next = {}
+
+        def ends(self):
+            return {2: 8}
+
+        def read(self, until):
+            yield 2, 6, key.encode({"id": 1}), None  # a tombstone: read
+            yield 2, 7, key.encode({"id": 2})[:10], None  # cut after its header
+
+    side = TopicSide.__new__(TopicSide)
+    side.reader, side.records = Reader(), 0
+    side.decoder = Decoder(lambda: {}, known={key.fingerprint.hex(): key.schema})
+    side.store = Store(str(tmp_path / "d.sqlite"))
+    with pytest.raises(UndecodableMessage, match=r"^ns.s.t partition 2 offset 7: a message of 10 "
+                                                 r"bytes does not decode"):
+        side.follow()
+    assert side.records == 2
