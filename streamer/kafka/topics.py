@@ -8,7 +8,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from streamer.codec.decode import SchemaSource
-from streamer.errors import OpenTransaction
+from streamer.errors import KafkaFatal, OpenTransaction
 from streamer.kafka import logs
 
 log = logging.getLogger(__name__)
@@ -91,13 +91,25 @@ def _drain(c: Any, topic: str, pending: set, deadline: float, settle: bool,
                 if msg.offset() >= settled_at.get(p, -1):
                     pending.discard(p)
                 continue
-            raise RuntimeError(f"reading {topic}: {msg.error().str()}")
+            raise _read_failed(topic, msg.error())
         out.append((msg.key(), msg.value()))
     if pending & set(settled_at):
         raise OpenTransaction(f"a transaction on {topic} stayed open for {timeout:.0f} s")
     if pending:
-        raise RuntimeError(f"timed out reading {topic}")
+        raise _read_timed_out(topic, timeout)
     return out
+
+
+def _read_failed(topic: str, err: Any) -> KafkaFatal:
+    return KafkaFatal(f"reading {topic} failed: {err.str()} ({err.name()}); check that the "
+                      f"brokers of kafka.bootstrap.servers are up and that the streamer's "
+                      f"principal may read {topic}")
+
+
+def _read_timed_out(topic: str, timeout: float) -> KafkaFatal:
+    return KafkaFatal(f"reading {topic} to its end took over {timeout:.0f} s: check that the "
+                      f"brokers of kafka.bootstrap.servers are up and that its partitions have "
+                      f"leaders (kafka-topics.sh --describe --topic {topic})")
 
 
 def _offsets(c: Any, topic: str, deadline: float,
@@ -267,7 +279,7 @@ class TopicReader:
             deadline = time.monotonic() + timeout
             while todo:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"timed out reading {self.topic} to offsets {until}")
+                    raise _read_timed_out(self.topic, timeout)
                 msg = c.poll(0.5)
                 if msg is None:
                     # Nothing more to deliver: a partition whose fetch position passed its
@@ -281,7 +293,7 @@ class TopicReader:
                 p = msg.partition()
                 if msg.error():
                     if msg.error().code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"reading {self.topic}: {msg.error().str()}")
+                        raise _read_failed(self.topic, msg.error())
                     # A read_committed end: what follows is undecided (an open transaction)
                     # until its offset reaches the target.
                     self.next[p] = max(self.next.get(p, 0), msg.offset())
