@@ -383,9 +383,9 @@ def _env_key(name: str, set_by: Dict[Tuple[str, ...], str]) -> List[str]:
     if parts[0] == "kafka" and len(parts) == 2:
         # librdkafka keys use dots; env names can't, so KAFKA__LINGER_MS -> linger.ms
         parts[1] = parts[1].replace("_", ".")
-    for path, other in set_by.items():
-        shorter = min(path, tuple(parts), key=len)
-        if path[:len(shorter)] == tuple(parts[:len(shorter)]):
+    for earlier, other in set_by.items():
+        shorter = min(earlier, tuple(parts), key=len)
+        if earlier[:len(shorter)] == tuple(parts[:len(shorter)]):
             raise ConfigError(f"environment variables {other} and {name} both set config key "
                               f"'{'.'.join(shorter)}': unset one of them")
     set_by[tuple(parts)] = name
