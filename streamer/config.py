@@ -720,13 +720,46 @@ def _yaml() -> Any:
     return yaml
 
 
+def _loader(yaml: Any) -> Any:
+    """PyYAML's safe loader, refusing a key given twice in one mapping: YAML forbids it, and
+    PyYAML keeps the last silently (a second ``mysql:`` section drops the whole first one). A
+    key a ``<<`` merge brings in may still be overridden."""
+
+    class Loader(yaml.SafeLoader):  # type: ignore[misc,name-defined]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: Dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:
+                    continue  # not hashable: the constructor refuses it by itself
+                if first is not key_node:
+                    raise _Twice(f"key {key!r} is given twice in one mapping, at lines "
+                                 f"{first.start_mark.line + 1} and {key_node.start_mark.line + 1}"
+                                 f": keep one")
+            return super().construct_mapping(node, deep=deep)
+
+    class _Twice(yaml.YAMLError):  # type: ignore[misc,name-defined]
+        pass
+
+    return Loader
+
+
 def _read_file(path: str) -> Dict[str, Any]:
     yaml = _yaml()
     try:
         with open(path, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh) or {}
+            raw = yaml.load(fh, Loader=_loader(yaml)) or {}  # noqa: S506 - a safe loader
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a folder, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it "
+                          f"as UTF-8") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
@@ -771,6 +804,9 @@ def read_secret_file(key: str, path: str) -> str:
             return fh.read().strip()
     except OSError as exc:
         raise ConfigError(f"config key '{key}': cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:  # the position only: never a byte of the secret
+        raise ConfigError(f"config key '{key}': cannot read {path}: it is not UTF-8 text; "
+                          f"write the secret as UTF-8") from None
 
 
 _T = TypeVar("_T")

@@ -29,7 +29,7 @@ def test_missing_server_id_is_refused_with_the_key_named(tmp_path):
 
 def test_unknown_key_names_the_allowed_ones(tmp_path):
     with pytest.raises(config.ConfigError, match="unknown config key 'mysql.hots'.*host"):
-        config.load(write(tmp_path, BASE + "mysql: {hots: a, server_id: 1}\n".replace(BASE, "")), environ={})
+        config.load(write(tmp_path, "mysql: {hots: a, server_id: 1}\n"), environ={})
 
 
 def test_a_renamed_key_names_its_new_name_and_the_log_section_is_checked(tmp_path):
@@ -214,3 +214,47 @@ def test_a_namespace_too_long_for_its_own_topics_is_refused_by_name(tmp_path):
         config.load(write(tmp_path, BASE + f"namespace: {'n' * 60}\nformat: debezium\n"
                                            f"debezium: {{heartbeat_topic_prefix: {prefix}}}\n"),
                     environ={})
+
+
+@pytest.mark.parametrize("text, line", [
+    ("mysql: {server_id: 7, port: 3310}\nnamespace: a\nmysql: {server_id: 8}\n", 3),
+    ("mysql:\n  server_id: 7\n  port: 3310\n  port: 3311\n", 4),
+    ("mysql: {server_id: 7}\nkafka:\n  linger.ms: 5\n  linger.ms: 50\n", 4),
+])
+def test_a_key_given_twice_is_refused_naming_it_and_its_line(tmp_path, text, line):
+    # YAML forbids it, and PyYAML took the last silently: a whole first `mysql:` section, with
+    # its port, was dropped unsaid.
+    with pytest.raises(config.ConfigError, match=rf"is not valid YAML: key '\w+(.ms)?' is given "
+                                                 rf"twice in one mapping, at lines \d and {line}"):
+        config.load(write(tmp_path, text), environ={})
+
+
+def test_a_merge_key_may_still_be_overridden(tmp_path):
+    text = ("x-common: &common {server_id: 7, port: 3310}\nmysql:\n  <<: *common\n  port: 3311\n")
+    with pytest.raises(config.ConfigError, match="unknown config key 'x-common'"):
+        config.load(write(tmp_path, text), environ={})  # the key is refused, not the merge
+    cfg = config._read_file(write(tmp_path, text))
+    assert cfg["mysql"] == {"server_id": 7, "port": 3311}
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"\xff\xfemysql: {}", "is not UTF-8 text"),
+    (None, "is a folder, not a file"),
+])
+def test_a_config_file_that_can_t_be_read_is_one_config_error(tmp_path, content, said):
+    # A UnicodeDecodeError or an IsADirectoryError traceback.
+    path = tmp_path / "c.yaml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(config.ConfigError, match=f"config file {path} {said}"):
+        config.load(str(path), environ={})
+
+
+def test_a_secret_file_that_is_not_utf8_is_one_config_error(tmp_path):
+    pw = tmp_path / "pw"
+    pw.write_bytes(b"caf\xe9")  # latin-1
+    with pytest.raises(config.ConfigError, match=r"'mysql.password_file': cannot read .*pw: it "
+                                                 r"is not UTF-8 text"):
+        config.read_secret_file("mysql.password_file", str(pw))
