@@ -10,6 +10,7 @@ import datetime
 import json
 import logging
 import sys
+import threading
 from typing import Any, Dict
 
 TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -35,7 +36,9 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup(level: str, fmt: str = "text") -> None:
-    """The root logger on stderr, at ``level``, in ``fmt``."""
+    """The root logger on stderr, at ``level``, in ``fmt``; an exception no code caught, in any
+    thread, is logged there too, in the same format (JSON: one line, the traceback a field),
+    rather than printed by Python as lines of its own."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT))
     root = logging.getLogger()
@@ -43,6 +46,28 @@ def setup(level: str, fmt: str = "text") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(getattr(logging, level))
+    sys.excepthook = _uncaught
+    threading.excepthook = _uncaught_in_thread
+
+
+def _uncaught(kind: Any, exc: Any, tb: Any) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, exc, tb)
+        return
+    # The interpreter still exits with 1 after this hook.
+    logging.getLogger("streamer").critical(
+        "stopped by an unexpected error, a bug: please report it with this log line (%s: %s)",
+        kind.__name__, exc, exc_info=(kind, exc, tb), extra={"exit_code": 1})
+
+
+def _uncaught_in_thread(args: Any) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    logging.getLogger("streamer").error(
+        "thread %s ended by an unexpected error, a bug: please report it with this log line "
+        "(%s: %s)", name, args.exc_type.__name__, args.exc_value,
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
 
 
 def error_line(label: str, message: str, exit_code: int, fmt: str) -> str:

@@ -33,3 +33,28 @@ def test_a_commands_error_line_is_json_with_its_exit_code_when_asked():
     assert text == "streamer: source error: MySQL at h:1 refused"
     line = json.loads(logfmt.error_line("source error", "MySQL at h:1 refused", 3, "json"))
     assert (line["level"], line["error"], line["exit_code"]) == ("ERROR", "source error", 3)
+
+
+def test_an_uncaught_exception_of_any_thread_is_one_json_line_and_the_exit_stays_1():
+    # With log.format json, a crash (a bug: no error of the streamer's own) and a background
+    # thread's exception came out as Python's multi-line tracebacks, which a pipeline reading
+    # JSON lines drops or splits.
+    import subprocess
+    import sys
+
+    code = ("from streamer.ops import logfmt\n"
+            "logfmt.setup('INFO', 'json')\n"
+            "import threading\n"
+            "t = threading.Thread(target=lambda: 1 / 0, name='worker')\n"
+            "t.start(); t.join()\n"
+            "raise KeyError('the last straw')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    lines = [json.loads(line) for line in done.stderr.splitlines()]  # every line is JSON
+    assert len(lines) == 2, done.stderr
+    thread, main = lines
+    assert thread["level"] == "ERROR" and "thread worker ended" in thread["message"]
+    assert "ZeroDivisionError" in thread["exception"]
+    assert main["level"] == "CRITICAL" and "KeyError: 'the last straw'" in main["exception"]
+    assert main["exit_code"] == 1
