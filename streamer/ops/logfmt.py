@@ -37,8 +37,9 @@ class JsonFormatter(logging.Formatter):
 
 def setup(level: str, fmt: str = "text") -> None:
     """The root logger on stderr, at ``level``, in ``fmt``; an exception no code caught, in any
-    thread, is logged there too, in the same format (JSON: one line, the traceback a field),
-    rather than printed by Python as lines of its own."""
+    thread, and one ignored where it could not be raised (a ``__del__``), are logged there too,
+    in the same format (JSON: one line, the traceback a field), rather than printed by Python as
+    lines of its own."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT))
     root = logging.getLogger()
@@ -48,6 +49,7 @@ def setup(level: str, fmt: str = "text") -> None:
     root.setLevel(getattr(logging, level))
     sys.excepthook = _uncaught
     threading.excepthook = _uncaught_in_thread
+    sys.unraisablehook = _unraisable
 
 
 def _uncaught(kind: Any, exc: Any, tb: Any) -> None:
@@ -58,6 +60,14 @@ def _uncaught(kind: Any, exc: Any, tb: Any) -> None:
     logging.getLogger("streamer").critical(
         "stopped by an unexpected error, a bug: please report it with this log line (%s: %s)",
         kind.__name__, exc, exc_info=(kind, exc, tb), extra={"exit_code": 1})
+
+
+def _unraisable(args: Any) -> None:
+    # "Exception ignored in ...": one raised where it can't propagate (a __del__, a finalizer).
+    what = args.err_msg or "Exception ignored in"
+    logging.getLogger("streamer").warning(
+        "%s %r (%s: %s)", what, args.object, getattr(args.exc_type, "__name__", args.exc_type),
+        args.exc_value, exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
 
 
 def _uncaught_in_thread(args: Any) -> None:

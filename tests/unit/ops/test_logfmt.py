@@ -47,13 +47,19 @@ def test_an_uncaught_exception_of_any_thread_is_one_json_line_and_the_exit_stays
             "import threading\n"
             "t = threading.Thread(target=lambda: 1 / 0, name='worker')\n"
             "t.start(); t.join()\n"
+            "class Leaky:\n"
+            "    def __del__(self):\n"
+            "        raise OSError('closing')\n"
+            "Leaky(); import gc; gc.collect()\n"
             "raise KeyError('the last straw')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 1
     lines = [json.loads(line) for line in done.stderr.splitlines()]  # every line is JSON
-    assert len(lines) == 2, done.stderr
-    thread, main = lines
+    assert len(lines) == 3, done.stderr
+    thread, ignored, main = lines
+    assert ignored["level"] == "WARNING" and "Exception ignored in" in ignored["message"]
+    assert "OSError: closing" in ignored["exception"]
     assert thread["level"] == "ERROR" and "thread worker ended" in thread["message"]
     assert "ZeroDivisionError" in thread["exception"]
     assert main["level"] == "CRITICAL" and "KeyError: 'the last straw'" in main["exception"]
