@@ -6,6 +6,7 @@ and address settings alike. Only the producer's own settings are kept from the o
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
@@ -80,6 +81,21 @@ def kafka_error(exc: KafkaException) -> KafkaError:
     return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
 
 
+# librdkafka's name of a property -> the other name it takes for it (its CONFIGURATION.md's
+# "alias"). A refusal names the property by the first, whichever of the two the config used.
+ALIASES = {
+    "queue.buffering.max.ms": "linger.ms",
+    "message.send.max.retries": "retries",
+    "request.required.acks": "acks",
+    "message.timeout.ms": "delivery.timeout.ms",
+    "compression.codec": "compression.type",
+    "sasl.mechanisms": "sasl.mechanism",
+    "metadata.broker.list": "bootstrap.servers",
+    "max.in.flight.requests.per.connection": "max.in.flight",
+}
+_PROPERTY = re.compile(r'property "([^"]+)"')
+
+
 def client(make: Callable[[Dict[str, Any]], T], conf: Dict[str, Any]) -> T:
     """A Kafka client made by ``make`` from ``conf``; a setting librdkafka refuses (an unknown
     property, a value out of its range) is a config error naming the section it came from."""
@@ -89,6 +105,11 @@ def client(make: Callable[[Dict[str, Any]], T], conf: Dict[str, Any]) -> T:
         err = kafka_error(exc)
         if err.code() != KafkaError._INVALID_ARG:
             raise
+        said = err.str().strip()
+        named = _PROPERTY.search(said)
+        alias = ALIASES.get(named.group(1)) if named else None
+        if named and alias in conf and named.group(1) not in conf:
+            said += f" (the config's kafka.{alias}: librdkafka's own name for it)"
         raise ConfigError(f"a setting of the config's kafka section is refused by librdkafka: "
-                          f"{err.str().strip()}. Fix or remove it (librdkafka's "
-                          f"CONFIGURATION.md lists the settings and their ranges)") from None
+                          f"{said}. Fix or remove it (librdkafka's CONFIGURATION.md lists the "
+                          f"settings and their ranges)") from None

@@ -34,3 +34,19 @@ def test_settings_librdkafka_takes_make_the_client_and_other_errors_go_on_as_the
         raise KafkaException(KafkaError(KafkaError._TRANSPORT, "down"))
     with pytest.raises(KafkaException):
         client(unreachable, {})
+
+
+@pytest.mark.parametrize("alias, real", [("linger.ms", "queue.buffering.max.ms"),
+                                         ("retries", "message.send.max.retries"),
+                                         ("acks", "request.required.acks"),
+                                         ("delivery.timeout.ms", "message.timeout.ms"),
+                                         ("compression.type", "compression.codec")])
+def test_a_setting_refused_under_librdkafka_s_other_name_names_the_config_s(alias, real):
+    # `linger.ms: abc` was refused as "queue.buffering.max.ms", a key the config doesn't have.
+    with pytest.raises(ConfigError) as err:
+        client(Producer, dict(UNREACHABLE, **{alias: "abc"}))
+    assert f'property "{real}"' in str(err.value)
+    assert f"(the config's kafka.{alias}: librdkafka's own name for it)" in str(err.value)
+    with pytest.raises(ConfigError) as err:  # set by its own name: nothing to add
+        client(Producer, dict(UNREACHABLE, **{real: "abc"}))
+    assert "librdkafka's own name" not in str(err.value)
