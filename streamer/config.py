@@ -583,8 +583,8 @@ def _validate_topic_names(cfg: Config) -> None:
                  "'db.table' keys")
         _require(isinstance(topic, str) and bool(_TOPIC_NAME.match(topic))
                  and not topic.startswith("__") and len(topic) <= MAX_TOPIC,
-                 f"topics.names.{table}", topic, f"a topic name: up to {MAX_TOPIC} letters, digits, '.', '_', '-', not starting "
-                 "with '__'")
+                 f"topics.names.{table}", topic, f"a topic name: up to {MAX_TOPIC} letters, "
+                 "digits, '.', '_', '-', not starting with '__'")
         # Kafka's rule (schema.naming.kafka_form): '.' and '_' make no difference.
         other = seen.setdefault(topic.replace(".", "_"), table)
         _require(other == table, f"topics.names.{table}", topic,
@@ -725,6 +725,9 @@ def _loader(yaml: Any) -> Any:
     PyYAML keeps the last silently (a second ``mysql:`` section drops the whole first one). A
     key a ``<<`` merge brings in may still be overridden."""
 
+    class _Twice(yaml.YAMLError):  # type: ignore[misc,name-defined]
+        pass
+
     class Loader(yaml.SafeLoader):  # type: ignore[misc,name-defined]
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: Dict[Any, Any] = {}
@@ -741,9 +744,6 @@ def _loader(yaml: Any) -> Any:
                                  f"{first.start_mark.line + 1} and {key_node.start_mark.line + 1}"
                                  f": keep one")
             return super().construct_mapping(node, deep=deep)
-
-    class _Twice(yaml.YAMLError):  # type: ignore[misc,name-defined]
-        pass
 
     return Loader
 
