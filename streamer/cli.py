@@ -187,6 +187,8 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
         finally:
             conn.close()
     results.append(_kafka_check(cfg))
+    if cfg.schema_registry.url:
+        results.append(_registry_check(cfg))
     return results
 
 
@@ -206,6 +208,20 @@ def _kafka_check(cfg: Config) -> Tuple[str, bool, str]:
         return where, False, str(exc)
     except Exception as exc:  # noqa: BLE001 - any client failure means "not reachable"; reported
         return where, False, f"{exc}; check kafka.bootstrap.servers and that the brokers are up"
+
+
+def _registry_check(cfg: Config) -> Tuple[str, bool, str]:
+    """Whether the config's schema registry answers the streamer, signed in as it will be."""
+    from streamer.codec.schema_registry import SchemaRegistry
+
+    where = f"schema registry {cfg.schema_registry.url}"
+    try:
+        level = SchemaRegistry.from_config(cfg.schema_registry).compatibility()
+    except StreamerError as exc:  # RegistryError, and a secret that can't be read
+        return where, False, str(exc)
+    return where, True, (f"answers the streamer; subjects' default compatibility {level} (a "
+                         f"change it refuses stops the streamer, naming the subject: "
+                         f"docs/schemas.md)")
 
 
 def _read_only_check(cfg: Config, conn: Any, prefix: str) -> Tuple[str, bool, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import urllib.parse
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -51,12 +52,22 @@ class Auth:
         return f"Auth({kind}{', client certificate' if self.cert else ''})"
 
     def context(self) -> Any:
-        """The TLS context for an https registry (None: the default one)."""
+        """The TLS context for an https registry (None: the default one). A file that doesn't
+        load is a RegistryError naming its key: no retry would load it."""
         if self._context is None and (self.ca or self.cert):
             import ssl
-            ctx = ssl.create_default_context(cafile=self.ca)
-            if self.cert:
-                ctx.load_cert_chain(self.cert, self.key)
+            key, path = "ca", self.ca
+            try:
+                ctx = ssl.create_default_context(cafile=self.ca)
+                if self.cert:
+                    key, path = "cert", self.cert
+                    ctx.load_cert_chain(self.cert, self.key)
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                why = "a folder" if path and os.path.isdir(path) else \
+                    getattr(exc, "strerror", None) or str(exc)
+                raise RegistryError(f"config key 'schema_registry.auth.tls.{key}': cannot load "
+                                    f"{path} ({why}): give a PEM file"
+                                    f"{' and its key' if key == 'cert' else ''}") from None
             self._context = ctx
         return self._context
 
@@ -124,9 +135,9 @@ class SchemaRegistry:
         if header is not None:
             headers["Authorization"] = header
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        context = self.auth.context()  # before the try: a file that doesn't load is no outage
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s,
-                                        context=self.auth.context()) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout_s, context=context) as resp:
                 text = resp.read().decode("utf-8", "replace")
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:500]
@@ -135,6 +146,9 @@ class SchemaRegistry:
                 hint = (" (the registry refused the streamer's credentials: check "
                         "schema_registry.auth)")
                 detail = ""  # it may quote what was sent
+            if exc.code == 404 and "error_code" not in detail:  # not the registry API's own 404
+                hint = (" (no such resource: is schema_registry.url the registry's API? "
+                        "Apicurio's is .../apis/ccompat/v7)")
             if exc.code == 409:
                 hint = (" (the subject's compatibility rule rejects this schema change; see "
                         "docs/schemas.md, or relax the subject's compatibility level)")
@@ -153,6 +167,23 @@ class SchemaRegistry:
             raise RegistryError(f"schema registry {method} {self.url}{path} answered what is not "
                                 f"JSON ({text[:200]!r}): is schema_registry.url the registry's "
                                 f"API (Apicurio: .../apis/ccompat/v7)?") from None
+
+    @classmethod
+    def from_config(cls, sr: Any) -> "SchemaRegistry":
+        """The client of the config's schema_registry section (its url set)."""
+        return cls(sr.url, sr.timeout_s, auth_from_config(sr))
+
+    def compatibility(self) -> str:
+        """The registry's default compatibility level (GET /config): a request that needs the
+        streamer's credentials and changes nothing (`streamer check`)."""
+        answer = self._call("GET", "/config")
+        level = answer.get("compatibilityLevel") if isinstance(answer, dict) else None
+        if not isinstance(level, str):
+            raise RegistryError(f"schema registry GET {self.url}/config answered "
+                                f"{json.dumps(answer)[:200]} without a compatibilityLevel: is "
+                                f"schema_registry.url the registry's API (Apicurio: "
+                                f".../apis/ccompat/v7)?")
+        return level
 
     def register(self, subject: str, schema: Dict[str, Any]) -> int:
         """The id of ``schema`` under ``subject``, registering it on first use."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional
 from streamer.config import Config
 from streamer import config as config_mod
 from streamer.codec import formats
-from streamer.codec.schema_registry import SchemaRegistry, auth_from_config
+from streamer.codec.schema_registry import SchemaRegistry
 from streamer.engine import start as start_mod
 from streamer.engine.announce import Announcer
 from streamer.engine.commit import CommitPolicy, Totals
@@ -89,8 +89,7 @@ class Streamer:
         self.tables: Optional[TableCatalog] = None
         self.schema_records: Optional[Ahead[List[Dict[str, Any]]]] = None
         sr = cfg.schema_registry
-        self.schema_registry = SchemaRegistry(sr.url, sr.timeout_s,
-                                              auth_from_config(sr)) if sr.url else None
+        self.schema_registry = SchemaRegistry.from_config(sr) if sr.url else None
 
     @property
     def published(self) -> int:

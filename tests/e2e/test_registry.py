@@ -94,6 +94,27 @@ def test_registry_mode_messages_decode_with_confluents_avro_deserializer(db, tmp
     assert ours.decode(msgs[0]["raw_key"]) == {"id": 1}
 
 
+def test_streamer_check_signs_in_to_the_registry_and_names_a_wrong_url(db, tmp_path, registry_url):
+    # `streamer check` had no registry line: a wrong URL showed at the first table's
+    # registration, in the running stream.
+    import sys
+
+    name, _ = db
+    for url, line in ((registry_url, "✓ schema registry"),
+                      (registry_url.replace("/apis/ccompat/v7", ""), "✗ schema registry")):
+        cfg = support.write_config(str(tmp_path / "c.yaml"), support.unique("src"),
+                                   [f"{name}.*"], schema_registry={"url": url})
+        out = subprocess.run([sys.executable, "-m", "streamer.cli", "check", "-c", cfg],
+                             cwd=support.ROOT, capture_output=True, text=True, timeout=120)
+        said = [x for x in out.stdout.splitlines() if x.startswith(line)]
+        assert len(said) == 1, out.stdout + out.stderr
+        if line.startswith("✓"):
+            assert "default compatibility" in said[0] and out.returncode == 0, out.stdout
+        else:
+            assert "answered 404" in said[0] and "Apicurio's is .../apis/ccompat/v7" in said[0]
+            assert out.returncode == 1
+
+
 def test_unreachable_registry_is_retried_naming_the_fix_and_given_up_as_configured(db, tmp_path):
     name, conn = db
     support.sql(conn, "CREATE TABLE t (id INT PRIMARY KEY)")

@@ -157,3 +157,22 @@ def test_credentials_from_the_environment_are_read_once(certs, registry):
     environ["STREAMER_REGISTRY_PASSWORD"] = "p2"  # a process's environment doesn't change
     handler.expected = "Basic " + base64.b64encode(b"u:p1").decode()
     assert SchemaRegistry(url, 5.0, auth).register("s-value", SCHEMA) == 7
+
+
+@pytest.mark.parametrize("which", ["ca", "ca folder", "cert"])
+def test_a_tls_file_that_does_not_load_is_a_config_problem_not_an_outage(certs, tmp_path, which):
+    # It was an ssl.SSLError inside the request, taken for "not reachable" (RegistryUnavailable):
+    # the engine waited it out and tried again, for good.
+    from streamer.errors import RegistryUnavailable
+
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    auth = {"ca": Auth(ca=str(junk)), "ca folder": Auth(ca=str(tmp_path)),
+            "cert": Auth(ca=certs["ca.pem"], cert=str(junk), key=str(junk))}[which]
+    key = "cert" if which == "cert" else "ca"
+    with pytest.raises(RegistryError, match=rf"config key 'schema_registry.auth.tls.{key}': "
+                                            rf"cannot load .*give a PEM file") as raised:
+        SchemaRegistry("https://127.0.0.1:1", 5.0, auth).register("s-value", SCHEMA)
+    assert not isinstance(raised.value, RegistryUnavailable)
+    if which == "ca folder":
+        assert "(a folder)" in str(raised.value)

@@ -118,3 +118,39 @@ def test_a_schema_fetched_by_id_that_is_not_a_schema_names_the_id(answering, bod
     assert not isinstance(raised.value, RegistryUnavailable)
     answer["body"] = b'{"schema": "{\\"type\\": \\"int\\"}"}'
     assert registry.schema(7) == {"type": "int"}
+
+
+def test_the_default_compatibility_is_read_and_a_wrong_url_is_named(answering):
+    registry, answer = answering
+    answer["body"] = b'{"compatibilityLevel": "BACKWARD"}'
+    assert registry.compatibility() == "BACKWARD"
+    answer["body"] = b'{"status": "ok"}'
+    with pytest.raises(RegistryError, match="without a compatibilityLevel: is "
+                                            "schema_registry.url the registry's API"):
+        registry.compatibility()
+    # A web server's 404 (not the registry API's, which carries an error_code) names the URL.
+    answer.update(status=404, body=b"<html>Not Found</html>")
+    with pytest.raises(RegistryError, match=r"answered 404: .*\(no such resource: is "
+                                            r"schema_registry.url the registry's API\? "
+                                            r"Apicurio's is .../apis/ccompat/v7\)"):
+        registry.compatibility()
+    answer.update(status=404, body=b'{"error_code": 40403, "message": "Schema not found"}')
+    with pytest.raises(RegistryError) as raised:
+        registry.schema(12)
+    assert "Schema not found" in str(raised.value) and "no such resource" not in str(raised.value)
+
+
+def test_streamer_check_has_a_line_for_the_registry(answering):
+    # `streamer check` said nothing of the registry: a wrong URL, a bad CA or refused credentials
+    # showed only when the first table's schema was registered, in the running stream.
+    from streamer import cli, config
+
+    registry, answer = answering
+    cfg = config.build({"mysql": {"server_id": 7}, "schema_registry": {"url": registry.url}})
+    answer["body"] = b'{"compatibilityLevel": "FULL"}'
+    where, ok, said = cli._registry_check(cfg)
+    assert (where, ok) == (f"schema registry {registry.url}", True)
+    assert "default compatibility FULL" in said
+    answer.update(status=401, body=b'{"error_code": 401, "message": "no"}')
+    where, ok, said = cli._registry_check(cfg)
+    assert not ok and "check schema_registry.auth" in said
