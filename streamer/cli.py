@@ -158,8 +158,8 @@ def _checks(cfg: Config) -> List[Tuple[str, bool, str]]:
         try:
             password = config_mod.mysql_password(cfg)
             conn = connect(connection_settings(one, password))
-        except config_mod.ConfigError as exc:
-            results.append(("MySQL password", False, str(exc)))
+        except config_mod.ConfigError as exc:  # the password, or a TLS file (mysql.tls)
+            results.append((f"MySQL login {where}", False, str(exc)))
             break
         except pymysql.err.MySQLError as exc:
             refused = start_mod.refusal(exc, one.mysql)

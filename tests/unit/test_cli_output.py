@@ -1,4 +1,5 @@
-"""What a command does when the reader of its output goes away first."""
+"""What a command's output says: when the reader of its output goes away first, and what
+`streamer check` names a line by."""
 import subprocess
 import sys
 
@@ -16,3 +17,20 @@ def test_a_reader_that_closes_the_pipe_first_ends_the_command_without_a_tracebac
     err = proc.stderr.read()
     assert proc.wait(60) == 141, err
     assert b"Traceback" not in err and b"BrokenPipe" not in err, err
+
+
+def test_check_names_a_login_it_could_not_try_as_the_login(tmp_path, monkeypatch):
+    # A TLS file that doesn't load was shown as "✗ MySQL password: config key 'mysql.tls.ca'...".
+    from streamer import cli, config
+
+    monkeypatch.setattr(cli, "_kafka_check", lambda cfg: ("Kafka", True, "not asked here"))
+    junk = tmp_path / "ca.pem"
+    junk.write_text("not a certificate\n")
+    pw = tmp_path / "pw"
+    pw.write_text("x\n")
+    for mysql, said in (({"password_file": str(tmp_path / "none")}, "mysql.password_file"),
+                        ({"password_file": str(pw), "tls": {"mode": "verify_ca",
+                                                             "ca": str(junk)}}, "mysql.tls.ca")):
+        cfg = config.build({"mysql": dict(mysql, server_id=7, host="127.0.0.1", port=1)})
+        name, ok, text = cli._checks(cfg)[0]
+        assert (name, ok) == ("MySQL login streamer@127.0.0.1:1", False) and said in text
