@@ -34,3 +34,37 @@ def test_check_names_a_login_it_could_not_try_as_the_login(tmp_path, monkeypatch
         cfg = config.build({"mysql": dict(mysql, server_id=7, host="127.0.0.1", port=1)})
         name, ok, text = cli._checks(cfg)[0]
         assert (name, ok) == ("MySQL login streamer@127.0.0.1:1", False) and said in text
+
+
+
+def test_a_count_or_a_limit_out_of_its_range_is_refused_naming_the_range(capsys):
+    # `verify --max-slower-pct nan` (or 150) could never fail a canary, `--window -5` watched
+    # nothing, `tail --max 0` and `audit --timeout 0` were taken as given.
+    import pytest
+
+    from streamer import cli
+
+    refused = [
+        (["verify", "-c", "x", "--window", "-5"], "--window: '-5' is not a number above 0"),
+        (["verify", "-c", "x", "--window", "inf"], "--window: 'inf' is not a number above 0"),
+        (["verify", "-c", "x", "--max-slower-pct", "nan"],
+         "--max-slower-pct: 'nan' is not a number from 0 to 100"),
+        (["verify", "-c", "x", "--max-slower-pct", "150"], "from 0 to 100"),
+        (["verify", "-c", "x", "--max-lag-s", "-1"], "--max-lag-s: '-1' is not a number of at "
+                                                    "least 0"),
+        (["tail", "t", "--max", "0"], "--max: '0' is not a whole number of at least 1"),
+        (["tail", "t", "--max", "2.5"], "--max: '2.5' is not a whole number"),
+        (["tail", "t", "--idle-exit", "0"], "--idle-exit: '0' is not a number above 0"),
+        (["profile", "p", "--top", "-1"], "--top: '-1' is not a whole number of at least 1"),
+        (["audit", "-c", "x", "--tables", "a.b", "--timeout", "0"], "--timeout: '0' is not a "
+                                                                    "number above 0"),
+    ]
+    for argv, said in refused:
+        with pytest.raises(SystemExit) as stopped:
+            cli.build_parser().parse_args(argv)
+        assert stopped.value.code == 2
+        assert said in capsys.readouterr().err, argv
+    args = cli.build_parser().parse_args(["verify", "-c", "x", "--window", "0.5",
+                                          "--max-lag-s", "0", "--max-slower-pct", "100"])
+    assert (args.window, args.max_lag_s, args.max_slower_pct) == (0.5, 0.0, 100.0)
+    assert cli.build_parser().parse_args(["tail", "t", "--max", "3"]).max == 3
