@@ -7,12 +7,13 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from streamer.config import Config
 from streamer import config as config_mod
 from streamer.errors import EXIT_KAFKA, StreamerError
 from streamer.ops.gcpacing import GC_ENV
+from streamer.settings import argument
 
 log = logging.getLogger("streamer")
 
@@ -369,26 +370,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return verify.run(url, main_url, args.window, verify.Limits(args.max_lag_s, args.max_slower_pct))
 
 
-def _number(kind: type, low: float, above: bool = False, high: Optional[float] = None
-            ) -> Callable[[str], Any]:
-    """An argparse type: a finite number of ``kind`` from ``low`` (or ``above`` it) up to
-    ``high``. NaN would pass every comparison a limit is used in: a verdict that can't fail."""
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or value != value or value in (float("inf"), float("-inf")) or \
-                value < low or (above and value == low) or (high is not None and value > high):
-            span = f"from {low:g} to {high:g}" if high is not None else \
-                f"above {low:g}" if above else f"of at least {low:g}"
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {'a whole number' if kind is int else 'a number'} {span}")
-        return value
-    parse.__name__ = kind.__name__  # argparse names the type in its own messages
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="streamer", description="MySQL binlog -> Kafka (Avro), exactly once")
     sub = p.add_subparsers(dest="command", required=True)
@@ -407,8 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--bootstrap", default="127.0.0.1:9092")
     tail.add_argument("--namespace", help="namespace of the schema topic (default: topic prefix)")
     tail.add_argument("--from-end", action="store_true", help="only new messages")
-    tail.add_argument("--max", type=_number(int, 1), help="stop after this many messages")
-    tail.add_argument("--idle-exit", type=_number(float, 0, above=True),
+    tail.add_argument("--max", type=argument(int, 1), help="stop after this many messages")
+    tail.add_argument("--idle-exit", type=argument(float, 0, above=True),
                       help="stop after this many idle seconds")
     tail.set_defaults(func=cmd_tail)
     status = sub.add_parser("status", help="position, lag, throughput, latency of the running instance")
@@ -419,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("file")
     prof.add_argument("--svg", help="flame graph output (default FILE.svg)")
     prof.add_argument("--collapsed", help="collapsed-stack output (default FILE.collapsed)")
-    prof.add_argument("--top", type=_number(int, 1), default=20, help="functions per table")
+    prof.add_argument("--top", type=argument(int, 1), default=20, help="functions per table")
     prof.set_defaults(func=cmd_profile)
     snap = sub.add_parser("snapshot", help="ask the streamer to copy tables' existing rows (op r)")
     snap.add_argument("-c", "--config", required=True)
@@ -435,16 +416,16 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--where", help="SQL condition: only the rows it selects (no extra keys "
                                      "are looked for then)")
     aud.add_argument("--json", action="store_true", help="one JSON report per table")
-    aud.add_argument("--timeout", type=_number(float, 0, above=True), default=300.0,
+    aud.add_argument("--timeout", type=argument(float, 0, above=True), default=300.0,
                      help="seconds to wait for the streamer to pass each read")
     aud.set_defaults(func=cmd_audit)
     ver = sub.add_parser("verify", help="canary verdict: watch its /status over a window")
     ver.add_argument("-c", "--config", required=True, help="the canary's config")
     ver.add_argument("--main-config", help="main's config, to compare throughput when it runs")
-    ver.add_argument("--window", type=_number(float, 0, above=True), default=30.0,
+    ver.add_argument("--window", type=argument(float, 0, above=True), default=30.0,
                      help="seconds to watch")
-    ver.add_argument("--max-lag-s", type=_number(float, 0), default=60.0, help="fail above this lag")
-    ver.add_argument("--max-slower-pct", type=_number(float, 0, high=100), default=25.0,
+    ver.add_argument("--max-lag-s", type=argument(float, 0), default=60.0, help="fail above this lag")
+    ver.add_argument("--max-slower-pct", type=argument(float, 0, high=100), default=25.0,
                      help="fail when this many percent below main's rows/s")
     ver.set_defaults(func=cmd_verify)
     return p

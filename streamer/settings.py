@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import re
+from argparse import ArgumentTypeError
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 
@@ -180,3 +181,24 @@ class View:
 
     def __repr__(self) -> str:
         return f"<config section {self._where[:-1]}>"
+
+
+def argument(kind: type, low: float, above: bool = False, high: Optional[float] = None
+            ) -> Callable[[str], Any]:
+    """An argparse type, for the commands' options: a finite number of ``kind`` from ``low`` (or
+    ``above`` it) up to ``high``. NaN would pass every comparison a limit is used in (a verdict
+    that can't fail), and argparse's own ``float`` takes it."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value != value or value in (float("inf"), float("-inf")) or \
+                value < low or (above and value == low) or (high is not None and value > high):
+            span = f"from {low:g} to {high:g}" if high is not None else \
+                f"above {low:g}" if above else f"of at least {low:g}"
+            raise ArgumentTypeError(
+                f"{text!r} is not {'a whole number' if kind is int else 'a number'} {span}")
+        return value
+    parse.__name__ = kind.__name__  # argparse names the type in its own messages
+    return parse

@@ -25,6 +25,7 @@ from streamer.deploy import verify as verify_mod
 from streamer.deploy.service import Service, service_for
 from streamer.errors import DeployError, ServiceError
 from streamer.ops.gcpacing import GC_ENV
+from streamer.settings import argument
 
 log = logging.getLogger(__name__)
 
@@ -192,13 +193,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for s in (b, d):
         s.add_argument("version")
         s.add_argument("--source", default=release_mod.ROOT, help="source tree (default: this one)")
-    d.add_argument("--health-timeout", type=float, default=90.0)
+    d.add_argument("--health-timeout", type=argument(float, 0, above=True), default=90.0)
     v = sub.add_parser("verify", help="the canary verdict over a window")
     v.add_argument("env")
     v.add_argument("--main", help="environment to compare throughput with")
-    v.add_argument("--window", type=float, default=30.0)
-    v.add_argument("--max-lag-s", type=float, default=verify_mod.Limits.max_lag_s)
-    v.add_argument("--max-slower-pct", type=float, default=verify_mod.Limits.max_slower_pct)
+    v.add_argument("--window", type=argument(float, 0, above=True), default=30.0)
+    v.add_argument("--max-lag-s", type=argument(float, 0), default=verify_mod.Limits.max_lag_s)
+    v.add_argument("--max-slower-pct", type=argument(float, 0, high=100), default=verify_mod.Limits.max_slower_pct)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     layout = Layout(os.environ.get("STREAMER_PREFIX", "/opt/streamer"))

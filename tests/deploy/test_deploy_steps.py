@@ -115,3 +115,18 @@ def test_the_service_gets_pypys_gc_settings_unless_the_site_sets_them(tmp_path):
     main = rollout.service_environment(layout, "main")
     assert main["PYPY_GC_NURSERY"] == "16MB"
     assert main["PYPY_GC_INCREMENT_STEP"] == gcpacing.GC_MARKING_STEP
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["verify", "canary", "--max-slower-pct", "nan"], "--max-slower-pct: 'nan' is not a number "
+                                                      "from 0 to 100"),
+    (["verify", "canary", "--window", "0"], "--window: '0' is not a number above 0"),
+    (["verify", "canary", "--max-lag-s", "-1"], "--max-lag-s: '-1' is not a number of at least 0"),
+    (["deploy", "canary", "1.0", "--health-timeout", "-3"], "--health-timeout: '-3' is not a "
+                                                            "number above 0"),
+])
+def test_a_verdict_limit_out_of_its_range_is_refused_before_anything_runs(argv, said, capsys):
+    # deploy.sh verify took --max-slower-pct nan, and no canary could fail its verdict.
+    with pytest.raises(SystemExit) as stopped:
+        rollout.main(argv)
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
