@@ -12,14 +12,15 @@ import time
 import pymysql
 
 from streamer import config as config_mod
+from streamer.settings import argument
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--config", default=".local/streamer.yaml")
     p.add_argument("--admin-password-file", default=".local/secrets/admin.password")
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--rate", type=float, default=20.0, help="changes per second")
+    p.add_argument("--seconds", type=argument(float, 0, above=True), default=10.0)
+    p.add_argument("--rate", type=argument(float, 0, above=True), default=20.0, help="changes per second")
     args = p.parse_args()
     cfg = config_mod.load(args.config)
     with open(os.path.expanduser(args.admin_password_file)) as fh:
