@@ -1,8 +1,15 @@
+import os
+import re
+
 from setuptools import find_packages, setup
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "streamer", "__init__.py"),
+          encoding="utf-8") as fh:
+    VERSION = re.search(r'^__version__ = "([^"]+)"', fh.read(), re.M).group(1)
 
 setup(
     name="streamer",
-    version="0.1.0",
+    version=VERSION,
     description="MySQL binlog change-data-capture into Kafka as Avro, exactly once",
     packages=find_packages(include=["streamer", "streamer.*"]),
     package_data={"streamer": ["../schemas/*.avsc", "engine/warmup.binlog"]},

@@ -93,6 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from streamer.source import patches
 
     cfg = _config(args.config)
+    from streamer.ops.buildinfo import describe
+
+    log.info("%s", describe())
     # After the config, not before: eager thresholds would compile yaml's one-off parse of it too
     # (docs/benchmarks-history.md, "The eager JIT thresholds after the config").
     _tune_jit()
@@ -370,8 +373,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return verify.run(url, main_url, args.window, verify.Limits(args.max_lag_s, args.max_slower_pct))
 
 
+class _Version(argparse.Action):
+    """--version: the version, the deployed release and the runtime (ops.buildinfo), read only
+    when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0,
+                         help="show the streamer's version, release and runtime, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from streamer.ops.buildinfo import describe
+
+        print(describe())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="streamer", description="MySQL binlog -> Kafka (Avro), exactly once")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="stream in the foreground until SIGTERM/SIGINT")
     run.add_argument("-c", "--config", required=True)

@@ -24,13 +24,14 @@ import json
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from streamer import __version__
 from streamer.codec import avro
 from streamer.codec.encode import write_long, write_string
 from streamer.codec.jsonformat import rendered
 from streamer.codec.connect import (DECIMAL, Field, Options, fields_of, schema, struct, to_avro,
                                     unscaled_bytes)
 
-VERSION = "streamer-0.1.0"
+VERSION = f"streamer-{__version__}"
 SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection",
                    "last", "false", "incremental")
 OPS = {avro.OP_BYTES[op]: op for op in ("c", "u", "d", "t", "r")}

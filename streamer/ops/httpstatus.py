@@ -158,6 +158,13 @@ def fetch_status(cfg: Config, timeout: float = 5.0) -> Dict[str, Any]:
     return found
 
 
+def _build_line(build: Optional[Dict[str, str]]) -> str:
+    if not build:  # a streamer from before /status said it
+        return "build      (not said)"
+    of = f"  release {build['release']}" if build.get("release") else ""
+    return f"build      streamer {build.get('version')}{of}  on {build.get('python')}"
+
+
 def status_text(st: Dict[str, Any]) -> str:
     """/status for humans."""
     pos, t, lat, c = st["position"], st["throughput"], st["latency_ms"], st["counters"]
@@ -169,6 +176,7 @@ def status_text(st: Dict[str, Any]) -> str:
     lines = [
         f"source {st['source']}  namespace {st['namespace']}  environment {st['environment']}  "
         f"up {st['uptime_s']:.0f} s",
+        _build_line(st.get("build")),
         f"position   {pos['file']}:{pos['pos']}" + (f" +{pos['rows']} rows" if pos["rows"] else "")
         + (f"  gtid {pos['gtid_set']}" if pos["gtid_set"] else ""),
         f"lag        {'-' if st['lag_seconds'] is None else format(st['lag_seconds'], '.3f') + ' s'}"

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from streamer.config import Config
 from streamer.errors import BatchAborted, ProducerBroken
+from streamer.ops.buildinfo import build_info
 from streamer.ops.latency import Latency, LatencyWindow, split_text
 from streamer.source.rowplan import INVALID
 
@@ -34,6 +35,7 @@ class Metrics:
         m = cfg.metrics
         self.dimensions = {"environment": str(cfg.environment),
                            "source": str(cfg.source.name), "namespace": str(cfg.namespace)}
+        self.build = build_info()  # what runs: version, release, runtime
         self.heartbeat = heartbeat
         # Without the heartbeat, latency comes from the binlog's whole-second event times: a
         # half-second artefact, labelled so wherever it is shown.
@@ -254,6 +256,7 @@ class Metrics:
             "batch_size": self.batch_size,
             "heartbeat": self.heartbeat,
             "uptime_s": round(time.monotonic() - self.started_mono, 3),
+            "build": dict(self.build),
             "snapshot": self.snapshot_status(),
             "retention": self.retention,
             "replication": self.replication,

@@ -68,6 +68,8 @@ class StreamerCollector:
             family = CounterMetricFamily(f"streamer_{key}", HELPS[key], labels=names)
             family.add_metric(values, float(getattr(m, key)))
             yield family
+        yield gauge("streamer_build_info", "1, labelled with what runs: the streamer's version, "
+                    "the deployed release and the runtime", 1, st["build"])
         yield gauge("streamer_lag_seconds", "seconds behind the source's commits",
                     st["lag_seconds"])
         yield gauge("streamer_lag_bytes", "bytes of binlog not yet committed to Kafka",

@@ -153,6 +153,24 @@ def test_the_service_runs_on_the_releases_own_librdkafka(site):
     assert mapped == {os.path.realpath(bundled)}
 
 
+def test_the_running_service_and_the_release_say_which_release_they_are(site):
+    import urllib.request
+
+    import streamer
+
+    tool = os.path.join(site.prefix, "releases", "A", "bin", "streamer")
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith(
+        f"streamer {streamer.__version__} (release A) on PyPy "), out.stdout + out.stderr
+    url = f"http://127.0.0.1:{site.ports['canary']}/status"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        build = json.loads(resp.read())["build"]
+    assert (build["version"], build["release"]) == (streamer.__version__, "A")
+    with urllib.request.urlopen(url.replace("/status", "/metrics"), timeout=10) as resp:
+        assert 'release="A"' in next(line for line in resp.read().decode().splitlines()
+                                     if line.startswith("streamer_build_info{"))
+
+
 def broken_source(base):
     """A copy of this source whose console entry point does not exist: it fails on start."""
     src = os.path.join(base, "src-broken")

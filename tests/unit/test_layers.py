@@ -38,8 +38,9 @@ def _imports(path):
     """Every streamer module a file imports, at its top or inside a function."""
     for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "streamer":
-                yield from (f"streamer.{a.name}" for a in node.names)
+            if node.module == "streamer":  # a module, or the package's own __version__
+                yield from ("streamer" if a.name.startswith("__") else f"streamer.{a.name}"
+                            for a in node.names)
             elif node.module.startswith("streamer."):
                 yield node.module
         elif isinstance(node, ast.ImportFrom) and node.level:
