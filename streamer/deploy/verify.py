@@ -136,6 +136,21 @@ def _throughput(canary: List[Sample], main: Optional[List[Sample]],
                         f"({'within' if c >= floor else 'more than'} {limits.max_slower_pct:.0f}% below)")
 
 
+def runs(canary: List[Sample], main: Optional[List[Sample]]) -> str:
+    """What each instance runs, as its last answer's ``build`` says (ops.buildinfo): a
+    verdict is about a release, and this names it."""
+    def build(samples: Optional[List[Sample]]) -> str:
+        body = next((b for _, b, _ in reversed(samples or []) if b is not None), None)
+        info = (body or {}).get("build")
+        if not info:
+            return "unknown (no answer, or a streamer from before /status said it)"
+        of = f" release {info['release']}" if info.get("release") else ""
+        return f"streamer {info.get('version')}{of} on {info.get('python')}"
+
+    said = f"  canary runs {build(canary)}"
+    return said if main is None else f"{said}; main runs {build(main)}"
+
+
 def observe(url: str, main_url: Optional[str], window: float, interval: float
             ) -> Tuple[List[Sample], Optional[List[Sample]]]:
     canary: List[Sample] = []
@@ -156,6 +171,7 @@ def run(url: str, main_url: Optional[str], window: float, limits: Limits,
     print(f"verifying {url} over {window:.0f}s" + (f" against main {main_url}" if main_url else ""),
           file=out, flush=True)
     canary, main = observe(url, main_url, window, interval)
+    print(runs(canary, main), file=out)
     passed, reasons = judge(canary, main, limits)
     for ok, text in reasons:
         print(f"{'✓' if ok else '✗'} {text}", file=out)

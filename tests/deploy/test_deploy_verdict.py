@@ -94,3 +94,16 @@ def test_a_healthy_status_adds_no_error_line():
     result = judge(window(ok, dict(ok, position={"file": "mysql-bin.000001", "pos": 2000})),
                    None, Limits())
     assert result[0] and "last error" not in reasons(result), reasons(result)
+
+
+def test_the_verdict_names_the_release_each_instance_runs():
+    from streamer.deploy.verify import runs
+
+    def built(release):
+        return dict(status(), build={"version": "0.1.0", "release": release,
+                                     "python": "PyPy 7.3.11 (Python 3.9.16)"})
+    said = runs(window(status(), built("B")), window(built("A"), None))
+    assert said == ("  canary runs streamer 0.1.0 release B on PyPy 7.3.11 (Python 3.9.16); "
+                    "main runs streamer 0.1.0 release A on PyPy 7.3.11 (Python 3.9.16)")
+    assert runs(window(status()), None) == ("  canary runs unknown (no answer, or a streamer "
+                                            "from before /status said it)")
