@@ -83,6 +83,20 @@ def driver_warning(driver: str = DRIVER) -> Optional[str]:
             f"bench.latency --python <the streamer's interpreter>); each line says its 'driver'")
 
 
+def slow_at(pairs: List[Tuple[float, float]], over_ms: float = 100.0) -> Dict[str, Any]:
+    """When the load's slow rows came: the worst row's stamp, and the first and last over
+    ``over_ms``, in seconds from the first row's stamp (None when none is over). A restart's
+    JIT warm-up shows in the first seconds; a broker's or a GC's pause anywhere."""
+    if not pairs:
+        return {"all_max_at_s": None, "all_over_100ms_from_s": None, "all_over_100ms_to_s": None}
+    first = min(s for _, s in pairs)
+    worst = max(pairs, key=lambda p: p[0] - p[1])
+    slow = sorted(s for a, s in pairs if (a - s) / 1000.0 > over_ms)
+    return {"all_max_at_s": round((worst[1] - first) / 1e6, 2),
+            "all_over_100ms_from_s": round((slow[0] - first) / 1e6, 2) if slow else None,
+            "all_over_100ms_to_s": round((slow[-1] - first) / 1e6, 2) if slow else None}
+
+
 def split(pairs: List[Tuple[float, float]], warm_from_us: float) -> Tuple[List[float], List[float]]:
     """(cold, warm) latencies in ms of ``(arrival_us, stamp_us)`` pairs, split at the stamp."""
     cold: List[float] = []
@@ -304,7 +318,8 @@ def run(python: str, workdir: str, rate: float, seconds: float, warmup_s: float,
         "connections": loader.connections, "rss_mb": round(rss, 1),
         "jit_warmup_transactions": transactions, "jit_warmup_wait_s": waited,
         "driver": DRIVER, "cpu_steal_pct": steal.pct, "busy_pct": steal.busy_pct, **used,
-        **stats("", warm), **stats("cold_", cold), **stats("all_", cold + warm)}
+        **stats("", warm), **stats("cold_", cold), **stats("all_", cold + warm),
+        **slow_at(pairs)}
     if after_start_s is not None:
         line["after_start_s"] = after_start_s
     # The source's part (client stamp -> MariaDB acknowledged the INSERT), all rows: the

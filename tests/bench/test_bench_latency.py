@@ -105,3 +105,14 @@ def test_a_run_of_its_own_names_the_commit_it_measured(tmp_path, monkeypatch):
     line = json.loads(out.read_text())
     assert line["commit"] == env.commit()[0] and len(line["commit"]) == 40
     assert (line["shape"], line["interpreter"], line["max_ms"]) == ("latency-restart", "pypy", 40.0)
+
+
+def test_the_line_says_when_the_worst_and_the_slow_rows_came():
+    # (arrival_us, stamp_us): rows at 0 s and 1 s fast (5 and 6 ms), one at 2.5 s 150 ms late, one at 4 s
+    # 120 ms late.
+    pairs = [(5_000, 0), (1_006_000, 1_000_000), (2_650_000, 2_500_000), (4_120_000, 4_000_000)]
+    assert latency.slow_at(pairs) == {"all_max_at_s": 2.5, "all_over_100ms_from_s": 2.5,
+                                      "all_over_100ms_to_s": 4.0}
+    assert latency.slow_at(pairs[:2]) == {"all_max_at_s": 1.0, "all_over_100ms_from_s": None,
+                                          "all_over_100ms_to_s": None}
+    assert latency.slow_at([])["all_max_at_s"] is None
