@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from streamer.config import Config
 from streamer.errors import ConfigError
+from streamer.ops import buildinfo
 
 Sample = Tuple[float, Optional[Dict[str, Any]], str]  # (monotonic time, /status or None, error)
 
@@ -144,8 +145,7 @@ def runs(canary: List[Sample], main: Optional[List[Sample]]) -> str:
         info = (body or {}).get("build")
         if not info:
             return "unknown (no answer, or a streamer from before /status said it)"
-        of = f" release {info['release']}" if info.get("release") else ""
-        return f"streamer {info.get('version')}{of} on {info.get('python')}"
+        return buildinfo.text(info)
 
     said = f"  canary runs {build(canary)}"
     return said if main is None else f"{said}; main runs {build(main)}"

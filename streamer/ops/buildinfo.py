@@ -43,6 +43,10 @@ def build_info(prefix: Optional[str] = None) -> Dict[str, str]:
 
 def describe(prefix: Optional[str] = None) -> str:
     """One line: ``streamer 0.1.0 (release r42) on PyPy 7.3.11 (Python 3.9.16)``."""
-    info = build_info(prefix)
-    of = f" (release {info['release']})" if info["release"] else ""
-    return f"streamer {info['version']}{of} on {info['python']}"
+    return text(build_info(prefix))
+
+
+def text(info: Dict[str, str]) -> str:
+    """``describe``'s line for a build as /status gives it (another instance's, say)."""
+    of = f" (release {info['release']})" if info.get("release") else ""
+    return f"streamer {info.get('version')}{of} on {info.get('python')}"

@@ -159,10 +159,10 @@ def fetch_status(cfg: Config, timeout: float = 5.0) -> Dict[str, Any]:
 
 
 def _build_line(build: Optional[Dict[str, str]]) -> str:
-    if not build:  # a streamer from before /status said it
-        return "build      (not said)"
-    of = f"  release {build['release']}" if build.get("release") else ""
-    return f"build      streamer {build.get('version')}{of}  on {build.get('python')}"
+    from streamer.ops import buildinfo
+
+    # None: a streamer from before /status said it.
+    return f"build      {buildinfo.text(build) if build else '(not said)'}"
 
 
 def status_text(st: Dict[str, Any]) -> str:

@@ -103,7 +103,7 @@ def test_the_verdict_names_the_release_each_instance_runs():
         return dict(status(), build={"version": "0.1.0", "release": release,
                                      "python": "PyPy 7.3.11 (Python 3.9.16)"})
     said = runs(window(status(), built("B")), window(built("A"), None))
-    assert said == ("  canary runs streamer 0.1.0 release B on PyPy 7.3.11 (Python 3.9.16); "
-                    "main runs streamer 0.1.0 release A on PyPy 7.3.11 (Python 3.9.16)")
+    assert said == ("  canary runs streamer 0.1.0 (release B) on PyPy 7.3.11 (Python 3.9.16); "
+                    "main runs streamer 0.1.0 (release A) on PyPy 7.3.11 (Python 3.9.16)")
     assert runs(window(status()), None) == ("  canary runs unknown (no answer, or a streamer "
                                             "from before /status said it)")

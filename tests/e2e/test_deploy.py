@@ -274,8 +274,8 @@ def test_healthy_canary_passes_the_verdict_against_main(site):
     assert proc.returncode == 0, "\n".join(outputs)
     assert "✓ advancing" in proc.stdout and "verdict: PASS" in proc.stdout
     assert "throughput" in proc.stdout and "vs main" in proc.stdout
-    assert re.search(r"canary runs streamer \S+ release A on PyPy .*; main runs streamer \S+ "
-                     r"release A on PyPy", proc.stdout), proc.stdout
+    assert re.search(r"canary runs streamer \S+ \(release A\) on PyPy .*; main runs streamer "
+                     r"\S+ \(release A\) on PyPy", proc.stdout), proc.stdout
 
 
 def test_canary_locked_out_of_mysql_fails_the_verdict_with_the_reason(site):

@@ -42,7 +42,7 @@ def test_status_prometheus_and_the_status_text_say_what_runs():
     m.build = {"version": "9.9.9", "release": "r42", "python": "PyPy 7.3.11 (Python 3.9.16)"}
     st = m.status()
     assert st["build"] == m.build
-    assert "build      streamer 9.9.9  release r42  on PyPy 7.3.11 (Python 3.9.16)" in \
+    assert "build      streamer 9.9.9 (release r42) on PyPy 7.3.11 (Python 3.9.16)" in \
         status_text(st).splitlines()
     families = {f.name: f for f in text_string_to_metric_families(prometheus(m))}
     [sample] = families["streamer_build_info"].samples
