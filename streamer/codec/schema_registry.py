@@ -21,6 +21,8 @@ from streamer.errors import RegistryError, RegistryUnavailable
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+# What an answer that is not the registry API's suggests.
+NOT_THE_API = "is schema_registry.url the registry's API (Apicurio: .../apis/ccompat/v7)?"
 
 
 class Auth:
@@ -165,8 +167,16 @@ class SchemaRegistry:
             return json.loads(text)
         except ValueError:
             raise RegistryError(f"schema registry {method} {self.url}{path} answered what is not "
-                                f"JSON ({text[:200]!r}): is schema_registry.url the registry's "
-                                f"API (Apicurio: .../apis/ccompat/v7)?") from None
+                                f"JSON ({text[:200]!r}): {NOT_THE_API}") from None
+
+    def _field(self, method: str, path: str, answer: Any, name: str,
+               wanted: Callable[[Any], bool], what: str) -> Any:
+        """``answer[name]``, refused naming the answer when it is not what the API gives."""
+        value = answer.get(name) if isinstance(answer, dict) else None
+        if not wanted(value):
+            raise RegistryError(f"schema registry {method} {self.url}{path} answered "
+                                f"{json.dumps(answer)[:200]} without {what}: {NOT_THE_API}")
+        return value
 
     @classmethod
     def from_config(cls, sr: Any) -> "SchemaRegistry":
@@ -176,14 +186,8 @@ class SchemaRegistry:
     def compatibility(self) -> str:
         """The registry's default compatibility level (GET /config): a request that needs the
         streamer's credentials and changes nothing (`streamer check`)."""
-        answer = self._call("GET", "/config")
-        level = answer.get("compatibilityLevel") if isinstance(answer, dict) else None
-        if not isinstance(level, str):
-            raise RegistryError(f"schema registry GET {self.url}/config answered "
-                                f"{json.dumps(answer)[:200]} without a compatibilityLevel: is "
-                                f"schema_registry.url the registry's API (Apicurio: "
-                                f".../apis/ccompat/v7)?")
-        return level
+        return self._field("GET", "/config", self._call("GET", "/config"), "compatibilityLevel",
+                           lambda v: isinstance(v, str), "a compatibilityLevel")
 
     def register(self, subject: str, schema: Dict[str, Any]) -> int:
         """The id of ``schema`` under ``subject``, registering it on first use."""
@@ -192,7 +196,9 @@ class SchemaRegistry:
         sid = self._ids.get(key)
         if sid is None:
             path = f"/subjects/{urllib.parse.quote(subject, safe='')}/versions"
-            sid = self._schema_id(path, self._call("POST", path, {"schema": text}))
+            sid = self._field("POST", path, self._call("POST", path, {"schema": text}), "id",
+                              lambda v: type(v) is int,  # bool is an int to isinstance
+                              "a schema id (an integer \"id\")")
             self._ids[key] = sid
             self._schemas[sid] = schema
             log.info("registered %s as schema id %d", subject, sid)
@@ -206,15 +212,6 @@ class SchemaRegistry:
             found = self._fetched_schema(schema_id, path, self._call("GET", path))
             self._schemas[schema_id] = found
         return found
-
-    def _schema_id(self, path: str, answer: Any) -> int:
-        sid = answer.get("id") if isinstance(answer, dict) else None
-        if type(sid) is not int:  # bool is an int to isinstance
-            raise RegistryError(f"schema registry POST {self.url}{path} answered "
-                                f"{json.dumps(answer)[:200]} without a schema id (an integer "
-                                f"\"id\"): is schema_registry.url the registry's API (Apicurio: "
-                                f".../apis/ccompat/v7)?")
-        return sid
 
     def _fetched_schema(self, schema_id: int, path: str, answer: Any) -> Dict[str, Any]:
         text = answer.get("schema") if isinstance(answer, dict) else None
