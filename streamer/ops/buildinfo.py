@@ -8,6 +8,7 @@ process runs in: its ``RELEASE.json`` names it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Dict, Optional
 
@@ -18,8 +19,6 @@ RELEASE_FILE = "RELEASE.json"
 
 def release(prefix: Optional[str] = None) -> str:
     """The deployed release's name, or "" outside one (a checkout, a development venv)."""
-    import os
-
     try:
         with open(os.path.join(prefix or sys.prefix, RELEASE_FILE), encoding="utf-8") as fh:
             name = json.load(fh).get("version")
